@@ -1,0 +1,3 @@
+from banditbench.cli import main
+
+main()

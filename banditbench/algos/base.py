@@ -1,0 +1,68 @@
+"""The Policy contract (DESIGN.md, "Policy") and the registry behind ``--algos`` and ``banditbench list``."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from banditbench.envs.round import Budget, RoundView
+
+
+class Policy:
+    """A bandit policy.
+
+    Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
+    problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
+    observed reward. All learned state lives inside the policy.
+    """
+
+    #: A privileged policy (only the oracle) is handed the full Round, hidden fields included.
+    privileged = False
+
+    def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
+        self.n_users = n_users
+        self.n_arms = n_arms
+        self.dim = dim
+        self.rng = np.random.default_rng(seed)
+
+    def select(self, view: RoundView, budget: Budget) -> int:
+        raise NotImplementedError
+
+    def update(self, view: RoundView, chosen: int, reward: float) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A registered algorithm: a policy class, its paper, and hyper-parameters fixed by the name."""
+
+    name: str
+    policy: type[Policy]
+    paper: str
+    description: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+    def defaults(self) -> dict[str, Any]:
+        """Hyper-parameters a user may set, with their defaults, read from the constructor."""
+        params = inspect.signature(self.policy.__init__).parameters.values()
+        problem = {"self", "n_users", "n_arms", "dim", "seed"}
+        return {
+            p.name: p.default
+            for p in params
+            if p.name not in problem and p.name not in self.fixed and p.kind is p.KEYWORD_ONLY
+        }
+
+    def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
+        return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {}
+
+
+def register(name: str, policy: type[Policy], *, paper: str, description: str, **fixed: Any) -> None:
+    if name in ALGORITHMS:
+        raise ValueError(f"algorithm {name!r} registered twice")
+    ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed))

@@ -1,0 +1,35 @@
+"""LinUCB (Li, Chu, Langford & Schapire, WWW 2010, Algorithm 1 with disjoint models).
+
+Score of arm x for user u:  p = xᵀθ_u + α·sqrt(xᵀ A_u⁻¹ x),  θ_u = A_u⁻¹ b_u,  A_u = λI + Σ x xᵀ.
+``per_user=False`` ("linucb-one") keeps one model shared by every user; ``per_user=True``
+("linucb-ind", LinUCB-Ind of Ghosh et al. 2021 and BASS's "Ind") keeps one model per user.
+λ = 1 as in Ghosh et al.; α = 1 (the papers line-search it; set it with ``--param``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditbench.algos.base import Policy
+from banditbench.algos.ridge import RidgeStats
+
+
+class LinUCB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.per_user = per_user
+        self.alpha = alpha
+        self.ridge = ridge
+        self.stats = RidgeStats(n_users if per_user else 1, dim, ridge)
+
+    def _learner(self, user: int) -> int:
+        return user if self.per_user else 0
+
+    def select(self, view, budget):
+        arms = view.arms[:]
+        learner = self._learner(view.user)
+        ucb = arms @ self.stats.theta[learner] + self.alpha * self.stats.widths(learner, arms)
+        return int(np.argmax(ucb))
+
+    def update(self, view, chosen, reward):
+        self.stats.update(self._learner(view.user), view.arms[chosen], reward)

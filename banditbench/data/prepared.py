@@ -1,0 +1,103 @@
+"""Prepared datasets on disk (DESIGN.md, "Prepared dataset"): Parquet tables plus ``manifest.json``.
+
+A dataset is built in a temporary sibling folder and renamed into place only when complete, so a
+crash or a bad input never leaves a half-written ``datasets/<name>/`` and never clobbers a good one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from banditbench import __version__
+from banditbench.errors import UserError
+
+MANIFEST = "manifest.json"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_parquet(table: pd.DataFrame, path: Path) -> None:
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+
+
+def write_dataset(
+    folder: Path, name: str, tables: dict[str, pd.DataFrame], parameters: dict[str, Any], *,
+    protocol: str, raw_files: list[dict[str, Any]] | None = None, force: bool = False,
+) -> Path:
+    """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``."""
+    folder = Path(folder)
+    if folder.exists() and not force:
+        raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    except OSError as e:
+        raise UserError(f"cannot write to {folder.parent}: {e.strerror}") from None
+    try:
+        files = {}
+        for table_name, frame in tables.items():
+            path = staging / f"{table_name}.parquet"
+            write_parquet(frame, path)
+            files[table_name] = {"file": path.name, "rows": len(frame), "sha256": sha256_of(path)}
+        manifest = {
+            "name": name,
+            "protocol": protocol,
+            "parameters": parameters,
+            "raw_files": raw_files or [],
+            "tables": files,
+            "banditbench_version": __version__,
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(folder, old)
+            os.rename(staging, folder)
+            shutil.rmtree(old)
+        else:
+            os.rename(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+@dataclass(frozen=True)
+class PreparedDataset:
+    name: str
+    path: Path
+    manifest: dict[str, Any]
+    manifest_sha256: str
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.manifest["parameters"]
+
+    def table(self, table_name: str) -> pd.DataFrame:
+        return pq.read_table(self.path / self.manifest["tables"][table_name]["file"]).to_pandas()
+
+
+def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
+    path = Path(data_dir) / name
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
+        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first")
+    manifest = json.loads(manifest_path.read_text())
+    return PreparedDataset(name, path, manifest, sha256_of(manifest_path))

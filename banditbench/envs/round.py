@@ -1,0 +1,98 @@
+"""The Round contract between environments, policies and the runner (DESIGN.md, "Round" and "Budget").
+
+An environment produces a :class:`Round` holding everything, including the hidden fields
+(realised rewards, expected rewards, ground-truth group). The runner shows the policy only a
+:class:`RoundView`, whose arm features can be read solely through the round's :class:`Budget`:
+reading the features of n arms during selection spends n, and overspending raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class BudgetExceeded(RuntimeError):
+    """A policy scored more arms in one round than its computational budget allows."""
+
+
+class Budget:
+    """The number of arms a policy may score in one round (seed 004's computational budget).
+
+    ``limit=None`` means unlimited. Spending is counted only while the budget is open, that is
+    during ``select``; the runner closes it before ``update`` (learning from the chosen arm is free).
+    """
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limit
+        self.spent = 0
+        self.is_open = True
+
+    @property
+    def remaining(self) -> float:
+        return float("inf") if self.limit is None else self.limit - self.spent
+
+    def spend(self, n_arms: int) -> None:
+        if not self.is_open:
+            return
+        if self.limit is not None and self.spent + n_arms > self.limit:
+            raise BudgetExceeded(
+                f"policy tried to score {self.spent + n_arms} arms this round; the budget is {self.limit}"
+            )
+        self.spent += n_arms
+
+    def close(self) -> None:
+        self.is_open = False
+
+
+class ArmPool:
+    """Read-only arm features [K, d]; indexing rows spends them from the round's budget.
+
+    ``pool[:]`` scores every arm, ``pool[idx]`` the chosen rows, ``len(pool)`` is free.
+    """
+
+    def __init__(self, features: np.ndarray, budget: Budget):
+        self._features = features.view()
+        self._features.flags.writeable = False  # a policy must not alter the environment's arms
+        self._budget = budget
+
+    def __len__(self) -> int:
+        return self._features.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self._features.shape[1]
+
+    def __getitem__(self, index) -> np.ndarray:
+        rows = self._features[index]
+        self._budget.spend(1 if rows.ndim == 1 else rows.shape[0])
+        return rows
+
+
+@dataclass(frozen=True)
+class RoundView:
+    """What a policy may see of a round."""
+
+    t: int
+    user: int
+    arms: ArmPool
+    user_features: np.ndarray | None = None
+    topics: np.ndarray | None = None
+
+
+@dataclass
+class Round:
+    """One step of an environment, hidden fields included."""
+
+    t: int
+    user: int
+    arms: np.ndarray  # [K, d]
+    rewards: np.ndarray  # [K] realised (hidden)
+    expected: np.ndarray  # [K] expected (hidden)
+    group: int = -1  # ground-truth cluster, -1 when unknown (hidden)
+    user_features: np.ndarray | None = None
+    topics: np.ndarray | None = None
+
+    def view(self, budget: Budget) -> RoundView:
+        return RoundView(self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics)

@@ -1,0 +1,26 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from banditbench.data import load_dataset, synthetic
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    """A small, easy synthetic dataset: 20 users in 2 clusters, d = 5, K = 10."""
+    folder = tmp_path / "datasets"
+    synthetic.prepare(folder, users=20, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0)
+    return folder
+
+
+@pytest.fixture
+def dataset(data_dir):
+    return load_dataset(data_dir, "synthetic")
+
+
+def banditbench(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Run the real command line in a subprocess, as a user would."""
+    return subprocess.run([sys.executable, "-m", "banditbench", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True)

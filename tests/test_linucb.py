@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from banditbench.algos.ridge import RidgeStats
+from banditbench.runner import Unit, run_unit
+
+
+def test_sherman_morrison_inverse_equals_direct_inverse():
+    rng = np.random.default_rng(1)
+    d, ridge = 6, 0.5
+    stats = RidgeStats(n_learners=3, dim=d, ridge=ridge)
+    X = rng.standard_normal((200, d))
+    r = rng.standard_normal(200)
+    for x, reward in zip(X, r):
+        stats.update(1, x, reward)
+    A = ridge * np.eye(d) + X.T @ X
+    np.testing.assert_allclose(stats.A_inv[1], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(stats.theta[1], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(stats.A_inv[0], np.eye(d) / ridge)  # other learners untouched
+    assert stats.count.tolist() == [0, 200, 0]
+
+
+def test_widths_are_the_mahalanobis_norms():
+    rng = np.random.default_rng(2)
+    stats = RidgeStats(1, 4)
+    for x in rng.standard_normal((30, 4)):
+        stats.update(0, x, 1.0)
+    arms = rng.standard_normal((7, 4))
+    direct = np.sqrt([a @ stats.A_inv[0] @ a for a in arms])
+    np.testing.assert_allclose(stats.widths(0, arms), direct)
+
+
+def cumulative_regret(algorithm, dataset, rounds, seed_index=0, **params):
+    unit = Unit("synthetic", "linear", algorithm, params, 0, seed_index, rounds, None)
+    return np.cumsum(run_unit(unit, dataset).outcome["regret"].to_numpy())
+
+
+def test_linucb_ind_regret_is_sublinear_and_far_below_random(dataset):
+    linucb = cumulative_regret("linucb-ind", dataset, 6000, alpha=0.5)
+    random = cumulative_regret("random", dataset, 6000)
+    assert linucb[-1] < 0.25 * random[-1]
+    first, last = linucb[1999], linucb[-1] - linucb[3999]
+    assert last < 0.5 * first  # the last third adds far less regret than the first third
+
+
+def test_one_model_per_user_beats_one_shared_model_on_clustered_users(dataset):
+    one = cumulative_regret("linucb-one", dataset, 4000)
+    ind = cumulative_regret("linucb-ind", dataset, 4000)
+    assert ind[-1] < one[-1]
+
+
+def test_oracle_regret_is_exactly_zero(dataset):
+    assert cumulative_regret("oracle", dataset, 2000)[-1] == 0.0
+
+
+@pytest.mark.parametrize("algorithm", ["linucb-ind", "linucb-one"])
+def test_linucb_scores_every_arm_once(dataset, algorithm):
+    unit = Unit("synthetic", "linear", algorithm, {}, 0, 0, 50, None)
+    assert set(run_unit(unit, dataset).outcome["budget_spent"].to_pylist()) == {10}
