@@ -68,7 +68,7 @@ def prepare_synthetic(
 
     path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
                              seed=seed, force=force)
-    console.print(f"prepared [bold]synthetic[/] in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
+    console.print(f"[bold]synthetic[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
 
 
 @app.command()

@@ -44,6 +44,13 @@ def test_prepare_is_deterministic(tmp_path):
     assert (tmp_path / "a/synthetic/manifest.json").read_bytes() == (tmp_path / "b/synthetic/manifest.json").read_bytes()
 
 
+def test_preparing_again_with_the_same_parameters_changes_nothing(data_dir):
+    manifest = data_dir / "synthetic" / "manifest.json"
+    before = manifest.stat().st_mtime_ns
+    synthetic.prepare(data_dir, users=20, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0)
+    assert manifest.stat().st_mtime_ns == before
+
+
 def test_prepare_refuses_to_replace_without_force(data_dir):
     before = (data_dir / "synthetic" / "users.parquet").read_bytes()
     with pytest.raises(UserError, match="--force"):

@@ -27,5 +27,5 @@ class RidgeStats:
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
-        quad = np.einsum("kd,de,ke->k", arms, self.A_inv[learner], arms)
+        quad = ((arms @ self.A_inv[learner]) * arms).sum(axis=1)
         return np.sqrt(np.maximum(quad, 0.0))

@@ -37,6 +37,12 @@ def write_parquet(table: pd.DataFrame, path: Path) -> None:
     pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
 
 
+def existing_parameters(folder: Path) -> dict[str, Any] | None:
+    """The preprocessing parameters of a dataset already prepared in ``folder``, if any."""
+    manifest = Path(folder) / MANIFEST
+    return json.loads(manifest.read_text())["parameters"] if manifest.is_file() else None
+
+
 def write_dataset(
     folder: Path, name: str, tables: dict[str, pd.DataFrame], parameters: dict[str, Any], *,
     protocol: str, raw_files: list[dict[str, Any]] | None = None, force: bool = False,

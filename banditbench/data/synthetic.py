@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.prepared import write_dataset
+from banditbench.data.prepared import existing_parameters, write_dataset
 from banditbench.errors import UserError
 
 DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
@@ -53,6 +53,8 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
     if z < 0:
         raise UserError(f"--z must be non-negative, got {z}")
     parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
+    folder = Path(data_dir) / "synthetic"
+    if not force and existing_parameters(folder) == parameters:
+        return folder  # already prepared with these parameters: nothing to do
     table = generate(users, clusters, dim, z, seed)
-    return write_dataset(Path(data_dir) / "synthetic", "synthetic", {"users": table}, parameters,
-                         protocol="linear", force=force)
+    return write_dataset(folder, "synthetic", {"users": table}, parameters, protocol="linear", force=force)
