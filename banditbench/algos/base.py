@@ -34,6 +34,20 @@ class Policy:
     def update(self, view: RoundView, chosen: int, reward: float) -> None:
         raise NotImplementedError
 
+    # Optional diagnostics, sampled by the runner every few rounds into ``diag_*`` shard columns.
+    def clusters(self) -> np.ndarray | None:
+        """The current cluster label of every user, if the policy clusters users."""
+        return None
+
+    def sharing_graph(self):
+        """The current "shares samples with" user graph [N, N] (dense or scipy.sparse), if it has one.
+        Pair F1 is scored on it; without it, on the same-label graph of ``clusters()``."""
+        return None
+
+    def diagnostics(self) -> dict[str, float]:
+        """Any other deterministic per-round figures worth keeping (timings belong in the timing sidecar)."""
+        return {}
+
 
 @dataclass(frozen=True)
 class AlgorithmSpec:

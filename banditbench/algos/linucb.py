@@ -33,3 +33,6 @@ class LinUCB(Policy):
 
     def update(self, view, chosen, reward):
         self.stats.update(self._learner(view.user), view.arms[chosen], reward)
+
+    def clusters(self):
+        return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)

@@ -20,12 +20,14 @@ class RidgeStats:
     def update(self, learner: int, x: np.ndarray, reward: float) -> None:
         A_inv = self.A_inv[learner]
         A_inv_x = A_inv @ x
-        A_inv -= np.outer(A_inv_x, A_inv_x) / (1.0 + x @ A_inv_x)
+        gain = A_inv_x / (1.0 + x @ A_inv_x)
+        # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
+        self.theta[learner] += gain * (reward - x @ self.theta[learner])
+        A_inv -= np.multiply.outer(gain, A_inv_x)
         self.b[learner] += reward * x
-        self.theta[learner] = A_inv @ self.b[learner]
         self.count[learner] += 1
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
-        quad = ((arms @ self.A_inv[learner]) * arms).sum(axis=1)
+        quad = np.einsum("kd,kd->k", arms @ self.A_inv[learner], arms)
         return np.sqrt(np.maximum(quad, 0.0))

@@ -23,6 +23,7 @@ class LinearEnvironment:
         users = dataset.table("users").sort_values("user")
         self.theta = users.filter(like="theta_").to_numpy()  # [N, d]
         self.group_of = users["cluster"].to_numpy()
+        self.true_groups = self.group_of  # hidden ground truth, read only by the runner's diagnostics
         self.n_users, self.dim = self.theta.shape
         self.n_arms = int(dataset.parameters["arms"])
         self.noise = float(dataset.parameters["noise"])

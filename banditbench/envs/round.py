@@ -18,6 +18,7 @@ class BudgetExceeded(RuntimeError):
 
 
 class Budget:
+    __slots__ = ("limit", "spent", "is_open")
     """The number of arms a policy may score in one round (seed 004's computational budget).
 
     ``limit=None`` means unlimited. Spending is counted only while the budget is open, that is
@@ -47,6 +48,7 @@ class Budget:
 
 
 class ArmPool:
+    __slots__ = ("_features", "_budget")
     """Read-only arm features [K, d]; indexing rows spends them from the round's budget.
 
     ``pool[:]`` scores every arm, ``pool[idx]`` the chosen rows, ``len(pool)`` is free.
@@ -70,7 +72,7 @@ class ArmPool:
         return rows
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RoundView:
     """What a policy may see of a round."""
 
@@ -81,7 +83,7 @@ class RoundView:
     topics: np.ndarray | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Round:
     """One step of an environment, hidden fields included."""
 

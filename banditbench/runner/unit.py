@@ -11,10 +11,13 @@ import pyarrow as pa
 
 from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset
+from banditbench.algos.base import Policy
 from banditbench.envs import PROTOCOLS, Budget
+from banditbench.runner.diagnostics import clustering_scores
 from banditbench.runner.seeds import unit_streams
 
 PROGRESS_EVERY = 1000  # rounds between progress callbacks: keeps the hot loop free of UI work
+DIAGNOSTICS_EVERY = 100  # rounds between samples of a policy's diagnostics (and the last round)
 
 
 @dataclass(frozen=True)
@@ -50,18 +53,11 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
     policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
 
     T = unit.rounds
-    columns = {
-        "t": np.arange(T, dtype=np.int64),
-        "user": np.empty(T, np.int64),
-        "group": np.empty(T, np.int64),
-        "chosen": np.empty(T, np.int64),
-        "reward": np.empty(T),
-        "expected_reward": np.empty(T),
-        "best_expected_reward": np.empty(T),
-        "budget_spent": np.empty(T, np.int64),
-    }
-    select_seconds = np.empty(T)
-    update_seconds = np.empty(T)
+    users, groups, chosen_arms, budget_spent = (np.empty(T, np.int64) for _ in range(4))
+    rewards, expected_rewards, best_expected_rewards, select_seconds, update_seconds = (np.empty(T) for _ in range(5))
+    diagnosed = has_diagnostics(policy)
+    true_groups = getattr(env, "true_groups", None)
+    diagnostics: dict[str, np.ndarray] = {}
     clock = time.perf_counter
     started = clock()
     for rnd in env.rounds(T):
@@ -76,19 +72,36 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         policy.update(view, chosen, reward)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
-        columns["user"][t] = rnd.user
-        columns["group"][t] = rnd.group
-        columns["chosen"][t] = chosen
-        columns["reward"][t] = reward
-        columns["expected_reward"][t] = rnd.expected[chosen]
-        columns["best_expected_reward"][t] = rnd.expected.max()
-        columns["budget_spent"][t] = budget.spent
+        users[t] = rnd.user
+        groups[t] = rnd.group
+        chosen_arms[t] = chosen
+        rewards[t] = reward
+        expected_rewards[t] = rnd.expected[chosen]
+        best_expected_rewards[t] = rnd.expected.max()
+        budget_spent[t] = budget.spent
+        if diagnosed and ((t + 1) % DIAGNOSTICS_EVERY == 0 or t == T - 1):
+            for name, value in sample_diagnostics(policy, true_groups).items():
+                diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
     wall = clock() - started
     if progress is not None:
         progress(T % PROGRESS_EVERY)
-    # Regret of a round = max(expected) − expected[chosen] (DESIGN.md, "Round").
-    columns["regret"] = columns["best_expected_reward"] - columns["expected_reward"]
-    timing = pa.table({"t": columns["t"], "select_seconds": select_seconds, "update_seconds": update_seconds})
-    return UnitResult(pa.table(columns), timing, wall)
+    outcome = pa.table({
+        "t": np.arange(T, dtype=np.int64), "user": users, "group": groups, "chosen": chosen_arms, "reward": rewards,
+        "expected_reward": expected_rewards, "best_expected_reward": best_expected_rewards,
+        # Regret of a round = max(expected) − expected[chosen] (DESIGN.md, "Round").
+        "regret": best_expected_rewards - expected_rewards, "budget_spent": budget_spent,
+        **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
+    })
+    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds})
+    return UnitResult(outcome, timing, wall)
+
+
+def has_diagnostics(policy: Policy) -> bool:
+    kind = type(policy)
+    return any(getattr(kind, name) is not getattr(Policy, name) for name in ("clusters", "sharing_graph", "diagnostics"))
+
+
+def sample_diagnostics(policy: Policy, true_groups: np.ndarray | None) -> dict[str, float]:
+    return {**clustering_scores(true_groups, policy.clusters(), policy.sharing_graph()), **policy.diagnostics()}
