@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +26,8 @@ prepare_app = typer.Typer(help="Build a prepared dataset (Parquet + manifest.jso
                           no_args_is_help=True)
 app.add_typer(prepare_app, name="prepare")
 
-console = Console()
+# Not a terminal (CI logs, pipes): rich drops colour by itself; a wide fixed width keeps tables unwrapped.
+console = Console(width=None if sys.stdout.isatty() else 160)
 DATA_DIR = typer.Option(Path("datasets"), "--data-dir", envvar="BANDITBENCH_DATA_DIR",
                         help="Folder of prepared datasets.")
 
@@ -87,7 +89,6 @@ def run(
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × seed) unit, write one Parquet shard per unit, print the regret table."""
-    from banditbench.report.tables import load_experiment, regret_table
     from banditbench.runner.experiment import execute, plan, prepare_output
 
     experiment = plan(data_dir=data_dir, dataset=dataset, algorithms=[a.strip() for a in algos.split(",") if a.strip()],
@@ -101,43 +102,90 @@ def run(
         ran = execute(experiment, target, out,
                       on_unit_start=lambda unit: bar.update(task, description=unit.id),
                       progress=lambda n: bar.advance(task, n))
-    results = load_experiment(out)
     console.print(f"ran {len(ran)} of {len(experiment.units)} units; results in {out}")
-    print_regret_table(regret_table(results), results.config)
+    from banditbench.report.formats import to_rich
+    from banditbench.report.tables import build_report, load_results
+
+    report = build_report(load_results([out]))
+    for table in to_rich(report)[:1]:  # the regret table; `banditbench report` shows the rest
+        console.print(table)
 
 
-def print_regret_table(table, config) -> None:
-    from banditbench.report.tables import format_mean_std
-
-    view = Table(title=f"Final cumulative regret, T = {config['rounds']}, dataset {config['dataset']}",
-                 title_justify="left")
-    for column in ("algorithm", "seeds", "cumulative regret (mean ± std)", "mean reward", "rounds/s"):
-        view.add_column(column, justify="left" if column == "algorithm" else "right")
-    for row in table.itertuples():
-        view.add_row(row.algorithm, str(row.seeds), format_mean_std(row.regret_mean, row.regret_std),
-                     f"{row.mean_reward:.4f}", f"{row.rounds_per_second:,.0f}")
-    console.print(view)
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 @app.command()
 def report(
-    folder: Optional[Path] = typer.Argument(None, help="Results folder [default: the newest under results/]."),
-    formats: str = typer.Option("md,csv", "--format", help="Files to write: md (report.md), csv (report.csv, curves.csv)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the files [default: the results folder]."),
+    folders: Optional[list[Path]] = typer.Argument(
+        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."),
+    formats: str = typer.Option("md,csv", "--format",
+                                help="Files to write, comma-separated: md, csv, latex, html (one self-contained "
+                                     "file with the plots), png, svg (plots); 'none' writes nothing."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the files [default: the results folder; "
+                                                           "with several, their common parent]."),
+    check: Optional[Path] = typer.Option(None, "--check", help="Exit 1 when an algorithm's final regret got worse "
+                                                               "(or CTR lower) than in this baseline JSON."),
+    tolerance: str = typer.Option("5%", "--tolerance", help="Allowed relative change for --check, e.g. 5% or 0.05."),
+    save_baseline: Optional[Path] = typer.Option(None, "--save-baseline", help="Write a baseline JSON for --check."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed",
+                                     help="Aggregate shards run with different settings or dataset versions."),
+    test: str = typer.Option("t", "--test", help="Paired test deciding ties and wins: t or wilcoxon."),
+    baselines: str = typer.Option("", "--baselines", help="Algorithms to treat as baselines (overrides the registry)."),
+    proposed: str = typer.Option("", "--proposed", help="Algorithms to treat as proposed methods."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
 ) -> None:
-    """Print the final-regret table (mean ± std over seeds) and write it with per-round curves."""
-    from banditbench.report.tables import FORMATS, latest_experiment, load_experiment, regret_table, write_report
+    """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
+    from banditbench.report import check as gate
+    from banditbench.report.formats import to_rich, write_files
+    from banditbench.report.stats import TESTS
+    from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
 
-    chosen = [f.strip() for f in formats.split(",") if f.strip()]
+    chosen = [] if formats.strip() == "none" else _names(formats)
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown:
         raise UserError(f"unknown format {unknown[0]!r}; choose from: {', '.join(FORMATS)}")
-    results = load_experiment(folder or latest_experiment(Path("results")))
-    if results.missing:
-        console.print(f"[yellow]warning:[/] {len(results.missing)} units not finished: {', '.join(results.missing)}")
-    print_regret_table(regret_table(results), results.config)
-    for path in write_report(results, out or results.folder, chosen):
-        console.print(f"wrote {path}")
+    if test not in TESTS:
+        raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
+    allowed = gate.parse_tolerance(tolerance)
+    folders = folders or [latest_experiment(Path("results"))]
+    results = load_results(folders, allow_mixed=allow_mixed)
+    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
+    report_ = build_report(results, roles=roles, test=test)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    for exp in results.experiments:
+        if exp.missing:
+            errors.print(f"warning: {exp.folder}: {len(exp.missing)} units not finished: {', '.join(exp.missing)}")
+    for warning in results.warnings:
+        errors.print(f"warning: {warning}")
+    if not quiet:
+        for table in to_rich(report_):
+            console.print(table)
+    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
+    for path in write_files(report_, Path(target), chosen) if chosen else []:
+        if not quiet:
+            console.print(f"wrote {path}", highlight=False)
+    failed = False
+    if check is not None:
+        outcome = gate.check(report_, check, allowed)
+        for line in outcome.failures:
+            console.print(f"REGRESSION {line}", highlight=False, soft_wrap=True)
+        if not quiet:
+            for line in outcome.notes:
+                console.print(f"ok {line}", highlight=False, soft_wrap=True)
+            if not outcome.failures:
+                console.print(f"check passed against {check}", highlight=False)
+        failed = bool(outcome.failures)
+    if save_baseline is not None:
+        path = gate.save_baseline(report_, save_baseline)
+        if not quiet:
+            console.print(f"wrote baseline {path}", highlight=False)
+    for problem in results.problems:
+        errors.print(f"error: {problem}")
+    if results.problems:
+        sys.exit(2)
+    if failed:
+        sys.exit(1)
 
 
 def main() -> None:

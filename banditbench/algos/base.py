@@ -58,6 +58,8 @@ class AlgorithmSpec:
     paper: str
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
+    #: "baseline" or "proposed": the report states each proposed method's improvement over the best baseline.
+    role: str = "proposed"
 
     def defaults(self) -> dict[str, Any]:
         """Hyper-parameters a user may set, with their defaults, read from the constructor."""
@@ -76,7 +78,13 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
-def register(name: str, policy: type[Policy], *, paper: str, description: str, **fixed: Any) -> None:
+ROLES = ("baseline", "proposed")
+
+
+def register(name: str, policy: type[Policy], *, paper: str, description: str, role: str = "proposed",
+             **fixed: Any) -> None:
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} registered twice")
-    ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed))
+    if role not in ROLES:
+        raise ValueError(f"algorithm {name!r}: role must be one of {ROLES}, got {role!r}")
+    ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role)

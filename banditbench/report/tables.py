@@ -1,121 +1,161 @@
-"""Regret tables and curves from an experiment's shards. The report never re-runs anything."""
+"""Regret / CTR tables, paired comparisons, ranks and curves from loaded results. Never re-runs anything."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
-from banditbench.errors import UserError
-from banditbench.results.shards import SHARDS, read_shard, read_timing
-from banditbench.runner.experiment import MANIFEST
+from banditbench.report import stats
+from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
 
-FORMATS = ("md", "csv")
+__all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_experiment", "load_experiment",
+           "load_results", "regret_curves", "regret_table", "write_report"]
+
+FORMATS = ("md", "csv", "latex", "html", "png", "svg")
+
+
+def algorithm_role(name: str, overrides: dict[str, str]) -> tuple[str, bool]:
+    """(role, reference): the registry's role unless overridden; the privileged oracle is a reference line,
+    kept in the table but left out of the best entry, ties, ranks and the best baseline."""
+    from banditbench.algos import ALGORITHMS
+
+    spec = ALGORITHMS.get(name)
+    role = overrides.get(name, spec.role if spec else "proposed")
+    return role, bool(spec and spec.policy.privileged)
 
 
 @dataclass
-class LoadedExperiment:
-    folder: Path
-    config: dict
-    units: list[str]  # every planned unit id, in run order
-    rounds: pd.DataFrame  # per-round outcome of the completed units, with ``algorithm`` and ``seed`` columns
-    timing: pd.DataFrame  # one row per completed unit: algorithm, seed, wall_seconds, peak_rss_mb
+class Report:
+    results: Results
+    summary: pd.DataFrame  # one row per dataset × algorithm
+    comparisons: pd.DataFrame  # every pair of algorithms per dataset, Holm-corrected
+    win_tie_loss: pd.DataFrame  # algorithm × algorithm, "w/t/l" over datasets
+    ranks: pd.DataFrame  # average rank per algorithm over datasets
+    test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
 
-    @property
-    def missing(self) -> list[str]:
-        done = set(self.timing["unit"])
-        return [u for u in self.units if u not in done]
-
-
-def latest_experiment(results_dir: Path) -> Path:
-    candidates = sorted(Path(results_dir).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise UserError(f"no experiments in {results_dir}/; run `banditbench run` first")
-    return candidates[-1].parent
+    def value_column(self, dataset: str) -> str:
+        return "ctr_mean" if self.results.kinds[dataset] == "ctr" else "regret_mean"
 
 
-def load_experiment(folder: Path) -> LoadedExperiment:
-    folder = Path(folder)
-    if not (folder / MANIFEST).is_file():
-        raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`")
-    manifest = json.loads((folder / MANIFEST).read_text())
-    frames, timings = [], []
-    for unit_id in manifest["units"]:
-        path = folder / SHARDS / f"{unit_id}.parquet"
-        if not path.exists():
+def build_report(results: Results, *, roles: dict[str, str] | None = None, test: str = "t") -> Report:
+    roles = roles or {}
+    units = results.units
+    rows = []
+    for (dataset, algorithm), unit in units.groupby(["dataset", "algorithm"], sort=False):
+        role, reference = algorithm_role(algorithm, roles)
+        row = {"dataset": dataset, "algorithm": algorithm, "role": role, "reference": reference, "seeds": len(unit)}
+        for column, name in (("final_regret", "regret"), ("cumulative_ctr", "ctr"), ("ctr_regret", "ctr_regret")):
+            if column in unit and unit[column].notna().any():
+                d = stats.describe(unit[column])
+                row.update({f"{name}_mean": d["mean"], f"{name}_std": d["std"], f"{name}_ci_low": d["ci_low"],
+                            f"{name}_ci_high": d["ci_high"]})
+        if "mean_reward" in unit:
+            row["mean_reward"] = unit["mean_reward"].mean()
+        row["rounds_per_second"] = unit["rounds"].sum() / unit["wall_seconds"].sum()
+        row["wall_seconds"] = unit["wall_seconds"].mean()
+        row["peak_rss_mb"] = unit["peak_rss_mb"].max()
+        for column in results.timing_columns + results.diagnostic_columns:
+            row[column] = unit[column].mean()
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    order = {a: i for i, a in enumerate(results.algorithms)}
+    summary = summary.sort_values(["dataset", "algorithm"], key=lambda c: c.map(order) if c.name == "algorithm"
+                                  else c.map({d: i for i, d in enumerate(results.datasets)}), kind="stable",
+                                  ignore_index=True)
+
+    compared = [a for a in results.algorithms if not algorithm_role(a, roles)[1]]
+    comparisons = []
+    for dataset in results.datasets:
+        higher = results.kinds[dataset] == "ctr"
+        value = "cumulative_ctr" if higher else "final_regret"
+        comparisons.append(stats.pairwise(units[units["dataset"] == dataset], value, higher, compared, test=test))
+    comparisons = pd.concat(comparisons, ignore_index=True)
+    summary = _mark_best(summary, comparisons, results, test)
+    means = pd.DataFrame({"dataset": summary["dataset"], "algorithm": summary["algorithm"],
+                          "mean": [row[_value(results, row["dataset"])] for _, row in summary.iterrows()]})
+    means = means[~summary["reference"]]
+    higher = {d: k == "ctr" for d, k in results.kinds.items()}
+    return Report(results, summary, comparisons, stats.win_tie_loss(comparisons, compared),
+                  stats.average_ranks(means, higher), test)
+
+
+def _value(results: Results, dataset: str) -> str:
+    return "ctr_mean" if results.kinds[dataset] == "ctr" else "regret_mean"
+
+
+def _mark_best(summary: pd.DataFrame, comparisons: pd.DataFrame, results: Results, test: str) -> pd.DataFrame:
+    """Best entry per dataset, entries tied with it (Holm-adjusted p ≥ ALPHA) and improvement over the best
+    baseline for proposed methods."""
+    summary = summary.assign(best=False, tied_with_best=False, p_vs_best=np.nan, improvement_pct=np.nan)
+    for dataset in results.datasets:
+        higher = results.kinds[dataset] == "ctr"
+        value = _value(results, dataset)
+        rows = summary[(summary["dataset"] == dataset) & ~summary["reference"]]
+        if rows.empty:
             continue
-        frame, meta = read_shard(path)
-        frame.insert(0, "algorithm", meta["unit"]["algorithm"])
-        frame.insert(1, "seed", meta["unit"]["seed_index"])
-        frames.append(frame)
-        timing = read_timing(path) or {"wall_seconds": np.nan, "peak_rss_mb": np.nan}
-        timings.append({"unit": unit_id, "algorithm": meta["unit"]["algorithm"], "seed": meta["unit"]["seed_index"],
-                        "rounds": len(frame), "wall_seconds": timing["wall_seconds"],
-                        "peak_rss_mb": timing["peak_rss_mb"]})
-    if not frames:
-        raise UserError(f"{folder} has no finished units yet; run `banditbench run --out {folder} --resume`")
-    return LoadedExperiment(folder, manifest["config"], manifest["units"], pd.concat(frames, ignore_index=True),
-                            pd.DataFrame(timings))
+        best_index = rows[value].idxmax() if higher else rows[value].idxmin()
+        best = summary.at[best_index, "algorithm"]
+        summary.at[best_index, "best"] = True
+        of_dataset = comparisons[comparisons["dataset"] == dataset]
+        for index, row in rows.iterrows():
+            pair = of_dataset[((of_dataset["a"] == best) & (of_dataset["b"] == row["algorithm"]))
+                              | ((of_dataset["b"] == best) & (of_dataset["a"] == row["algorithm"]))]
+            if not pair.empty:
+                summary.at[index, "p_vs_best"] = pair[f"{test}_p_holm"].iloc[0]
+                summary.at[index, "tied_with_best"] = pair["winner"].iloc[0] == ""
+        baselines = rows[rows["role"] == "baseline"]
+        if not baselines.empty:
+            best_baseline = baselines[value].max() if higher else baselines[value].min()
+            for index, row in rows[rows["role"] == "proposed"].iterrows():
+                summary.at[index, "improvement_pct"] = stats.improvement_pct(row[value], best_baseline, higher)
+    return summary
 
 
-def regret_table(exp: LoadedExperiment) -> pd.DataFrame:
-    """Final cumulative regret per algorithm: mean ± std (ddof = 1) over seeds, and the seed count."""
-    per_unit = exp.rounds.groupby(["algorithm", "seed"], sort=False).agg(
-        final_regret=("regret", "sum"), mean_reward=("reward", "mean"))
-    table = per_unit.groupby(level="algorithm", sort=False).agg(
-        seeds=("final_regret", "size"), regret_mean=("final_regret", "mean"), regret_std=("final_regret", "std"),
-        mean_reward=("mean_reward", "mean"))
-    speed = exp.timing.groupby("algorithm", sort=False).agg(wall=("wall_seconds", "sum"), rounds=("rounds", "sum"),
-                                                            peak_rss_mb=("peak_rss_mb", "max"))
-    table["rounds_per_second"] = speed["rounds"] / speed["wall"]
-    table["peak_rss_mb"] = speed["peak_rss_mb"]
-    return table.reset_index()
-
-
-def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
-    """Per round t: mean and std over seeds of the cumulative regret, per algorithm."""
-    rounds = exp.rounds.sort_values(["algorithm", "seed", "t"], kind="stable")
-    rounds = rounds.assign(cumulative_regret=rounds.groupby(["algorithm", "seed"], sort=False)["regret"].cumsum())
-    curves = rounds.groupby(["algorithm", "t"], sort=False)["cumulative_regret"].agg(["mean", "std", "size"])
-    curves.columns = ["cumulative_regret_mean", "cumulative_regret_std", "seeds"]
-    order = {algo: i for i, algo in enumerate(exp.config["algorithms"])}
-    curves = curves.reset_index()
-    return curves.sort_values(["algorithm", "t"], key=lambda c: c.map(order) if c.name == "algorithm" else c,
-                              kind="stable", ignore_index=True)
-
-
-def to_markdown(table: pd.DataFrame, config: dict) -> str:
-    header = (f"Final cumulative regret after {config['rounds']} rounds on `{config['dataset']}` "
-              f"(protocol `{config['protocol']}`, master seed {config['master_seed']}, "
-              f"budget {config['budget'] or 'unlimited'}); mean ± std over seeds.\n\n")
-    lines = ["| algorithm | seeds | cumulative regret | mean reward | rounds/s |", "|---|---|---|---|---|"]
-    for row in table.itertuples():
-        lines.append(f"| {row.algorithm} | {row.seeds} | {format_mean_std(row.regret_mean, row.regret_std)} "
-                     f"| {row.mean_reward:.4f} | {row.rounds_per_second:,.0f} |")
-    return header + "\n".join(lines) + "\n"
+def curves(results: Results) -> pd.DataFrame:
+    """Per dataset, algorithm and round t: mean, std and 95 % t-interval over seeds of the cumulative metrics."""
+    metrics = [c for c in ("cumulative_regret", "cumulative_ctr", "ctr_regret") if c in results.rounds]
+    grouped = results.rounds.groupby(["dataset", "algorithm", "t"], sort=False)
+    table = grouped[metrics].agg(["mean", "std"])
+    table.columns = [f"{metric}_{stat}" for metric, stat in table.columns]
+    seeds = grouped.size()
+    half = scipy_stats.t.ppf(1 - stats.ALPHA / 2, np.maximum(seeds - 1, 1)) / np.sqrt(seeds)
+    for metric in metrics:
+        spread = table[f"{metric}_std"] * half.where(seeds > 1)
+        table[f"{metric}_ci_low"] = table[f"{metric}_mean"] - spread
+        table[f"{metric}_ci_high"] = table[f"{metric}_mean"] + spread
+    table["seeds"] = seeds
+    table = table.reset_index()
+    order = {a: i for i, a in enumerate(results.algorithms)}
+    datasets = {d: i for i, d in enumerate(results.datasets)}
+    return table.sort_values(["dataset", "algorithm", "t"], kind="stable", ignore_index=True,
+                             key=lambda c: c.map(datasets) if c.name == "dataset"
+                             else c.map(order) if c.name == "algorithm" else c)
 
 
 def format_mean_std(mean: float, std: float) -> str:
     return f"{mean:.2f} ± {std:.2f}" if np.isfinite(std) else f"{mean:.2f}"
 
 
+# The Foundation's single-experiment API, kept for `banditbench run` and older callers.
+def _as_results(exp: LoadedExperiment) -> Results:
+    return load_results([exp.folder]) if not isinstance(exp, Results) else exp
+
+
+def regret_table(exp: LoadedExperiment) -> pd.DataFrame:
+    """Final cumulative regret per algorithm: mean ± std (ddof = 1) over seeds, and the seed count."""
+    return build_report(_as_results(exp)).summary
+
+
+def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
+    """Per round t: mean and std over seeds of the cumulative regret, per algorithm."""
+    return curves(_as_results(exp))
+
+
 def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"cannot write the report to {out}: {e.strerror}") from None
-    table = regret_table(exp)
-    written = []
-    if "md" in formats:
-        written.append(out / "report.md")
-        written[-1].write_text(to_markdown(table, exp.config))
-    if "csv" in formats:
-        written.append(out / "report.csv")
-        table.to_csv(written[-1], index=False)
-        written.append(out / "curves.csv")
-        regret_curves(exp).to_csv(written[-1], index=False)
-    return written
+    from banditbench.report.formats import write_files
+
+    return write_files(build_report(_as_results(exp)), Path(out), formats)

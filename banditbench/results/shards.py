@@ -88,4 +88,7 @@ def read_timing(shard: Path) -> dict[str, Any] | None:
     table = pq.read_table(path)
     meta = json.loads(table.schema.metadata[METADATA_KEY])
     meta["algorithm_seconds"] = pc.sum(table["select_seconds"]).as_py() + pc.sum(table["update_seconds"]).as_py()
+    # Every per-round timing column (select, update, and any an algorithm adds, e.g. M-CNB's split), summed.
+    meta["totals"] = {name: pc.sum(table[name]).as_py() for name in table.column_names
+                      if name != "t" and pa.types.is_floating(table.schema.field(name).type)}
     return meta

@@ -1,0 +1,98 @@
+"""The CI gate: save each algorithm's final regret (or CTR) per dataset as a baseline, and later compare a new
+report with it. Worse beyond the tolerance (higher regret, lower CTR) or an algorithm gone missing fails."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from banditbench.errors import UserError
+from banditbench.report.tables import Report
+
+BASELINE_VERSION = 1
+
+
+def parse_tolerance(text: str) -> float:
+    """"5%" → 0.05; a bare number is a fraction ("0.05")."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UserError(f"--tolerance expects a percentage like 5% or a fraction like 0.05, got {text!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise UserError(f"--tolerance must be non-negative, got {text!r}")
+    return value
+
+
+def baseline_entries(report: Report) -> dict:
+    entries: dict[str, dict] = {}
+    for row in report.summary.itertuples():
+        kind = report.results.kinds[row.dataset]
+        value = row.ctr_mean if kind == "ctr" else row.regret_mean
+        rounds = int(report.results.units.loc[report.results.units["dataset"] == row.dataset, "rounds"].max())
+        entries.setdefault(row.dataset, {})[row.algorithm] = {
+            "metric": "cumulative_ctr" if kind == "ctr" else "final_regret", "value": float(value),
+            "seeds": int(row.seeds), "rounds": rounds}
+    return entries
+
+
+def save_baseline(report: Report, path: Path) -> Path:
+    document = {"banditbench_baseline": BASELINE_VERSION, "datasets": baseline_entries(report)}
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    except OSError as e:
+        raise UserError(f"cannot write the baseline {path}: {e.strerror}") from None
+    return Path(path)
+
+
+def load_baseline(path: Path) -> dict:
+    try:
+        document = json.loads(Path(path).read_text())
+        if document.get("banditbench_baseline") != BASELINE_VERSION:
+            raise ValueError("not a banditbench baseline (version key missing)")
+        return document["datasets"]
+    except FileNotFoundError:
+        raise UserError(f"baseline {path} does not exist; write one with --save-baseline {path}") from None
+    except (OSError, ValueError, KeyError, AttributeError) as e:
+        raise UserError(f"baseline {path} is unreadable: {e}") from None
+
+
+@dataclass
+class CheckOutcome:
+    failures: list[str]  # regressions and missing entries: exit 1
+    notes: list[str]  # improvements and new entries: reported, not failing
+
+
+def check(report: Report, baseline_path: Path, tolerance: float) -> CheckOutcome:
+    baseline, current = load_baseline(baseline_path), baseline_entries(report)
+    failures, notes = [], []
+    for dataset, algorithms in sorted(baseline.items()):
+        for algorithm, saved in sorted(algorithms.items()):
+            now = current.get(dataset, {}).get(algorithm)
+            name = f"{algorithm} on {dataset}"
+            if now is None:
+                failures.append(f"{name}: in the baseline but not in these results")
+                continue
+            if now["metric"] != saved["metric"] or now["rounds"] != saved["rounds"]:
+                failures.append(f"{name}: baseline has {saved['metric']} after {saved['rounds']} rounds, these "
+                                f"results {now['metric']} after {now['rounds']} rounds")
+                continue
+            old, new = saved["value"], now["value"]
+            lower_is_better = saved["metric"] == "final_regret"
+            allowed = tolerance * abs(old)
+            worse = new > old + allowed if lower_is_better else new < old - allowed
+            change = f"{saved['metric'].replace('_', ' ')} {old:.4g} → {new:.4g}"
+            if old != 0:
+                change += f" ({100 * (new - old) / abs(old):+.1f} %, tolerance {100 * tolerance:g} %)"
+            if worse:
+                failures.append(f"{name}: {'worse' if lower_is_better else 'lower'}: {change}")
+            elif new != old:
+                notes.append(f"{name}: {change}")
+    for dataset, algorithms in sorted(current.items()):
+        for algorithm in sorted(set(algorithms) - set(baseline.get(dataset, {}))):
+            notes.append(f"{algorithm} on {dataset}: new, not in the baseline")
+    return CheckOutcome(failures, notes)

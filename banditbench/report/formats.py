@@ -1,0 +1,267 @@
+"""The report's tables as text: one neutral model (Section) rendered to a rich table, Markdown, LaTeX and HTML,
+plus CSV files of the underlying numbers. Outputs depend only on the results: no dates, no machine names."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from banditbench.errors import UserError
+from banditbench.report.stats import ALPHA
+from banditbench.report.tables import Report, curves, format_mean_std
+
+DAGGER = "†"
+
+
+@dataclass
+class Cell:
+    text: str
+    bold: bool = False  # the best entry
+    tied: bool = False  # statistically tied with the best: marked with a dagger
+
+
+@dataclass
+class Section:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    note: str = ""
+    level: int = 2  # heading level in Markdown / HTML
+    right: set[int] = field(default_factory=set)  # right-aligned column indices
+
+
+def _num(value: float, spec: str) -> str:
+    return "–" if value is None or not np.isfinite(value) else format(value, spec)
+
+
+def format_p(p: float) -> str:
+    if p is None or not np.isfinite(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _interval(low: float, high: float) -> str:
+    return "–" if not np.isfinite(low) else f"[{low:.2f}, {high:.2f}]"
+
+
+def _column_title(name: str) -> str:
+    return name.removesuffix("_seconds").replace("_", " ") + " s/unit"
+
+
+def sections(report: Report) -> list[Section]:
+    results, summary = report.results, report.summary
+    test = "paired t-test" if report.test == "t" else "Wilcoxon signed-rank test"
+    out = []
+    for dataset in results.datasets:
+        rows = summary[summary["dataset"] == dataset]
+        config = next(e.config for e in results.experiments if e.dataset == dataset)
+        ctr = results.kinds[dataset] == "ctr"
+        optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
+        what = "cumulative CTR" if ctr else "final cumulative regret"
+        title = f"{dataset}: {what} after {config['rounds']} rounds"
+        note = (f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
+                f"{config['budget'] or 'unlimited'}; mean ± std (ddof = 1) over seeds and 95 % t-interval. "
+                f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
+                f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both.")
+        has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
+        lines = []
+        for row in rows.itertuples():
+            best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
+            cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
+            if ctr:
+                cells["cumulative CTR (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std), best, tied)
+                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high))
+                cells[f"regret vs {optimum:g}/round"] = Cell(format_mean_std(row.ctr_regret_mean, row.ctr_regret_std))
+            if has_regret:
+                cells["cumulative regret (mean ± std)"] = Cell(format_mean_std(row.regret_mean, row.regret_std),
+                                                               best and not ctr, tied and not ctr)
+                if not ctr:
+                    cells["95 % CI"] = Cell(_interval(row.regret_ci_low, row.regret_ci_high))
+            if "mean_reward" in rows:
+                cells["mean reward"] = Cell(_num(row.mean_reward, ".4f"))
+            improvement = row.improvement_pct
+            cells["p vs best"] = Cell("best" if best else format_p(row.p_vs_best))
+            cells["improvement vs best baseline"] = Cell(f"{improvement:+.1f} %" if np.isfinite(improvement) else "–")
+            cells["role"] = Cell("reference" if row.reference else row.role)
+            lines.append(cells)
+        columns = list(lines[0])
+        lines = [[cells[c] for c in columns] for cells in lines]
+        out.append(Section(title, columns, lines, note, right=set(range(1, len(columns) - 1))))
+
+        timing = results.timing_columns
+        cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
+        cost_rows = [[Cell(row["algorithm"]), Cell(_num(row["wall_seconds"], ".3g")),
+                      Cell(_num(row["rounds_per_second"], ",.0f")), Cell(_num(row["peak_rss_mb"], ".0f"))]
+                     + [Cell(_num(row[c], ".3g")) for c in timing] for _, row in rows.iterrows()]
+        out.append(Section(f"{dataset}: cost", cost_columns, cost_rows,
+                           "Mean wall time per unit, rounds per second over all units, peak resident memory of the "
+                           "running process, and each per-round timing column summed per unit (mean over seeds).",
+                           level=3, right=set(range(1, len(cost_columns)))))
+
+        diagnostics = [c for c in results.diagnostic_columns if rows[c].notna().any()]
+        if diagnostics:
+            named = {"diag_ari": "ARI", "diag_nmi": "NMI", "diag_pair_f1": "pair F1", "diag_n_clusters": "clusters"}
+            shown = [c for c in named if c in diagnostics] + [c for c in diagnostics if c not in named]
+            diag_rows = [[Cell(row["algorithm"])] + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f"))
+                                                     for c in shown]
+                         for _, row in rows.iterrows() if row[shown].notna().any()]
+            out.append(Section(f"{dataset}: clustering diagnostics", ["algorithm"]
+                               + [named.get(c, c.removeprefix("diag_")) for c in shown], diag_rows,
+                               "Final value of each unit (its last sample), mean over seeds.", level=3,
+                               right=set(range(1, len(shown) + 1))))
+
+    comparisons = report.comparisons
+    if not comparisons.empty:
+        rows = [[Cell(r.dataset), Cell(r.a), Cell(r.b), Cell(str(r.seeds)), Cell(_num(r.mean_difference, ".2f")),
+                 Cell(format_p(r.t_p_holm)), Cell(format_p(r.wilcoxon_p_holm)), Cell(r.winner or "tie")]
+                for r in comparisons.itertuples()]
+        out.append(Section("Paired comparisons", ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)",
+                                                  "Wilcoxon p (Holm)", "winner"], rows,
+                           f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
+                           f"dataset; the winner is decided by the {test} at α = {ALPHA}. With 5 seeds the exact "
+                           f"Wilcoxon test cannot go below p = 0.0625.", right={3, 4, 5, 6}))
+        wtl = report.win_tie_loss
+        out.append(Section("Win / tie / loss", ["algorithm"] + list(wtl.columns),
+                           [[Cell(a)] + [Cell(v) for v in wtl.loc[a]] for a in wtl.index],
+                           "Datasets on which the row algorithm beat / tied with / lost to the column algorithm.",
+                           right=set(range(1, len(wtl.columns) + 1))))
+    ranks = report.ranks
+    if not ranks.empty:
+        out.append(Section("Average rank", ["algorithm", "average rank", "datasets"],
+                           [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))]
+                            for r in ranks.itertuples()],
+                           "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets.",
+                           right={1, 2}))
+    return out
+
+
+def _cell_md(cell: Cell) -> str:
+    text = cell.text.replace("|", "\\|")
+    text = f"**{text}**" if cell.bold else text
+    return f"{text} {DAGGER}" if cell.tied else text
+
+
+def to_markdown(report: Report) -> str:
+    parts = []
+    for s in sections(report):
+        lines = [f"{'#' * s.level} {s.title}", ""] + ([s.note, ""] if s.note else [])
+        lines.append("| " + " | ".join(s.columns) + " |")
+        lines.append("|" + "|".join("---:" if i in s.right else "---" for i in range(len(s.columns))) + "|")
+        lines += ["| " + " | ".join(_cell_md(c) for c in row) + " |" for row in s.rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "±": r"$\pm$", "†": r"$^\dagger$", "−": "-", "–": "--", "—": "---", "α": r"$\alpha$",
+                 "<": r"$<$", "`": ""}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_ESCAPES.get(ch, ch) for ch in text)
+
+
+def to_latex(report: Report) -> str:
+    """Tables for a paper: booktabs, one ``table`` float per section (\\usepackage{booktabs})."""
+    parts = ["% banditbench report; needs \\usepackage{booktabs}"]
+    for s in sections(report):
+        align = "".join("r" if i in s.right else "l" for i in range(len(s.columns)))
+        lines = [r"\begin{table}[ht]", r"\centering", f"\\caption{{{latex_escape(s.title)}. "
+                 f"{latex_escape(s.note.replace('**Bold**', 'Bold'))}}}", f"\\begin{{tabular}}{{{align}}}",
+                 r"\toprule", " & ".join(latex_escape(c) for c in s.columns) + r" \\", r"\midrule"]
+        for row in s.rows:
+            cells = []
+            for c in row:
+                text = latex_escape(c.text)
+                text = f"\\textbf{{{text}}}" if c.bold else text
+                cells.append(text + (r"$^\dagger$" if c.tied else ""))
+            lines.append(" & ".join(cells) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+HTML_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .6em;border-bottom:1px solid #ddd}
+th{text-align:left;border-bottom:2px solid #888}td.r{text-align:right;font-variant-numeric:tabular-nums}
+p.note{color:#555;font-size:.9em;max-width:60em}figure{margin:1em 0}figure svg{max-width:100%;height:auto}"""
+
+
+def to_html(report: Report, figures: list[tuple[str, str]] = ()) -> str:
+    """One self-contained page: the tables, then the figures inlined as SVG (no external file, no script)."""
+    body = ["<h1>banditbench report</h1>"]
+    for s in sections(report):
+        body.append(f"<h{s.level}>{html.escape(s.title)}</h{s.level}>")
+        if s.note:
+            body.append(f'<p class="note">{html.escape(s.note.replace("**Bold**", "Bold"))}</p>')
+        body.append("<table>\n<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in s.columns)
+                    + "</tr></thead>\n<tbody>")
+        for row in s.rows:
+            cells = []
+            for i, c in enumerate(row):
+                text = html.escape(c.text)
+                text = f"<strong>{text}</strong>" if c.bold else text
+                text += f"<sup>{DAGGER}</sup>" if c.tied else ""
+                cells.append(f'<td class="r">{text}</td>' if i in s.right else f"<td>{text}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        body.append("</tbody>\n</table>")
+    for caption, svg in figures:
+        body.append(f"<figure>\n{svg}\n<figcaption>{html.escape(caption)}</figcaption>\n</figure>")
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>banditbench report</title>\n'
+            f"<style>\n{HTML_STYLE}\n</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def to_rich(report: Report) -> list:
+    """rich renderables (plain text when the console is not a terminal)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    shown = []
+    for s in sections(report):
+        table = Table(title=s.title, title_justify="left", caption=s.note.replace("**Bold**", "Bold"),
+                      caption_justify="left")
+        for i, column in enumerate(s.columns):
+            table.add_column(column, justify="right" if i in s.right else "left", overflow="fold")
+        for row in s.rows:
+            table.add_row(*[Text(c.text + (f" {DAGGER}" if c.tied else ""), style="bold" if c.bold else "")
+                            for c in row])
+        shown.append(table)
+    return shown
+
+
+def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
+    """Write the chosen formats into ``out``; return the files written."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot write the report to {out}: {e.strerror}") from None
+    written = []
+
+    def save(name: str, text: str) -> None:
+        written.append(out / name)
+        written[-1].write_text(text, encoding="utf-8")
+
+    if "md" in formats:
+        save("report.md", to_markdown(report))
+    if "csv" in formats:
+        save("report.csv", report.summary.to_csv(index=False))
+        save("comparisons.csv", report.comparisons.to_csv(index=False))
+        save("win_tie_loss.csv", report.win_tie_loss.to_csv())
+        save("ranks.csv", report.ranks.to_csv(index=False))
+        save("curves.csv", curves(report.results).to_csv(index=False))
+    if "latex" in formats:
+        save("report.tex", to_latex(report))
+    if "png" in formats or "svg" in formats:
+        from banditbench.report.plots import write_plots
+
+        written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
+    if "html" in formats:
+        from banditbench.report.plots import svg_figures
+
+        save("report.html", to_html(report, svg_figures(report)))
+    return written
+

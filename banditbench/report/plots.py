@@ -1,0 +1,162 @@
+"""Figures (matplotlib, Agg backend, no display needed): cumulative regret or CTR vs rounds with 95 % bands, one
+panel per dataset; runtime vs final regret (M-CNB paper, Figure 5); number of clusters over time.
+
+Output is deterministic: a fixed SVG id salt, no date or software stamp in the files' metadata."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
+import numpy as np  # noqa: E402
+
+from banditbench.report.tables import Report, curves  # noqa: E402
+
+MAX_POINTS = 400  # points per curve: keeps SVGs small without changing the picture
+STYLE = {"svg.hashsalt": "banditbench", "svg.fonttype": "path", "figure.dpi": 100, "font.size": 9,
+         "axes.spines.top": False, "axes.spines.right": False}
+METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
+
+
+def _colours(algorithms: list[str]) -> dict[str, tuple]:
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    return {a: palette[i % len(palette)] for i, a in enumerate(algorithms)}
+
+
+def _thin(frame):
+    """At most MAX_POINTS evenly spaced rows, always keeping the last round."""
+    if len(frame) <= MAX_POINTS:
+        return frame
+    keep = np.unique(np.linspace(0, len(frame) - 1, MAX_POINTS).round().astype(int))
+    return frame.iloc[keep]
+
+
+def _panels(n: int):
+    columns = min(n, 3)
+    rows = -(-n // columns)
+    width, height = (6.4, 4.0) if columns == 1 else (4.4, 3.4)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def regret_figure(report: Report):
+    results = report.results
+    colours = _colours(results.algorithms)
+    table = curves(results)
+    fig, axes = _panels(len(results.datasets))
+    for ax, dataset in zip(axes, results.datasets):
+        metric = "cumulative_ctr" if results.kinds[dataset] == "ctr" else "cumulative_regret"
+        for algorithm in results.algorithms:
+            line = _thin(table[(table["dataset"] == dataset) & (table["algorithm"] == algorithm)])
+            if line.empty:
+                continue
+            t = line["t"].to_numpy() + 1
+            ax.plot(t, line[f"{metric}_mean"], color=colours[algorithm], label=algorithm, linewidth=1.4)
+            if line[f"{metric}_ci_low"].notna().any():
+                ax.fill_between(t, line[f"{metric}_ci_low"], line[f"{metric}_ci_high"], color=colours[algorithm],
+                                alpha=0.2, linewidth=0)
+        ax.set_title(dataset)
+        ax.set_xlabel("round")
+        ax.set_ylabel("cumulative CTR" if metric == "cumulative_ctr" else "cumulative regret")
+        ax.grid(alpha=0.3)
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle("Cumulative regret or CTR: mean over seeds, 95 % t-band")
+    fig.tight_layout()
+    return fig
+
+
+def runtime_figure(report: Report):
+    results, summary = report.results, report.summary
+    colours = _colours(results.algorithms)
+    fig, axes = _panels(len(results.datasets))
+    for ax, dataset in zip(axes, results.datasets):
+        ctr = results.kinds[dataset] == "ctr"
+        value = "ctr" if ctr else "regret"
+        rows = summary[(summary["dataset"] == dataset) & np.isfinite(summary["wall_seconds"])]
+        for row in rows.itertuples():
+            mean, low, high = (getattr(row, f"{value}_{s}") for s in ("mean", "ci_low", "ci_high"))
+            error = None if not np.isfinite(low) else [[mean - low], [high - mean]]
+            ax.errorbar(row.wall_seconds, mean, yerr=error, fmt="o", color=colours[row.algorithm], capsize=3,
+                        label=row.algorithm)
+        if (rows["wall_seconds"] > 0).all() and len(rows):
+            ax.set_xscale("log")
+        ax.set_title(dataset)
+        ax.set_xlabel("wall time per unit (s)")
+        ax.set_ylabel("cumulative CTR" if ctr else "final cumulative regret")
+        ax.grid(alpha=0.3)
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle("Running time vs final regret or CTR (mean, 95 % t-interval)")
+    fig.tight_layout()
+    return fig
+
+
+def clusters_figure(report: Report):
+    """Mean number of clusters over seeds at each sampled round, or None when no policy reports clusters."""
+    rounds = report.results.rounds
+    if "diag_n_clusters" not in rounds or rounds["diag_n_clusters"].isna().all():
+        return None
+    sampled = rounds[rounds["diag_n_clusters"].notna()]
+    datasets = [d for d in report.results.datasets if d in set(sampled["dataset"])]
+    colours = _colours(report.results.algorithms)
+    fig, axes = _panels(len(datasets))
+    for ax, dataset in zip(axes, datasets):
+        of_dataset = sampled[sampled["dataset"] == dataset]
+        for algorithm in report.results.algorithms:
+            line = of_dataset[of_dataset["algorithm"] == algorithm].groupby("t")["diag_n_clusters"].mean()
+            if not line.empty:
+                ax.plot(line.index + 1, line.to_numpy(), color=colours[algorithm], label=algorithm, linewidth=1.4)
+        ax.set_title(dataset)
+        ax.set_xlabel("round")
+        ax.set_ylabel("number of clusters")
+        ax.grid(alpha=0.3)
+    axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle("Inferred clusters over time (mean over seeds)")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = (("regret", regret_figure, "Cumulative regret (or CTR) against rounds, with 95 % confidence bands."),
+           ("runtime", runtime_figure, "Wall time per unit against final regret (or CTR)."),
+           ("clusters", clusters_figure, "Number of clusters the policies infer over time."))
+
+
+def _figures(report: Report):
+    with plt.rc_context(STYLE):
+        for name, make, caption in FIGURES:
+            fig = make(report)
+            if fig is not None:
+                yield name, fig, caption
+
+
+def _save(fig, target, kind: str) -> None:
+    with plt.rc_context(STYLE):
+        fig.savefig(target, format=kind, metadata=METADATA[kind])
+
+
+def write_plots(report: Report, out: Path, kinds: list[str]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fig, _ in _figures(report):
+        for kind in kinds:
+            written.append(out / f"{name}.{kind}")
+            _save(fig, written[-1], kind)
+        plt.close(fig)
+    return written
+
+
+def svg_figures(report: Report) -> list[tuple[str, str]]:
+    """(caption, inline SVG markup) of every figure, for the self-contained HTML report."""
+    figures = []
+    for _, fig, caption in _figures(report):
+        buffer = io.StringIO()
+        _save(fig, buffer, "svg")
+        plt.close(fig)
+        svg = buffer.getvalue()
+        figures.append((caption, svg[svg.index("<svg"):]))  # drop the XML prolog and DOCTYPE
+    return figures
