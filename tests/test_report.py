@@ -1,0 +1,360 @@
+"""`banditbench report`: statistics against hand-computed values, planted differences and ties, every output format
+parsed back, plots, the CI check and the errors. Shards are written with the real writer (planted final regrets),
+plus one experiment run by the real runner."""
+
+import csv
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from types import SimpleNamespace
+from unittest.mock import patch
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from banditbench.report import stats
+from banditbench.report.formats import to_latex, to_markdown, write_files
+from banditbench.report.load import load_results
+from banditbench.report.tables import build_report
+from banditbench.results.shards import write_shard
+from banditbench.runner.unit import Unit, UnitResult
+from conftest import banditbench
+
+ROUNDS = 50
+
+
+@pytest.fixture
+def report_cli(capsys):
+    """`banditbench report ARGS` in this process (the subprocess start-up would dominate these tests)."""
+    from banditbench import cli
+
+    def run(*args):
+        with patch.object(sys, "argv", ["banditbench", "report", *map(str, args)]):
+            try:
+                cli.main()
+                code = 0
+            except SystemExit as e:
+                code = e.code or 0
+        captured = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
+    return run
+SEED_EFFECT = [100.0, 300.0, 200.0, 500.0, 400.0, 250.0]  # large differences between seeds: only pairing sees 5 units
+
+
+def write_results(folder, finals: dict[str, list[float]], *, dataset="toy", rounds=ROUNDS, extra=None,
+                  timing_extra=None, meta_rounds=None):
+    """A results folder whose unit (algorithm, seed i) has final cumulative regret finals[algorithm][i]."""
+    units = []
+    for algorithm, values in finals.items():
+        for i, final in enumerate(values):
+            unit = Unit(dataset, "linear", algorithm, {}, 0, i, meta_rounds or rounds, None)
+            t = np.arange(rounds)
+            columns = {"t": t, "reward": np.full(rounds, 0.5), "regret": np.full(rounds, final / rounds)}
+            columns.update((extra or {}).get(algorithm, lambda i, t: {})(i, t))
+            timing = {"t": t, "select_seconds": np.full(rounds, 0.001), "update_seconds": np.full(rounds, 0.002)}
+            timing.update({name: np.full(rounds, value) for name, value in (timing_extra or {}).items()})
+            write_shard(folder, unit, UnitResult(pa.table(columns), pa.table(timing), 0.25 * (1 + i)), "sha")
+            units.append(unit.id)
+    config = {"dataset": dataset, "dataset_manifest_sha256": "sha", "protocol": "linear",
+              "algorithms": {a: {} for a in finals}, "seeds": max(map(len, finals.values())), "master_seed": 0,
+              "rounds": rounds, "budget": None}
+    (folder / "manifest.json").write_text(json.dumps({"config": config, "units": units}))
+    return folder
+
+
+def planted(folder, dataset="toy", worse=0.0):
+    """"mine" (a proposed method) has 30 less regret than linucb-ind on every seed (10 % of the mean); "twin" differs
+    from linucb-ind by
+    zero-mean noise; random is far worse; the oracle has regret 0."""
+    base = np.array(SEED_EFFECT[:5])
+    return write_results(folder, {
+        "random": list(base * 3), "linucb-ind": list(base * (1 + worse)), "twin": list(base + [3, -3, 2, -2, 0.5]),
+        "mine": list(base - 30 + [0.5, -0.5, 0.3, -0.2, 0.1]), "oracle": [0.0] * 5}, dataset=dataset)
+
+
+def test_describe_mean_std_and_t_interval_by_hand():
+    d = stats.describe([1.0, 2.0, 3.0, 4.0])
+    t_975_3 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
+    std = np.sqrt(((1.5 ** 2) * 2 + (0.5 ** 2) * 2) / 3)  # = 1.2910
+    assert d["n"] == 4 and d["mean"] == 2.5 and d["std"] == pytest.approx(1.2909944487)
+    assert d["ci_low"] == pytest.approx(2.5 - t_975_3 * std / 2) and d["ci_high"] == pytest.approx(4.5542, abs=1e-4)
+    single = stats.describe([7.0])
+    assert single["mean"] == 7.0 and np.isnan(single["std"]) and np.isnan(single["ci_low"])
+
+
+def test_holm_by_hand():
+    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → monotone 0.06
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adjusted = stats.holm([0.02, np.nan, 0.04, 0.9])  # NaN is no test: m = 3
+    assert adjusted[[0, 2, 3]] == pytest.approx([0.06, 0.08, 0.9]) and np.isnan(adjusted[1])
+    assert stats.holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
+
+
+def test_paired_pvalues_edge_cases_and_exact_wilcoxon():
+    assert stats.paired_pvalues([1, 2, 3], [1, 2, 3]) == (1.0, 1.0)
+    t_p, w_p = stats.paired_pvalues([2, 3, 4, 5, 6], [1, 2, 3, 4, 5])
+    assert t_p == 0.0 and w_p == pytest.approx(2 / 32)  # all 5 signs positive: exact two-sided p = 2·(1/2)^5
+    t_p, _ = stats.paired_pvalues([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])  # t = 3/(1.5811/√5) = 4.243, 4 df
+    assert t_p == pytest.approx(0.01324, abs=1e-4)
+    assert all(np.isnan(stats.paired_pvalues([1.0], [2.0])))
+
+
+def test_improvement_as_the_papers_state_it():
+    assert stats.improvement_pct(80.0, 100.0, higher_is_better=False) == pytest.approx(20.0)
+    assert stats.improvement_pct(1100.0, 1000.0, higher_is_better=True) == pytest.approx(10.0)
+    assert np.isnan(stats.improvement_pct(5.0, 0.0, higher_is_better=False))
+
+
+def test_planted_better_algorithm_is_detected_and_planted_tie_is_not(tmp_path):
+    report = build_report(load_results([planted(tmp_path / "r")]))
+    rows = report.summary.set_index("algorithm")
+    assert rows.loc["mine", "best"] and rows["best"].sum() == 1
+    assert not rows.loc["linucb-ind", "tied_with_best"] and not rows.loc["twin", "tied_with_best"]
+    assert rows.loc["oracle", "reference"] and not rows.loc["oracle", "best"]  # regret 0, but a reference line
+    pair = report.comparisons.set_index(["a", "b"])
+    assert pair.loc[("linucb-ind", "twin"), "winner"] == ""  # the planted tie
+    assert pair.loc[("linucb-ind", "mine"), "winner"] == "mine"
+    assert pair.loc[("random", "linucb-ind"), "winner"] == "linucb-ind"
+    assert len(report.comparisons) == 6  # 4 non-reference algorithms, all pairs
+    # mine is proposed (not in the registry); best baseline = linucb-ind (oracle excluded): 10 % less regret
+    assert rows.loc["mine", "role"] == "proposed" and rows.loc["linucb-ind", "role"] == "baseline"
+    expected = 100 * (np.sum(SEED_EFFECT[:5]) - rows.loc["mine", "regret_mean"] * 5) / np.sum(SEED_EFFECT[:5])
+    assert rows.loc["mine", "improvement_pct"] == pytest.approx(expected) and expected == pytest.approx(10, abs=0.1)
+    assert rows.loc["mine", "regret_std"] == pytest.approx(np.std(np.array(SEED_EFFECT[:5])
+                                                                  + [0.5, -0.5, 0.3, -0.2, 0.1], ddof=1))
+
+
+def test_a_tie_with_the_best_is_marked(tmp_path):
+    base = np.array(SEED_EFFECT[:5])
+    folder = write_results(tmp_path / "r", {"a": list(base), "b": list(base + [1, -1, 2, -2, 0.5]),
+                                            "c": list(base * 2)})
+    rows = build_report(load_results([folder])).summary.set_index("algorithm")
+    assert rows.loc["a", "best"] and rows.loc["b", "tied_with_best"] and not rows.loc["c", "tied_with_best"]
+    assert rows.loc["b", "p_vs_best"] > 0.05
+    assert "| b | 5 | 300.10 ± 156.93 †" in to_markdown(build_report(load_results([folder])))
+
+
+def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
+    base = np.array(SEED_EFFECT[:5])
+    one = write_results(tmp_path / "one", {"x": list(base), "y": list(base * 1.2), "z": list(base * 3)}, dataset="one")
+    two = write_results(tmp_path / "two", {"x": list(base + [1, -1, 2, -2, 0.5]), "y": list(base),
+                                           "z": list(base * 3)}, dataset="two")
+    report = build_report(load_results([one, two]))
+    assert report.results.datasets == ["one", "two"]
+    wtl = report.win_tie_loss
+    assert wtl.loc["x", "y"] == "1/1/0" and wtl.loc["y", "x"] == "0/1/1" and wtl.loc["z", "x"] == "0/0/2"
+    ranks = report.ranks.set_index("algorithm")
+    # one: x 1, y 2, z 3; two: y 1 (mean 300 < 300.1), x 2, z 3
+    assert ranks.loc["x", "average_rank"] == 1.5 and ranks.loc["y", "average_rank"] == 1.5
+    assert ranks.loc["z", "average_rank"] == 3.0 and ranks.loc["z", "datasets"] == 2
+
+
+def test_ctr_runs_are_detected_and_ranked_by_highest_ctr(tmp_path):
+    rounds = 40
+
+    def slates(clicks):
+        return lambda i, t: {"slate_size": np.full(rounds, 5), "clicks": np.full(rounds, clicks)}
+
+    folder = write_results(tmp_path / "r", {"random": [0.0] * 3, "mine": [0.0] * 3}, rounds=rounds,
+                           extra={"random": slates(1), "mine": slates(4)})
+    report = build_report(load_results([folder]))
+    assert report.results.kinds == {"toy": "ctr"}
+    rows = report.summary.set_index("algorithm")
+    assert rows.loc["mine", "ctr_mean"] == pytest.approx(40 * 4 / 5)  # Σ_t clicks/m = 32
+    assert rows.loc["mine", "ctr_regret_mean"] == pytest.approx(0.9 * 40 - 32)
+    assert rows.loc["mine", "best"] and rows.loc["mine", "improvement_pct"] == pytest.approx(300.0)  # 32 vs 8
+    assert "regret vs 0.9/round" in to_markdown(report)
+
+
+def test_cost_columns_include_extra_timing_columns(tmp_path):
+    folder = write_results(tmp_path / "r", {"mine": [1.0, 2.0]}, timing_extra={"clustering_seconds": 0.01})
+    report = build_report(load_results([folder]))
+    row = report.summary.iloc[0]
+    assert row["clustering_seconds"] == pytest.approx(0.01 * ROUNDS)
+    assert row["wall_seconds"] == pytest.approx((0.25 + 0.5) / 2)
+    assert row["rounds_per_second"] == pytest.approx(2 * ROUNDS / 0.75)
+    assert "clustering s/unit" in to_markdown(report)
+
+
+class TableParser(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tables, self.cell, self.svgs = [], None, 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = ""
+        elif tag == "svg":
+            self.svgs += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][-1].append(self.cell)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def markdown_tables(text):
+    tables, current = [], None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if current is None:
+                current = [cells]
+                tables.append(current)
+            elif not set("".join(cells)) <= set("-:"):
+                current.append(cells)
+        else:
+            current = None
+    return tables
+
+
+def test_every_format_parses_back_to_the_same_numbers(tmp_path):
+    folder = planted(tmp_path / "r")
+    report = build_report(load_results([folder]))
+    written = write_files(report, tmp_path / "out", ["md", "csv", "latex", "html"])
+    assert {p.name for p in written} == {"report.md", "report.csv", "comparisons.csv", "win_tie_loss.csv",
+                                         "ranks.csv", "curves.csv", "report.tex", "report.html"}
+    summary = pd.read_csv(tmp_path / "out" / "report.csv").set_index("algorithm")
+    assert summary.loc["mine", "regret_mean"] == pytest.approx(report.summary.set_index("algorithm")
+                                                               .loc["mine", "regret_mean"])
+    mine = "{:.2f} ± {:.2f}".format(summary.loc["mine", "regret_mean"], summary.loc["mine", "regret_std"])
+
+    md = markdown_tables((tmp_path / "out" / "report.md").read_text())
+    main = {row[0]: row for row in md[0][1:]}
+    assert main["mine"][2] == f"**{mine}**" and main["mine"][1] == "5" and main["mine"][6] == "+10.0 %"
+    assert len(md[0]) == 6  # header + 5 algorithms
+
+    tex = (tmp_path / "out" / "report.tex").read_text()
+    body = tex.split(r"\midrule")[1].split(r"\bottomrule")[0]
+    rows = {r.split(" & ")[0].strip(): r.split(" & ") for r in body.strip().split(r"\\") if r.strip()}
+    assert rows["mine"][2] == r"\textbf{" + mine.replace("±", r"$\pm$") + "}"
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") >= 4
+
+    parser = TableParser()
+    parser.feed((tmp_path / "out" / "report.html").read_text())
+    html_main = {row[0]: row for row in parser.tables[0][1:]}
+    assert html_main["mine"][2] == mine and html_main["mine"][5] == "best"
+    assert [r[0] for r in parser.tables[0][1:]] == ["random", "linucb-ind", "twin", "mine", "oracle"]
+    assert parser.svgs >= 2  # the figures are inline: one self-contained file
+    assert "src=" not in (tmp_path / "out" / "report.html").read_text()
+
+    comparisons = list(csv.DictReader((tmp_path / "out" / "comparisons.csv").open()))
+    assert {(r["a"], r["b"]): r["winner"] for r in comparisons}[("linucb-ind", "twin")] == ""
+    curves = pd.read_csv(tmp_path / "out" / "curves.csv")
+    last = curves[(curves.algorithm == "mine") & (curves.t == ROUNDS - 1)].iloc[0]
+    assert last["cumulative_regret_mean"] == pytest.approx(summary.loc["mine", "regret_mean"])
+    assert last["cumulative_regret_ci_low"] == pytest.approx(summary.loc["mine", "regret_ci_low"])
+
+
+def test_outputs_and_plots_are_byte_identical_and_non_empty(tmp_path):
+    folder = write_results(tmp_path / "r", {
+        "random": [30.0, 32.0, 31.0], "mine": [10.0, 12.0, 11.0]},
+        extra={"mine": lambda i, t: {"diag_n_clusters": np.where(t % 10 == 9, 1.0 + t // 10, np.nan)}})
+    formats = ["md", "csv", "latex", "html", "png", "svg"]
+    first = write_files(build_report(load_results([folder])), tmp_path / "a", formats)
+    second = write_files(build_report(load_results([folder])), tmp_path / "b", formats)
+    plots = sorted(p.name for p in first if p.parent.name == "plots")
+    assert plots == ["clusters.png", "clusters.svg", "regret.png", "regret.svg", "runtime.png", "runtime.svg"]
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), a.name
+        assert a.stat().st_size > (500 if a.parent.name == "plots" else 50), a.name
+    assert (tmp_path / "a" / "plots" / "regret.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = (tmp_path / "a" / "plots" / "clusters.svg").read_text()
+    assert "<svg" in svg and "<dc:date>" not in svg
+
+
+def test_check_exits_1_on_a_planted_regression_and_0_otherwise(tmp_path, report_cli):
+    before, same = planted(tmp_path / "before"), planted(tmp_path / "same")
+    slightly, worse = planted(tmp_path / "slightly", worse=0.03), planted(tmp_path / "worse", worse=0.10)
+    baseline = tmp_path / "baseline.json"
+    saved = report_cli(before, "--format", "none", "--quiet", "--save-baseline", baseline)
+    assert saved.returncode == 0 and saved.stdout == "", saved.stderr
+    assert json.loads(baseline.read_text())["datasets"]["toy"]["mine"]["metric"] == "final_regret"
+    assert report_cli(same, "--format", "none", "--check", baseline).returncode == 0
+    within = report_cli(slightly, "--format", "none", "--check", baseline, "--tolerance", "5%")
+    assert within.returncode == 0 and "check passed" in within.stdout
+    failed = report_cli(worse, "--format", "none", "--quiet", "--check", baseline, "--tolerance", "5%")
+    assert failed.returncode == 1
+    assert failed.stdout.strip().splitlines() == ["REGRESSION linucb-ind on toy: worse: final regret 300 → 330 "
+                                                  "(+10.0 %, tolerance 5 %)"]
+    strict = report_cli(slightly, "--format", "none", "-q", "--check", baseline, "--tolerance", "0.01")
+    assert strict.returncode == 1 and "linucb-ind" in strict.stdout
+
+
+def test_report_of_several_folders_from_the_command_line(tmp_path):
+    one = planted(tmp_path / "results" / "one", dataset="one")
+    two = planted(tmp_path / "results" / "two", dataset="two")
+    shown = banditbench("report", one, two, "--format", "md")
+    assert shown.returncode == 0, shown.stderr
+    assert "Win / tie / loss" in shown.stdout and "\x1b[" not in shown.stdout  # no colour outside a terminal
+    text = (tmp_path / "results" / "report.md").read_text()  # the folders' common parent
+    assert "## one: final cumulative regret" in text and "## two: final cumulative regret" in text
+
+
+def test_missing_and_empty_results_folders_are_clear_errors(tmp_path, report_cli):
+    missing = report_cli(tmp_path / "nope")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    empty = report_cli(tmp_path / "empty")
+    assert empty.returncode == 2 and "is not a results folder" in empty.stderr
+
+
+def test_incompatible_shards_are_refused_unless_allow_mixed(tmp_path, report_cli):
+    folder = planted(tmp_path / "r")
+    write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config
+    (tmp_path / "other" / "shards" / "twin-seed0.parquet").replace(folder / "shards" / "twin-seed0.parquet")
+    refused = report_cli(folder, "--format", "none")
+    assert refused.returncode == 2 and "twin-seed0.parquet does not belong" in refused.stderr
+    assert "rounds = 99" in refused.stderr and "--allow-mixed" in refused.stderr
+    assert report_cli(folder, "--format", "none", "--allow-mixed").returncode == 0
+
+
+def test_folders_of_one_dataset_with_other_settings_are_refused(tmp_path):
+    a = write_results(tmp_path / "a", {"x": [1.0, 2.0]})
+    b = write_results(tmp_path / "b", {"y": [1.0, 2.0]}, rounds=60)
+    with pytest.raises(Exception, match="differ in rounds; pass --allow-mixed"):
+        load_results([a, b])
+    merged = load_results([a, b], allow_mixed=True)
+    assert merged.datasets == ["toy"] and merged.warnings
+    c = write_results(tmp_path / "c", {"y": [3.0, 4.0]})  # same settings: the two folders merge into one table
+    assert build_report(load_results([a, c])).summary["algorithm"].tolist() == ["x", "y"]
+
+
+def test_a_corrupt_shard_is_named_the_others_still_reported_and_exit_is_non_zero(tmp_path, report_cli):
+    folder = planted(tmp_path / "r")
+    (folder / "shards" / "twin-seed3.parquet").write_bytes(b"not parquet at all")
+    shown = report_cli(folder, "--format", "md")
+    assert shown.returncode == 2
+    assert "twin-seed3.parquet: corrupt shard" in shown.stderr and "Traceback" not in shown.stderr
+    table = markdown_tables((folder / "report.md").read_text())[0]
+    assert {row[0]: row[1] for row in table[1:]} == {"random": "5", "linucb-ind": "5", "twin": "4", "mine": "5",
+                                                     "oracle": "5"}
+
+
+def test_real_runner_results_give_every_format(data_dir, tmp_path, report_cli):
+    from banditbench.runner.experiment import execute, plan, prepare_output
+
+    experiment = plan(data_dir=data_dir, dataset="synthetic", algorithms=["random", "linucb-one", "linucb-ind"],
+                      rounds=200, seeds=3, master_seed=0, budget=None, params=[])
+    out = tmp_path / "results"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    shown = report_cli(out, "--format", "md,csv,latex,html,png,svg", "--test", "wilcoxon")
+    assert shown.returncode == 0, shown.stderr
+    rows = pd.read_csv(out / "report.csv").set_index("algorithm")
+    assert rows.loc[rows["regret_mean"].idxmin(), "best"] and rows["best"].sum() == 1
+    assert rows["regret_mean"].idxmax() == "random"
+    assert rows.loc["linucb-ind", "diag_n_clusters"] == 20  # one model per user: 20 singleton clusters
+    assert (out / "plots" / "clusters.png").stat().st_size > 1000
+    assert "Wilcoxon signed-rank test" in (out / "report.md").read_text()
