@@ -148,6 +148,7 @@ def report(
     if test not in TESTS:
         raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
     allowed = gate.parse_tolerance(tolerance)
+    saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
     results = load_results(folders, allow_mixed=allow_mixed)
     roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
@@ -167,7 +168,7 @@ def report(
             console.print(f"wrote {path}", highlight=False)
     failed = False
     if check is not None:
-        outcome = gate.check(report_, check, allowed)
+        outcome = gate.check(report_, saved, allowed)
         for line in outcome.failures:
             console.print(f"REGRESSION {line}", highlight=False, soft_wrap=True)
         if not quiet:

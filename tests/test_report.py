@@ -289,6 +289,8 @@ def test_check_exits_1_on_a_planted_regression_and_0_otherwise(tmp_path, report_
     assert failed.returncode == 1
     assert failed.stdout.strip().splitlines() == ["REGRESSION linucb-ind on toy: worse: final regret 300 → 330 "
                                                   "(+10.0 %, tolerance 5 %)"]
+    missing = report_cli(same, "--format", "md", "--check", tmp_path / "nope.json")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and not (same / "report.md").exists()
     strict = report_cli(slightly, "--format", "none", "-q", "--check", baseline, "--tolerance", "0.01")
     assert strict.returncode == 1 and "linucb-ind" in strict.stdout
 

@@ -67,8 +67,9 @@ class CheckOutcome:
     notes: list[str]  # improvements and new entries: reported, not failing
 
 
-def check(report: Report, baseline_path: Path, tolerance: float) -> CheckOutcome:
-    baseline, current = load_baseline(baseline_path), baseline_entries(report)
+def check(report: Report, baseline: dict, tolerance: float) -> CheckOutcome:
+    """``baseline``: what :func:`load_baseline` read."""
+    current = baseline_entries(report)
     failures, notes = [], []
     for dataset, algorithms in sorted(baseline.items()):
         for algorithm, saved in sorted(algorithms.items()):

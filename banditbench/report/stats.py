@@ -107,6 +107,8 @@ def win_tie_loss(comparisons: pd.DataFrame, algorithms: list[str]) -> pd.DataFra
 
 def average_ranks(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> pd.DataFrame:
     """``means``: dataset, algorithm, mean. Rank 1 = best per dataset (ties share the average rank)."""
+    if means.empty:
+        return pd.DataFrame(columns=["algorithm", "average_rank", "datasets"])
     ranked = []
     for dataset, of_dataset in means.groupby("dataset", sort=False):
         sign = -1.0 if higher_is_better[dataset] else 1.0
