@@ -151,6 +151,19 @@ def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
     # one: x 1, y 2, z 3; two: y 1 (mean 300 < 300.1), x 2, z 3
     assert ranks.loc["x", "average_rank"] == 1.5 and ranks.loc["y", "average_rank"] == 1.5
     assert ranks.loc["z", "average_rank"] == 3.0 and ranks.loc["z", "datasets"] == 2
+    plots = write_files(report, tmp_path / "out", ["png"])
+    assert [p.name for p in plots] == ["regret.png", "runtime.png", "ranks.png"]  # no diag_*: no clusters plot
+    assert all(p.stat().st_size > 1000 for p in plots)
+
+
+def test_friedman_and_nemenyi_critical_difference_by_hand():
+    # 4 datasets, 3 algorithms, always ranked a < b < c: χ² = 12N/(k(k+1))·Σ R_j² − 3N(k+1) = 4·14 − 48 = 8, df 2
+    means = pd.DataFrame([(d, a, m) for d in "wxyz" for a, m in zip("abc", (1.0, 2.0, 3.0))],
+                         columns=["dataset", "algorithm", "mean"])
+    result = stats.friedman_nemenyi(means, dict.fromkeys("wxyz", False))
+    assert result["friedman_p"] == pytest.approx(np.exp(-8 / 2))  # χ²(2) survival function = e^(−x/2)
+    assert result["critical_difference"] == pytest.approx(2.343 * np.sqrt(3 * 4 / (6 * 4)), abs=1e-3)  # q = 2.343
+    assert stats.friedman_nemenyi(means[means.algorithm != "c"], dict.fromkeys("wxyz", False)) is None
 
 
 def test_ctr_runs_are_detected_and_ranked_by_highest_ctr(tmp_path):
@@ -303,6 +316,7 @@ def test_report_of_several_folders_from_the_command_line(tmp_path):
     assert "Win / tie / loss" in shown.stdout and "\x1b[" not in shown.stdout  # no colour outside a terminal
     text = (tmp_path / "results" / "report.md").read_text()  # the folders' common parent
     assert "## one: final cumulative regret" in text and "## two: final cumulative regret" in text
+    assert "Nemenyi critical difference CD = 3.32" in text  # k = 4, N = 2: q = 2.569, 2.569·√(4·5/(6·2))
 
 
 def test_missing_and_empty_results_folders_are_clear_errors(tmp_path, report_cli):

@@ -133,9 +133,17 @@ def sections(report: Report) -> list[Section]:
         out.append(Section("Average rank", ["algorithm", "average rank", "datasets"],
                            [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))]
                             for r in ranks.itertuples()],
-                           "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets.",
-                           right={1, 2}))
+                           "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
+                           + _friedman_note(report.friedman), right={1, 2}))
     return out
+
+
+def _friedman_note(friedman: dict | None) -> str:
+    if friedman is None:
+        return ""
+    return (f" Over the {friedman['datasets']} datasets all {friedman['algorithms']} algorithms ran: Friedman "
+            f"p = {format_p(friedman['friedman_p'])}; Nemenyi critical difference CD = "
+            f"{friedman['critical_difference']:.2f} (α = {ALPHA}): average ranks further apart than CD differ.")
 
 
 def _cell_md(cell: Cell) -> str:

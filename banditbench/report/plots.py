@@ -121,9 +121,45 @@ def clusters_figure(report: Report):
     return fig
 
 
+def ranks_figure(report: Report):
+    """Critical-difference diagram (Demšar 2006, Fig. 1): average ranks on one axis, a bar of length CD, and thick
+    lines joining algorithms whose ranks are within CD of each other. None when the Friedman test is undefined."""
+    if report.friedman is None:
+        return None
+    ranks = report.ranks.sort_values("average_rank", kind="stable")
+    k, cd = len(ranks), report.friedman["critical_difference"]
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.28 * k))
+    ax.set_xlim(0.5, k + 0.5)
+    ax.set_ylim(-(k + 1), 2.2)
+    ax.axhline(0, color="black", linewidth=1)
+    for r in range(1, k + 1):
+        ax.plot([r, r], [0, 0.15], color="black", linewidth=1)
+        ax.text(r, 0.3, str(r), ha="center", va="bottom")
+    ax.plot([1, 1 + cd], [1.5, 1.5], color="black", linewidth=2)
+    ax.text(1 + cd / 2, 1.65, f"CD = {cd:.2f}", ha="center", va="bottom")
+    for i, row in enumerate(ranks.itertuples()):
+        y = -(i + 1)
+        ax.plot([row.average_rank, row.average_rank], [0, y], color="grey", linewidth=0.8)
+        ax.text(row.average_rank + 0.05, y, f"{row.algorithm} ({row.average_rank:.2f})", va="center", fontsize=8)
+    values = ranks["average_rank"].to_numpy()
+    reach = [int(np.searchsorted(values, v + cd, side="left")) - 1 for v in values]  # last index within CD
+    level, furthest = 0, -1
+    for i, j in enumerate(reach):
+        if j > i and j > furthest:  # a maximal group not inside the previous one
+            ax.plot([values[i] - 0.05, values[j] + 0.05], [-0.35 - 0.25 * level] * 2, color="black", linewidth=3)
+            level, furthest = level + 1, j
+    ax.axis("off")
+    ax.set_title(f"Average ranks over {report.friedman['datasets']} datasets "
+                 f"(Friedman p = {report.friedman['friedman_p']:.3g})")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = (("regret", regret_figure, "Cumulative regret (or CTR) against rounds, with 95 % confidence bands."),
            ("runtime", runtime_figure, "Wall time per unit against final regret (or CTR)."),
-           ("clusters", clusters_figure, "Number of clusters the policies infer over time."))
+           ("clusters", clusters_figure, "Number of clusters the policies infer over time."),
+           ("ranks", ranks_figure, "Critical-difference diagram: algorithms joined by a bar are not significantly "
+                                   "different (Nemenyi, α = 0.05)."))
 
 
 def _figures(report: Report):

@@ -124,3 +124,21 @@ def improvement_pct(value: float, best_baseline: float, higher_is_better: bool) 
         return np.nan
     gain = value - best_baseline if higher_is_better else best_baseline - value
     return 100.0 * gain / abs(best_baseline)
+
+
+def friedman_nemenyi(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> dict | None:
+    """Friedman's test over the datasets on which every algorithm ran, and Nemenyi's critical difference
+    CD = q_α·√(k(k+1)/(6N)) with q_α the studentized range quantile / √2 (Demšar 2006, §3.2.2): average ranks
+    further apart than CD differ significantly. None with fewer than 3 algorithms or 2 datasets."""
+    wide = means.pivot(index="dataset", columns="algorithm", values="mean").dropna()
+    datasets, k = wide.shape
+    if k < 3 or datasets < 2:
+        return None
+    signs = np.array([-1.0 if higher_is_better[d] else 1.0 for d in wide.index])[:, None]
+    oriented = wide.to_numpy() * signs  # lower is better on every row
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(stats.friedmanchisquare(*oriented.T).pvalue)
+    q = stats.studentized_range.ppf(1 - ALPHA, k, np.inf) / np.sqrt(2)
+    return {"datasets": datasets, "algorithms": k, "friedman_p": p,
+            "critical_difference": float(q * np.sqrt(k * (k + 1) / (6 * datasets)))}

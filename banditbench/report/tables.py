@@ -36,6 +36,7 @@ class Report:
     win_tie_loss: pd.DataFrame  # algorithm × algorithm, "w/t/l" over datasets
     ranks: pd.DataFrame  # average rank per algorithm over datasets
     test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
+    friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
 
     def value_column(self, dataset: str) -> str:
         return "ctr_mean" if self.results.kinds[dataset] == "ctr" else "regret_mean"
@@ -80,7 +81,7 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
     means = means[~summary["reference"]]
     higher = {d: k == "ctr" for d, k in results.kinds.items()}
     return Report(results, summary, comparisons, stats.win_tie_loss(comparisons, compared),
-                  stats.average_ranks(means, higher), test)
+                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher))
 
 
 def _value(results: Results, dataset: str) -> str:
