@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from banditbench.report import stats
-from banditbench.report.formats import to_latex, to_markdown, write_files
+from banditbench.report.formats import to_markdown, write_files
 from banditbench.report.load import load_results
 from banditbench.report.tables import build_report
 from banditbench.results.shards import write_shard
@@ -351,9 +351,11 @@ def test_folders_of_one_dataset_with_other_settings_are_refused(tmp_path):
 def test_a_corrupt_shard_is_named_the_others_still_reported_and_exit_is_non_zero(tmp_path, report_cli):
     folder = planted(tmp_path / "r")
     (folder / "shards" / "twin-seed3.parquet").write_bytes(b"not parquet at all")
+    (folder / "shards" / "mine-seed1.timing.parquet").write_bytes(b"")
     shown = report_cli(folder, "--format", "md")
     assert shown.returncode == 2
     assert "twin-seed3.parquet: corrupt shard" in shown.stderr and "Traceback" not in shown.stderr
+    assert "mine-seed1.timing.parquet: corrupt timing sidecar" in shown.stderr
     table = markdown_tables((folder / "report.md").read_text())[0]
     assert {row[0]: row[1] for row in table[1:]} == {"random": "5", "linucb-ind": "5", "twin": "4", "mine": "5",
                                                      "oracle": "5"}

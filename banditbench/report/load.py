@@ -184,7 +184,8 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
             raise UserError(f"{other.folder} and {exp.folder} both hold dataset {exp.dataset!r} but differ in "
                             f"{', '.join(differing)}; pass --allow-mixed to aggregate them anyway")
         if differing:
-            warnings.append(f"aggregating {other.folder} and {exp.folder} although they differ in {', '.join(differing)}")
+            warnings.append(f"aggregating {other.folder} and {exp.folder} although they differ in "
+                            f"{', '.join(differing)}")
     frames, units, kinds, algorithms = [], [], {}, []
     seen: dict[tuple, Path] = {}
     for exp in experiments:
