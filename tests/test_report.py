@@ -376,3 +376,18 @@ def test_real_runner_results_give_every_format(data_dir, tmp_path, report_cli):
     assert rows.loc["linucb-ind", "diag_n_clusters"] == 20  # one model per user: 20 singleton clusters
     assert (out / "plots" / "clusters.png").stat().st_size > 1000
     assert "Wilcoxon signed-rank test" in (out / "report.md").read_text()
+
+
+def test_check_on_ctr_fails_when_ctr_falls(tmp_path, report_cli):
+    def slates(clicks):
+        return {"mine": lambda i, t: {"slate_size": np.full(ROUNDS, 5), "clicks": np.full(ROUNDS, clicks)}}
+
+    before = write_results(tmp_path / "before", {"mine": [0.0, 0.0]}, extra=slates(4))
+    higher = write_results(tmp_path / "higher", {"mine": [0.0, 0.0]}, extra=slates(5))
+    lower = write_results(tmp_path / "lower", {"mine": [0.0, 0.0]}, extra=slates(3))
+    baseline = tmp_path / "baseline.json"
+    assert report_cli(before, "--format", "none", "-q", "--save-baseline", baseline).returncode == 0
+    assert report_cli(higher, "--format", "none", "-q", "--check", baseline).returncode == 0
+    failed = report_cli(lower, "--format", "none", "-q", "--check", baseline)
+    assert failed.returncode == 1
+    assert failed.stdout.strip() == "REGRESSION mine on toy: lower: cumulative ctr 40 → 30 (-25.0 %, tolerance 5 %)"
