@@ -23,3 +23,11 @@ DATASETS = {
 }
 
 __all__ = ["DATASETS", "DatasetInfo", "PreparedDataset", "load_dataset"]
+
+DATASETS["movielens"] = DatasetInfo(
+    "movielens",
+    "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
+    "10-d SVD features, 50 K-means user groups",
+    "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
+    "recommendation",
+)

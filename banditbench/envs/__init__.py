@@ -24,3 +24,13 @@ PROTOCOLS = {
 }
 
 __all__ = ["PROTOCOLS", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
+
+from banditbench.envs.recommendation import RecommendationEnvironment  # noqa: E402
+
+PROTOCOLS["recommendation"] = ProtocolInfo(
+    "recommendation",
+    RecommendationEnvironment,
+    "a K-means user group (or user) per round; K = 10 arms: 1 item it liked (rating > 4) + 9 it rated otherwise, "
+    "SVD item features; modes paper | metaban-code | mcnb-code",
+    "M-CNB §5.2 (seed 000); Meta-Ban §4.1 (seed 001)",
+)
