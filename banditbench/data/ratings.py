@@ -21,7 +21,7 @@ from sklearn.utils.extmath import svd_flip
 
 from banditbench.errors import UserError
 
-DENSE_SVD_CELLS = 4_000_000  # below this many matrix cells an exact dense SVD is cheap enough
+DENSE_SVD_CELLS = 250_000  # below this many matrix cells an exact dense SVD is cheap enough
 
 
 @dataclass(frozen=True)
