@@ -118,6 +118,39 @@ def prepare_movielens(
     report_prepared(path)
 
 
+def prepare_classification(name: str, split: str, normalise: Optional[str], encoding: str, source: Optional[str],
+                           data_dir: Path, offline: bool, force: bool, cache_dir: Optional[Path]) -> None:
+    from banditbench.data import classification
+
+    report_prepared(classification.prepare(data_dir, name, split=split, normalise=normalise, encoding=encoding,
+                                           source=source, offline=offline, cache=cache_dir, force=force))
+
+
+def classification_command(name: str, default_normalise: str) -> None:
+    """One `prepare NAME` command per classification family, all with the same options."""
+    from banditbench.data.classification import FAMILIES
+
+    def command(
+        split: str = typer.Option("all", "--split", help="all | train | test (where the data has a split)."),
+        normalise: str = typer.Option(default_normalise, "--normalise", help="meanstd (MNIST 0.1307/0.3081) | l2 "
+                                      "(row unit norm, Bandit_multi) | none."),
+        encoding: str = typer.Option("block", "--encoding", help="Arm contexts: block (d·K, M-CNB) | shift "
+                                     "(d + K − 1, Meta-Ban's code)."),
+        source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+        cache_dir: Optional[Path] = CACHE,
+    ) -> None:
+        prepare_classification(name, split, normalise, encoding, source, data_dir, offline, force, cache_dir)
+
+    command.__doc__ = f"{FAMILIES[name].description} → classification protocol (user = class)."
+    prepare_app.command(name)(command)
+
+
+for _name, _normalise in (("mnist", "meanstd"), ("fashion-mnist", "l2"), ("emnist-letters", "l2"),
+                          ("notmnist", "l2"), ("shuttle", "l2"), ("letter", "l2"), ("pendigits", "l2"),
+                          ("mushroom", "l2"), ("magic", "l2"), ("covertype", "l2")):
+    classification_command(_name, _normalise)
+
+
 def report_prepared(path: Path) -> None:
     import json
 

@@ -31,3 +31,9 @@ DATASETS["movielens"] = DatasetInfo(
     "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
     "recommendation",
 )
+
+from banditbench.data.classification import FAMILIES as _CLASSIFICATION  # noqa: E402
+
+for _family in _CLASSIFICATION.values():
+    DATASETS[_family.name] = DatasetInfo(_family.name, _family.description, "M-CNB §5.3; Meta-Ban §4.3",
+                                         "classification")

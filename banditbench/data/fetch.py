@@ -253,6 +253,13 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
     if source is not None:
         places = source_places(spec, source, cache, offline)
     else:
+        if offline:  # name every missing file at once, not just the first
+            missing = [item for item in spec.downloads
+                       if not ((cache / item.fname).is_file() and hash_matches(cache / item.fname, item.known_hash))]
+            if missing:
+                raise UserError(f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
+                                f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
+                                "its folder to --source, or prepare once without --offline")
         places = [download(item, cache, offline) for item in spec.downloads]
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
         found = RawFiles({})
