@@ -151,6 +151,17 @@ for _name, _normalise in (("mnist", "meanstd"), ("fashion-mnist", "l2"), ("emnis
     classification_command(_name, _normalise)
 
 
+@prepare_app.command("mnist-notmnist")
+def prepare_mnist_notmnist(
+    encoding: str = typer.Option("shift", "--encoding", help="shift (d + 9 = 793, Meta-Ban) | block (d·K)."),
+    data_dir: Path = DATA_DIR, force: bool = FORCE,
+) -> None:
+    """MNIST + notMNIST mixture, 20 users in 2 groups (Meta-Ban); needs `prepare mnist` and `prepare notmnist`."""
+    from banditbench.data import classification
+
+    report_prepared(classification.prepare_mixture(data_dir, encoding=encoding, force=force))
+
+
 def report_prepared(path: Path) -> None:
     import json
 

@@ -147,3 +147,20 @@ def test_block_and_shift_encodings(tmp_path):
     rnd = next(env.rounds(1))
     assert rnd.arms.shape == (10, 793)
     np.testing.assert_array_equal(rnd.arms[3, 3:787], rnd.arms[0, :784])
+
+
+def test_mnist_notmnist_mixture(tmp_path):
+    folder, _ = mnist_folder(tmp_path)
+    prepare(tmp_path, "mnist", folder, split="test")
+    classification.prepare(tmp_path / "ds", "fashion-mnist", source=str(folder), offline=True, split="test")
+    # notMNIST stand-in: the fashion fixture's table under the notmnist name (same 784 features, 10 classes)
+    (tmp_path / "ds" / "fashion-mnist").rename(tmp_path / "ds" / "notmnist")
+    classification.prepare_mixture(tmp_path / "ds")
+    dataset = load_dataset(tmp_path / "ds", "mnist-notmnist")
+    env = ClassificationEnvironment(dataset, np.random.SeedSequence(0))
+    assert env.n_users == 20 and env.n_arms == 10 and env.dim == 793
+    assert list(env.true_groups) == [0] * 10 + [1] * 10
+    rounds = list(env.rounds(400))
+    from_mnist = np.mean([r.user >= 10 for r in rounds])
+    assert 0.4 < from_mnist < 0.6  # each source with probability 1/2, whatever their sizes
+    assert all(r.group == r.user // 10 and r.rewards[r.user % 10] == 1 for r in rounds)

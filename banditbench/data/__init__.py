@@ -37,3 +37,7 @@ from banditbench.data.classification import FAMILIES as _CLASSIFICATION  # noqa:
 for _family in _CLASSIFICATION.values():
     DATASETS[_family.name] = DatasetInfo(_family.name, _family.description, "M-CNB §5.3; Meta-Ban §4.3",
                                          "classification")
+
+DATASETS["mnist-notmnist"] = DatasetInfo(
+    "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
+    "Meta-Ban §4.3 (seed 001); M-CNB §5.3", "classification")

@@ -314,3 +314,29 @@ def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | N
               **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
     return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
                          raw_files=raw.records, counts=counts, force=force)
+
+
+def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:
+    """MNIST + notMNIST, 20 users (notMNIST classes 0–9, MNIST classes 10–19) in 2 groups (Meta-Ban §4.3),
+    built from the prepared ``mnist`` and ``notmnist`` with their own normalisations (the code: MNIST
+    mean/std, notMNIST row L2). The protocol picks either source with probability 1/2 each round."""
+    from banditbench.data.prepared import load_dataset
+
+    if encoding not in ENCODINGS:
+        raise UserError(f"unknown --encoding {encoding!r}; choose from: {', '.join(ENCODINGS)}")
+    parts = [load_dataset(data_dir, name) for name in ("notmnist", "mnist")]
+    parameters = {"encoding": encoding, **{f"{p.name}_manifest_sha256": p.manifest_sha256 for p in parts}}
+    folder = Path(data_dir) / "mnist-notmnist"
+    if up_to_date(folder, parameters, force):
+        return folder
+    tables = []
+    for source, part in enumerate(parts):
+        table = part.table("samples")
+        table["source"] = source
+        tables.append(table)
+    if tables[0].shape[1] != tables[1].shape[1]:
+        raise UserError(f"notmnist has {tables[0].shape[1] - 2} features but mnist {tables[1].shape[1] - 2}")
+    samples = pd.concat(tables, ignore_index=True)
+    counts = {"samples": len(samples), "notmnist": len(tables[0]), "mnist": len(tables[1]), "users": 20}
+    return write_dataset(folder, "mnist-notmnist", {"samples": samples}, parameters, protocol="classification",
+                         raw_files=[r for p in parts for r in p.manifest["raw_files"]], counts=counts, force=force)

@@ -39,9 +39,19 @@ class ClassificationEnvironment:
         self.rng = np.random.default_rng(seed)
 
     def order(self, n_rounds: int) -> np.ndarray:
-        """Instance indices for n rounds: passes over a fresh random permutation of the data."""
-        passes = -(-n_rounds // len(self.y))
-        return np.concatenate([self.rng.permutation(len(self.y)) for _ in range(passes)])[:n_rounds]
+        """Instance indices for n rounds: passes over a fresh random permutation of the data. With several
+        sources (the mixture) each round first picks a source with equal probability (Meta-Ban §4.3)."""
+        if self.true_groups is None:
+            return self.stream(np.arange(len(self.y)), n_rounds)
+        sources = self.rng.integers(self.true_groups.max() + 1, size=n_rounds)
+        order = np.empty(n_rounds, np.int64)
+        for s in range(self.true_groups.max() + 1):
+            order[sources == s] = self.stream(np.flatnonzero(self.source == s), int((sources == s).sum()))
+        return order
+
+    def stream(self, members: np.ndarray, n: int) -> np.ndarray:
+        passes = max(1, -(-n // len(members)))
+        return np.concatenate([members[self.rng.permutation(len(members))] for _ in range(passes)])[:n]
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
         K, d = self.n_arms, self.d
