@@ -162,6 +162,40 @@ def prepare_mnist_notmnist(
     report_prepared(classification.prepare_mixture(data_dir, encoding=encoding, force=force))
 
 
+@prepare_app.command("facebook")
+def prepare_facebook(
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, dim: int = DIM, groups: int = GROUPS,
+    seed: int = KMEANS_SEED, serve: str = SERVE,
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the edge list's pinned sha256."),
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """SNAP ego-Facebook: a link is a positive, non-links are negatives; SVD features, K-means groups (M-CNB)."""
+    from banditbench.data import facebook
+
+    report_prepared(facebook.prepare(data_dir, serve=serve, verify=verify, source=source, offline=offline,
+                                     cache=cache_dir, force=force,
+                                     options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
+
+
+@prepare_app.command("lastfm")
+def prepare_lastfm(
+    pipeline: str = typer.Option("svd", "--pipeline", help="svd (rating-matrix pipeline, K = 10) | ghosh "
+                                 "(tag tf-idf + PCA-25 artist contexts, real users, K = 25)."),
+    top_users: int = TOP_USERS,
+    top_items: int = typer.Option(20_000, "--top-items", help="Artists kept by listener count [default: all]."),
+    dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Last.fm HetRec 2011: a listen is a positive; SVD pipeline or Ghosh et al.'s tag tf-idf + PCA-25."""
+    from banditbench.data import lastfm
+
+    report_prepared(lastfm.prepare(data_dir, pipeline_name=pipeline, source=source, offline=offline, cache=cache_dir,
+                                   force=force,
+                                   options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
+
+
 def report_prepared(path: Path) -> None:
     import json
 

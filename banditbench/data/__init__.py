@@ -41,3 +41,11 @@ for _family in _CLASSIFICATION.values():
 DATASETS["mnist-notmnist"] = DatasetInfo(
     "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
     "Meta-Ban §4.3 (seed 001); M-CNB §5.3", "classification")
+
+DATASETS["facebook"] = DatasetInfo(
+    "facebook", "SNAP ego-Facebook, 4039 people, 88,234 links: a link is a positive, non-links negatives; "
+    "SVD features, K-means groups", "McAuley & Leskovec 2012; M-CNB §5.2", "recommendation")
+
+DATASETS["lastfm"] = DatasetInfo(
+    "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
+    "(tag tf-idf + PCA-25 contexts, K = 25)", "Cantador et al. 2011; Ghosh et al. 2021 §6.2", "recommendation")

@@ -15,6 +15,10 @@ The authors' code differs (reference-implementations.md §15.A) and is offered a
   Gaussian pdf N(0, 0.5²).
 - ``mcnb-code``: as ``metaban-code`` with the context [item feature, feature of the entry's rater].
 
+Datasets of links or listens only (Facebook, LastFM) are prepared with ``negatives = unrated``: a
+pool's 0-reward arms are then items none of its members linked to / listened to ("non-links are
+negatives").
+
 Rewards are deterministic, so the expected reward of an arm is its reward.
 """
 
@@ -80,12 +84,18 @@ class RecommendationEnvironment:
         label = interactions["label"].to_numpy()
         pool = pool_of_user[rater]
         positive = label > 0
+        unrated = params.get("negatives", "rated") == "unrated"
+        if unrated and self.mode != "paper":
+            raise UserError(f"dataset {dataset.name!r} has no negative ratings, which --mode {self.mode} needs")
         if self.mode == "paper":  # distinct items per pool; an item liked by a member is no negative of the pool
-            liked = np.unique(pool[positive] * (item.max() + 1) + item[positive])
-            key = pool * (item.max() + 1) + item
-            negative = ~positive & ~np.isin(key, liked)
-            pos_keys, neg_keys = np.unique(key[positive]), np.unique(key[negative])
-            width = item.max() + 1
+            width = len(self.item_features)
+            key = pool * width + item
+            liked = np.unique(key[positive])
+            if unrated:  # links / listens only (Facebook, LastFM): every item the pool has not liked is a 0
+                neg_keys = np.setdiff1d(np.arange(self.n_users * width), liked, assume_unique=True)
+            else:
+                neg_keys = np.unique(key[~positive & ~np.isin(key, liked)])
+            pos_keys = liked
             self.positives = Pools(pos_keys // width, pos_keys % width, np.full(len(pos_keys), -1), self.n_users)
             self.negatives = Pools(neg_keys // width, neg_keys % width, np.full(len(neg_keys), -1), self.n_users)
             eligible = (self.positives.count >= 1) & (self.negatives.count >= self.n_arms - 1)
