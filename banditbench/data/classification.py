@@ -59,6 +59,10 @@ def idx_pair(raw: RawFiles, split: str, transpose: bool = False) -> tuple[np.nda
     images, labels = [], []
     for part in parts:
         x, y = read_idx(raw[f"{part}_images"]), read_idx(raw[f"{part}_labels"])
+        if x.ndim != 3 or y.ndim != 1:
+            wrong = raw[f"{part}_images"] if x.ndim != 3 else raw[f"{part}_labels"]
+            raise UserError(f"{wrong}: holds {'labels' if x.ndim != 3 else 'images'}, expected "
+                            f"{'images (IDX magic 2051)' if x.ndim != 3 else 'labels (IDX magic 2049)'}")
         if len(x) != len(y):
             raise UserError(f"{raw[f'{part}_images']}: {len(x)} images but {len(y)} labels")
         images.append(x.transpose(0, 2, 1) if transpose else x)  # EMNIST stores images transposed
