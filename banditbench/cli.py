@@ -196,6 +196,43 @@ def prepare_lastfm(
                                    options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
 
 
+@prepare_app.command("yelp")
+def prepare_yelp(
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
+    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    mode: str = MODE, serve: str = SERVE,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Yelp reviews (terms-gated: --source yelp_dataset.tar) → rating-matrix pipeline (M-CNB, Meta-Ban)."""
+    from banditbench.data import yelp
+
+    report_prepared(yelp.prepare(data_dir, mode=mode, serve=serve, source=source, offline=offline, cache=cache_dir,
+                                 force=force, options=rating_options(top_users, top_items, positive_above,
+                                                                     negative_below, dim, groups, seed)))
+
+
+@prepare_app.command("amazon")
+def prepare_amazon(
+    version: str = typer.Option("2018", "--version", help="Release: 2014 | 2018 | 2023."),
+    category: str = typer.Option("AMAZON_FASHION", "--category",
+                                 help="Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), Video_Games."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 (2018 files)."),
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
+    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    mode: str = MODE, serve: str = SERVE,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Amazon ratings-only file of one release and category → rating-matrix pipeline (M-CNB)."""
+    from banditbench.data import amazon
+
+    report_prepared(amazon.prepare(data_dir, version=version, category=category, verify=verify, mode=mode,
+                                   serve=serve, source=source, offline=offline, cache=cache_dir, force=force,
+                                   options=rating_options(top_users, top_items, positive_above, negative_below, dim,
+                                                          groups, seed)))
+
+
 def report_prepared(path: Path) -> None:
     import json
 

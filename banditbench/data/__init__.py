@@ -49,3 +49,10 @@ DATASETS["facebook"] = DatasetInfo(
 DATASETS["lastfm"] = DatasetInfo(
     "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
     "(tag tf-idf + PCA-25 contexts, K = 25)", "Cantador et al. 2011; Ghosh et al. 2021 §6.2", "recommendation")
+
+DATASETS["yelp"] = DatasetInfo(
+    "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
+    "M-CNB §5.2; Meta-Ban §4.1", "recommendation")
+DATASETS["amazon"] = DatasetInfo(
+    "amazon", "Amazon ratings-only file, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION)",
+    "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation")
