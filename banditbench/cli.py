@@ -233,6 +233,40 @@ def prepare_amazon(
                                                           groups, seed)))
 
 
+@prepare_app.command("mind")
+def prepare_mind(
+    variant: str = typer.Option("small", "--variant", help="small | large (train + dev)."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 of MINDsmall files."),
+    source: Optional[str] = typer.Option(None, "--source", help="Folder with MIND{small,large}_{train,dev} zips "
+                                         "or their unpacked folders."),
+    data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE, cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """MIND news + impression logs for the IPS-simulator protocol (two-stage paper, seed 004)."""
+    from banditbench.data import logged
+
+    report_prepared(logged.prepare_mind(data_dir, variant=variant, verify=verify, source=source, offline=offline, cache=cache_dir,
+                                        force=force))
+
+
+@prepare_app.command("movielens-logged")
+def prepare_movielens_logged(
+    variant: str = typer.Option("20m", "--variant", help="MovieLens release (the paper: 20m)."),
+    history_until: str = typer.Option("2010-01-01", "--history-until", help="History positives before this date."),
+    test_from: str = typer.Option("2014-06-01", "--test-from", help="Train before, test from this date."),
+    negatives: int = typer.Option(20, "--negatives", help="Negatives shown with each positive."),
+    valid_fraction: float = typer.Option(0.2, "--valid-fraction", help="Share of test impressions marked valid."),
+    seed: int = typer.Option(2021, "--seed", help="Seed of the negative and validation draws."),
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """MovieLens in MIND's logged form (rating ≥ 4 positive, first genre as topic, time split; seed 004)."""
+    from banditbench.data import logged
+
+    report_prepared(logged.prepare_movielens_logged(
+        data_dir, variant=variant, history_until=history_until, test_from=test_from, negatives=negatives,
+        valid_fraction=valid_fraction, seed=seed, source=source, offline=offline, cache=cache_dir, force=force))
+
+
 def report_prepared(path: Path) -> None:
     import json
 

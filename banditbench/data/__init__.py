@@ -56,3 +56,10 @@ DATASETS["yelp"] = DatasetInfo(
 DATASETS["amazon"] = DatasetInfo(
     "amazon", "Amazon ratings-only file, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION)",
     "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation")
+
+DATASETS["mind"] = DatasetInfo(
+    "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
+    "Wu et al. 2020; two-stage neural CB (seed 004)", "ips-simulator")
+DATASETS["movielens-logged"] = DatasetInfo(
+    "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
+    "two-stage neural CB (seed 004), movielen2mind", "ips-simulator")
