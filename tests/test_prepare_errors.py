@@ -143,3 +143,37 @@ def test_download_verifies_caches_and_then_works_offline(tmp_path):
         server.shutdown()
     assert fetch.download(good, cache, offline=True).read_bytes() == payload  # cached: no network needed
     assert not (cache / "other.bin").exists()
+
+
+def test_partial_download_is_resumed_with_a_range_request(tmp_path):
+    import hashlib
+    import http.server
+    import threading
+
+    payload = bytes(range(256)) * 4000
+    ranges = []
+
+    class RangeHandler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802  serves payload, honouring "Range: bytes=N-"
+            start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
+            ranges.append(start)
+            self.send_response(206 if start else 200)
+            self.send_header("Content-Length", str(len(payload) - start))
+            self.end_headers()
+            self.wfile.write(payload[start:])
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "blob.bin.part").write_bytes(payload[:300_000])
+    try:
+        item = fetch.Download(f"http://127.0.0.1:{server.server_address[1]}/blob.bin", "blob.bin",
+                              "sha256:" + hashlib.sha256(payload).hexdigest())
+        assert fetch.download(item, cache, offline=False).read_bytes() == payload
+    finally:
+        server.shutdown()
+    assert ranges == [300_000] and not (cache / "blob.bin.part").exists()
