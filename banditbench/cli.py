@@ -244,8 +244,8 @@ def prepare_mind(
     """MIND news + impression logs for the IPS-simulator protocol (two-stage paper, seed 004)."""
     from banditbench.data import logged
 
-    report_prepared(logged.prepare_mind(data_dir, variant=variant, verify=verify, source=source, offline=offline, cache=cache_dir,
-                                        force=force))
+    report_prepared(logged.prepare_mind(data_dir, variant=variant, verify=verify, source=source, offline=offline,
+                                        cache=cache_dir, force=force))
 
 
 @prepare_app.command("movielens-logged")
