@@ -75,7 +75,8 @@ def tfidf_pca(documents: pd.Series, dim: int) -> np.ndarray:
 
     tfidf = TfidfVectorizer(analyzer=lambda words: words).fit_transform(documents.to_list())
     k = min(dim, min(tfidf.shape) - 1)
-    scores = PCA(n_components=k, svd_solver="arpack", random_state=0).fit_transform(tfidf)
+    with np.errstate(divide="ignore", invalid="ignore"):  # explained_variance_ratio_ (unused) may divide by 0
+        scores = PCA(n_components=k, svd_solver="arpack", random_state=0).fit_transform(tfidf)
     return np.pad(scores, ((0, 0), (0, dim - k)))
 
 
