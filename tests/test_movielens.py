@@ -139,3 +139,12 @@ def test_sparse_and_dense_svd_give_the_same_features(monkeypatch):
     sparse_users, sparse_items = ratings.svd_features(matrix, 10)
     np.testing.assert_allclose(sparse_users, dense_users, atol=1e-8)
     np.testing.assert_allclose(sparse_items, dense_items, atol=1e-8)
+
+
+def test_source_folder_holding_the_archive(tmp_path):
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    write_ml1m_zip(folder)
+    movielens.prepare(tmp_path / "ds", variant="1m", options=SMALL, source=str(folder), offline=True)
+    origins = [r["origin"] for r in load_dataset(tmp_path / "ds", "movielens").manifest["raw_files"]]
+    assert origins == [f"{folder}/fixture-ml-1m.zip!ml-1m/ratings.dat", f"{folder}/fixture-ml-1m.zip!ml-1m/movies.dat"]

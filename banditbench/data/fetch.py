@@ -214,6 +214,10 @@ def find_member(places: list[Path], names: tuple[str, ...], scratch: Path) -> tu
                 hits = sorted(place.rglob(name))
                 if hits:
                     return hits[0], str(hits[0])
+            inner = [p for p in sorted(place.iterdir()) if is_archive(p)]  # a folder of downloaded archives
+            hit = find_member(inner, names, scratch) if inner else None
+            if hit is not None:
+                return hit
         elif is_archive(place):
             members = archive_names(place)
             for name in names:
