@@ -21,6 +21,8 @@ def test_checksum_mismatch_names_the_file(tmp_path):
     fake, _ = write_ml1m_zip(tmp_path, name="ml-1m.zip")  # a real file name whose published sha256 it cannot match
     with pytest.raises(UserError, match=r"ml-1m.zip: checksum mismatch, expected sha256 a6898adb"):
         movielens.prepare(tmp_path / "ds", variant="1m", options=SMALL, source=str(fake), offline=True)
+    with pytest.raises(UserError, match=r"ml-1m.zip: checksum mismatch"):  # also inside a --source folder
+        movielens.prepare(tmp_path / "ds", variant="1m", options=SMALL, source=str(tmp_path), offline=True)
     assert no_partial_output(tmp_path / "ds")
 
 

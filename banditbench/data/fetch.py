@@ -244,6 +244,8 @@ def source_places(spec: RawSpec, source: str, cache: Path, offline: bool) -> lis
     for item in spec.downloads:  # a local copy of a published archive must still match its checksum
         if path.is_file() and path.name == item.fname:
             check_hash(path, item.known_hash)
+        elif path.is_dir() and (path / item.fname).is_file():
+            check_hash(path / item.fname, item.known_hash)
     return [path]
 
 
