@@ -118,12 +118,14 @@ def prepare_movielens(
     report_prepared(path)
 
 
-def prepare_classification(name: str, split: str, normalise: Optional[str], encoding: str, source: Optional[str],
-                           data_dir: Path, offline: bool, force: bool, cache_dir: Optional[Path]) -> None:
+def prepare_classification(name: str, split: str, normalise: Optional[str], encoding: str, verify: bool,
+                           source: Optional[str], data_dir: Path, offline: bool, force: bool,
+                           cache_dir: Optional[Path]) -> None:
     from banditbench.data import classification
 
     report_prepared(classification.prepare(data_dir, name, split=split, normalise=normalise, encoding=encoding,
-                                           source=source, offline=offline, cache=cache_dir, force=force))
+                                           verify=verify, source=source, offline=offline, cache=cache_dir,
+                                           force=force))
 
 
 def classification_command(name: str, default_normalise: str) -> None:
@@ -136,10 +138,11 @@ def classification_command(name: str, default_normalise: str) -> None:
                                       "(row unit norm, Bandit_multi) | none."),
         encoding: str = typer.Option("block", "--encoding", help="Arm contexts: block (d·K, M-CNB) | shift "
                                      "(d + K − 1, Meta-Ban's code)."),
+        verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the published checksums."),
         source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
         cache_dir: Optional[Path] = CACHE,
     ) -> None:
-        prepare_classification(name, split, normalise, encoding, source, data_dir, offline, force, cache_dir)
+        prepare_classification(name, split, normalise, encoding, verify, source, data_dir, offline, force, cache_dir)
 
     command.__doc__ = f"{FAMILIES[name].description} → classification protocol (user = class)."
     prepare_app.command(name)(command)

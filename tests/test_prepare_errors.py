@@ -74,7 +74,8 @@ def test_file_in_the_wrong_format(tmp_path):
     write_idx(folder / "t10k-images-idx3-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))
     write_idx(folder / "t10k-labels-idx1-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))  # images, not labels
     with pytest.raises(UserError, match=r"t10k-labels-idx1-ubyte.gz: holds images, expected labels"):
-        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(folder), offline=True)
+        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(folder), offline=True,
+                               verify=False)
 
 
 def test_empty_after_filtering(tmp_path):
@@ -113,7 +114,8 @@ def test_truncated_gzip_member(tmp_path):
     data = (tmp_path / "t10k-images-idx3-ubyte.gz").read_bytes()
     (tmp_path / "t10k-images-idx3-ubyte.gz").write_bytes(data[: len(data) // 2])
     with pytest.raises(UserError, match=r"t10k-images-idx3-ubyte.gz: cannot read it as a gzip'ed IDX file"):
-        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(tmp_path), offline=True)
+        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(tmp_path), offline=True,
+                               verify=False)
 
 
 def test_download_verifies_caches_and_then_works_offline(tmp_path):
