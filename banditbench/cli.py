@@ -73,6 +73,212 @@ def prepare_synthetic(
     console.print(f"[bold]synthetic[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
 
 
+SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")
+OFFLINE = typer.Option(False, "--offline", help="Never touch the network; say what is missing.")
+FORCE = typer.Option(False, "--force", help="Replace an existing prepared dataset.")
+CACHE = typer.Option(None, "--cache-dir", envvar="BANDITBENCH_CACHE",
+                     help="Cache of raw downloads [default: ~/.cache/banditbench].")
+
+
+def rating_options(top_users: int, top_items: int, positive_above: float, negative_below: Optional[float],
+                   dim: int, groups: int, seed: int):
+    from banditbench.data.ratings import RatingOptions
+
+    return RatingOptions(top_users=top_users, top_items=top_items, positive_above=positive_above,
+                         negative_below=negative_below, dim=dim, groups=groups, seed=seed)
+
+
+TOP_USERS = typer.Option(10_000, "--top-users", help="Users kept by rating count (M-CNB 10000; Meta-Ban 2000).")
+TOP_ITEMS = typer.Option(10_000, "--top-items", help="Items kept by rating count (both papers: 10000).")
+POSITIVE_ABOVE = typer.Option(4.0, "--positive-above", help="A rating above this is a positive (reward 1).")
+NEGATIVE_BELOW = typer.Option(None, "--negative-below",
+                              help="Only ratings below this are negatives, the middle is dropped (authors' code: 2) "
+                                   "[default: every other rating is a negative, as the papers say].")
+DIM = typer.Option(10, "--dim", help="SVD feature dimension d of users and items.")
+GROUPS = typer.Option(50, "--groups", help="K-means user groups (the bandit's users).")
+KMEANS_SEED = typer.Option(0, "--seed", help="K-means random_state (the authors use 0).")
+MODE = typer.Option("paper", "--mode", help="recommendation protocol: paper | metaban-code | mcnb-code.")
+SERVE = typer.Option("groups", "--serve", help="Who a round serves: groups (K-means pre-clusters) | users.")
+
+
+@prepare_app.command("movielens")
+def prepare_movielens(
+    variant: str = typer.Option("25m", "--variant", help="100k | 1m | 20m | 25m (the papers: ML-25M)."),
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
+    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    mode: str = MODE, serve: str = SERVE,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """MovieLens ratings → top users × items, binary rewards, SVD features, K-means groups (M-CNB, Meta-Ban)."""
+    from banditbench.data import movielens
+
+    path = movielens.prepare(data_dir, variant=variant, mode=mode, serve=serve, source=source, offline=offline,
+                             cache=cache_dir, force=force,
+                             options=rating_options(top_users, top_items, positive_above, negative_below, dim,
+                                                    groups, seed))
+    report_prepared(path)
+
+
+def prepare_classification(name: str, split: str, normalise: Optional[str], encoding: str, verify: bool,
+                           source: Optional[str], data_dir: Path, offline: bool, force: bool,
+                           cache_dir: Optional[Path]) -> None:
+    from banditbench.data import classification
+
+    report_prepared(classification.prepare(data_dir, name, split=split, normalise=normalise, encoding=encoding,
+                                           verify=verify, source=source, offline=offline, cache=cache_dir,
+                                           force=force))
+
+
+def classification_command(name: str, default_normalise: str) -> None:
+    """One `prepare NAME` command per classification family, all with the same options."""
+    from banditbench.data.classification import FAMILIES
+
+    def command(
+        split: str = typer.Option("all", "--split", help="all | train | test (where the data has a split)."),
+        normalise: str = typer.Option(default_normalise, "--normalise", help="meanstd (MNIST 0.1307/0.3081) | l2 "
+                                      "(row unit norm, Bandit_multi) | none."),
+        encoding: str = typer.Option("block", "--encoding", help="Arm contexts: block (d·K, M-CNB) | shift "
+                                     "(d + K − 1, Meta-Ban's code)."),
+        verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the published checksums."),
+        source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+        cache_dir: Optional[Path] = CACHE,
+    ) -> None:
+        prepare_classification(name, split, normalise, encoding, verify, source, data_dir, offline, force, cache_dir)
+
+    command.__doc__ = f"{FAMILIES[name].description} → classification protocol (user = class)."
+    prepare_app.command(name)(command)
+
+
+for _name, _normalise in (("mnist", "meanstd"), ("fashion-mnist", "l2"), ("emnist-letters", "l2"),
+                          ("notmnist", "l2"), ("shuttle", "l2"), ("letter", "l2"), ("pendigits", "l2"),
+                          ("mushroom", "l2"), ("magic", "l2"), ("covertype", "l2")):
+    classification_command(_name, _normalise)
+
+
+@prepare_app.command("mnist-notmnist")
+def prepare_mnist_notmnist(
+    encoding: str = typer.Option("shift", "--encoding", help="shift (d + 9 = 793, Meta-Ban) | block (d·K)."),
+    data_dir: Path = DATA_DIR, force: bool = FORCE,
+) -> None:
+    """MNIST + notMNIST mixture, 20 users in 2 groups (Meta-Ban); needs `prepare mnist` and `prepare notmnist`."""
+    from banditbench.data import classification
+
+    report_prepared(classification.prepare_mixture(data_dir, encoding=encoding, force=force))
+
+
+@prepare_app.command("facebook")
+def prepare_facebook(
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, dim: int = DIM, groups: int = GROUPS,
+    seed: int = KMEANS_SEED, serve: str = SERVE,
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the edge list's pinned sha256."),
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """SNAP ego-Facebook: a link is a positive, non-links are negatives; SVD features, K-means groups (M-CNB)."""
+    from banditbench.data import facebook
+
+    report_prepared(facebook.prepare(data_dir, serve=serve, verify=verify, source=source, offline=offline,
+                                     cache=cache_dir, force=force,
+                                     options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
+
+
+@prepare_app.command("lastfm")
+def prepare_lastfm(
+    pipeline: str = typer.Option("svd", "--pipeline", help="svd (rating-matrix pipeline, K = 10) | ghosh "
+                                 "(tag tf-idf + PCA-25 artist contexts, real users, K = 25)."),
+    top_users: int = TOP_USERS,
+    top_items: int = typer.Option(20_000, "--top-items", help="Artists kept by listener count [default: all]."),
+    dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Last.fm HetRec 2011: a listen is a positive; SVD pipeline or Ghosh et al.'s tag tf-idf + PCA-25."""
+    from banditbench.data import lastfm
+
+    report_prepared(lastfm.prepare(data_dir, pipeline_name=pipeline, source=source, offline=offline, cache=cache_dir,
+                                   force=force,
+                                   options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
+
+
+@prepare_app.command("yelp")
+def prepare_yelp(
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
+    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    mode: str = MODE, serve: str = SERVE,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Yelp reviews (terms-gated: --source yelp_dataset.tar) → rating-matrix pipeline (M-CNB, Meta-Ban)."""
+    from banditbench.data import yelp
+
+    report_prepared(yelp.prepare(data_dir, mode=mode, serve=serve, source=source, offline=offline, cache=cache_dir,
+                                 force=force, options=rating_options(top_users, top_items, positive_above,
+                                                                     negative_below, dim, groups, seed)))
+
+
+@prepare_app.command("amazon")
+def prepare_amazon(
+    version: str = typer.Option("2018", "--version", help="Release: 2014 | 2018 | 2023."),
+    category: str = typer.Option("AMAZON_FASHION", "--category",
+                                 help="Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), Video_Games."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 (2018 files)."),
+    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
+    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
+    mode: str = MODE, serve: str = SERVE,
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """Amazon ratings-only file of one release and category → rating-matrix pipeline (M-CNB)."""
+    from banditbench.data import amazon
+
+    report_prepared(amazon.prepare(data_dir, version=version, category=category, verify=verify, mode=mode,
+                                   serve=serve, source=source, offline=offline, cache=cache_dir, force=force,
+                                   options=rating_options(top_users, top_items, positive_above, negative_below, dim,
+                                                          groups, seed)))
+
+
+@prepare_app.command("mind")
+def prepare_mind(
+    variant: str = typer.Option("small", "--variant", help="small | large (train + dev)."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 of MINDsmall files."),
+    source: Optional[str] = typer.Option(None, "--source", help="Folder with MIND{small,large}_{train,dev} zips "
+                                         "or their unpacked folders."),
+    data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE, cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """MIND news + impression logs for the IPS-simulator protocol (two-stage paper, seed 004)."""
+    from banditbench.data import logged
+
+    report_prepared(logged.prepare_mind(data_dir, variant=variant, verify=verify, source=source, offline=offline,
+                                        cache=cache_dir, force=force))
+
+
+@prepare_app.command("movielens-logged")
+def prepare_movielens_logged(
+    variant: str = typer.Option("20m", "--variant", help="MovieLens release (the paper: 20m)."),
+    history_until: str = typer.Option("2010-01-01", "--history-until", help="History positives before this date."),
+    test_from: str = typer.Option("2014-06-01", "--test-from", help="Train before, test from this date."),
+    negatives: int = typer.Option(20, "--negatives", help="Negatives shown with each positive."),
+    valid_fraction: float = typer.Option(0.2, "--valid-fraction", help="Share of test impressions marked valid."),
+    seed: int = typer.Option(2021, "--seed", help="Seed of the negative and validation draws."),
+    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
+    cache_dir: Optional[Path] = CACHE,
+) -> None:
+    """MovieLens in MIND's logged form (rating ≥ 4 positive, first genre as topic, time split; seed 004)."""
+    from banditbench.data import logged
+
+    report_prepared(logged.prepare_movielens_logged(
+        data_dir, variant=variant, history_until=history_until, test_from=test_from, negatives=negatives,
+        valid_fraction=valid_fraction, seed=seed, source=source, offline=offline, cache=cache_dir, force=force))
+
+
+def report_prepared(path: Path) -> None:
+    import json
+
+    counts = json.loads((path / "manifest.json").read_text()).get("counts", {})
+    console.print(f"[bold]{path.name}[/] is ready in {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
 @app.command()
 def run(
     dataset: str = typer.Option("synthetic", "--dataset", help="Prepared dataset to run on."),

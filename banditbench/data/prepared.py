@@ -43,9 +43,15 @@ def existing_parameters(folder: Path) -> dict[str, Any] | None:
     return json.loads(manifest.read_text())["parameters"] if manifest.is_file() else None
 
 
+def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
+    """True when ``folder`` already holds this dataset prepared with ``parameters`` (prepare is idempotent)."""
+    return not force and existing_parameters(folder) == json.loads(json.dumps(parameters))
+
+
 def write_dataset(
     folder: Path, name: str, tables: dict[str, pd.DataFrame], parameters: dict[str, Any], *,
-    protocol: str, raw_files: list[dict[str, Any]] | None = None, force: bool = False,
+    protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
+    force: bool = False,
 ) -> Path:
     """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``."""
     folder = Path(folder)
@@ -67,6 +73,7 @@ def write_dataset(
             "protocol": protocol,
             "parameters": parameters,
             "raw_files": raw_files or [],
+            "counts": counts or {},
             "tables": files,
             "banditbench_version": __version__,
         }

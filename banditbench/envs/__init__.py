@@ -24,3 +24,23 @@ PROTOCOLS = {
 }
 
 __all__ = ["PROTOCOLS", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
+
+from banditbench.envs.recommendation import RecommendationEnvironment  # noqa: E402
+
+PROTOCOLS["recommendation"] = ProtocolInfo(
+    "recommendation",
+    RecommendationEnvironment,
+    "a K-means user group (or user) per round; K = 10 arms: 1 item it liked (rating > 4) + 9 it rated otherwise, "
+    "SVD item features; modes paper | metaban-code | mcnb-code",
+    "M-CNB §5.2 (seed 000); Meta-Ban §4.1 (seed 001)",
+)
+
+from banditbench.envs.classification import ClassificationEnvironment  # noqa: E402
+
+PROTOCOLS["classification"] = ProtocolInfo(
+    "classification",
+    ClassificationEnvironment,
+    "one instance per round, arm a = class a (reward 1 iff right), block (d·K) or shift (d+K−1) contexts; "
+    "user = class, which tells per-user learners the label",
+    "M-CNB §5.3 (seed 000); Meta-Ban §4.3 (seed 001); NeuralUCB's Bandit_multi",
+)

@@ -83,6 +83,10 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     resolved = parse_params(params, algorithms)
     prepared = load_dataset(data_dir, dataset)
     protocol = prepared.manifest["protocol"]
+    from banditbench.envs import PROTOCOLS
+
+    if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
+        raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
     units = [Unit(dataset, protocol, algo, resolved[algo], master_seed, i, rounds, budget)
              for algo in algorithms for i in range(seeds)]
     config = {

@@ -1,0 +1,349 @@
+"""Classification datasets for online classification with bandit feedback (M-CNB §5.3, Meta-Ban §4.3).
+
+Each family reads its raw files into features X [n, d] and labels y ∈ {0..K−1}; prepare writes one
+``samples`` table (x_0..x_{d−1} float32, label) after the normalisation the papers use:
+
+- ``meanstd``: pixels/255 then (x − 0.1307)/0.3081, torchvision's MNIST ``Normalize`` (Meta-Ban's MNIST);
+- ``l2``: each row scaled to unit L2 norm, ``sklearn.preprocessing.normalize`` as in the NeuralUCB
+  ``Bandit_multi`` loader the M-CNB runner imports (also notMNIST in Meta-Ban);
+- ``none``: pixels/255 for images, the raw values otherwise.
+
+URLs and checksums come from dataset-formats.md (torchvision md5 / TFDS sha256 for the MNIST family,
+scikit-learn's sha256 for covertype). UCI publishes no checksums: the sha256 of what was read is
+recorded in the manifest.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from banditbench.data.fetch import Download, RawFiles, RawSpec, open_bytes, raw_files, reading
+from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.errors import UserError
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+NORMALISATIONS = ("meanstd", "l2", "none")
+ENCODINGS = ("block", "shift")
+SPLITS = ("all", "train", "test")
+IDX_NAMES = {"train_images": "train-images-idx3-ubyte", "train_labels": "train-labels-idx1-ubyte",
+             "test_images": "t10k-images-idx3-ubyte", "test_labels": "t10k-labels-idx1-ubyte"}
+
+
+# ---------------------------------------------------------------- readers
+
+def read_idx(path: Path) -> np.ndarray:
+    """LeCun IDX: big-endian magic (2051 images, 2049 labels), the dimensions, then uint8 data."""
+    with reading(path, "a gzip'ed IDX file (MNIST format)"), open_bytes(path) as f:
+        data = f.read()
+        magic = struct.unpack(">I", data[:4])[0]
+        if magic not in (2049, 2051):
+            raise ValueError(f"magic number {magic}, expected 2049 or 2051")
+        ndim = 1 if magic == 2049 else 3
+        shape = struct.unpack(f">{ndim}I", data[4:4 + 4 * ndim])
+        body = np.frombuffer(data, np.uint8, offset=4 + 4 * ndim)
+        if body.size != int(np.prod(shape)):
+            raise ValueError(f"{body.size} data bytes for shape {shape}: the file is truncated")
+        return body.reshape(shape)
+
+
+def idx_pair(raw: RawFiles, split: str, transpose: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    parts = ("train", "test") if split == "all" else (split,)
+    images, labels = [], []
+    for part in parts:
+        x, y = read_idx(raw[f"{part}_images"]), read_idx(raw[f"{part}_labels"])
+        if x.ndim != 3 or y.ndim != 1:
+            wrong = raw[f"{part}_images"] if x.ndim != 3 else raw[f"{part}_labels"]
+            raise UserError(f"{wrong}: holds {'labels' if x.ndim != 3 else 'images'}, expected "
+                            f"{'images (IDX magic 2051)' if x.ndim != 3 else 'labels (IDX magic 2049)'}")
+        if len(x) != len(y):
+            raise UserError(f"{raw[f'{part}_images']}: {len(x)} images but {len(y)} labels")
+        images.append(x.transpose(0, 2, 1) if transpose else x)  # EMNIST stores images transposed
+        labels.append(y)
+    x = np.concatenate(images)
+    return x.reshape(len(x), -1).astype(np.float32) / 255.0, np.concatenate(labels).astype(np.int64)
+
+
+def idx_members(prefix: str, split: str) -> dict[str, tuple[str, ...]]:
+    parts = ("train", "test") if split == "all" else (split,)
+    return {k: (f"{prefix}{v}.gz", f"{prefix}{v}") for k, v in IDX_NAMES.items() if k.split("_")[0] in parts}
+
+
+def read_mnist(raw: RawFiles, split: str):
+    return idx_pair(raw, split)
+
+
+def read_emnist(raw: RawFiles, split: str):
+    x, y = idx_pair(raw, split, transpose=True)
+    return x, y - 1  # letters are labelled 1..26
+
+
+def read_notmnist(raw: RawFiles, split: str):
+    """notMNIST_small/{A..J}/*.png, 28×28 grayscale; a few files are corrupt and skipped (as everyone does)."""
+    from PIL import Image
+
+    path = raw["images"]
+    images, labels = [], []
+
+    def add(name: str, blob: bytes) -> None:
+        letter = Path(name).parent.name
+        if len(letter) != 1 or not "A" <= letter <= "J" or not name.endswith(".png"):
+            return
+        try:
+            image = np.asarray(Image.open(io.BytesIO(blob)).convert("L"), dtype=np.uint8)
+        except Exception:  # noqa: BLE001  corrupt PNGs are part of the published archive
+            return
+        if image.shape == (28, 28):
+            images.append(image.reshape(-1))
+            labels.append(ord(letter) - ord("A"))
+
+    with reading(path, "the notMNIST tar.gz of A..J/*.png"):
+        if path.is_dir():
+            for png in sorted(path.rglob("*.png")):
+                add(str(png), png.read_bytes())
+        else:
+            with tarfile.open(path) as archive:
+                for member in sorted(archive.getmembers(), key=lambda m: m.name):
+                    if member.isfile():
+                        add(member.name, archive.extractfile(member).read())
+    if not images:
+        raise UserError(f"{path}: no 28×28 PNG images in folders A..J")
+    return np.stack(images).astype(np.float32) / 255.0, np.array(labels, np.int64)
+
+
+def read_table(path: Path, expected: str, n_columns: int, **kwargs) -> pd.DataFrame:
+    with reading(path, expected), open_bytes(path) as f:
+        frame = pd.read_csv(f, header=None, **kwargs)
+        if frame.shape[1] != n_columns:
+            raise ValueError(f"{frame.shape[1]} columns, expected {n_columns}")
+    if frame.empty:
+        raise UserError(f"{path}: the file has no rows")
+    return frame
+
+
+def numeric(frame: pd.DataFrame, path: Path) -> np.ndarray:
+    try:
+        return frame.to_numpy(np.float32)
+    except ValueError:
+        raise UserError(f"{path}: non-numeric feature values") from None
+
+
+def encode_labels(values: np.ndarray) -> np.ndarray:
+    return np.unique(values, return_inverse=True)[1].astype(np.int64)  # sorted classes → 0..K−1
+
+
+def read_shuttle(raw: RawFiles, split: str):
+    """9 ints + class 1–7, single-space separated; the training file is served .Z compressed."""
+    frames = [read_table(raw[part], "space-separated shuttle rows (9 features + class)", 10, sep=" ")
+              for part in (("train", "test") if split == "all" else (split,))]
+    frame = pd.concat(frames, ignore_index=True)
+    return numeric(frame.iloc[:, :9], raw["train" if split != "test" else "test"]), frame[9].to_numpy(np.int64) - 1
+
+
+def read_letter(raw: RawFiles, split: str):
+    frame = read_table(raw["data"], "comma-separated letter rows (label A–Z first, 16 ints)", 17)
+    frame = frame.iloc[:16000] if split == "train" else frame.iloc[16000:] if split == "test" else frame
+    return numeric(frame.iloc[:, 1:], raw["data"]), encode_labels(frame[0].to_numpy())
+
+
+def read_pendigits(raw: RawFiles, split: str):
+    frames = [read_table(raw[part], "comma-separated pendigits rows (16 ints + class)", 17, skipinitialspace=True)
+              for part in (("train", "test") if split == "all" else (split,))]
+    frame = pd.concat(frames, ignore_index=True)
+    return numeric(frame.iloc[:, :16], raw["train"] if split != "test" else raw["test"]), frame[16].to_numpy(np.int64)
+
+
+def read_mushroom(raw: RawFiles, split: str):
+    """Class first (e/p), 22 one-character categorical attributes one-hot encoded; '?' is its own category."""
+    frame = read_table(raw["data"], "comma-separated mushroom rows (class e/p first, 22 attributes)", 23, dtype=str)
+    onehot = pd.get_dummies(frame.iloc[:, 1:].astype(str), prefix=[f"a{j}" for j in range(1, 23)]).sort_index(axis=1)
+    return onehot.to_numpy(np.float32), encode_labels(frame[0].to_numpy())
+
+
+def read_magic(raw: RawFiles, split: str):
+    frame = read_table(raw["data"], "comma-separated MAGIC rows (10 floats + class g/h)", 11)
+    return numeric(frame.iloc[:, :10], raw["data"]), encode_labels(frame[10].to_numpy())
+
+
+def read_covertype(raw: RawFiles, split: str):
+    frame = read_table(raw["data"], "comma-separated covertype rows (54 ints + class 1–7)", 55)
+    return numeric(frame.iloc[:, :54], raw["data"]), frame[54].to_numpy(np.int64) - 1
+
+
+# ---------------------------------------------------------------- families
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    spec: Callable[[str], RawSpec]
+    read: Callable[[RawFiles, str], tuple[np.ndarray, np.ndarray]]
+    normalise: str  # default normalisation
+    images: bool = False
+
+
+def idx_spec(dataset: str, base: str, hashes: dict[str, str], prefix: str = ""):
+    def spec(split: str) -> RawSpec:
+        members = idx_members(prefix, split)
+        downloads = tuple(Download(base + names[0], names[0], hashes[names[0]]) for names in members.values())
+        return RawSpec(dataset, downloads, members)
+    return spec
+
+
+MNIST_HASHES = {
+    "train-images-idx3-ubyte.gz": "sha256:440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "train-labels-idx1-ubyte.gz": "sha256:3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "t10k-images-idx3-ubyte.gz": "sha256:8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz": "sha256:f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+}
+FASHION_HASHES = {
+    "train-images-idx3-ubyte.gz": "sha256:3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+    "train-labels-idx1-ubyte.gz": "sha256:a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+    "t10k-images-idx3-ubyte.gz": "sha256:346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+    "t10k-labels-idx1-ubyte.gz": "sha256:67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
+}
+UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
+
+
+def emnist_spec(split: str) -> RawSpec:
+    """The NIST zip holds gzip/emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz."""
+    zipped = Download("https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip", "emnist-gzip.zip",
+                      "sha256:fb9bb67e33772a9cc0b895e4ecf36d2cf35be8b709693c3564cea2a019fcda8e")
+    members = {}
+    for part in ("train", "test") if split == "all" else (split,):
+        members[f"{part}_images"] = (f"emnist-letters-{part}-images-idx3-ubyte.gz",)
+        members[f"{part}_labels"] = (f"emnist-letters-{part}-labels-idx1-ubyte.gz",)
+    return RawSpec("emnist-letters", (zipped,), members)
+
+
+def uci_spec(dataset: str, files: dict[str, tuple[str, ...]], path: str) -> Callable[[str], RawSpec]:
+    def spec(split: str) -> RawSpec:
+        downloads = tuple(Download(UCI + path + names[-1], names[-1]) for names in files.values())
+        return RawSpec(dataset, downloads, files)
+    return spec
+
+
+def split_spec(spec_of: Callable[[str], RawSpec], keys: dict[str, str]) -> Callable[[str], RawSpec]:
+    """Only download the parts (train/test files) a split needs."""
+    def spec(split: str) -> RawSpec:
+        full = spec_of(split)
+        wanted = {k: v for k, v in full.members.items() if split == "all" or keys.get(k, split) == split}
+        names = {n for v in wanted.values() for n in v}
+        return RawSpec(full.dataset, tuple(d for d in full.downloads if d.fname in names), wanted)
+    return spec
+
+
+FAMILIES = {
+    "mnist": Family("mnist", "MNIST digits, 70k 28×28 images (train + test), 10 classes",
+                    idx_spec("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_HASHES),
+                    read_mnist, "meanstd", images=True),
+    "fashion-mnist": Family("fashion-mnist", "Fashion-MNIST, 70k 28×28 images, 10 classes",
+                            idx_spec("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+                                     FASHION_HASHES), read_mnist, "l2", images=True),
+    "emnist-letters": Family("emnist-letters", "EMNIST Letters, 145.6k 28×28 images (transposed on read), 26 classes",
+                             emnist_spec, read_emnist, "l2", images=True),
+    "notmnist": Family("notmnist", "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
+                       lambda split: RawSpec("notmnist", (Download(
+                           "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz",
+                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small")}),
+                       read_notmnist, "l2", images=True),
+    "shuttle": Family("shuttle", "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
+                      split_spec(uci_spec("shuttle", {"train": ("shuttle.trn", "shuttle.trn.Z"),
+                                                      "test": ("shuttle.tst",)}, "statlog/shuttle/"),
+                                 {"train": "train", "test": "test"}),
+                      read_shuttle, "l2"),
+    "letter": Family("letter", "UCI Letter Recognition, 20k rows, 16 features, 26 classes",
+                     uci_spec("letter", {"data": ("letter-recognition.data",)}, "letter-recognition/"),
+                     read_letter, "l2"),
+    "pendigits": Family("pendigits", "UCI Pen-Based Digits, 10,992 rows, 16 features, 10 classes",
+                        split_spec(uci_spec("pendigits", {"train": ("pendigits.tra",), "test": ("pendigits.tes",)},
+                                            "pendigits/"), {"train": "train", "test": "test"}),
+                        read_pendigits, "l2"),
+    "mushroom": Family("mushroom", "UCI Mushroom, 8124 rows, 22 categorical attributes one-hot, 2 classes",
+                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2"),
+    "magic": Family("magic", "UCI MAGIC Gamma Telescope, 19,020 rows, 10 features, 2 classes",
+                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2"),
+    "covertype": Family("covertype", "UCI Covertype, 581,012 rows, 54 features, 7 classes",
+                        lambda split: RawSpec("covertype", (Download(
+                            "https://ndownloader.figshare.com/files/5976039", "covtype.data.gz",
+                            "sha256:614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771"),),
+                            {"data": ("covtype.data.gz", "covtype.data")}),
+                        read_covertype, "l2"),
+}
+
+
+def apply_normalisation(x: np.ndarray, how: str, images: bool) -> np.ndarray:
+    if how == "meanstd":
+        if not images:
+            raise UserError("--normalise meanstd is MNIST's pixel standardisation; use l2 or none for tabular data")
+        return ((x - MNIST_MEAN) / MNIST_STD).astype(np.float32)
+    if how == "l2":
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0).astype(np.float32)
+    return x.astype(np.float32)
+
+
+def samples_table(x: np.ndarray, y: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame(x, columns=[f"x_{j}" for j in range(x.shape[1])])
+    frame["label"] = y
+    return frame
+
+
+def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | None = None,
+            encoding: str = "block", verify: bool = True, source: str | None = None, offline: bool = False,
+            cache: Path | None = None, force: bool = False) -> Path:
+    family = FAMILIES[name]
+    normalisation = normalise or family.normalise
+    for flag, value, choices in (("--split", split, SPLITS), ("--normalise", normalisation, NORMALISATIONS),
+                                 ("--encoding", encoding, ENCODINGS)):
+        if value not in choices:
+            raise UserError(f"unknown {flag} {value!r}; choose from: {', '.join(choices)}")
+    if split != "all" and name in ("mushroom", "magic", "covertype", "notmnist"):
+        raise UserError(f"{name} has no published train/test split; use --split all")
+    parameters = {"split": split, "normalise": normalisation, "encoding": encoding, "verify": verify}
+    folder = Path(data_dir) / name
+    if up_to_date(folder, parameters, force):
+        return folder
+    spec = family.spec(split)
+    if not verify:  # a re-issued or self-made file with a published name
+        spec = replace(spec, downloads=tuple(replace(d, known_hash=None) for d in spec.downloads))
+    with raw_files(spec, source, offline, cache) as raw:
+        x, y = family.read(raw, split)
+    x = apply_normalisation(x, normalisation, family.images)
+    counts = {"samples": len(y), "features": x.shape[1], "classes": int(y.max()) + 1,
+              **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
+    return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
+                         raw_files=raw.records, counts=counts, force=force)
+
+
+def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:
+    """MNIST + notMNIST, 20 users (notMNIST classes 0–9, MNIST classes 10–19) in 2 groups (Meta-Ban §4.3),
+    built from the prepared ``mnist`` and ``notmnist`` with their own normalisations (the code: MNIST
+    mean/std, notMNIST row L2). The protocol picks either source with probability 1/2 each round."""
+    from banditbench.data.prepared import load_dataset
+
+    if encoding not in ENCODINGS:
+        raise UserError(f"unknown --encoding {encoding!r}; choose from: {', '.join(ENCODINGS)}")
+    parts = [load_dataset(data_dir, name) for name in ("notmnist", "mnist")]
+    parameters = {"encoding": encoding, **{f"{p.name}_manifest_sha256": p.manifest_sha256 for p in parts}}
+    folder = Path(data_dir) / "mnist-notmnist"
+    if up_to_date(folder, parameters, force):
+        return folder
+    tables = []
+    for source, part in enumerate(parts):
+        table = part.table("samples")
+        table["source"] = source
+        tables.append(table)
+    if tables[0].shape[1] != tables[1].shape[1]:
+        raise UserError(f"notmnist has {tables[0].shape[1] - 2} features but mnist {tables[1].shape[1] - 2}")
+    samples = pd.concat(tables, ignore_index=True)
+    counts = {"samples": len(samples), "notmnist": len(tables[0]), "mnist": len(tables[1]), "users": 20}
+    return write_dataset(folder, "mnist-notmnist", {"samples": samples}, parameters, protocol="classification",
+                         raw_files=[r for p in parts for r in p.manifest["raw_files"]], counts=counts, force=force)

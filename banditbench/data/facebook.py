@@ -1,0 +1,70 @@
+"""SNAP ego-Facebook (McAuley & Leskovec 2012) as recommendation data (M-CNB §5.2: "88234 links").
+
+Users and items are both the 4,039 people; an undirected link u–v is a positive for u (item v) and for
+v (item u); non-links are the negatives (``negatives = unrated`` in the recommendation protocol).
+Then the rating-matrix pipeline: top users/items by degree, SVD features, K-means groups. SNAP
+publishes no checksum; the decompressed ``facebook_combined.txt`` is pinned to the sha256 of the
+genuine file (dataset-formats.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from banditbench.data import ratings as pipeline
+from banditbench.data.fetch import Download, RawSpec, open_bytes, raw_files, reading
+from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.errors import UserError
+
+SPEC = RawSpec("facebook", (Download("https://snap.stanford.edu/data/facebook_combined.txt.gz",
+                                     "facebook_combined.txt.gz"),),
+               {"edges": ("facebook_combined.txt.gz", "facebook_combined.txt")})
+EDGES_SHA256 = "f41c026ed8af3cc3359f1ca5573d0605fb09ae0eefa34544b820fd8c6e2ef296"
+
+
+def read_edges(path: Path, verify: bool = True) -> pd.DataFrame:
+    with reading(path, "the SNAP edge list (two node ids per line, space-separated)"), open_bytes(path) as f:
+        data = f.read()
+        if verify and hashlib.sha256(data).hexdigest() != EDGES_SHA256:
+            raise UserError(f"{path}: checksum mismatch, the decompressed edge list should have sha256 "
+                            f"{EDGES_SHA256} (88,234 edges); pass --no-verify to use another edge list")
+        edges = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=["u", "v"], dtype=np.int64)
+    if edges.empty:
+        raise UserError(f"{path}: no edges")
+    return edges
+
+
+def links_as_ratings(edges: pd.DataFrame) -> pd.DataFrame:
+    """Both directions of every link, each a rating of 1 (a positive under positive_above = 0)."""
+    both = pd.concat([edges.rename(columns={"u": "raw_user", "v": "raw_item"}),
+                      edges.rename(columns={"v": "raw_user", "u": "raw_item"})], ignore_index=True)
+    both = both.drop_duplicates()
+    both["rating"] = np.float32(1.0)
+    return both
+
+
+def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, serve: str = "groups",
+            verify: bool = True, source: str | None = None, offline: bool = False, cache: Path | None = None,
+            force: bool = False) -> Path:
+    from banditbench.envs.recommendation import check_protocol
+
+    check_protocol("paper", serve)
+    options = replace(options or pipeline.RatingOptions(), positive_above=0.0, negative_below=None)
+    parameters = {**options.as_dict(), "mode": "paper", "serve": serve, "arms": 10, "negatives": "unrated",
+                  "verify": verify}
+    folder = Path(data_dir) / "facebook"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(SPEC, source, offline, cache) as raw:
+        edges = read_edges(raw["edges"], verify)
+    tables, counts = pipeline.build(links_as_ratings(edges), options, str(raw["edges"]))
+    counts = {"edges": len(edges), **counts}
+    del counts["negatives"]  # non-links: every item a user did not link to
+    return write_dataset(folder, "facebook", tables, parameters, protocol="recommendation",
+                         raw_files=raw.records, counts=counts, force=force)

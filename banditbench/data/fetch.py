@@ -1,0 +1,283 @@
+"""Raw files of a dataset: verified downloads into a cache (pooch), or the user's own ``--source``.
+
+A dataset declares a :class:`RawSpec`: the archives or files to download (URL, file name, pinned
+sha256/md5 where one is published) and the *members* it needs, each by the names it may have
+(``u.data``; ``shuttle.trn`` or ``shuttle.trn.Z``). :func:`raw_files` finds every member in the
+downloaded files or in ``--source`` (a file, a folder searched recursively, a zip/tar archive or a
+URL), extracting archive members into a temporary folder, and records where each came from and its
+sha256 for the manifest. Every failure is a one-line :class:`UserError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pooch
+
+from banditbench.data.prepared import sha256_of
+from banditbench.errors import UserError
+
+CACHE_ENV = "BANDITBENCH_CACHE"
+RETRIES = 3  # pooch re-downloads a file up to this many times after a failure or a bad hash
+
+
+def cache_dir(option: Path | None = None) -> Path:
+    """Where raw archives are kept between prepares: --cache-dir, $BANDITBENCH_CACHE, or ~/.cache/banditbench."""
+    if option is not None:
+        return Path(option)
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(pooch.os_cache("banditbench"))
+
+
+@dataclass(frozen=True)
+class Download:
+    url: str
+    fname: str
+    known_hash: str | None = None  # "sha256:…" or "md5:…" when published; None: recorded, not checked
+
+
+@dataclass(frozen=True)
+class RawSpec:
+    dataset: str
+    downloads: tuple[Download, ...]
+    members: dict[str, tuple[str, ...]]  # key → accepted file names (first is the canonical one)
+    gated: str | None = None  # for data behind a terms form: what to download and where to point --source
+    optional: tuple[str, ...] = ()  # member keys a dataset can do without
+
+    def where(self) -> str:
+        if self.gated:
+            return self.gated
+        return "download " + ", ".join(d.url for d in self.downloads) + " and pass the file or its folder to --source"
+
+
+@dataclass
+class RawFiles:
+    """The located members of one prepare: ``raw[key]`` is a local path; ``records`` go to the manifest."""
+
+    paths: dict[str, Path]
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Path:
+        return self.paths[key]
+
+    def get(self, key: str) -> Path | None:
+        return self.paths.get(key)
+
+
+# ---------------------------------------------------------------- reading guard
+
+READ_ERRORS = (OSError, EOFError, ValueError, KeyError, IndexError, zipfile.BadZipFile, tarfile.TarError,
+               zlib.error, UnicodeDecodeError)
+
+
+@contextlib.contextmanager
+def reading(path: Path, expected: str) -> Iterator[None]:
+    """Turn a parse failure of ``path`` into a one-line error saying what the file should have been."""
+    try:
+        yield
+    except UserError:
+        raise
+    except READ_ERRORS as e:
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UserError(f"{path}: cannot read it as {expected} ({detail[:200]})") from None
+
+
+def open_bytes(path: Path):
+    """Open a raw file for binary reading, decompressing ``.gz`` and Unix-compress ``.Z`` transparently."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    if path.suffix == ".Z":
+        import io
+
+        import unlzw3
+
+        return io.BytesIO(unlzw3.unlzw(path.read_bytes()))
+    return open(path, "rb")
+
+
+# ---------------------------------------------------------------- downloading
+
+class ResumingDownloader:
+    """pooch downloader hook that keeps a ``.part`` file and continues it with an HTTP Range request."""
+
+    def __init__(self, part: Path, label: str):
+        self.part, self.label = part, label
+
+    def __call__(self, url: str, output_file: str, pooch_instance: Any, check_only: bool = False) -> bool | None:
+        import requests
+        from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+        if check_only:
+            return requests.head(url, allow_redirects=True, timeout=30).ok
+        have = self.part.stat().st_size if self.part.exists() else 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        with requests.get(url, headers=headers, stream=True, timeout=60, allow_redirects=True) as response:
+            if response.status_code != 416:  # 416: the part file already holds the whole file
+                response.raise_for_status()
+                if have and response.status_code != 206:
+                    have = 0  # the server ignored the range: start over
+                total = int(response.headers.get("content-length", 0)) + have or None
+                with open(self.part, "ab" if have else "wb") as f, \
+                        Progress(*Progress.get_default_columns()[:2], DownloadColumn(), TransferSpeedColumn(),
+                                 transient=True) as bar:
+                    task = bar.add_task(f"downloading {self.label}", total=total, completed=have)
+                    for chunk in response.iter_content(1 << 20):
+                        f.write(chunk)
+                        bar.advance(task, len(chunk))
+        shutil.move(self.part, output_file)
+        return None
+
+
+def hash_matches(path: Path, known_hash: str | None) -> bool:
+    if not known_hash:
+        return True
+    algorithm, _, value = known_hash.partition(":")
+    return pooch.file_hash(str(path), alg=algorithm) == value.lower()
+
+
+def check_hash(path: Path, known_hash: str | None) -> None:
+    if not hash_matches(path, known_hash):
+        algorithm, _, value = known_hash.partition(":")
+        actual = pooch.file_hash(str(path), alg=algorithm)
+        raise UserError(f"{path}: checksum mismatch, expected {algorithm} {value} but the file has {actual}; "
+                        "the file is corrupt or a different release: delete it and prepare again")
+
+
+def download(item: Download, cache: Path, offline: bool) -> Path:
+    """The cached copy of ``item``, downloaded (with retries and resume) and verified when needed."""
+    target = cache / item.fname
+    if target.is_file() and hash_matches(target, item.known_hash):
+        return target
+    if offline:
+        state = "fails its checksum" if target.is_file() else "is not in the cache"
+        raise UserError(f"--offline: {item.fname} {state} ({cache}); download {item.url} and pass it to --source, "
+                        "or prepare once without --offline")
+    cache.mkdir(parents=True, exist_ok=True)
+    fetcher = pooch.create(path=cache, base_url="", registry={item.fname: item.known_hash},
+                           urls={item.fname: item.url}, retry_if_failed=RETRIES)
+    try:
+        return Path(fetcher.fetch(item.fname, downloader=ResumingDownloader(cache / f"{item.fname}.part", item.fname)))
+    except ValueError as e:  # pooch's hash mismatch after the last retry
+        raise UserError(f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} "
+                        f"({str(e).splitlines()[0][:160]})") from None
+    except Exception as e:  # network errors come from requests, with many classes
+        raise UserError(f"cannot download {item.url}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}; "
+                        f"download it by hand and pass it to --source") from None
+
+
+# ---------------------------------------------------------------- locating members
+
+def is_archive(path: Path) -> bool:
+    return path.is_file() and (zipfile.is_zipfile(path) or path.name.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2")))
+
+
+def archive_names(path: Path) -> list[str]:
+    with reading(path, "a zip or tar archive"):
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z:
+                return [n for n in z.namelist() if not n.endswith("/")]
+        with tarfile.open(path) as t:
+            return [m.name for m in t.getmembers() if m.isfile()]
+
+
+def extract(path: Path, name: str, into: Path) -> Path:
+    target = into / path.name / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with reading(path, "a complete zip or tar archive"):
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z, z.open(name) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)  # a truncated member fails its CRC here
+        else:
+            with tarfile.open(path) as t, t.extractfile(name) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    return target
+
+
+def find_member(places: list[Path], names: tuple[str, ...], scratch: Path) -> tuple[Path, str] | None:
+    """The first file called one of ``names`` in ``places`` (files, folders, archives), with its origin."""
+    for place in places:
+        if place.is_dir():
+            for name in names:
+                hits = sorted(place.rglob(name))
+                if hits:
+                    return hits[0], str(hits[0])
+            inner = [p for p in sorted(place.iterdir()) if is_archive(p)]  # a folder of downloaded archives
+            hit = find_member(inner, names, scratch) if inner else None
+            if hit is not None:
+                return hit
+        elif is_archive(place):
+            members = archive_names(place)
+            for name in names:
+                hit = next((m for m in sorted(members) if Path(m).name == name), None)
+                if hit is not None:
+                    return extract(place, hit, scratch), f"{place}!{hit}"
+            if place.name in names:  # the archive itself is the member (e.g. a tar of images)
+                return place, str(place)
+        elif place.name in names:
+            return place, str(place)
+    return None
+
+
+def source_places(spec: RawSpec, source: str, cache: Path, offline: bool) -> list[Path]:
+    if source.startswith(("http://", "https://", "ftp://")):
+        if offline:
+            raise UserError(f"--offline: --source {source} is a URL; pass a local file or folder instead")
+        fname = Path(source.split("?")[0]).name
+        known = next((d.known_hash for d in spec.downloads if d.fname == fname), None)
+        return [download(Download(source, fname, known), cache, offline=False)]
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise UserError(f"--source {source} does not exist; {spec.where()}")
+    for item in spec.downloads:  # a local copy of a published archive must still match its checksum
+        if path.is_file() and path.name == item.fname:
+            check_hash(path, item.known_hash)
+        elif path.is_dir() and (path / item.fname).is_file():
+            check_hash(path / item.fname, item.known_hash)
+    return [path]
+
+
+@contextlib.contextmanager
+def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
+              cache: Path | None = None) -> Iterator[RawFiles]:
+    """Locate every member of ``spec``; extracted members live in a temporary folder until the block ends."""
+    cache = cache_dir(cache)
+    if source is None and spec.gated:
+        raise UserError(f"{spec.dataset} cannot be downloaded automatically: {spec.gated}")
+    if source is not None:
+        places = source_places(spec, source, cache, offline)
+    else:
+        if offline:  # name every missing file at once, not just the first
+            missing = [item for item in spec.downloads
+                       if not ((cache / item.fname).is_file() and hash_matches(cache / item.fname, item.known_hash))]
+            if missing:
+                raise UserError(f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
+                                f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
+                                "its folder to --source, or prepare once without --offline")
+        places = [download(item, cache, offline) for item in spec.downloads]
+    with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
+        found = RawFiles({})
+        for key, names in spec.members.items():
+            hit = find_member(places, names, Path(scratch))
+            if hit is None:
+                if key in spec.optional:
+                    continue
+                where = ", ".join(map(str, places))
+                raise UserError(f"{where} has no {' or '.join(names)}, which {spec.dataset} needs; {spec.where()}")
+            path, origin = hit
+            found.paths[key] = path
+            found.records.append({"member": key, "file": path.name, "origin": origin,
+                                  "bytes": path.stat().st_size, "sha256": sha256_of(path)})
+        yield found

@@ -1,0 +1,58 @@
+"""Yelp Open Dataset reviews through the rating-matrix pipeline (M-CNB §5.2, Meta-Ban §4.1).
+
+Yelp hands the data out only after its terms are accepted in a web form, so there is no URL to fetch:
+``--source`` takes ``yelp_dataset.tar``, the folder it was unpacked into, or
+``yelp_academic_dataset_review.json`` itself. Reviews are JSON Lines; only ``user_id``,
+``business_id``, ``stars`` and ``date`` are parsed (pyarrow, columnar), the text is skipped.
+Yelp publishes no checksum and releases differ, so the sha256 of the file read is recorded, not checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.json as pajson
+
+from banditbench.data import ratings as pipeline
+from banditbench.data.fetch import RawSpec, raw_files, reading
+from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.errors import UserError
+
+SPEC = RawSpec("yelp", (), {"reviews": ("yelp_academic_dataset_review.json",)},
+               gated="accept the Yelp Dataset terms at https://www.yelp.com/dataset, download yelp_dataset.tar "
+                     "(or its JSON files) and pass the tar, its folder or yelp_academic_dataset_review.json "
+                     "to --source")
+SCHEMA = pa.schema([("user_id", pa.string()), ("business_id", pa.string()), ("stars", pa.float32()),
+                    ("date", pa.string())])
+
+
+def read_reviews(path: Path):
+    with reading(path, "Yelp reviews as JSON Lines with user_id, business_id, stars, date"):
+        table = pajson.read_json(path, parse_options=pajson.ParseOptions(explicit_schema=SCHEMA,
+                                                                         unexpected_field_behavior="ignore"))
+        frame = table.to_pandas()
+        if frame[["user_id", "business_id", "stars"]].isna().any().any():
+            raise ValueError("a review lacks user_id, business_id or stars")
+    if frame.empty:
+        raise UserError(f"{path}: no reviews in the file")
+    return frame.rename(columns={"user_id": "raw_user", "business_id": "raw_item", "stars": "rating"})
+
+
+def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, mode: str = "paper",
+            serve: str = "groups", source: str | None = None, offline: bool = False, cache: Path | None = None,
+            force: bool = False) -> Path:
+    from banditbench.envs.recommendation import check_protocol
+
+    options = options or pipeline.RatingOptions()
+    options.validate()
+    check_protocol(mode, serve)
+    parameters = {**options.as_dict(), "mode": mode, "serve": serve, "arms": 10}
+    folder = Path(data_dir) / "yelp"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(SPEC, source, offline, cache) as raw:
+        reviews = read_reviews(raw["reviews"])
+    tables, counts = pipeline.build(reviews, options, str(raw["reviews"]))
+    return write_dataset(folder, "yelp", tables, parameters, protocol="recommendation",
+                         raw_files=raw.records, counts=counts, force=force)

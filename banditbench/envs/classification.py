@@ -1,0 +1,67 @@
+"""Online classification with bandit feedback (M-CNB §5.3; Meta-Ban §4.3; NeuralUCB's Bandit_multi).
+
+Each round shows one instance x ∈ R^d; arm a stands for class a and reward is 1 iff a is its class.
+Instances are streamed in the order of a seeded shuffle (a fresh one each pass). Arm contexts:
+
+- ``block`` (M-CNB, NeuralUCB): x_{t,a} = (0, …, x, …, 0) ∈ R^{dK}, x in the a-th block;
+- ``shift`` (Meta-Ban's code): x_{t,a} ∈ R^{d+K−1} holds x at coordinates [a, a + d), copies overlapping.
+
+As in both papers the *user* of a round is the instance's class ("we formulate one class as a user"),
+so a per-user learner is told the label through the user id: results of per-user policies on this
+protocol measure how fast they learn that, not classification skill. A ``source`` column (the
+MNIST + notMNIST mixture) makes the user ``source·K + class`` and the source the ground-truth group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from banditbench.data.prepared import PreparedDataset
+from banditbench.envs.round import Round
+
+
+class ClassificationEnvironment:
+    def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence):
+        samples = dataset.table("samples")
+        self.x = samples[[c for c in samples.columns if c.startswith("x_")]].to_numpy(np.float64)
+        self.y = samples["label"].to_numpy(np.int64)
+        self.source = samples["source"].to_numpy(np.int64) if "source" in samples else np.zeros(len(self.y), np.int64)
+        self.encoding = dataset.parameters.get("encoding", "block")
+        self.n_arms = int(self.y.max()) + 1
+        n_sources = int(self.source.max()) + 1
+        self.n_users = self.n_arms * n_sources
+        self.true_groups = np.repeat(np.arange(n_sources), self.n_arms) if n_sources > 1 else None
+        d = self.x.shape[1]
+        self.d = d
+        self.dim = d * self.n_arms if self.encoding == "block" else d + self.n_arms - 1
+        self.rng = np.random.default_rng(seed)
+
+    def order(self, n_rounds: int) -> np.ndarray:
+        """Instance indices for n rounds: passes over a fresh random permutation of the data. With several
+        sources (the mixture) each round first picks a source with equal probability (Meta-Ban §4.3)."""
+        if self.true_groups is None:
+            return self.stream(np.arange(len(self.y)), n_rounds)
+        sources = self.rng.integers(self.true_groups.max() + 1, size=n_rounds)
+        order = np.empty(n_rounds, np.int64)
+        for s in range(self.true_groups.max() + 1):
+            order[sources == s] = self.stream(np.flatnonzero(self.source == s), int((sources == s).sum()))
+        return order
+
+    def stream(self, members: np.ndarray, n: int) -> np.ndarray:
+        passes = max(1, -(-n // len(members)))
+        return np.concatenate([members[self.rng.permutation(len(members))] for _ in range(passes)])[:n]
+
+    def rounds(self, n_rounds: int) -> Iterator[Round]:
+        K, d = self.n_arms, self.d
+        for t, i in enumerate(self.order(n_rounds)):
+            arms = np.zeros((K, self.dim))
+            for a in range(K):
+                start = a * d if self.encoding == "block" else a
+                arms[a, start:start + d] = self.x[i]
+            rewards = np.zeros(K)
+            rewards[self.y[i]] = 1.0
+            source = int(self.source[i])
+            yield Round(t, source * K + int(self.y[i]), arms, rewards, rewards.copy(),
+                        source if self.true_groups is not None else -1)

@@ -1,0 +1,47 @@
+"""Tiny raw files in the exact formats of the real datasets, built by the tests themselves."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def ratings_table(n_users: int = 40, n_items: int = 60, seed: int = 0) -> np.ndarray:
+    """(user, item, rating, timestamp) rows: user u rates items with ratings 1–5; users with more ratings
+    come first by count. Every user rates at least 20 items, a quarter of them with 5 stars."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(1, n_users + 1):
+        items = rng.choice(np.arange(1, n_items + 1), size=20 + u % 15, replace=False)
+        for i in items:
+            rows.append((u, int(i), int(rng.choice([1, 2, 3, 4, 5], p=[0.1, 0.15, 0.25, 0.25, 0.25])),
+                         978300000 + len(rows)))
+    return np.array(rows, dtype=np.int64)
+
+
+def write_ml1m_zip(folder: Path, name: str = "fixture-ml-1m.zip", crlf: bool = False) -> tuple[Path, np.ndarray]:
+    """An ml-1m style zip: '::'-separated ratings.dat and Latin-1 movies.dat."""
+    rows = ratings_table()
+    end = "\r\n" if crlf else "\n"
+    ratings = end.join("::".join(map(str, r)) for r in rows) + end
+    movies = end.join(f"{i}::Les Misérables {i} (1995)::Drama|Romance" if i % 2 else f"{i}::Film {i} (1990)::Comedy"
+                      for i in range(1, 61)) + end
+    path = Path(folder) / name
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("ml-1m/ratings.dat", ratings.encode("latin-1"))
+        z.writestr("ml-1m/movies.dat", movies.encode("latin-1"))
+    return path, rows
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """LeCun IDX (gzip'ed): magic 2051 for images [n, 28, 28], 2049 for labels [n]."""
+    magic = 2051 if array.ndim == 3 else 2049
+    header = struct.pack(">I", magic) + b"".join(struct.pack(">I", n) for n in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
