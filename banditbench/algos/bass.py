@@ -22,6 +22,8 @@ default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
@@ -43,16 +45,18 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 
     Phi = L @ U
     v2 = np.einsum("mdl,md->ml", Phi, theta_i - theta_j) ** 2  # [m, d]
     a = lam - 1
-    s = np.full(len(v2), 0.5)
+    lam_v2 = lam * v2
+    s = np.full((len(v2), 1), 0.5)
     for _ in range(newton_steps):
-        denom = 1 + a * s[:, None]
-        grad = -(v2 * (1 - 2 * s[:, None] - a * s[:, None] ** 2) / denom**2).sum(1)  # K′(s)
-        curv = (2 * lam * v2 / denom**3).sum(1)  # K″(s) ≥ 0
-        active = np.abs(grad) >= 1e-12
-        if not active.any():
+        inv = 1 / (1 + a * s)
+        weighted = v2 * inv * inv
+        grad = -(weighted * (1 - 2 * s - a * s * s)).sum(1, keepdims=True)  # K′(s)
+        curv = 2 * (lam_v2 * inv * inv * inv).sum(1, keepdims=True)  # K″(s) ≥ 0
+        s_new = np.clip(s - grad / np.maximum(curv, 1e-300), 0.0, 1.0)
+        if np.abs(s_new - s).max() < 1e-10:  # Newton converges quadratically: a handful of steps
             break
-        step = np.divide(grad, curv, out=np.zeros_like(grad), where=active & (curv > 0))
-        s = np.clip(s - step, 0.0, 1.0)
+        s = s_new
+    s = s[:, 0]
     return 1 - (v2 * s[:, None] * (1 - s[:, None]) / (1 + a * s[:, None])).sum(1)
 
 
@@ -69,13 +73,14 @@ class BASS(Policy):
         self.graph = np.ones((n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
         self.shared_gram = np.zeros((n_users, dim, dim))  # Σ_{j∈N_i} G_j
         self.shared_b = np.zeros((n_users, dim))  # Σ_{j∈N_i} b_j
+        self.shared_A_inv = np.tile(np.eye(dim) / ridge, (n_users, 1, 1))  # (λI + Σ_{j∈N_i} G_j)⁻¹
 
     def select(self, view, budget):
         i = view.user
         if self.epsilon and self.rng.random() < self.epsilon:  # uniform exploration of the theory variant (§6.2)
             return int(self.rng.integers(len(view.arms)))
         arms = view.arms[:]
-        A_inv = np.linalg.inv(self.ridge * np.eye(self.dim) + self.shared_gram[i])
+        A_inv = self.shared_A_inv[i]
         theta = A_inv @ self.shared_b[i]
         return int(np.argmax(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + 1)))
 
@@ -85,6 +90,8 @@ class BASS(Policy):
         neighbours = np.flatnonzero(self.graph[i])  # i included: its own sample joins its shared sums too
         self.shared_gram[neighbours] += np.multiply.outer(x, x)
         self.shared_b[neighbours] += reward * x
+        A_inv_x = self.shared_A_inv[neighbours] @ x  # batched Sherman–Morrison on every neighbour's shared inverse
+        self.shared_A_inv[neighbours] -= (A_inv_x[:, :, None] * A_inv_x[:, None, :]) / (1 + A_inv_x @ x)[:, None, None]
         others = neighbours[neighbours != i]
         if others.size == 0:
             return
@@ -96,15 +103,33 @@ class BASS(Policy):
             self.shared_b[i] -= self.local.b[cut].sum(0)
             self.shared_gram[cut] -= self.local.gram[i]
             self.shared_b[cut] -= self.local.b[i]
+            changed = np.r_[i, cut]
+            self.shared_A_inv[changed] = np.linalg.inv(self.ridge * np.eye(self.dim) + self.shared_gram[changed])
 
     def separation(self, i: int, others: np.ndarray) -> np.ndarray:
-        """K^γ_ij of Definition 5.1 on the local statistics, for every j in ``others``."""
+        """K^γ_ij of Definition 5.1 on the local statistics, for every j in ``others``.
+
+        Exact shortcut: when either centre lies inside the other ellipsoid, the two intersect, so K ≥ 0 and
+        the eigen-decomposition is skipped (K is reported as 1 there); only the remaining pairs are tested.
+        """
         local = self.local
         beta = oful_radius(local.logdet[np.r_[i, others]], self.dim, self.ridge, self.sigma, self.S, self.delta)
         radius2 = (self.gamma * beta) ** 2 if self.radius_convention == "paper" else self.gamma * beta
-        Sigma_i = radius2[0] * local.A_inv[i]
-        Sigma_j_inv = (self.ridge * np.eye(self.dim) + local.gram[others]) / radius2[1:, None, None]
-        return separation_test(local.theta[i], Sigma_i, local.theta[others], Sigma_j_inv)
+        V_j = self.ridge * np.eye(self.dim) + local.gram[others]
+        V_i = self.ridge * np.eye(self.dim) + local.gram[i]
+        c = local.theta[i] - local.theta[others]  # [m, d]
+        inside_i = np.einsum("md,de,me->m", c, V_i, c) <= radius2[0]
+        inside_j = np.einsum("md,mde,me->m", c, V_j, c) <= radius2[1:]
+        kappa = np.ones(len(others))
+        test = ~(inside_i | inside_j)
+        if test.any():
+            kappa[test] = separation_test(local.theta[i], radius2[0] * local.A_inv[i], local.theta[others[test]],
+                                          V_j[test] / radius2[1:][test, None, None])
+        return kappa
 
     def sharing_graph(self):
         return self.graph  # BASS scores its F1 on the sharing graph (§7, App. R)
+
+    def clusters(self):
+        """Connected components of the sharing graph (BASS itself shares with direct neighbours only)."""
+        return connected_components(csr_matrix(self.graph), directed=False)[1]
