@@ -30,7 +30,7 @@ class SynchronousEnvironment(LinearEnvironment):
             expected = np.einsum("skd,nd->snk", arms, self.theta)  # [steps, N, K]
             rewards = expected + self.noise * self.rng.standard_normal(expected.shape)
             for s in range(size):
-                step = first + s
+                step, shared = first + s, arms[s]  # one array shown to every user of the step
                 for user in range(min(N, n_rounds - step * N)):
-                    yield Round(step * N + user, user, arms[s], rewards[s, user], expected[s, user],
+                    yield Round(step * N + user, user, shared, rewards[s, user], expected[s, user],
                                 int(self.group_of[user]), step=step)
