@@ -112,15 +112,20 @@ def run(
 
 
 def print_regret_table(table, config) -> None:
+    import pandas as pd
+
     from banditbench.report.tables import format_mean_std
 
     view = Table(title=f"Final cumulative regret, T = {config['rounds']}, dataset {config['dataset']}",
                  title_justify="left")
-    for column in ("algorithm", "seeds", "cumulative regret (mean ± std)", "mean reward", "rounds/s"):
+    diag = [c for c in table.columns if c.startswith("diag_")]  # final clustering diagnostics, mean over seeds
+    for column in ("algorithm", "seeds", "cumulative regret (mean ± std)", "mean reward", "rounds/s",
+                   *(c[5:] for c in diag)):
         view.add_column(column, justify="left" if column == "algorithm" else "right")
     for row in table.itertuples():
         view.add_row(row.algorithm, str(row.seeds), format_mean_std(row.regret_mean, row.regret_std),
-                     f"{row.mean_reward:.4f}", f"{row.rounds_per_second:,.0f}")
+                     f"{row.mean_reward:.4f}", f"{row.rounds_per_second:,.0f}",
+                     *("–" if pd.isna(getattr(row, c)) else f"{getattr(row, c):.3g}" for c in diag))
     console.print(view)
 
 

@@ -72,7 +72,20 @@ def regret_table(exp: LoadedExperiment) -> pd.DataFrame:
                                                             peak_rss_mb=("peak_rss_mb", "max"))
     table["rounds_per_second"] = speed["rounds"] / speed["wall"]
     table["peak_rss_mb"] = speed["peak_rss_mb"]
+    diagnostics = final_diagnostics(exp)
+    if not diagnostics.empty:
+        table = table.join(diagnostics)
     return table.reset_index()
+
+
+def final_diagnostics(exp: LoadedExperiment) -> pd.DataFrame:
+    """The last sampled value of every ``diag_*`` column per unit, averaged over seeds (NaN when never sampled)."""
+    columns = [c for c in exp.rounds.columns if c.startswith("diag_")]
+    if not columns:
+        return pd.DataFrame()
+    ordered = exp.rounds.sort_values(["algorithm", "seed", "t"], kind="stable")
+    last = ordered.groupby(["algorithm", "seed"], sort=False)[columns].last()  # last non-NaN sample per unit
+    return last.groupby(level="algorithm", sort=False).mean()
 
 
 def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
@@ -91,10 +104,13 @@ def to_markdown(table: pd.DataFrame, config: dict) -> str:
     header = (f"Final cumulative regret after {config['rounds']} rounds on `{config['dataset']}` "
               f"(protocol `{config['protocol']}`, master seed {config['master_seed']}, "
               f"budget {config['budget'] or 'unlimited'}); mean ± std over seeds.\n\n")
-    lines = ["| algorithm | seeds | cumulative regret | mean reward | rounds/s |", "|---|---|---|---|---|"]
+    diag = [c for c in table.columns if c.startswith("diag_")]  # final clustering diagnostics, when any
+    lines = ["| algorithm | seeds | cumulative regret | mean reward | rounds/s |" + "".join(f" {c[5:]} |" for c in diag),
+             "|---|---|---|---|---|" + "---|" * len(diag)]
     for row in table.itertuples():
+        cells = "".join(" – |" if pd.isna(getattr(row, c)) else f" {getattr(row, c):.3g} |" for c in diag)
         lines.append(f"| {row.algorithm} | {row.seeds} | {format_mean_std(row.regret_mean, row.regret_std)} "
-                     f"| {row.mean_reward:.4f} | {row.rounds_per_second:,.0f} |")
+                     f"| {row.mean_reward:.4f} | {row.rounds_per_second:,.0f} |" + cells)
     return header + "\n".join(lines) + "\n"
 
 
