@@ -121,7 +121,7 @@ def print_regret_table(table, config) -> None:
     diag = [c for c in table.columns if c.startswith("diag_")]  # final clustering diagnostics, mean over seeds
     for column in ("algorithm", "seeds", "cumulative regret (mean ± std)", "mean reward", "rounds/s",
                    *(c[5:] for c in diag)):
-        view.add_column(column, justify="left" if column == "algorithm" else "right")
+        view.add_column(column, justify="left" if column == "algorithm" else "right", no_wrap=column == "algorithm")
     for row in table.itertuples():
         view.add_row(row.algorithm, str(row.seeds), format_mean_std(row.regret_mean, row.regret_std),
                      f"{row.mean_reward:.4f}", f"{row.rounds_per_second:,.0f}",
