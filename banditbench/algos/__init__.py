@@ -29,3 +29,11 @@ register("bass", BASS, paper="Cherkaoui, Barlier & Colin, ICML 2025 (seed 003)",
 register("cmlb", CMLB, paper=GHOSH2021, description="explore, threshold-graph clusters, collaborate on averaged rewards")
 register("sclb", SCLB, paper=GHOSH2021, description="CMLB restarted in doubling phases with shrinking thresholds")
 register("pmlb", PMLB, paper=GHOSH2021, description="common OFUL on averaged rewards, then personal offsets")
+from banditbench.algos.dynucb import DynUCB  # noqa: E402
+
+register("dynucb", DynUCB, paper="Nguyen & Lauw, CIKM 2014",
+         description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster")
+from banditbench.algos.locb import LOCB  # noqa: E402
+
+register("locb", LOCB, paper="Ban & He, NeurIPS 2021",
+         description="overlapping local clusters grown around random seed users")

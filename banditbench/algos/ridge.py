@@ -36,6 +36,18 @@ class RidgeStats:
         self.count[learner] += 1
         self.logdet[learner] += np.log1p(quad)
 
+    def update_many(self, learners: np.ndarray, x: np.ndarray, reward: float) -> None:
+        """The same sample added to several learners at once (batched Sherman–Morrison)."""
+        A_inv_x = self.A_inv[learners] @ x  # [m, d]
+        quad = A_inv_x @ x
+        gain = A_inv_x / (1.0 + quad)[:, None]
+        self.theta[learners] += gain * (reward - self.theta[learners] @ x)[:, None]
+        self.A_inv[learners] -= gain[:, :, None] * A_inv_x[:, None, :]
+        self.gram[learners] += np.multiply.outer(x, x)
+        self.b[learners] += reward * x
+        self.count[learners] += 1
+        self.logdet[learners] += np.log1p(quad)
+
     def assign(self, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set a learner's statistics from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
         A = self.ridge * np.eye(len(b)) + gram
