@@ -37,3 +37,7 @@ from banditbench.algos.locb import LOCB  # noqa: E402
 
 register("locb", LOCB, paper="Ban & He, NeurIPS 2021",
          description="overlapping local clusters grown around random seed users")
+from banditbench.algos.sclub import SCLUB  # noqa: E402
+
+register("sclub", SCLUB, paper="Li, Chen, Li & Leung, IJCAI 2019",
+         description="set-based clusters that split users off and merge close clusters")
