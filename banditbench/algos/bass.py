@@ -70,6 +70,7 @@ class BASS(Policy):
         self.alpha, self.ridge, self.delta, self.gamma = alpha, ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
         self.local = RidgeStats(n_users, dim, ridge)
+        self.ridge_eye = ridge * np.eye(dim)
         self.graph = np.ones((n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
         self.shared_gram = np.zeros((n_users, dim, dim))  # Σ_{j∈N_i} G_j
         self.shared_b = np.zeros((n_users, dim))  # Σ_{j∈N_i} b_j
@@ -90,8 +91,10 @@ class BASS(Policy):
         neighbours = np.flatnonzero(self.graph[i])  # i included: its own sample joins its shared sums too
         self.shared_gram[neighbours] += np.multiply.outer(x, x)
         self.shared_b[neighbours] += reward * x
-        A_inv_x = self.shared_A_inv[neighbours] @ x  # batched Sherman–Morrison on every neighbour's shared inverse
-        self.shared_A_inv[neighbours] -= (A_inv_x[:, :, None] * A_inv_x[:, None, :]) / (1 + A_inv_x @ x)[:, None, None]
+        A_inv = self.shared_A_inv[neighbours]  # batched Sherman–Morrison on every neighbour's shared inverse
+        A_inv_x = A_inv @ x
+        A_inv -= (A_inv_x / (1 + A_inv_x @ x)[:, None])[:, :, None] * A_inv_x[:, None, :]
+        self.shared_A_inv[neighbours] = A_inv
         others = neighbours[neighbours != i]
         if others.size == 0:
             return
@@ -103,8 +106,8 @@ class BASS(Policy):
             self.shared_b[i] -= self.local.b[cut].sum(0)
             self.shared_gram[cut] -= self.local.gram[i]
             self.shared_b[cut] -= self.local.b[i]
-            changed = np.r_[i, cut]
-            self.shared_A_inv[changed] = np.linalg.inv(self.ridge * np.eye(self.dim) + self.shared_gram[changed])
+            changed = np.append(cut, i)
+            self.shared_A_inv[changed] = np.linalg.inv(self.ridge_eye + self.shared_gram[changed])
 
     def separation(self, i: int, others: np.ndarray) -> np.ndarray:
         """K^γ_ij of Definition 5.1 on the local statistics, for every j in ``others``.
@@ -113,19 +116,24 @@ class BASS(Policy):
         the eigen-decomposition is skipped (K is reported as 1 there); only the remaining pairs are tested.
         """
         local = self.local
-        beta = oful_radius(local.logdet[np.r_[i, others]], self.dim, self.ridge, self.sigma, self.S, self.delta)
-        radius2 = (self.gamma * beta) ** 2 if self.radius_convention == "paper" else self.gamma * beta
-        V_j = self.ridge * np.eye(self.dim) + local.gram[others]
-        V_i = self.ridge * np.eye(self.dim) + local.gram[i]
+        radius2_i, radius2 = self._radius2(local.logdet[i]), self._radius2(local.logdet[others])
         c = local.theta[i] - local.theta[others]  # [m, d]
-        inside_i = np.einsum("md,de,me->m", c, V_i, c) <= radius2[0]
-        inside_j = np.einsum("md,mde,me->m", c, V_j, c) <= radius2[1:]
+        ridge_c2 = self.ridge * np.einsum("md,md->m", c, c)
+        inside_i = ridge_c2 + np.einsum("md,de,me->m", c, local.gram[i], c, optimize=False) <= radius2_i
+        Gc = np.matmul(local.gram[others], c[:, :, None])[:, :, 0]
+        inside_j = ridge_c2 + np.einsum("md,md->m", c, Gc) <= radius2
         kappa = np.ones(len(others))
         test = ~(inside_i | inside_j)
         if test.any():
-            kappa[test] = separation_test(local.theta[i], radius2[0] * local.A_inv[i], local.theta[others[test]],
-                                          V_j[test] / radius2[1:][test, None, None])
+            V_j = self.ridge_eye + local.gram[others[test]]
+            kappa[test] = separation_test(local.theta[i], radius2_i * local.A_inv[i], local.theta[others[test]],
+                                          V_j / radius2[test, None, None])
         return kappa
+
+    def _radius2(self, logdet):
+        """Squared radius of the test ellipsoid: (γβ)² ("paper") or γβ ("bandpy")."""
+        beta = oful_radius(logdet, self.dim, self.ridge, self.sigma, self.S, self.delta)
+        return (self.gamma * beta) ** 2 if self.radius_convention == "paper" else self.gamma * beta
 
     def sharing_graph(self):
         return self.graph  # BASS scores its F1 on the sharing graph (§7, App. R)
