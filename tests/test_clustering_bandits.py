@@ -239,3 +239,17 @@ def test_bass_centres():
     np.testing.assert_allclose(theta[1], [0.5, np.sqrt(3) / 2, 0, 0, 0])
     np.testing.assert_allclose(theta[2], [0, 0, 1, 0, 0])
     np.testing.assert_allclose(np.linalg.norm(theta[0] - theta[1]), 2 * np.sin(np.pi / 6))
+
+
+def test_pair_f1_of_a_dense_graph_equals_the_sparse_path():
+    import scipy.sparse as sp
+
+    from banditbench.runner.diagnostics import pair_f1_from_graph
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        truth = rng.integers(3, size=30)
+        graph = rng.random((30, 30)) < 0.4
+        graph = graph | graph.T
+        np.fill_diagonal(graph, rng.random() < 0.5)
+        assert pair_f1_from_graph(truth, graph) == pytest.approx(pair_f1_from_graph(truth, sp.csr_matrix(graph)))

@@ -68,7 +68,9 @@ class CLUB(Policy):
         cut = neighbours[distance > cb[i] + cb[neighbours]]
         if cut.size:
             self.graph[i, cut] = self.graph[cut, i] = False
-            self._split(np.flatnonzero(self.label == self.label[i]))
+            # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
+            if not (self.graph[cut] & self.graph[i]).any(axis=1).all():
+                self._split(np.flatnonzero(self.label == self.label[i]))
 
     def _split(self, members: np.ndarray) -> None:
         """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""

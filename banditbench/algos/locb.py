@@ -17,7 +17,6 @@ Switch ``reference_ucb``: the authors' index xᵀθ + β(N, t)·xᵀS⁻¹x with
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
@@ -77,6 +76,6 @@ class LOCB(Policy):
         return np.unique(self.member.T, axis=0, return_inverse=True)[1].ravel()
 
     def sharing_graph(self):
-        """i and j share when some seed cluster holds both."""
-        membership = csr_matrix(self.member.astype(np.int32))
-        return membership.T @ membership
+        """i and j share when some seed cluster holds both (dense: the clusters start with every user)."""
+        member = self.member.astype(np.float32)
+        return (member.T @ member) > 0
