@@ -253,3 +253,16 @@ def test_pair_f1_of_a_dense_graph_equals_the_sparse_path():
         graph = graph | graph.T
         np.fill_diagonal(graph, rng.random() < 0.5)
         assert pair_f1_from_graph(truth, graph) == pytest.approx(pair_f1_from_graph(truth, sp.csr_matrix(graph)))
+
+
+def test_dense_breadth_first_components_match_scipy():
+    from banditbench.algos.graphs import dense_components
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(2)
+    for p in (0.02, 0.05, 0.3):
+        graph = rng.random((60, 60)) < p
+        graph = graph | graph.T
+        n_sparse, sparse_labels = dense_components(graph)
+        n_dense, dense_labels = dense_components(graph, sparse_limit=0)
+        assert n_sparse == n_dense and adjusted_rand_score(sparse_labels, dense_labels) == 1.0

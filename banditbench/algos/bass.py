@@ -22,10 +22,8 @@ default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
-
 from banditbench.algos.base import Policy
+from banditbench.algos.graphs import dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
 from banditbench.errors import UserError
 
@@ -140,4 +138,4 @@ class BASS(Policy):
 
     def clusters(self):
         """Connected components of the sharing graph (BASS itself shares with direct neighbours only)."""
-        return connected_components(csr_matrix(self.graph), directed=False)[1]
+        return dense_components(self.graph)[1]

@@ -9,6 +9,7 @@ Clusters are the connected components: a deletion can only split the served user
 so only that component is re-examined (scipy connected components on its sub-graph) and the pooled
 statistics of the parts are rebuilt from their members; otherwise the served user's component gets a
 Sherman–Morrison update.
+(scipy connected components on small graphs, a dense breadth-first search on large ones: ``graphs.py``.)
 
 Switches (reference-code quirks that change results):
 - ``random_init_graph``: the paper's experiments start from an Erdős–Rényi graph with p = 3 ln n / n
@@ -20,10 +21,8 @@ Switches (reference-code quirks that change results):
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
-
 from banditbench.algos.base import Policy
+from banditbench.algos.graphs import dense_components
 from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
 
 
@@ -74,7 +73,8 @@ class CLUB(Policy):
 
     def _split(self, members: np.ndarray) -> None:
         """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""
-        n_parts, part = connected_components(csr_matrix(self.graph[np.ix_(members, members)]), directed=False)
+        whole = members.size == self.n_users
+        n_parts, part = dense_components(self.graph if whole else self.graph[np.ix_(members, members)])
         if n_parts == 1 and self.n_clusters > 0:
             return
         for p in range(n_parts):
