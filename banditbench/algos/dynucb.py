@@ -4,7 +4,7 @@ K clusters each hold a LinUCB on the pooled samples of their members (A_c = λI 
 Users start in uniformly random clusters. The served user plays its cluster's LinUCB
   x = argmax xᵀθ_c + α·sqrt(xᵀA_c⁻¹x · log(t+1))   (the α-LinUCB that BASS uses for all its baselines),
 then updates its own ridge estimate θ_u and moves to the nearest cluster, argmin_c ‖θ_u − θ_c‖;
-on a move the two clusters' pooled statistics are rebuilt from their members, otherwise the user's cluster
+on a move the user's statistics are subtracted from the old cluster and added to the new one, otherwise the user's cluster
 gets a Sherman–Morrison update.
 
 ``centroid="ridge"`` (default, bandpy's and GNB's reading) takes θ_c = A_c⁻¹b_c, the cluster's ridge estimate;
@@ -58,10 +58,11 @@ class DynUCB(Policy):
             np.add.at(sums, self.label, self.users.theta)
             centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
         new = int(np.argmin(np.linalg.norm(centres - self.users.theta[u], axis=1)))
-        if new != old:
+        if new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
             self.label[u] = new
-            for c in (old, new):
-                self.groups.assign(c, *self.users.pool(np.flatnonzero(self.label == c)))
+            g, users = self.groups, self.users
+            for c, sign in ((old, -1), (new, 1)):
+                g.assign(c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u])
 
     def clusters(self):
         return self.label
