@@ -62,6 +62,11 @@ def prepare_synthetic(
     noise: float = typer.Option(0.1, "--noise", help="Reward noise standard deviation σ."),
     z: float = typer.Option(0.0, "--z", help="Cluster sizes ∝ i^(−z); 0 gives balanced clusters."),
     seed: int = typer.Option(0, "--seed", help="Seed of the users and their parameters."),
+    centres: str = typer.Option("sphere", "--centres",
+                                help="Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + sin ω e_m)."),
+    omega: float = typer.Option(0.7853981633974483, "--omega", help="Angle ω of --centres bass (default π/4)."),
+    protocol: str = typer.Option("linear", "--protocol",
+                                 help="linear (one random user per round) or synchronous (all users each step)."),
     data_dir: Path = DATA_DIR,
     force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
 ) -> None:
@@ -69,7 +74,7 @@ def prepare_synthetic(
     from banditbench.data import synthetic
 
     path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
-                             seed=seed, force=force)
+                             seed=seed, force=force, centres=centres, omega=omega, protocol=protocol)
     console.print(f"[bold]synthetic[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
 
 

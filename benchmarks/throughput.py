@@ -1,10 +1,14 @@
 """Throughput and memory of every registered algorithm on the built-in synthetic protocol.
 
     .venv/bin/python benchmarks/throughput.py [--rounds 10000] [--algos random,linucb-ind]
+        [--users 100 --clusters 5 --dim 15 --arms 25 --noise 0.1 --centres sphere --protocol linear]
 
 Each algorithm runs one unit in a fresh process (so peak memory is its own) on synthetic users
-(N = 100, M = 5, d = 15, K = 25, σ = 0.1, Ghosh et al.'s sizes) and prints rounds per second for the
-whole unit (environment included) and for the algorithm alone (select + update), and peak RSS.
+(default N = 100, M = 5, d = 15, K = 25, σ = 0.1, Ghosh et al.'s sizes) and prints rounds per second for the
+whole unit (environment included) and for the algorithm alone (select + update), peak RSS, and the ratio of
+the whole-unit speed to the authors' code (../shared/specs/reference-speed.md) where it was measured.
+Setups of issue 4: BASS's ``--users 18 --clusters 2 --arms 10 --dim 5 --centres bass --noise 1``, the stand-in
+for the recommendation protocol ``--users 50 --arms 10 --dim 10``, memory with ``--users 10000``.
 """
 
 from __future__ import annotations
@@ -16,13 +20,18 @@ import tempfile
 from pathlib import Path
 
 
+# Rounds per second of the authors' code, environment included (reference-speed.md; 10 000 rounds):
+# CLUB/LOCB/SCLUB/COFIBA on the recommendation protocol, BASS/DynUCB/CMLB on bandpy's N = 18 synthetic example.
+REFERENCE = {"club": 1300, "locb": 950, "sclub": 240, "cofiba": 77, "bass": 2100, "dynucb": 21500, "cmlb": 17700}
+
+
 def measure(algorithm: str, data_dir: str, rounds: int) -> dict:
     from banditbench.data import load_dataset
     from banditbench.runner import Unit, run_unit
     from banditbench.algos import ALGORITHMS
 
     dataset = load_dataset(Path(data_dir), "synthetic")
-    unit = Unit("synthetic", "linear", algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, rounds, None)
+    unit = Unit("synthetic", dataset.manifest["protocol"], algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, rounds, None)
     result = run_unit(unit, dataset)
     algorithm_seconds = sum(result.timing.column(c).to_numpy().sum() for c in ("select_seconds", "update_seconds"))
     return {
@@ -41,16 +50,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--algos", default=",".join(ALGORITHMS))
+    for name, default in synthetic.DEFAULTS.items():
+        if name != "seed":
+            parser.add_argument(f"--{name}", type=type(default), default=default)
+    parser.add_argument("--centres", default="sphere", choices=synthetic.CENTRES)
+    parser.add_argument("--protocol", default="linear", choices=synthetic.SYNTHETIC_PROTOCOLS)
     args = parser.parse_args()
+    options = {name: getattr(args, name) for name in synthetic.DEFAULTS if name != "seed"}
     with tempfile.TemporaryDirectory() as data_dir:
-        synthetic.prepare(data_dir, **{k: v for k, v in synthetic.DEFAULTS.items()})
+        synthetic.prepare(data_dir, **options, seed=0, centres=args.centres, protocol=args.protocol)
         context = multiprocessing.get_context("spawn")
-        print(f"{'algorithm':<14} {'rounds/s':>10} {'algo-only r/s':>14} {'peak RSS MB':>12} {'regret':>10}")
+        print(f"{options} centres={args.centres} protocol={args.protocol} T={args.rounds}")
+        print(f"{'algorithm':<14} {'rounds/s':>10} {'algo-only r/s':>14} {'× ref':>7} {'peak RSS MB':>12} {'regret':>10}")
         for algorithm in args.algos.split(","):
             with context.Pool(1) as pool:
                 row = pool.apply(measure, (algorithm, data_dir, args.rounds))
+            ratio = row["rounds_per_second"] / REFERENCE[algorithm] if algorithm in REFERENCE else float("nan")
             print(f"{row['algorithm']:<14} {row['rounds_per_second']:>10,.0f} {row['algorithm_rounds_per_second']:>14,.0f} "
-                  f"{row['peak_rss_mb']:>12,.0f} {row['final_regret']:>10,.1f}")
+                  f"{ratio:>7.2f} {row['peak_rss_mb']:>12,.0f} {row['final_regret']:>10,.1f}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Ridge-regression statistics with Sherman–Morrison updates, for many users at once.
 
-For each of ``n`` learners: A = λI + Σ x xᵀ, b = Σ r x, θ = A⁻¹ b. Only A⁻¹ is kept; a rank-one
+For each of ``n`` learners: A = λI + Σ x xᵀ, b = Σ r x, θ = A⁻¹ b. A⁻¹ is kept; a rank-one
 update costs O(d²) instead of the O(d³) of a fresh inverse:
     (A + x xᵀ)⁻¹ = A⁻¹ − (A⁻¹ x)(A⁻¹ x)ᵀ / (1 + xᵀ A⁻¹ x)        (Sherman–Morrison)
+The raw Gram matrix G = Σ x xᵀ is kept too, so that groups of users can pool their samples
+(A_group = λI + Σ_members G_u, the regulariser counted once), and log det A is updated by the
+matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius.
 """
 
 from __future__ import annotations
@@ -12,22 +15,87 @@ import numpy as np
 
 class RidgeStats:
     def __init__(self, n_learners: int, dim: int, ridge: float = 1.0):
+        self.ridge = ridge
         self.A_inv = np.tile(np.eye(dim) / ridge, (n_learners, 1, 1))  # [n, d, d]
+        self.gram = np.zeros((n_learners, dim, dim))  # [n, d, d] = Σ x xᵀ (no regulariser)
         self.b = np.zeros((n_learners, dim))  # [n, d]
         self.theta = np.zeros((n_learners, dim))  # [n, d] = A⁻¹ b
         self.count = np.zeros(n_learners, dtype=np.int64)
+        self.logdet = np.full(n_learners, dim * np.log(ridge))  # log det A
 
     def update(self, learner: int, x: np.ndarray, reward: float) -> None:
         A_inv = self.A_inv[learner]
         A_inv_x = A_inv @ x
-        gain = A_inv_x / (1.0 + x @ A_inv_x)
+        quad = x @ A_inv_x
+        gain = A_inv_x / (1.0 + quad)
         # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
         self.theta[learner] += gain * (reward - x @ self.theta[learner])
         A_inv -= np.multiply.outer(gain, A_inv_x)
+        self.gram[learner] += np.multiply.outer(x, x)
         self.b[learner] += reward * x
         self.count[learner] += 1
+        self.logdet[learner] += np.log1p(quad)
+
+    def update_many(self, learners: np.ndarray, x: np.ndarray, reward: float) -> None:
+        """The same sample added to several learners at once (batched Sherman–Morrison)."""
+        A_inv_x = self.A_inv[learners] @ x  # [m, d]
+        quad = A_inv_x @ x
+        gain = A_inv_x / (1.0 + quad)[:, None]
+        self.theta[learners] += gain * (reward - self.theta[learners] @ x)[:, None]
+        self.A_inv[learners] -= gain[:, :, None] * A_inv_x[:, None, :]
+        self.gram[learners] += np.multiply.outer(x, x)
+        self.b[learners] += reward * x
+        self.count[learners] += 1
+        self.logdet[learners] += np.log1p(quad)
+
+    def assign(self, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
+        """Set a learner's statistics from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
+        A = self.ridge * np.eye(len(b)) + gram
+        self.A_inv[learner] = np.linalg.inv(A)
+        self.gram[learner] = gram
+        self.b[learner] = b
+        self.theta[learner] = self.A_inv[learner] @ b
+        self.count[learner] = count
+        self.logdet[learner] = np.linalg.slogdet(A)[1]
+
+    def pool(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Raw sums (Σ G, Σ b, Σ count) over ``members``: what a group built from them starts with."""
+        return self.gram[members].sum(axis=0), self.b[members].sum(axis=0), int(self.count[members].sum())
+
+    def reset(self, learner: int) -> None:
+        dim = self.b.shape[1]
+        self.assign(learner, np.zeros((dim, dim)), np.zeros(dim), 0)
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
-        quad = np.einsum("kd,kd->k", arms @ self.A_inv[learner], arms)
-        return np.sqrt(np.maximum(quad, 0.0))
+        return np.sqrt(np.maximum(quadratic_forms(self.A_inv[learner], arms), 0.0))
+
+
+def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """xᵀ A⁻¹ x for every row x of ``arms`` [K, d]."""
+    return np.einsum("kd,kd->k", arms @ A_inv, arms)
+
+
+def oful_radius(logdet: np.ndarray | float, dim: int, ridge: float, sigma: float, S: float, delta: float):
+    """β_t(δ) = σ·sqrt(2 log(1/δ) + log det A − d log λ) + sqrt(λ)·S  (Abbasi-Yadkori et al. 2011, Thm 2)."""
+    return sigma * np.sqrt(np.maximum(2 * np.log(1 / delta) + logdet - dim * np.log(ridge), 0.0)) + np.sqrt(ridge) * S
+
+
+def club_confidence(count: np.ndarray | int):
+    """CB(T) = sqrt((1 + ln(1 + T)) / (1 + T)): CLUB's per-user confidence (Gentile et al. 2014), also LOCB's F."""
+    count = np.asarray(count, dtype=float)
+    return np.sqrt((1 + np.log1p(count)) / (1 + count))
+
+
+def log_ucb_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: float, t: int) -> np.ndarray:
+    """α-LinUCB of CLUB and BASS: xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)), t the 1-based global round."""
+    return arms @ theta + alpha * np.sqrt(np.maximum(quadratic_forms(A_inv, arms), 0.0) * np.log(t + 1))
+
+
+def reference_code_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int) -> np.ndarray:
+    """The UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code (quirk): xᵀθ + β(N, t)·xᵀA⁻¹x, *no* square
+    root, β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 with t the 0-based round, so NaN at t = 0 (arm 0 played)."""
+    dim = len(theta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = np.sqrt(dim * np.log(1 + count / dim) + 4 * np.log(t) + np.log(2)) + 1
+        return arms @ theta + beta * quadratic_forms(A_inv, arms)

@@ -81,6 +81,7 @@ class RoundView:
     arms: ArmPool
     user_features: np.ndarray | None = None
     topics: np.ndarray | None = None
+    step: int | None = None  # synchronous protocols: rounds of one step share the arms; None when asynchronous
 
 
 @dataclass(slots=True)
@@ -95,6 +96,7 @@ class Round:
     group: int = -1  # ground-truth cluster, -1 when unknown (hidden)
     user_features: np.ndarray | None = None
     topics: np.ndarray | None = None
+    step: int | None = None  # synchronous step (all N users act on the same arms); None when asynchronous
 
     def view(self, budget: Budget) -> RoundView:
-        return RoundView(self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics)
+        return RoundView(self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step)

@@ -29,13 +29,25 @@ def pair_f1_from_labels(true_groups: np.ndarray, labels: np.ndarray) -> float:
 
 def pair_f1_from_graph(true_groups: np.ndarray, graph) -> float:
     """``graph``: symmetric [N, N] adjacency (dense or scipy.sparse); the diagonal is ignored."""
+    actual = _pairs(np.unique(true_groups, return_counts=True)[1])
+    if isinstance(graph, np.ndarray):  # dense: count per true group, never build an N²-entry sparse matrix
+        edges = graph != 0
+        diagonal = np.count_nonzero(np.diagonal(edges))
+        predicted = (np.count_nonzero(edges) - diagonal) / 2
+        inside = sum(np.count_nonzero(edges[np.ix_(g, g)]) for g in _members(true_groups))
+        true_positive = (inside - diagonal) / 2
+        return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
     upper = sp.triu(sp.csr_matrix(graph), k=1).tocoo()
     keep = upper.data != 0
     rows, cols = upper.row[keep], upper.col[keep]
     true_positive = float(np.count_nonzero(true_groups[rows] == true_groups[cols]))
-    actual = _pairs(np.unique(true_groups, return_counts=True)[1])
     predicted = float(rows.size)
     return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
+
+
+def _members(true_groups: np.ndarray) -> list[np.ndarray]:
+    order = np.argsort(true_groups, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(true_groups[order])) + 1)
 
 
 def clustering_scores(true_groups: np.ndarray | None, labels: np.ndarray | None, graph=None) -> dict[str, float]:

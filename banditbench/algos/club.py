@@ -1,0 +1,93 @@
+"""CLUB (Gentile, Li & Zappella, ICML 2014, Algorithm 1): online clustering of bandits on a user graph.
+
+Each user i keeps ridge statistics (M_i = I + Σ x xᵀ, b_i, w_i = M_i⁻¹ b_i, T_i pulls). The user graph
+starts complete; the served user plays LinUCB on the pooled statistics of its connected component
+  M̄ = I + Σ_{j∈ĵ}(M_j − I),  b̄ = Σ_{j∈ĵ} b_j,  k_t = argmax_k w̄ᵀx + α·sqrt(xᵀM̄⁻¹x · log(t+1)),
+then updates its own statistics and deletes the edge (i_t, ℓ) to every neighbour ℓ with
+  ‖w_{i_t} − w_ℓ‖ > CB̃_{i_t} + CB̃_ℓ,   CB̃_i = α₂·sqrt((1 + ln(1 + T_i)) / (1 + T_i)).
+Clusters are the connected components: a deletion can only split the served user's component,
+so only that component is re-examined (scipy connected components on its sub-graph) and the pooled
+statistics of the parts are rebuilt from their members; otherwise the served user's component gets a
+Sherman–Morrison update.
+(scipy connected components on small graphs, a dense breadth-first search on large ones: ``graphs.py``.)
+
+Switches (reference-code quirks that change results):
+- ``random_init_graph``: the paper's experiments start from an Erdős–Rényi graph with p = 3 ln n / n
+  (Shuai Li's code); False (default) keeps the complete graph of Algorithm 1 (Ban's and bandpy's code).
+- ``reference_ucb``: Ban's/Shuai Li's index xᵀθ + β(N, t)·xᵀM⁻¹x without the square root, with
+  β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1, NaN at t = 0 so the first round plays arm 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from banditbench.algos.base import Policy
+from banditbench.algos.graphs import dense_components
+from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
+
+
+class CLUB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
+                 random_init_graph: bool = False, reference_ucb: bool = False):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
+        self.reference_ucb = reference_ucb
+        self.users = RidgeStats(n_users, dim, ridge)
+        self.clusters_ = RidgeStats(n_users, dim, ridge)  # one slot per possible cluster (at most N)
+        if random_init_graph:
+            p = min(1.0, 3 * np.log(max(n_users, 2)) / n_users)
+            upper = np.triu(self.rng.random((n_users, n_users)) < p, k=1)
+            self.graph = upper | upper.T
+        else:
+            self.graph = ~np.eye(n_users, dtype=bool)
+        self.label = np.zeros(n_users, dtype=np.int64)
+        self.n_clusters = 0
+        self._split(np.arange(n_users))  # the initial clusters are the components of the initial graph
+
+    def select(self, view, budget):
+        arms = view.arms[:]
+        c = self.label[view.user]
+        stats = self.clusters_
+        if self.reference_ucb:
+            scores = reference_code_scores(stats.theta[c], stats.A_inv[c], arms, stats.count[c], view.t)
+        else:
+            scores = log_ucb_scores(stats.theta[c], stats.A_inv[c], arms, self.alpha, view.t + 1)
+        return int(np.argmax(scores))
+
+    def update(self, view, chosen, reward):
+        i, x = view.user, view.arms[chosen]
+        self.users.update(i, x, reward)
+        self.clusters_.update(self.label[i], x, reward)
+        neighbours = np.flatnonzero(self.graph[i])
+        if neighbours.size == 0:
+            return
+        users = self.users
+        cb = self.alpha2 * club_confidence(users.count)
+        distance = np.linalg.norm(users.theta[neighbours] - users.theta[i], axis=1)
+        cut = neighbours[distance > cb[i] + cb[neighbours]]
+        if cut.size:
+            self.graph[i, cut] = self.graph[cut, i] = False
+            # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
+            if not (self.graph[cut] & self.graph[i]).any(axis=1).all():
+                self._split(np.flatnonzero(self.label == self.label[i]))
+
+    def _split(self, members: np.ndarray) -> None:
+        """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""
+        whole = members.size == self.n_users
+        n_parts, part = dense_components(self.graph if whole else self.graph[np.ix_(members, members)])
+        if n_parts == 1 and self.n_clusters > 0:
+            return
+        for p in range(n_parts):
+            group = members[part == p]
+            # the first part keeps the old cluster id (CLUB never merges, so ids never need recycling)
+            c = self.label[group[0]] if p == 0 and self.n_clusters > 0 else self.n_clusters
+            if c == self.n_clusters:
+                self.n_clusters += 1
+            self.label[group] = c
+            self.clusters_.assign(c, *self.users.pool(group))
+
+    def clusters(self):
+        return self.label
+
+    def sharing_graph(self):
+        return self.graph  # BASS scores CLUB's F1 on its edge graph (BASS §7, App. R)

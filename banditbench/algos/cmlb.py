@@ -1,0 +1,108 @@
+"""CMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 2 with Algorithm 3; seed 002).
+
+Made for synchronous rounds (every user acts on the same contexts each step; ``RoundView.step``):
+1. Individual learning: every user runs its own OFUL(δ) for T_Explore = ⌈C·d·(NT)^{2α}·ln(1/δ)⌉ steps
+   (Algorithm 2 line 2, the form without 1/ρ_min, capped at T).
+2. MAXIMAL-CLUSTER (Algorithm 3): users i ~ j iff ‖θ̂_i − θ̂_j‖ ≤ γ, γ = 3/(NT)^α (Lemmas 1–2; our
+   ``threshold_scale`` is the 3); clusters = connected components; all components smaller than p*·N
+   are merged into one cluster (none when p* = 0, the value of every experiment).
+3. Collaborative learning: a *fresh* OFUL per cluster; all members play the cluster's arm, and the
+   cluster's OFUL is updated once per step with the members' *average* reward.
+OFUL's radius is β = σ·sqrt(2 log(1/δ) + log det V − d log λ) + sqrt(λ)·S (Abbasi-Yadkori et al. 2011).
+``averaged_noise`` (our choice; the paper is silent): a cluster OFUL fed the mean of n rewards uses noise
+σ/√n in its radius, as the theory's collaborative gain assumes.
+Under the asynchronous protocol (one user per round) every round is its own step and the cluster OFUL is
+updated with that single reward. T (``horizon``, in steps) is a hyper-parameter since the policy is not
+told the run length; 1000 is the paper's synthetic T.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+from sklearn.neighbors import radius_neighbors_graph
+
+from banditbench.algos.base import Policy
+from banditbench.algos.ridge import RidgeStats, oful_radius
+
+
+def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
+    """Algorithm 3: connected components of the ≤ γ graph, components smaller than p*·N merged into one."""
+    n = len(theta)
+    graph = radius_neighbors_graph(theta, radius=threshold, mode="connectivity", include_self=False)
+    _, label = connected_components(graph, directed=False)
+    sizes = np.bincount(label)
+    small = sizes[label] < p_star * n
+    if small.any():
+        label[small] = label.max() + 1
+    return np.unique(label, return_inverse=True)[1]
+
+
+def current_step(view) -> int:
+    return view.t if view.step is None else view.step
+
+
+class CMLB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
+                 threshold_scale: float = 3.0, p_star: float = 0.0, horizon: int = 1000, ridge: float = 1.0,
+                 sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
+        self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
+        self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
+
+    def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
+        """A fresh instance of Algorithm 2 over steps [first_step, first_step + horizon)."""
+        NT = self.n_users * horizon
+        explore = self.C * self.dim * NT ** (2 * self.alpha) * np.log(1 / delta)
+        self.first_step, self.phase_end = first_step, first_step + horizon
+        self.explore_steps = int(min(horizon, np.ceil(explore)))
+        self.phase_delta, self.threshold, self.p_star = delta, threshold, p_star
+        self.individual = RidgeStats(self.n_users, self.dim, self.ridge)
+        self.label: np.ndarray | None = None
+        self.group: RidgeStats | None = None
+        self.pending: dict[int, list] = {}  # cluster → [x, Σ reward, n] of the current step
+        self.pending_step = -1
+        self.played: dict[int, tuple[int, int]] = {}  # cluster → (step, arm): members reuse the cluster's choice
+
+    def _advance(self, step: int) -> None:
+        """Apply the previous step's averaged cluster updates once a new step begins."""
+        if self.pending and step != self.pending_step:
+            for c, (x, total, n) in self.pending.items():
+                self.group.update(c, x, total / n)
+            self.pending.clear()
+
+    def _oful(self, stats: RidgeStats, learner: int, arms: np.ndarray, sigma: float) -> int:
+        beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.phase_delta)
+        return int(np.argmax(arms @ stats.theta[learner] + beta * stats.widths(learner, arms)))
+
+    def select(self, view, budget):
+        step = current_step(view)
+        self._advance(step)
+        u = view.user
+        if step - self.first_step < self.explore_steps:  # individual learning phase
+            return self._oful(self.individual, u, view.arms[:], self.sigma)
+        if self.label is None:
+            self.label = maximal_cluster(self.individual.theta, self.threshold, self.p_star)
+            self.sizes = np.bincount(self.label)
+            self.group = RidgeStats(len(self.sizes), self.dim, self.ridge)  # fresh OFULs, no warm start
+        c = int(self.label[u])
+        if self.played.get(c, (-1, 0))[0] == step:
+            return self.played[c][1]
+        shrink = np.sqrt(self.sizes[c]) if self.averaged_noise and view.step is not None else 1.0
+        arm = self._oful(self.group, c, view.arms[:], self.sigma / shrink)
+        self.played[c] = (step, arm)
+        return arm
+
+    def update(self, view, chosen, reward):
+        step, u, x = current_step(view), view.user, view.arms[chosen]
+        if step - self.first_step < self.explore_steps:
+            self.individual.update(u, x, reward)
+            return
+        entry = self.pending.setdefault(int(self.label[u]), [x, 0.0, 0])
+        entry[1] += reward
+        entry[2] += 1
+        self.pending_step = step
+
+    def clusters(self):
+        return np.arange(self.n_users) if self.label is None else self.label

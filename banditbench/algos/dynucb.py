@@ -1,0 +1,68 @@
+"""DynUCB (Nguyen & Lauw, CIKM 2014): dynamic clustering of users by k-means-style reassignment.
+
+K clusters each hold a LinUCB on the pooled samples of their members (A_c = λI + Σ_{u∈c} G_u, b_c = Σ b_u).
+Users start in uniformly random clusters. The served user plays its cluster's LinUCB
+  x = argmax xᵀθ_c + α·sqrt(xᵀA_c⁻¹x · log(t+1))   (the α-LinUCB that BASS uses for all its baselines),
+then updates its own ridge estimate θ_u and moves to the nearest cluster, argmin_c ‖θ_u − θ_c‖;
+on a move the user's statistics are subtracted from the old cluster and added to the new one, otherwise the user's cluster
+gets a Sherman–Morrison update.
+
+``centroid="ridge"`` (default, bandpy's and GNB's reading) takes θ_c = A_c⁻¹b_c, the cluster's ridge estimate;
+``centroid="mean"`` takes the mean of the members' θ_u, the centroid of the authors' Java code.
+``n_clusters`` = 4 is the authors' code default; BASS sets it to the true number of clusters.
+Switch ``reference_ucb``: the GNB baseline's index xᵀθ_c + α·xᵀA_c⁻¹x without square root or log (α = 0.1 there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditbench.algos.base import Policy
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, quadratic_forms
+from banditbench.errors import UserError
+
+CENTROIDS = ("ridge", "mean")
+
+
+class DynUCB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, n_clusters: int = 4, alpha: float = 1.0, ridge: float = 1.0,
+                 centroid: str = "ridge", reference_ucb: bool = False):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        if centroid not in CENTROIDS:
+            raise UserError(f"dynucb.centroid must be one of {', '.join(CENTROIDS)}, got {centroid!r}")
+        if n_clusters < 1:
+            raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
+        self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
+        self.users = RidgeStats(n_users, dim, ridge)
+        self.groups = RidgeStats(n_clusters, dim, ridge)
+        self.label = self.rng.integers(n_clusters, size=n_users)
+
+    def select(self, view, budget):
+        arms = view.arms[:]
+        c, g = self.label[view.user], self.groups
+        if self.reference_ucb:
+            scores = arms @ g.theta[c] + self.alpha * quadratic_forms(g.A_inv[c], arms)
+        else:
+            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + 1)
+        return int(np.argmax(scores))
+
+    def update(self, view, chosen, reward):
+        u, x = view.user, view.arms[chosen]
+        old = self.label[u]
+        self.users.update(u, x, reward)
+        self.groups.update(old, x, reward)
+        if self.centroid == "ridge":
+            centres = self.groups.theta
+        else:
+            sums = np.zeros_like(self.groups.theta)
+            np.add.at(sums, self.label, self.users.theta)
+            centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
+        new = int(np.argmin(np.linalg.norm(centres - self.users.theta[u], axis=1)))
+        if new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
+            self.label[u] = new
+            g, users = self.groups, self.users
+            for c, sign in ((old, -1), (new, 1)):
+                g.assign(c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u])
+
+    def clusters(self):
+        return self.label

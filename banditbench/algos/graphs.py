@@ -1,0 +1,33 @@
+"""Connected components of a dense boolean user graph, shared by CLUB and BASS.
+
+scipy's connected components need a sparse copy, whose N² entries for a (nearly) complete graph of
+10 000 users take gigabytes; above ``SPARSE_LIMIT`` users a breadth-first search on the dense rows is used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+SPARSE_LIMIT = 2000
+
+
+def dense_components(adjacency: np.ndarray, sparse_limit: int = SPARSE_LIMIT) -> tuple[int, np.ndarray]:
+    """(number of components, label per vertex) of a symmetric boolean adjacency matrix [m, m]."""
+    m = len(adjacency)
+    if m <= sparse_limit:
+        return connected_components(csr_matrix(adjacency), directed=False)
+    label = np.full(m, -1)
+    n = 0
+    for start in range(m):
+        if label[start] >= 0:
+            continue
+        label[start] = n
+        frontier = np.array([start])
+        while frontier.size:
+            reached = adjacency[frontier].any(axis=0) & (label < 0)
+            frontier = np.flatnonzero(reached)
+            label[frontier] = n
+        n += 1
+    return n, label

@@ -1,0 +1,68 @@
+"""PMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 4; seed 002): personalised multi-agent learning.
+
+1. Common representation (steps 0 … ⌊√T⌋−1): one common OFUL; every agent plays its arm and it is
+   updated with the average reward over all agents, which estimates θ̄* = (1/N) Σ θ_i*.
+2. Personal learning: θ̂* is frozen; each agent runs its own OFUL on the shifted reward ỹ = y − ⟨x, θ̂*⟩,
+   so it learns ψ_i = θ_i* − θ̂*. As in the paper's experiments, vanilla OFUL/LinUCB replaces ALB-Norm
+   (λ = 1, δ = 0.4, CMLB's settings).
+Reading of line 11 (the paper is ambiguous): by default arms are chosen by the average plus the personal
+offset, argmax ⟨x, θ̂* + ψ̂_i⟩ + bonus (the abstract's "initialised with the global model": ridge centred at
+θ̂*); ``literal=True`` takes Algorithm 4 literally, argmax ⟨x, ψ̂_i⟩ + bonus, ignoring θ̂* when choosing.
+``averaged_noise``: the common OFUL's radius uses σ/√N, the noise of an average of N rewards (our choice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditbench.algos.base import Policy
+from banditbench.algos.cmlb import current_step
+from banditbench.algos.ridge import RidgeStats, oful_radius
+
+
+class PMLB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, horizon: int = 1000, delta: float = 0.4, ridge: float = 1.0,
+                 sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True, literal: bool = False):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
+        self.averaged_noise, self.literal = averaged_noise, literal
+        self.common_steps = int(np.sqrt(horizon))  # √T, rounded down
+        self.common = RidgeStats(1, dim, ridge)
+        self.personal = RidgeStats(n_users, dim, ridge)
+        self.pending: list = []  # [x, Σ reward, n] of the current common step
+        self.pending_step = -1
+        self.played = (-1, 0)  # (step, arm) of the common OFUL
+
+    def _radius(self, stats: RidgeStats, learner: int, sigma: float) -> float:
+        return oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
+
+    def select(self, view, budget):
+        step = current_step(view)
+        if self.pending and step != self.pending_step:  # Alg. 4 line 5: one update with the average reward
+            x, total, n = self.pending
+            self.common.update(0, x, total / n)
+            self.pending = []
+        if step < self.common_steps:
+            if self.played[0] == step:
+                return self.played[1]
+            arms = view.arms[:]
+            shrink = np.sqrt(self.n_users) if self.averaged_noise and view.step is not None else 1.0
+            beta = self._radius(self.common, 0, self.sigma / shrink)
+            arm = int(np.argmax(arms @ self.common.theta[0] + beta * self.common.widths(0, arms)))
+            self.played = (step, arm)
+            return arm
+        u, arms = view.user, view.arms[:]
+        mean = self.personal.theta[u] if self.literal else self.personal.theta[u] + self.common.theta[0]
+        beta = self._radius(self.personal, u, self.sigma)
+        return int(np.argmax(arms @ mean + beta * self.personal.widths(u, arms)))
+
+    def update(self, view, chosen, reward):
+        step, x = current_step(view), view.arms[chosen]
+        if step < self.common_steps:
+            if not self.pending:
+                self.pending = [x, 0.0, 0]
+            self.pending[1] += reward
+            self.pending[2] += 1
+            self.pending_step = step
+            return
+        self.personal.update(view.user, x, reward - x @ self.common.theta[0])  # Alg. 4 line 12: shifted reward

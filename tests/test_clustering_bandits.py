@@ -1,0 +1,268 @@
+"""Clustering-of-bandits and multi-agent linear algorithms (issue 4): behaviour that would break if they were wrong."""
+
+import numpy as np
+import pytest
+
+from banditbench.algos import ALGORITHMS
+from banditbench.algos.bass import separation_test
+from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.data import load_dataset, synthetic
+from banditbench.envs import BudgetExceeded
+from banditbench.runner import Unit, run_unit
+
+NOISE = 0.1  # the small fixtures' σ; BASS and the Ghosh algorithms are given the true σ, as in the papers
+TRUE_SIGMA = {"bass": {"sigma": NOISE}, "cmlb": {"sigma": NOISE}, "sclb": {"sigma": NOISE}, "pmlb": {"sigma": NOISE}}
+
+
+def make(tmp_path, name, **options):
+    folder = tmp_path / name
+    kw = dict(users=20, clusters=2, dim=5, arms=10, noise=NOISE, z=0.0, seed=0) | options
+    synthetic.prepare(folder, **kw)
+    return load_dataset(folder, "synthetic")
+
+
+def run(dataset, algorithm, rounds, params=None, budget=None, seed_index=0):
+    protocol = dataset.manifest["protocol"]
+    params = {**TRUE_SIGMA.get(algorithm, {}), **(params or {})}
+    return run_unit(Unit("synthetic", protocol, algorithm, params, 0, seed_index, rounds, budget), dataset).outcome.to_pandas()
+
+
+def final(outcome, column):
+    return outcome[column].dropna().iloc[-1]
+
+
+@pytest.fixture(scope="module")
+def async_data(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("a"), "async")
+
+
+@pytest.fixture(scope="module")
+def sync_data(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("s"), "sync", protocol="synchronous")
+
+
+# Sharing pays only when a user's own samples are scarce: 50 users, d = 8, σ = 0.2, T = 5000 (100 pulls each).
+# The papers line-search the clustering thresholds; these are values from such a search on this setting
+# (CLUB's α₂ = 1 cuts too late here; BASS with the theory's γ < 1, cf. γ* ≈ 0.29, and δ = 0.1).
+ASYNC_SETTINGS = {"club": {"alpha2": 0.7}, "bass": {"sigma": 0.2, "delta": 0.1, "gamma": 0.5}, "locb": {},
+                  "sclub": {}, "dynucb": {"n_clusters": 2}}
+
+
+@pytest.fixture(scope="module")
+def scarce_async(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("sa"), "scarce", users=50, dim=8, noise=0.2)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ASYNC_SETTINGS))
+def test_recovers_well_separated_clusters_and_beats_independent_and_random(algorithm, scarce_async):
+    out = run(scarce_async, algorithm, 5000, ASYNC_SETTINGS[algorithm])
+    assert final(out, "diag_ari") >= 0.9
+    regret = out["regret"].sum()
+    assert regret < run(scarce_async, "linucb-ind", 5000)["regret"].sum()
+    assert regret < 0.2 * run(scarce_async, "random", 5000)["regret"].sum()
+
+
+def test_cmlb_recovers_clusters_and_beats_independent_oful_and_random(tmp_path):
+    """Ghosh et al. §6.1 on synchronous rounds, T = 1000 steps: CMLB against their LinUCB-Ind, an independent
+    copy of the same OFUL per user (CMLB whose exploration phase never ends: C huge)."""
+    dataset = make(tmp_path, "ghosh", users=30, dim=8, noise=0.5, protocol="synchronous")
+    rounds = 30 * 1000
+    out = run(dataset, "cmlb", rounds, {"sigma": 0.5})
+    assert final(out, "diag_ari") >= 0.9
+    independent = run(dataset, "cmlb", rounds, {"sigma": 0.5, "C": 1e6})
+    assert final(independent, "diag_n_clusters") == 30
+    assert out["regret"].sum() < 0.85 * independent["regret"].sum()
+    assert out["regret"].sum() < 0.1 * run(dataset, "random", rounds)["regret"].sum()
+
+
+@pytest.mark.parametrize("algorithm,protocol", [("club", "linear"), ("bass", "linear"), ("sclub", "linear"),
+                                                ("dynucb", "linear"), ("locb", "linear"), ("cmlb", "synchronous")])
+def test_with_a_single_cluster_they_approach_one_shared_linucb(tmp_path, algorithm, protocol):
+    if algorithm != "cmlb":
+        dataset = make(tmp_path, "one", clusters=1, protocol=protocol)
+        rounds, params = 3000, {"n_clusters": 1} if algorithm == "dynucb" else {}
+    else:  # CMLB's gain is the averaged noise, so σ = 0.5 here, over the paper's T = 1000 steps
+        dataset = make(tmp_path, "one", clusters=1, protocol=protocol, noise=0.5)
+        rounds, params = 20 * 1000, {"sigma": 0.5}
+    out = run(dataset, algorithm, rounds, params)
+    if algorithm == "cmlb":  # Ghosh et al.'s references use the same OFUL: shared from the start (C = 0: no
+        # exploration, every zero estimate in one cluster) and independent throughout (C huge)
+        one = run(dataset, "cmlb", rounds, {**params, "C": 0.0})["regret"].sum()
+        ind = run(dataset, "cmlb", rounds, {**params, "C": 1e6})["regret"].sum()
+    else:
+        one = run(dataset, "linucb-one", rounds)["regret"].sum()
+        ind = run(dataset, "linucb-ind", rounds)["regret"].sum()
+    assert final(out, "diag_n_clusters") == 1
+    assert out["regret"].sum() < ind
+    assert out["regret"].sum() < one + 0.5 * (ind - one)
+
+
+# --- BASS's separation test (Definition 5.1) -------------------------------------------------------------------
+
+def brute_force_K(c_i, Sigma_i, c_j, Sigma_j, grid=4001):
+    """Gilitschenski & Hanebeck's K(s) = 1 − cᵀ(Σ_i/(1−s) + Σ_j/s)⁻¹c minimised on a fine grid of s."""
+    c = c_i - c_j
+    return min(1 - c @ np.linalg.solve(Sigma_i / (1 - s) + Sigma_j / s, c) for s in np.linspace(1e-6, 1 - 1e-6, grid))
+
+
+def test_separation_test_matches_the_brute_force_overlap_formula_on_random_ellipsoids():
+    rng = np.random.default_rng(0)
+    d, signs = 4, []
+    for _ in range(60):
+        X, Y = rng.standard_normal((2, d, d))
+        Sigma_i, Sigma_j = X @ X.T + 0.1 * np.eye(d), (Y @ Y.T + 0.1 * np.eye(d)) * rng.uniform(0.1, 3)
+        c_i, c_j = rng.standard_normal(d), 2 * rng.standard_normal(d)
+        K = separation_test(c_i, Sigma_i, c_j[None], np.linalg.inv(Sigma_j)[None])[0]
+        expected = brute_force_K(c_i, Sigma_i, c_j, Sigma_j, grid=801)
+        assert K == pytest.approx(expected, abs=2e-3 * max(1, abs(expected)))
+        assert K <= expected + 1e-9  # the exact minimum is never above a grid point
+        signs.append(K < 0)
+    assert 5 < sum(signs) < 55  # both separated and overlapping pairs were exercised
+
+
+def test_separation_test_closed_form_for_equal_design_matrices():
+    """Lemma 5.2: with V_i = V_j = V and equal radii r, min K = 1 − ‖θ̂_i − θ̂_j‖²_V / (4 r²)."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        X = rng.standard_normal((30, 5))
+        V = np.eye(5) + X.T @ X
+        r = rng.uniform(0.5, 3)
+        c_i, c_j = rng.standard_normal((2, 5)) * 0.5
+        K = separation_test(c_i, r**2 * np.linalg.inv(V), c_j[None], (V / r**2)[None])[0]
+        assert K == pytest.approx(1 - (c_i - c_j) @ V @ (c_i - c_j) / (4 * r**2), abs=1e-9)
+
+
+def test_bass_keeps_same_cluster_edges_and_cuts_the_others_over_a_long_run(tmp_path):
+    dataset = make(tmp_path, "bass", centres="bass", omega=float(np.pi / 4), noise=0.3)
+    out = run(dataset, "bass", 8000, {"sigma": 0.3, "gamma": 1.0})
+    pair_f1 = out["diag_pair_f1"].dropna().to_numpy()
+    assert pair_f1[-1] == 1.0  # all 90 same-cluster edges kept, all 100 cross edges cut
+    assert pair_f1[0] < 0.7  # it started from the complete graph
+
+
+# --- CMLB's two limits -----------------------------------------------------------------------------------------
+
+def reference_oful_run(dataset, rounds, shared_after):
+    """OFUL per user for the first T_Explore steps; afterwards, one OFUL per user restarted (``shared_after``
+    False) or one OFUL shared by everybody fed the average reward (``shared_after`` True). Returns chosen arms."""
+    spec = ALGORITHMS["cmlb"].defaults()
+    N, d, T = 20, 5, spec["horizon"]
+    explore = int(min(T, np.ceil(spec["C"] * d * (N * T) ** (2 * spec["alpha"]) * np.log(1 / spec["delta"]))))
+    from banditbench.envs import PROTOCOLS
+    from banditbench.runner.seeds import unit_streams
+
+    env = PROTOCOLS["synchronous"].environment(dataset, unit_streams(0, 0)[0])
+    own, fresh, shared = RidgeStats(N, d), RidgeStats(N, d), RidgeStats(1, d)
+    chosen, pending = [], []
+
+    def oful(stats, k, arms, sigma):
+        beta = oful_radius(stats.logdet[k], d, 1.0, sigma, 1.0, spec["delta"])
+        return int(np.argmax(arms @ stats.theta[k] + beta * stats.widths(k, arms)))
+
+    for rnd in env.rounds(rounds):
+        if pending and rnd.user == 0:
+            shared.update(0, pending[0][0], np.mean([r for _, r in pending]))
+            pending = []
+        x_all, u = rnd.arms, rnd.user
+        if rnd.step < explore:
+            k = oful(own, u, x_all, NOISE)
+            own.update(u, x_all[k], rnd.rewards[k])
+        elif shared_after:
+            k = oful(shared, 0, x_all, NOISE / np.sqrt(N))
+            pending.append((x_all[k], rnd.rewards[k]))
+        else:
+            k = oful(fresh, u, x_all, NOISE)
+            fresh.update(u, x_all[k], rnd.rewards[k])
+        chosen.append(k)
+    return np.array(chosen), explore
+
+
+def test_cmlb_with_huge_threshold_is_one_shared_oful_and_with_zero_threshold_independent_ofuls(sync_data):
+    rounds = 20 * 120
+    for scale, shared in ((1e9, True), (0.0, False)):
+        expected, explore = reference_oful_run(sync_data, rounds, shared_after=shared)
+        assert 0 < explore < 120
+        out = run(sync_data, "cmlb", rounds, {"threshold_scale": scale, "p_star": 0.0})
+        np.testing.assert_array_equal(out["chosen"].to_numpy(), expected)
+        assert final(out, "diag_n_clusters") == (1 if shared else 20)
+
+
+def test_sclb_restarts_cmlb_in_doubling_phases(sync_data):
+    policy = ALGORITHMS["sclb"].build(n_users=20, n_arms=10, dim=5, seed=np.random.SeedSequence(0), params={})
+    ends = []
+    for step in range(0, 200):
+        policy._advance(step)
+        ends.append(policy.phase_end)
+    assert sorted(set(ends)) == [2, 6, 14, 30, 62, 126, 254]  # phases of 2, 4, 8, … steps
+    assert policy.p_star == pytest.approx(1 / 49) and policy.phase_delta == pytest.approx(0.4 / 128)
+
+
+def test_pmlb_learns_the_average_then_personal_offsets(sync_data):
+    out = run(sync_data, "pmlb", 20 * 400)
+    literal = run(sync_data, "pmlb", 20 * 400, {"literal": True})
+    late = slice(20 * 300, None)
+    assert out["regret"].iloc[late].mean() < 0.02
+    assert out["regret"].sum() < literal["regret"].sum()
+
+
+# --- contracts -------------------------------------------------------------------------------------------------
+
+NEW = ["club", "bass", "cmlb", "sclb", "pmlb", "dynucb", "locb", "sclub"]
+
+
+@pytest.mark.parametrize("algorithm", NEW)
+def test_deterministic_and_within_budget(algorithm, async_data, sync_data):
+    for dataset in (async_data, sync_data):
+        first = run(dataset, algorithm, 300, budget=10)
+        assert first.equals(run(dataset, algorithm, 300, budget=10))
+        assert (first["budget_spent"] <= 10).all()
+        assert not first.equals(run(dataset, algorithm, 300, budget=10, seed_index=1))
+        with pytest.raises(BudgetExceeded):
+            run(dataset, algorithm, 50, budget=9)
+
+
+def test_synchronous_protocol_shows_every_user_the_same_arms_each_step(sync_data):
+    from banditbench.envs import PROTOCOLS
+
+    env = PROTOCOLS["synchronous"].environment(sync_data, np.random.SeedSequence(3))
+    rounds = list(env.rounds(50))
+    assert [r.t for r in rounds] == list(range(50)) and [r.user for r in rounds[:20]] == list(range(20))
+    assert [r.step for r in rounds] == [t // 20 for t in range(50)]
+    assert all(r.arms is rounds[0].arms for r in rounds[:20]) and rounds[20].arms is not rounds[0].arms
+    np.testing.assert_allclose(rounds[5].expected, rounds[5].arms @ env.theta[5])
+    assert not np.allclose(rounds[0].rewards - rounds[0].expected, rounds[1].rewards - rounds[1].expected)
+
+
+def test_bass_centres():
+    theta = synthetic.bass_centres(4, 5, np.pi / 3)
+    np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
+    np.testing.assert_allclose(theta[1], [0.5, np.sqrt(3) / 2, 0, 0, 0])
+    np.testing.assert_allclose(theta[2], [0, 0, 1, 0, 0])
+    np.testing.assert_allclose(np.linalg.norm(theta[0] - theta[1]), 2 * np.sin(np.pi / 6))
+
+
+def test_pair_f1_of_a_dense_graph_equals_the_sparse_path():
+    import scipy.sparse as sp
+
+    from banditbench.runner.diagnostics import pair_f1_from_graph
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        truth = rng.integers(3, size=30)
+        graph = rng.random((30, 30)) < 0.4
+        graph = graph | graph.T
+        np.fill_diagonal(graph, rng.random() < 0.5)
+        assert pair_f1_from_graph(truth, graph) == pytest.approx(pair_f1_from_graph(truth, sp.csr_matrix(graph)))
+
+
+def test_dense_breadth_first_components_match_scipy():
+    from banditbench.algos.graphs import dense_components
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(2)
+    for p in (0.02, 0.05, 0.3):
+        graph = rng.random((60, 60)) < p
+        graph = graph | graph.T
+        n_sparse, sparse_labels = dense_components(graph)
+        n_dense, dense_labels = dense_components(graph, sparse_limit=0)
+        assert n_sparse == n_dense and adjusted_rand_score(sparse_labels, dense_labels) == 1.0
