@@ -43,16 +43,18 @@ def load_experiment(folder: Path) -> LoadedExperiment:
         raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`")
     manifest = json.loads((folder / MANIFEST).read_text())
     frames, timings = [], []
+    labels = manifest.get("labels", {})  # grid cells reported side by side are named club[alpha=0.1] etc.
     for unit_id in manifest["units"]:
         path = folder / SHARDS / f"{unit_id}.parquet"
         if not path.exists():
             continue
         frame, meta = read_shard(path)
-        frame.insert(0, "algorithm", meta["unit"]["algorithm"])
+        label = labels.get(unit_id, meta["unit"]["algorithm"])
+        frame.insert(0, "algorithm", label)
         frame.insert(1, "seed", meta["unit"]["seed_index"])
         frames.append(frame)
         timing = read_timing(path) or {"wall_seconds": np.nan, "peak_rss_mb": np.nan}
-        timings.append({"unit": unit_id, "algorithm": meta["unit"]["algorithm"], "seed": meta["unit"]["seed_index"],
+        timings.append({"unit": unit_id, "algorithm": label, "seed": meta["unit"]["seed_index"],
                         "rounds": len(frame), "wall_seconds": timing["wall_seconds"],
                         "peak_rss_mb": timing["peak_rss_mb"]})
     if not frames:
@@ -81,7 +83,7 @@ def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
     rounds = rounds.assign(cumulative_regret=rounds.groupby(["algorithm", "seed"], sort=False)["regret"].cumsum())
     curves = rounds.groupby(["algorithm", "t"], sort=False)["cumulative_regret"].agg(["mean", "std", "size"])
     curves.columns = ["cumulative_regret_mean", "cumulative_regret_std", "seeds"]
-    order = {algo: i for i, algo in enumerate(exp.config["algorithms"])}
+    order = {algo: i for i, algo in enumerate(dict.fromkeys(exp.rounds["algorithm"]))}  # run order
     curves = curves.reset_index()
     return curves.sort_values(["algorithm", "t"], key=lambda c: c.map(order) if c.name == "algorithm" else c,
                               kind="stable", ignore_index=True)
