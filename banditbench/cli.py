@@ -59,18 +59,20 @@ def list_registries(
 
 
 def print_presets() -> None:
-    from banditbench.presets import PRESETS, missing_for
+    from banditbench.presets import PRESETS, SHORT, missing_for
 
     table = Table(title="Presets (banditbench run --preset NAME)", title_justify="left")
-    for column in ("name", "paper", "reproduces", "dataset / protocol", "runs", "status"):
+    table.add_column("name", no_wrap=True)
+    for column in ("reproduces", "runs", "not registered yet"):
         table.add_column(column, overflow="fold")
     for name, spec in PRESETS.items():
-        missing = missing_for(name)
-        table.add_row(name, spec["paper"], spec["reproduces"], f"{spec['dataset']} / {spec['protocol']}",
-                      f"T={spec['rounds']}, {spec['seeds']} seeds" + (f" (+{spec['tune-seeds']} tuning)"
-                                                                        if spec["tune-seeds"] else ""),
-                      "[green]ready[/]" if not missing else f"[yellow]needs[/] {'; '.join(missing)}")
+        tuning = f" + {spec['tune-seeds']} tuning" if spec["tune-seeds"] else ""
+        table.add_row(name, f"{SHORT[spec['paper']]} {spec['reproduces']}",
+                      f"{spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds{tuning}",
+                      "; ".join(missing_for(name)) or "[green]nothing: ready[/]")
     console.print(table)
+    for paper, short in SHORT.items():
+        console.print(f"{short}: {paper}", highlight=False)
 
 
 @prepare_app.command("synthetic")
@@ -145,6 +147,7 @@ def run(
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
         ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
+                      settings={**s, "config": None if config is None else str(config)},
                       on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
                       on_unit_start=lambda unit: bar.update(task, description=unit.id),
                       progress=lambda n: bar.advance(task, n))

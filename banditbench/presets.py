@@ -21,6 +21,8 @@ GHOSH = "Ghosh, Sankararaman & Ramchandran, Collaborative Learning and Personali
         "Stochastic Linear Bandits, 2021"
 TWOSTAGE = "Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations (seed 004)"
 
+SHORT = {MCNB: "M-CNB (KDD'24)", METABAN: "Meta-Ban", BASS: "BASS", GHOSH: "Ghosh et al. 2021", TWOSTAGE: "two-stage"}
+
 LINEAR_CLUSTERING = ["club", "cofiba", "sclub", "locb"]
 
 

@@ -58,6 +58,15 @@ def peak_rss_mb() -> float:
 
 
 class Executor:
+    """Runs units; used as a context manager around all the phases of one experiment, so that worker
+    processes (and the dataset they hold) are started once, not once per phase."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -86,9 +95,23 @@ def _work(unit: Unit) -> tuple[Unit, UnitResult]:
 
 class LocalExecutor(Executor):
     def __init__(self, jobs: int | None = None):
-        self.jobs = jobs or os.cpu_count() or 1
+        self.jobs = os.cpu_count() or 1 if jobs is None else jobs
         if self.jobs < 1:
             raise UserError(f"--jobs must be at least 1, got {self.jobs}")
+        self.pool = None
+        self.messages = None
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:  # workers only ever hold finished work: stop them at once
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+    def start(self, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> None:
+        if self.pool is None:
+            context = multiprocessing.get_context("spawn")
+            self.messages = context.Queue()
+            self.pool = context.Pool(self.jobs, _init_worker, (dataset, self.messages, checkpoints))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
@@ -100,8 +123,8 @@ class LocalExecutor(Executor):
                     on_unit_start(unit)
                 finished(unit, run_one(unit, dataset, progress, checkpoints))
             return
-        context = multiprocessing.get_context("spawn")
-        messages = context.Queue()
+        self.start(dataset, checkpoints)
+        messages = self.messages
         by_id = {u.id: u for u in units}
 
         def drain() -> None:
@@ -115,8 +138,8 @@ class LocalExecutor(Executor):
                 elif kind == "rounds" and progress is not None:
                     progress(value)
 
-        with context.Pool(min(self.jobs, len(units)), _init_worker, (dataset, messages, checkpoints)) as pool:
-            results = pool.imap_unordered(_work, units, chunksize=1)
+        try:
+            results = self.pool.imap_unordered(_work, units, chunksize=1)
             for _ in units:
                 while True:
                     try:
@@ -126,6 +149,9 @@ class LocalExecutor(Executor):
                         drain()
                 drain()
                 finished(unit, result)
+        except BaseException:
+            self.__exit__()
+            raise
 
 
 # ---- Ray ---------------------------------------------------------------------------------------------
@@ -153,36 +179,44 @@ class RayExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         return {"backend": "ray", "address": self.address, "gpus_per_unit": self.gpus_per_unit}
 
+    def __enter__(self) -> RayExecutor:
+        import ray
+
+        self.started_here = not ray.is_initialized()
+        if self.started_here:
+            options = {"address": self.address} if self.address else {"num_cpus": self.jobs or os.cpu_count()}
+            ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import ray
+
+        if self.started_here:
+            ray.shutdown()
+
     def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
         import ray
 
-        started_here = not ray.is_initialized()
-        if started_here:
-            options = {"address": self.address} if self.address else {"num_cpus": self.jobs or os.cpu_count()}
-            ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        try:
-            task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
-            shared = ray.put(dataset)
-            pending = {}
-            for unit in units:
-                pending[task.remote(unit, shared, checkpoints)] = unit
-                if on_unit_start is not None:
-                    on_unit_start(unit)
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    unit = pending.pop(ref)
-                    try:
-                        result = ray.get(ref)
-                    except ray.exceptions.RayTaskError as e:
-                        cause = e.as_instanceof_cause()
-                        raise (UserError(str(cause)) if isinstance(cause, UserError) else cause) from None
-                    if progress is not None:
-                        progress(unit.rounds)
-                    finished(unit, result)
-        finally:
-            if started_here:
-                ray.shutdown()
+        task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
+        shared = ray.put(dataset)
+        pending = {}
+        for unit in units:
+            pending[task.remote(unit, shared, checkpoints)] = unit
+            if on_unit_start is not None:
+                on_unit_start(unit)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                unit = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    if isinstance(e.cause, UserError):
+                        raise UserError(str(e.cause)) from None
+                    raise
+                if progress is not None:
+                    progress(unit.rounds)
+                finished(unit, result)
 
 
 def make_executor(backend: str, jobs: int | None, address: str | None = None, gpus_per_unit: float = 0.0) -> Executor:

@@ -184,15 +184,18 @@ def write_manifest(target: Path, experiment: Experiment, tuning: dict[str, Any] 
 
 def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Callable[[Unit], None] | None = None,
             progress: Callable[[int], None] | None = None, executor: Executor | None = None,
-            checkpoint_every: int = 0, on_plan: Callable[[list[Unit]], None] | None = None) -> list[Unit]:
+            checkpoint_every: int = 0, on_plan: Callable[[list[Unit]], None] | None = None,
+            settings: dict[str, Any] | None = None) -> list[Unit]:
     """Run every unit whose shard is missing in ``target``; return the units that ran.
 
     Phase 1 runs the tuning units and the report units already known; phase 2 the report units of
     the cells chosen on the tuning seeds. ``on_plan`` is told the units of each phase before it runs.
+    ``settings`` (the run's resolved settings: preset, file, flags) are recorded in the manifest as they
+    are; only ``experiment.config`` decides whether a folder can be resumed.
     """
     executor = executor or LocalExecutor(jobs=1)
     checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
-    execution = {"executor": executor.describe(), "checkpoint_every": checkpoint_every}
+    execution = {"executor": executor.describe(), "checkpoint_every": checkpoint_every, "settings": settings}
     ran: list[Unit] = []
     staged = Path(target) != Path(out)
 
@@ -212,17 +215,8 @@ def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Call
 
     try:
         write_manifest(target, experiment, None, execution)
-        run_phase(experiment.tuning_units + experiment.units)
-        if experiment.tuned:
-            tuning = choose_cells(experiment, target)
-            for algo, choice in tuning.items():
-                units = experiment.report_units(algo, choice["chosen"])
-                experiment.units += units
-                experiment.labels.update({u.id: algo for u in units})
-            order = {algo: i for i, algo in enumerate(experiment.config["algorithms"])}
-            experiment.units.sort(key=lambda u: order[u.algorithm])  # stable: grid and seed order kept
-            write_manifest(target, experiment, tuning, execution)
-            run_phase([u for u in experiment.units if u.algorithm in tuning])
+        with executor:
+            run_phases(experiment, target, execution, run_phase)
         if checkpoints is not None:
             shutil.rmtree(checkpoints.folder, ignore_errors=True)
     except BaseException:
@@ -236,3 +230,19 @@ def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Call
         os.rename(target, out)
         shutil.rmtree(old)
     return ran
+
+
+def run_phases(experiment: Experiment, target: Path, execution: dict[str, Any],
+               run_phase: Callable[[list[Unit]], None]) -> None:
+    run_phase(experiment.tuning_units + experiment.units)
+    if not experiment.tuned:
+        return
+    tuning = choose_cells(experiment, target)
+    for algo, choice in tuning.items():
+        units = experiment.report_units(algo, choice["chosen"])
+        experiment.units += units
+        experiment.labels.update({u.id: algo for u in units})
+    order = {algo: i for i, algo in enumerate(experiment.config["algorithms"])}
+    experiment.units.sort(key=lambda u: order[u.algorithm])  # stable: grid and seed order kept
+    write_manifest(target, experiment, tuning, execution)
+    run_phase([u for u in experiment.units if u.algorithm in tuning])
