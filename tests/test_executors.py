@@ -133,13 +133,13 @@ class DropoutRegression(Policy):
         import torch
 
         with torch.no_grad():
-            scores = self.net(torch.from_numpy(np.ascontiguousarray(view.arms[:]))).squeeze(1)
+            scores = self.net(torch.from_numpy(np.array(view.arms[:]))).squeeze(1)
         return int(torch.argmax(scores))
 
     def update(self, view, chosen, reward):
         import torch
 
-        x = torch.from_numpy(np.ascontiguousarray(view.arms[chosen]))[None]
+        x = torch.from_numpy(np.array(view.arms[chosen]))[None]
         loss = (self.net(x).squeeze() - reward) ** 2
         self.optimiser.zero_grad()
         loss.backward()
