@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 import queue as queues
 import resource
 import sys
@@ -102,16 +103,24 @@ class LocalExecutor(Executor):
         self.messages = None
 
     def __exit__(self, *exc) -> None:
-        if self.pool is not None:  # workers only ever hold finished work: stop them at once
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+        if self.pool is None:
+            return
+        if exc and exc[0] is not None:  # on an error or Ctrl-C, stop the units still running at once
+            processes = list((getattr(self.pool, "_processes", None) or {}).values())
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
 
     def start(self, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> None:
+        # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. killed when out of
+        # memory) fails the run with BrokenProcessPool instead of leaving it waiting forever.
         if self.pool is None:
             context = multiprocessing.get_context("spawn")
             self.messages = context.Queue()
-            self.pool = context.Pool(self.jobs, _init_worker, (dataset, self.messages, checkpoints))
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
+                                            initargs=(dataset, self.messages, checkpoints))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
@@ -138,20 +147,12 @@ class LocalExecutor(Executor):
                 elif kind == "rounds" and progress is not None:
                     progress(value)
 
-        try:
-            results = self.pool.imap_unordered(_work, units, chunksize=1)
-            for _ in units:
-                while True:
-                    try:
-                        unit, result = results.next(timeout=0.1)
-                        break
-                    except multiprocessing.TimeoutError:
-                        drain()
-                drain()
-                finished(unit, result)
-        except BaseException:
-            self.__exit__()
-            raise
+        pending = {self.pool.submit(_work, unit) for unit in units}
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            drain()
+            for future in done:
+                finished(*future.result())
 
 
 # ---- Ray ---------------------------------------------------------------------------------------------
