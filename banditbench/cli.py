@@ -100,27 +100,27 @@ def run(
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment file (TOML, the flags' names as keys); "
                                           "flags given here override it."),
     preset: Optional[str] = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prepared dataset to run on [default: synthetic]."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
     algos: Optional[str] = typer.Option(None, "--algos", help="Comma-separated algorithm names (see `banditbench list`) "
-                                        "[default: random,linucb-one,linucb-ind,oracle]."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", help="Rounds T per unit [default: 10000]."),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="Reported seeds S per algorithm [default: 5]."),
+                                        "\\[default: random,linucb-one,linucb-ind,oracle]."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
     tune_seeds: Optional[int] = typer.Option(None, "--tune-seeds", help="Tuning seeds, disjoint from the reported "
                                              "ones, that pick the best cell of each grid; 0 reports every cell "
-                                             "[default: 0]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Master seed; every unit's seed is spawned from it [default: 0]."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Arms a policy may score per round [default: unlimited]."),
+                                             "\\[default: 0]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Arms a policy may score per round \\[default: unlimited]."),
     assignments: list[str] = typer.Option([], "--set", "--param", help="Hyper-parameter ALGO.NAME=VALUE, or a grid "
                                           "ALGO.NAME=V1,V2,…; repeatable."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder [default: results/DATASET-TIMESTAMP]."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results folder \\[default: results/DATASET-TIMESTAMP]."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results folder."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted run, skipping finished units."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="Units run in parallel [default: the number of cores]."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="local (process pool) or ray [default: local]."),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to join [default: start a local Ray]."),
-    gpus_per_unit: Optional[float] = typer.Option(None, "--gpus-per-unit", help="GPUs each Ray task asks for [default: 0]."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Units run in parallel \\[default: the number of cores]."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="local (process pool) or ray \\[default: local]."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to join \\[default: start a local Ray]."),
+    gpus_per_unit: Optional[float] = typer.Option(None, "--gpus-per-unit", help="GPUs each Ray task asks for \\[default: 0]."),
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Save each unit's state every N "
-                                                   "rounds, so --resume continues it [default: 0, never]."),
+                                                   "rounds, so --resume continues it \\[default: 0, never]."),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
