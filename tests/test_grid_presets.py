@@ -30,6 +30,8 @@ def test_a_2x2_grid_on_3_seeds_is_12_units_with_stable_ids_and_seeds(data_dir):
     units = planned(data_dir).units
     assert len(units) == 12 and len({u.id for u in units}) == 12
     assert [u.id for u in units] == [u.id for u in planned(data_dir).units]  # stable across plans
+    # stable across versions too: sha256 of the cell's sorted JSON, first 8 hex digits
+    assert units[0].id == "linucb-ind-f5e5a05b-seed0" and units[0].params == {"alpha": 0.1, "ridge": 0.5}
     cells = {(u.params["alpha"], u.params["ridge"]) for u in units}
     assert cells == {(0.1, 0.5), (0.1, 2.0), (1.0, 0.5), (1.0, 2.0)}
     # three distinct seed streams, each shared by the 4 cells (common random numbers across cells)
