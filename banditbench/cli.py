@@ -33,12 +33,19 @@ DATA_DIR = typer.Option(Path("datasets"), "--data-dir", envvar="BANDITBENCH_DATA
 
 
 @app.command("list")
-def list_registries() -> None:
-    """Show the datasets, protocols and algorithms banditbench knows, with their papers."""
+def list_registries(
+    what: Optional[str] = typer.Argument(None, help="presets: the papers' experiments instead of the registries."),
+) -> None:
+    """Show the datasets, protocols and algorithms banditbench knows, with their papers (or the presets)."""
     from banditbench.algos import ALGORITHMS
     from banditbench.data import DATASETS
     from banditbench.envs import PROTOCOLS
 
+    if what == "presets":
+        print_presets()
+        return
+    if what is not None:
+        raise UserError(f"unknown list {what!r}; `banditbench list` or `banditbench list presets`")
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
@@ -51,6 +58,23 @@ def list_registries() -> None:
         for row in rows:
             table.add_row(*row)
         console.print(table)
+
+
+def print_presets() -> None:
+    from banditbench.presets import PRESETS, SHORT, missing_for
+
+    table = Table(title="Presets (banditbench run --preset NAME)", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    for column in ("reproduces", "runs", "not registered yet"):
+        table.add_column(column, overflow="fold")
+    for name, spec in PRESETS.items():
+        tuning = f" + {spec['tune-seeds']} tuning" if spec["tune-seeds"] else ""
+        table.add_row(name, f"{SHORT[spec['paper']]} {spec['reproduces']}",
+                      f"{spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds{tuning}",
+                      "; ".join(missing_for(name)) or "[green]nothing: ready[/]")
+    console.print(table)
+    for paper, short in SHORT.items():
+        console.print(f"{short}: {paper}", highlight=False)
 
 
 @prepare_app.command("synthetic")
@@ -286,34 +310,62 @@ def report_prepared(path: Path) -> None:
 
 @app.command()
 def run(
-    dataset: str = typer.Option("synthetic", "--dataset", help="Prepared dataset to run on."),
-    algos: str = typer.Option("random,linucb-one,linucb-ind,oracle", "--algos",
-                              help="Comma-separated algorithm names (see `banditbench list`)."),
-    rounds: int = typer.Option(10_000, "--rounds", help="Rounds T per unit."),
-    seeds: int = typer.Option(5, "--seeds", help="Number of seeds S per algorithm."),
-    seed: int = typer.Option(0, "--seed", help="Master seed; every unit's seed is spawned from it."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Arms a policy may score per round [default: unlimited]."),
-    param: list[str] = typer.Option([], "--param", help="Hyper-parameter override ALGO.NAME=VALUE; repeatable."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder [default: results/DATASET-TIMESTAMP]."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Experiment file (TOML, the flags' names as keys); "
+                                          "flags given here override it."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
+    algos: Optional[str] = typer.Option(None, "--algos", help="Comma-separated algorithm names (see `banditbench list`) "
+                                        "\\[default: random,linucb-one,linucb-ind,oracle]."),
+    rounds: Optional[int] = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
+    tune_seeds: Optional[int] = typer.Option(None, "--tune-seeds", help="Tuning seeds, disjoint from the reported "
+                                             "ones, that pick the best cell of each grid; 0 reports every cell "
+                                             "\\[default: 0]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Arms a policy may score per round \\[default: unlimited]."),
+    assignments: list[str] = typer.Option([], "--set", "--param", help="Hyper-parameter ALGO.NAME=VALUE, or a grid "
+                                          "ALGO.NAME=V1,V2,…; repeatable."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results folder \\[default: results/DATASET-TIMESTAMP]."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results folder."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted run, skipping finished units."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", help="Units run in parallel \\[default: the number of cores]."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="local (process pool) or ray \\[default: local]."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to join \\[default: start a local Ray]."),
+    gpus_per_unit: Optional[float] = typer.Option(None, "--gpus-per-unit", help="GPUs each Ray task asks for \\[default: 0]."),
+    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Save each unit's state every N "
+                                                   "rounds, so --resume continues it \\[default: 0, never]."),
     data_dir: Path = DATA_DIR,
 ) -> None:
-    """Run every (algorithm × seed) unit, write one Parquet shard per unit, print the regret table."""
+    """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
+    from banditbench.runner.executors import make_executor
     from banditbench.runner.experiment import execute, plan, prepare_output
+    from banditbench.runner.settings import resolve
 
-    experiment = plan(data_dir=data_dir, dataset=dataset, algorithms=[a.strip() for a in algos.split(",") if a.strip()],
-                      rounds=rounds, seeds=seeds, master_seed=seed, budget=budget, params=param)
-    out = out or Path("results") / f"{dataset}-{datetime.now():%Y%m%d-%H%M%S}"
+    flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
+             "seed": seed, "budget": budget, "set": assignments, "out": None if out is None else str(out),
+             "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
+             "checkpoint-every": checkpoint_every}
+    s = resolve(flags, config, preset)
+    if s["checkpoint-every"] < 0:
+        raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
+    experiment = plan(data_dir=data_dir, dataset=s["dataset"], algorithms=s["algos"], rounds=s["rounds"],
+                      seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
+                      tune_seeds=s["tune-seeds"], protocol=s["protocol"])
+    executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
+    out = Path(s["out"]) if s["out"] else Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
     target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("starting", total=len(experiment.units) * rounds)
-        ran = execute(experiment, target, out,
+        task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
+        ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
+                      settings={**s, "config": None if config is None else str(config)},
+                      on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
                       on_unit_start=lambda unit: bar.update(task, description=unit.id),
                       progress=lambda n: bar.advance(task, n))
-    console.print(f"ran {len(ran)} of {len(experiment.units)} units; results in {out}")
+    tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
+    console.print(f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
+                  f"results in {out}")
     from banditbench.report.formats import to_rich
     from banditbench.report.tables import build_report, load_results
 

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +97,19 @@ class PreparedDataset:
     path: Path
     manifest: dict[str, Any]
     manifest_sha256: str
+    # Arrow tables already read (memory-mapped), so the units run by one process read each file once.
+    _tables: dict[str, pa.Table] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def parameters(self) -> dict[str, Any]:
         return self.manifest["parameters"]
 
     def table(self, table_name: str) -> pd.DataFrame:
-        return pq.read_table(self.path / self.manifest["tables"][table_name]["file"]).to_pandas()
+        """A fresh DataFrame of ``table_name`` (callers may modify it); the file is read once."""
+        if table_name not in self._tables:
+            path = self.path / self.manifest["tables"][table_name]["file"]
+            self._tables[table_name] = pq.read_table(path, memory_map=True)
+        return self._tables[table_name].to_pandas()
 
 
 def load_dataset(data_dir: Path, name: str) -> PreparedDataset:

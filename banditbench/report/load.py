@@ -24,6 +24,7 @@ import pandas as pd
 
 from banditbench.errors import UserError
 from banditbench.results.shards import SHARDS, read_shard, read_timing
+from banditbench.runner import grid
 from banditbench.runner.experiment import MANIFEST
 
 CTR_OPTIMUM = 0.9  # seed 004: the expected optimal per-slot reward under 10 % flips
@@ -67,7 +68,7 @@ def _incompatibility(meta: dict, config: dict) -> str | None:
     if meta.get("dataset_manifest_sha256") != config.get("dataset_manifest_sha256"):
         return "it was run on another version of the dataset (dataset manifest sha256 differs)"
     params = config.get("algorithms", {}).get(unit["algorithm"])
-    if params is not None and unit.get("params") != params:
+    if params is not None and unit.get("params") not in grid.cells(params):  # one cell of the run's grid
         return f"hyper-parameters {unit.get('params')} differ from the manifest's {params}"
     return None
 
@@ -83,6 +84,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         config, unit_ids = manifest["config"], manifest["units"]
     except (ValueError, KeyError) as e:
         raise UserError(f"{folder / MANIFEST} is corrupt: {e}") from None
+    labels = manifest.get("labels", {})  # grid cells reported side by side are named club[alpha=0.1] etc.
     frames, timings, problems, optima = [], [], [], set()
     for unit_id in unit_ids:
         path = folder / SHARDS / f"{unit_id}.parquet"
@@ -100,7 +102,8 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
             raise UserError(f"{path} does not belong with the other shards of {folder}: {reason}; "
                             f"pass --allow-mixed to aggregate anyway")
         optima.add(float(meta.get("ctr_optimum", CTR_OPTIMUM)))
-        frame.insert(0, "algorithm", meta["unit"]["algorithm"])
+        label = labels.get(unit_id, meta["unit"]["algorithm"])
+        frame.insert(0, "algorithm", label)
         frame.insert(1, "seed", meta["unit"]["seed_index"])
         frames.append(frame)
         try:
@@ -109,7 +112,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
             problems.append(f"{path.name.replace('.parquet', '.timing.parquet')}: corrupt timing sidecar "
                             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")
             timing = {}
-        timings.append({"unit": unit_id, "algorithm": meta["unit"]["algorithm"], "seed": meta["unit"]["seed_index"],
+        timings.append({"unit": unit_id, "algorithm": label, "seed": meta["unit"]["seed_index"],
                         "rounds": len(frame), "wall_seconds": timing.get("wall_seconds", np.nan),
                         "peak_rss_mb": timing.get("peak_rss_mb", np.nan), **timing.get("totals", {})})
     if not frames:

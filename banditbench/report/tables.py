@@ -23,7 +23,7 @@ def algorithm_role(name: str, overrides: dict[str, str]) -> tuple[str, bool]:
     kept in the table but left out of the best entry, ties, ranks and the best baseline."""
     from banditbench.algos import ALGORITHMS
 
-    spec = ALGORITHMS.get(name)
+    spec = ALGORITHMS.get(name.split("[")[0])  # a grid cell "club[alpha=0.1]" has its algorithm's role
     role = overrides.get(name, spec.role if spec else "proposed")
     return role, bool(spec and spec.policy.privileged)
 

@@ -66,7 +66,9 @@ def shard_path(folder: Path, unit: Unit) -> Path:
 def write_shard(folder: Path, unit: Unit, result: UnitResult, dataset_sha256: str) -> Path:
     path = shard_path(folder, unit)
     path.parent.mkdir(parents=True, exist_ok=True)
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # process peak so far
+    peak_rss_mb = result.peak_rss_mb  # measured by the worker that ran the unit, else this process's peak so far
+    if peak_rss_mb is None:
+        peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     timing_meta = {"unit": unit.id, "wall_seconds": result.wall_seconds, "peak_rss_mb": peak_rss_mb}
     timing = result.timing.replace_schema_metadata({METADATA_KEY: json.dumps(timing_meta)})
     _write_atomically(timing, path.with_name(f"{unit.id}.timing.parquet"))

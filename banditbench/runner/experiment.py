@@ -1,9 +1,15 @@
-"""An experiment: every (algorithm × seed) unit on one dataset, written under ``results/<name>/``.
+"""An experiment: every (algorithm × grid cell × seed) unit on one dataset, written under ``results/<name>/``.
 
 Everything a user can get wrong is checked in :func:`plan` before anything is written. A new
 experiment folder receives shards as units finish (so an interrupted run can be resumed); with
 ``overwrite`` the run is staged beside the old folder and swapped in only when it completes, so the
 old results survive a failed rerun.
+
+Grids: with ``tune_seeds = 0`` every cell is run on the report seeds and reported (a sensitivity
+study); with ``tune_seeds > 0`` an algorithm with several cells is first run on the tuning seeds, the
+cell with the lowest mean final cumulative regret is kept (ties: the first cell in grid order), and
+only that cell is run on the report seeds (best-of-grid as the papers do, without tuning on the seeds
+it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -12,17 +18,22 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
+import pyarrow.parquet as pq
 
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
-from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
 from banditbench.results.shards import shard_path, write_shard
-from banditbench.runner.unit import Unit, run_unit
+from banditbench.runner import grid
+from banditbench.runner.checkpoint import Checkpoints
+from banditbench.runner.executors import Executor, LocalExecutor
+from banditbench.runner.unit import Unit
 
 MANIFEST = "manifest.json"
 
@@ -30,39 +41,23 @@ MANIFEST = "manifest.json"
 @dataclass
 class Experiment:
     dataset: PreparedDataset
-    units: list[Unit]
+    units: list[Unit]  # report units known before tuning (algorithms with one cell, or every cell without tuning)
     config: dict[str, Any]
+    tuning_units: list[Unit] = field(default_factory=list)
+    tuned: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # algorithm → its cells, to tune
+    labels: dict[str, str] = field(default_factory=dict)  # unit id → how reports name its cell
 
-
-def parse_params(assignments: list[str], algorithms: list[str]) -> dict[str, dict[str, Any]]:
-    """``ALGO.NAME=VALUE`` strings → per-algorithm overrides, cast to the type of the default."""
-    params: dict[str, dict[str, Any]] = {name: {} for name in algorithms}
-    for text in assignments:
-        key, sep, raw = text.partition("=")
-        algo, dot, name = key.partition(".")
-        if not sep or not dot:
-            raise UserError(f"--param expects ALGO.NAME=VALUE, got {text!r}")
-        if algo not in params:
-            raise UserError(f"--param {text!r} names {algo!r}, which is not among --algos")
-        defaults = ALGORITHMS[algo].defaults()
-        if name not in defaults:
-            raise UserError(f"{algo} has no hyper-parameter {name!r}; it has: {', '.join(defaults) or 'none'}")
-        default = defaults[name]
-        try:
-            if isinstance(default, bool):
-                if raw.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError
-                value: Any = raw.lower() in ("true", "1")
-            else:
-                value = type(default)(raw)
-        except ValueError:
-            raise UserError(f"--param {text!r}: expected a {type(default).__name__}") from None
-        params[algo][name] = value
-    return {algo: {**ALGORITHMS[algo].defaults(), **overrides} for algo, overrides in params.items()}
+    def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
+        c = self.config
+        return [Unit(c["dataset"], c["protocol"], algorithm, params, c["master_seed"], i, c["rounds"], c["budget"])
+                for i in range(c["seeds"])]
 
 
 def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, seeds: int, master_seed: int,
-         budget: int | None, params: list[str]) -> Experiment:
+         budget: int | None, params: list[str] | grid.Assignments, tune_seeds: int = 0,
+         protocol: str | None = None) -> Experiment:
+    """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
+    preset requires (the prepared dataset must have been prepared for it)."""
     if dataset not in DATASETS:
         raise UserError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
     unknown = [a for a in algorithms if a not in ALGORITHMS]
@@ -76,25 +71,57 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"--rounds must be a positive integer, got {rounds}")
     if seeds < 1:
         raise UserError(f"--seeds must be a positive integer, got {seeds}")
+    if tune_seeds < 0:
+        raise UserError(f"--tune-seeds must be zero or a positive integer, got {tune_seeds}")
     if master_seed < 0:
         raise UserError(f"--seed must be non-negative, got {master_seed}")
     if budget is not None and budget < 1:
         raise UserError(f"--budget must be at least 1 arm per round, got {budget}")
-    resolved = parse_params(params, algorithms)
+    assignments = grid.parse_assignments(params) if isinstance(params, list) else params
+    resolved = grid.resolve(assignments, algorithms)
     prepared = load_dataset(data_dir, dataset)
+    if protocol is not None and protocol != prepared.manifest["protocol"]:
+        raise UserError(f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
+                        f"for {prepared.manifest['protocol']!r}")
     protocol = prepared.manifest["protocol"]
-    from banditbench.envs import PROTOCOLS
-
     if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
         raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
-    units = [Unit(dataset, protocol, algo, resolved[algo], master_seed, i, rounds, budget)
-             for algo in algorithms for i in range(seeds)]
     config = {
         "dataset": dataset, "dataset_manifest_sha256": prepared.manifest_sha256, "protocol": protocol,
-        "algorithms": {algo: resolved[algo] for algo in algorithms}, "seeds": seeds, "master_seed": master_seed,
+        "algorithms": resolved, "seeds": seeds, "tune_seeds": tune_seeds, "master_seed": master_seed,
         "rounds": rounds, "budget": budget,
     }
-    return Experiment(prepared, units, config)
+    experiment = Experiment(prepared, [], config)
+    for algo in algorithms:
+        algo_cells = grid.cells(resolved[algo])
+        if tune_seeds and len(algo_cells) > 1:
+            experiment.tuned[algo] = algo_cells
+            experiment.tuning_units += [Unit(dataset, protocol, algo, cell, master_seed, j, rounds, budget, tuning=True)
+                                        for cell in algo_cells for j in range(tune_seeds)]
+            continue
+        for cell in algo_cells:
+            units = experiment.report_units(algo, cell)
+            experiment.units += units
+            label = grid.cell_label(algo, cell, grid.grid_keys(resolved[algo]))
+            experiment.labels.update({u.id: label for u in units})
+    return experiment
+
+
+def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> str | None:
+    """The first setting that differs, as ``rounds: 300 in the folder, 301 now``; None if they agree."""
+    for key in sorted(set(saved) | set(current)):
+        name = f"{prefix}{key}"
+        if key not in saved or key not in current:
+            return f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, " \
+                   f"{'absent' if key not in current else repr(current[key])} now"
+        a, b = saved[key], current[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = config_difference(a, b, f"{name}.")
+            if found:
+                return found
+        elif a != b:
+            return f"{name}: {a!r} in the folder, {b!r} now"
+    return None
 
 
 def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume: bool) -> Path:
@@ -107,9 +134,10 @@ def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume
     if out.exists() and any(out.iterdir()) and not (overwrite or resume):
         raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
     if resume and (out / MANIFEST).exists():
-        previous = json.loads((out / MANIFEST).read_text())["config"]
-        if previous != experiment.config:
-            raise UserError(f"--resume: {out} was run with other settings; use another --out or --overwrite")
+        difference = config_difference(json.loads((out / MANIFEST).read_text())["config"], experiment.config)
+        if difference:
+            raise UserError(f"--resume: {out} was run with other settings ({difference}); "
+                            "use another --out or --overwrite")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if overwrite and out.exists():
@@ -125,26 +153,74 @@ def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume
     return target
 
 
-def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Callable[[Unit], None] | None = None,
-            progress: Callable[[int], None] | None = None) -> list[Unit]:
-    """Run every unit whose shard is missing in ``target``; return the units that ran."""
+def final_regret(path: Path) -> float:
+    return float(np.sum(pq.read_table(path, columns=["regret"])["regret"].to_numpy()))
+
+
+def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, Any]]:
+    """Best cell per tuned algorithm from its tuning shards: lowest mean final cumulative regret."""
+    record = {}
+    for algo, algo_cells in experiment.tuned.items():
+        scores = []
+        for cell in algo_cells:
+            units = [u for u in experiment.tuning_units if u.algorithm == algo and u.params == cell]
+            scores.append({"params": cell, "units": [u.id for u in units],
+                           "final_regret_mean": float(np.mean([final_regret(shard_path(target, u)) for u in units]))})
+        best = min(range(len(scores)), key=lambda i: scores[i]["final_regret_mean"])  # first of equals
+        record[algo] = {"chosen": scores[best]["params"], "cells": scores,
+                        "tuning_seeds": list(range(experiment.config["tune_seeds"])),
+                        "report_seeds": list(range(experiment.config["seeds"]))}
+    return record
+
+
+def write_manifest(target: Path, experiment: Experiment, tuning: dict[str, Any] | None,
+                   execution: dict[str, Any]) -> None:
     manifest = {"config": experiment.config, "units": [u.id for u in experiment.units],
-                "banditbench_version": __version__}
-    (target / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    ran = []
+                "labels": experiment.labels, "tuning_units": [u.id for u in experiment.tuning_units],
+                "tuning": tuning, "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})),
+                "execution": execution, "banditbench_version": __version__}
+    partial = target / f".{MANIFEST}.partial"
+    partial.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, target / MANIFEST)
+
+
+def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Callable[[Unit], None] | None = None,
+            progress: Callable[[int], None] | None = None, executor: Executor | None = None,
+            checkpoint_every: int = 0, on_plan: Callable[[list[Unit]], None] | None = None,
+            settings: dict[str, Any] | None = None) -> list[Unit]:
+    """Run every unit whose shard is missing in ``target``; return the units that ran.
+
+    Phase 1 runs the tuning units and the report units already known; phase 2 the report units of
+    the cells chosen on the tuning seeds. ``on_plan`` is told the units of each phase before it runs.
+    ``settings`` (the run's resolved settings: preset, file, flags) are recorded in the manifest as they
+    are; only ``experiment.config`` decides whether a folder can be resumed.
+    """
+    executor = executor or LocalExecutor(jobs=1)
+    checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
+    execution = {"executor": executor.describe(), "checkpoint_every": checkpoint_every, "settings": settings}
+    ran: list[Unit] = []
     staged = Path(target) != Path(out)
-    try:
-        for unit in experiment.units:
-            if shard_path(target, unit).exists():
-                continue
-            if on_unit_start is not None:
-                on_unit_start(unit)
-            try:
-                result = run_unit(unit, experiment.dataset, progress)
-            except BudgetExceeded as e:
-                raise UserError(f"{unit.algorithm} broke the budget in unit {unit.id}: {e}") from None
+
+    def run_phase(units: list[Unit]) -> None:
+        pending = [u for u in units if not shard_path(target, u).exists()]
+        if on_plan is not None:
+            on_plan(pending)
+
+        def finished(unit: Unit, result) -> None:
             write_shard(target, unit, result, experiment.dataset.manifest_sha256)
+            if checkpoints is not None:
+                checkpoints.clear(unit)
             ran.append(unit)
+
+        executor.run(pending, experiment.dataset, finished, on_unit_start=on_unit_start, progress=progress,
+                     checkpoints=checkpoints)
+
+    try:
+        write_manifest(target, experiment, None, execution)
+        with executor:
+            run_phases(experiment, target, execution, run_phase)
+        if checkpoints is not None:
+            shutil.rmtree(checkpoints.folder, ignore_errors=True)
     except BaseException:
         if staged:  # a failed --overwrite leaves the old results as they were
             shutil.rmtree(target, ignore_errors=True)
@@ -156,3 +232,19 @@ def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Call
         os.rename(target, out)
         shutil.rmtree(old)
     return ran
+
+
+def run_phases(experiment: Experiment, target: Path, execution: dict[str, Any],
+               run_phase: Callable[[list[Unit]], None]) -> None:
+    run_phase(experiment.tuning_units + experiment.units)
+    if not experiment.tuned:
+        return
+    tuning = choose_cells(experiment, target)
+    for algo, choice in tuning.items():
+        units = experiment.report_units(algo, choice["chosen"])
+        experiment.units += units
+        experiment.labels.update({u.id: algo for u in units})
+    order = {algo: i for i, algo in enumerate(experiment.config["algorithms"])}
+    experiment.units.sort(key=lambda u: order[u.algorithm])  # stable: grid and seed order kept
+    write_manifest(target, experiment, tuning, execution)
+    run_phase([u for u in experiment.units if u.algorithm in tuning])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -13,6 +16,7 @@ from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset
 from banditbench.algos.base import Policy
 from banditbench.envs import PROTOCOLS, Budget
+from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.diagnostics import clustering_scores
 from banditbench.runner.seeds import unit_streams
 
@@ -30,13 +34,23 @@ class Unit:
     seed_index: int
     rounds: int
     budget: int | None
+    tuning: bool = False  # a tuning seed (picks the best grid cell), never a reported one
 
     @property
     def id(self) -> str:
-        return f"{self.algorithm}-seed{self.seed_index}"
+        """``linucb-ind-seed3``; a non-default cell adds a short hash of its hyper-parameters
+        (``linucb-ind-1f0c2a9e-seed3``) and a tuning seed reads ``tune3``: stable and readable."""
+        stream = f"tune{self.seed_index}" if self.tuning else f"seed{self.seed_index}"
+        if self.params == ALGORITHMS[self.algorithm].defaults():
+            return f"{self.algorithm}-{stream}"
+        return f"{self.algorithm}-{params_hash(self.params)}-{stream}"
 
     def config(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8]
 
 
 @dataclass
@@ -44,23 +58,43 @@ class UnitResult:
     outcome: pa.Table  # deterministic per-round columns
     timing: pa.Table  # per-round seconds: machine-dependent, kept apart from the outcome
     wall_seconds: float
+    peak_rss_mb: float | None = None  # set by an executor that ran the unit in another process
 
 
-def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], None] | None = None) -> UnitResult:
-    env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index)
+INT_COLUMNS = ("users", "groups", "chosen_arms", "budget_spent")
+FLOAT_COLUMNS = ("rewards", "expected_rewards", "best_expected_rewards", "select_seconds", "update_seconds")
+
+
+def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], None] | None = None,
+             checkpoints: Checkpoints | None = None) -> UnitResult:
+    """Run one unit; with ``checkpoints``, save its state every ``checkpoints.every`` rounds and
+    continue from a saved state if there is one (runner/checkpoint.py)."""
+    env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
     env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
-    spec = ALGORITHMS[unit.algorithm]
-    policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
-
     T = unit.rounds
-    users, groups, chosen_arms, budget_spent = (np.empty(T, np.int64) for _ in range(4))
-    rewards, expected_rewards, best_expected_rewards, select_seconds, update_seconds = (np.empty(T) for _ in range(5))
+    state = checkpoints.load(unit) if checkpoints is not None else None
+    if state is None:
+        spec = ALGORITHMS[unit.algorithm]
+        policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
+        columns = {**{name: np.empty(T, np.int64) for name in INT_COLUMNS},
+                   **{name: np.empty(T) for name in FLOAT_COLUMNS}}
+        diagnostics: dict[str, np.ndarray] = {}
+        start, wall_before = 0, 0.0
+    else:
+        policy, columns, diagnostics = state["policy"], state["columns"], state["diagnostics"]
+        start, wall_before = state["t"], state["wall_seconds"]
+        if progress is not None:
+            progress(start - start % PROGRESS_EVERY)  # the loop reports the rest of this block
+    users, groups, chosen_arms, budget_spent = (columns[name] for name in INT_COLUMNS)
+    rewards, expected_rewards, best_expected_rewards, select_seconds, update_seconds = (
+        columns[name] for name in FLOAT_COLUMNS)
     diagnosed = has_diagnostics(policy)
     true_groups = getattr(env, "true_groups", None)
-    diagnostics: dict[str, np.ndarray] = {}
+    checkpoint_every = checkpoints.every if checkpoints is not None else 0
     clock = time.perf_counter
     started = clock()
-    for rnd in env.rounds(T):
+    # A resumed unit replays the environment's stream up to its checkpoint (rounds never depend on choices).
+    for rnd in itertools.islice(env.rounds(T), start, None):
         t = rnd.t
         budget = Budget(unit.budget)
         view = rnd if policy.privileged else rnd.view(budget)
@@ -84,7 +118,10 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
                 diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
-    wall = clock() - started
+        if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
+            checkpoints.save(unit, {"t": t + 1, "policy": policy, "columns": columns, "diagnostics": diagnostics,
+                                    "wall_seconds": wall_before + clock() - started})
+    wall = wall_before + clock() - started
     if progress is not None:
         progress(T % PROGRESS_EVERY)
     outcome = pa.table({

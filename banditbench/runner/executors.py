@@ -1,0 +1,230 @@
+"""Where units run: in this process, in a local pool of worker processes, or as Ray tasks.
+
+Every executor hands each finished unit's result back to the caller, who writes its shard, so the
+shards are the same whichever executor ran them (a unit is a pure function of its config and seed).
+
+- ``LocalExecutor(jobs=1)`` runs the units one after the other in this process.
+- ``LocalExecutor(jobs=N)`` runs them in N worker processes of a ``spawn`` pool (fork is unsafe with
+  torch and BLAS threads, and spawn behaves alike on every OS). The prepared dataset is sent once to
+  each worker and its tables are cached there (memory-mapped Parquet), so it is loaded once per worker,
+  not once per unit. BLAS and torch are limited to one thread per worker, so N workers use N cores
+  instead of N × cores threads fighting for them.
+- ``RayExecutor`` submits the units as Ray tasks (one CPU each, ``gpus_per_unit`` GPUs if asked), to a
+  local Ray started for the run or to an existing cluster (``address``). The dataset folder must be
+  readable at the same path on every node (a shared file system); results come back to this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+import queue as queues
+import resource
+import sys
+from typing import Any, Callable
+
+from banditbench.data import PreparedDataset
+from banditbench.envs import BudgetExceeded
+from banditbench.errors import UserError
+from banditbench.runner.checkpoint import Checkpoints
+from banditbench.runner.unit import Unit, UnitResult, run_unit
+
+Finished = Callable[[Unit, UnitResult], None]
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+                    "NUMEXPR_NUM_THREADS")
+
+
+def run_one(unit: Unit, dataset: PreparedDataset, progress=None, checkpoints: Checkpoints | None = None) -> UnitResult:
+    try:
+        return run_unit(unit, dataset, progress, checkpoints)
+    except BudgetExceeded as e:
+        raise UserError(f"{unit.algorithm} broke the budget in unit {unit.id}: {e}") from None
+
+
+def limit_threads() -> None:
+    """One BLAS / OpenMP / torch thread in this (worker) process."""
+    from threadpoolctl import threadpool_limits
+
+    for name in THREAD_VARIABLES:  # for libraries loaded later (torch reads OMP_NUM_THREADS when it starts)
+        os.environ[name] = "1"
+    threadpool_limits(limits=1)  # the BLAS already loaded by numpy / scipy
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Executor:
+    """Runs units; used as a context manager around all the phases of one experiment, so that worker
+    processes (and the dataset they hold) are started once, not once per phase."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def run(self, units: list[Unit], dataset: PreparedDataset, finished: Finished, *,
+            on_unit_start: Callable[[Unit], None] | None = None, progress: Callable[[int], None] | None = None,
+            checkpoints: Checkpoints | None = None) -> None:
+        raise NotImplementedError
+
+
+# ---- local process pool ------------------------------------------------------------------------------
+_worker: dict[str, Any] = {}  # per worker process: the dataset, the message queue, the checkpoints
+
+
+def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None) -> None:
+    limit_threads()
+    _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
+
+
+def _work(unit: Unit) -> tuple[Unit, UnitResult]:
+    messages = _worker["messages"]
+    messages.put(("start", unit.id))
+    result = run_one(unit, _worker["dataset"], lambda n: messages.put(("rounds", n)), _worker["checkpoints"])
+    result.peak_rss_mb = peak_rss_mb()
+    return unit, result
+
+
+class LocalExecutor(Executor):
+    def __init__(self, jobs: int | None = None):
+        self.jobs = os.cpu_count() or 1 if jobs is None else jobs
+        if self.jobs < 1:
+            raise UserError(f"--jobs must be at least 1, got {self.jobs}")
+        self.pool = None
+        self.messages = None
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is None:
+            return
+        if exc and exc[0] is not None:  # on an error or Ctrl-C, stop the units still running at once
+            processes = list((getattr(self.pool, "_processes", None) or {}).values())
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
+
+    def start(self, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> None:
+        # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. killed when out of
+        # memory) fails the run with BrokenProcessPool instead of leaving it waiting forever.
+        if self.pool is None:
+            context = multiprocessing.get_context("spawn")
+            self.messages = context.Queue()
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
+                                            initargs=(dataset, self.messages, checkpoints))
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "local", "jobs": self.jobs}
+
+    def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
+        if self.jobs == 1 or len(units) <= 1:
+            for unit in units:
+                if on_unit_start is not None:
+                    on_unit_start(unit)
+                finished(unit, run_one(unit, dataset, progress, checkpoints))
+            return
+        self.start(dataset, checkpoints)
+        messages = self.messages
+        by_id = {u.id: u for u in units}
+
+        def drain() -> None:
+            while True:
+                try:
+                    kind, value = messages.get_nowait()
+                except queues.Empty:
+                    return
+                if kind == "start" and on_unit_start is not None:
+                    on_unit_start(by_id[value])
+                elif kind == "rounds" and progress is not None:
+                    progress(value)
+
+        pending = {self.pool.submit(_work, unit) for unit in units}
+        while pending:
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+            drain()
+            for future in done:
+                finished(*future.result())
+
+
+# ---- Ray ---------------------------------------------------------------------------------------------
+_datasets: dict[tuple[str, str], PreparedDataset] = {}  # per Ray worker: datasets already loaded
+
+
+def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> UnitResult:
+    limit_threads()
+    dataset = _datasets.setdefault((str(dataset.path), dataset.manifest_sha256), dataset)
+    result = run_one(unit, dataset, None, checkpoints)
+    result.peak_rss_mb = peak_rss_mb()
+    return result
+
+
+class RayExecutor(Executor):
+    def __init__(self, address: str | None = None, jobs: int | None = None, gpus_per_unit: float = 0.0):
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UserError("--backend ray needs Ray: pip install 'banditbench-lab[ray]'") from None
+        self.address = address
+        self.jobs = jobs
+        self.gpus_per_unit = gpus_per_unit
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "ray", "address": self.address, "gpus_per_unit": self.gpus_per_unit}
+
+    def __enter__(self) -> RayExecutor:
+        import ray
+
+        self.started_here = not ray.is_initialized()
+        if self.started_here:
+            options = {"address": self.address} if self.address else {"num_cpus": self.jobs or os.cpu_count()}
+            ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import ray
+
+        if self.started_here:
+            ray.shutdown()
+
+    def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
+        import ray
+
+        task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
+        shared = ray.put(dataset)
+        pending = {}
+        for unit in units:
+            pending[task.remote(unit, shared, checkpoints)] = unit
+            if on_unit_start is not None:
+                on_unit_start(unit)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                unit = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:
+                    if isinstance(e.cause, UserError):
+                        raise UserError(str(e.cause)) from None
+                    raise
+                if progress is not None:
+                    progress(unit.rounds)
+                finished(unit, result)
+
+
+def make_executor(backend: str, jobs: int | None, address: str | None = None, gpus_per_unit: float = 0.0) -> Executor:
+    if backend == "local":
+        if address is not None or gpus_per_unit:
+            raise UserError("--address and --gpus-per-unit need --backend ray")
+        return LocalExecutor(jobs)
+    if backend == "ray":
+        return RayExecutor(address, jobs, gpus_per_unit)
+    raise UserError(f"unknown backend {backend!r}; choose from: local, ray")

@@ -1,0 +1,100 @@
+"""Hyper-parameter assignments and grids: ``ALGO.NAME=V1,V2,…`` (``--set``) or ``{ALGO: {NAME: [V1, V2]}}``
+(the ``[set]`` table of an experiment file). One value is an override, several are a grid whose
+Cartesian product expands into one cell per combination, each run on every seed."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from banditbench.algos import ALGORITHMS
+from banditbench.errors import UserError
+
+Assignments = dict[str, dict[str, list[Any]]]  # algorithm → hyper-parameter → values (one value: an override)
+
+
+def parse_assignments(texts: list[str]) -> Assignments:
+    """``["club.alpha=0.01,0.1", "club.ridge=1"]`` → ``{"club": {"alpha": ["0.01", "0.1"], "ridge": ["1"]}}``."""
+    assignments: Assignments = {}
+    for text in texts:
+        key, sep, raw = text.partition("=")
+        algo, dot, name = key.strip().partition(".")
+        if not sep or not dot or not name or not raw.strip():
+            raise UserError(f"--set expects ALGO.NAME=VALUE or ALGO.NAME=VALUE,VALUE,…, got {text!r}")
+        assignments.setdefault(algo, {})[name] = [v.strip() for v in raw.split(",")]
+    return assignments
+
+
+def merge(*layers: Assignments) -> Assignments:
+    """Later layers override earlier ones, hyper-parameter by hyper-parameter."""
+    merged: Assignments = {}
+    for layer in layers:
+        for algo, names in layer.items():
+            merged.setdefault(algo, {}).update(names)
+    return merged
+
+
+def cast(algo: str, name: str, value: Any, default: Any) -> Any:
+    """A CLI string or a TOML value → the type of the default (an int is accepted where a float is expected)."""
+    where = f"{algo}.{name}={value!r}"
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "1", "false", "0"):
+            return str(value).lower() in ("true", "1")
+        raise UserError(f"--set {where}: expected a bool (true or false)")
+    if default is None:  # no type to go by: TOML values as they are, strings as numbers where they parse
+        if not isinstance(value, str):
+            return value
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+        return None if value.lower() == "none" else value
+    if isinstance(value, str):
+        try:
+            return type(default)(value)
+        except ValueError:
+            raise UserError(f"--set {where}: expected a {type(default).__name__}") from None
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if type(value) is not type(default):
+        raise UserError(f"--set {where}: expected a {type(default).__name__}")
+    return value
+
+
+def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[str, Any]]:
+    """Every algorithm's hyper-parameters, defaults filled in; a grid keeps its list of values."""
+    for algo in assignments:
+        if algo not in algorithms:
+            raise UserError(f"--set {algo}.…: {algo!r} is not among --algos")
+    resolved = {}
+    for algo in algorithms:
+        defaults = ALGORITHMS[algo].defaults()
+        params: dict[str, Any] = dict(defaults)
+        for name, values in assignments.get(algo, {}).items():
+            if name not in defaults:
+                raise UserError(f"{algo} has no hyper-parameter {name!r}; it has: {', '.join(defaults) or 'none'}")
+            values = [cast(algo, name, v, defaults[name]) for v in values]
+            if len(set(map(repr, values))) != len(values):
+                raise UserError(f"--set {algo}.{name} lists a value twice")
+            params[name] = values[0] if len(values) == 1 else values
+        resolved[algo] = params
+    return resolved
+
+
+def grid_keys(params: dict[str, Any]) -> list[str]:
+    return [name for name, value in params.items() if isinstance(value, list)]
+
+
+def cells(params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Cartesian product of the grid, in the order the values were given (last name varies fastest)."""
+    keys = grid_keys(params)
+    return [{**params, **dict(zip(keys, combination))}
+            for combination in itertools.product(*(params[k] for k in keys))]
+
+
+def cell_label(algo: str, cell: dict[str, Any], keys: list[str]) -> str:
+    """``club[alpha=0.1,ridge=1]``: the algorithm and the grid coordinates of one cell."""
+    return f"{algo}[{','.join(f'{k}={cell[k]}' for k in keys)}]" if keys else algo

@@ -1,0 +1,186 @@
+"""Grids, tuning seeds, experiment files and presets, through the planning API and the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from banditbench import presets
+from banditbench.errors import UserError
+from banditbench.report.tables import load_experiment
+from banditbench.results.shards import read_shard
+from banditbench.runner.experiment import execute, plan, prepare_output
+from banditbench.runner.seeds import unit_streams
+from banditbench.runner.settings import resolve
+from conftest import banditbench
+
+
+def planned(data_dir, **settings):
+    options = dict(dataset="synthetic", algorithms=["linucb-ind"], rounds=200, seeds=3, master_seed=0, budget=None,
+                   params=["linucb-ind.alpha=0.1,1", "linucb-ind.ridge=0.5,2"])
+    options.update(settings)
+    return plan(data_dir=data_dir, **options)
+
+
+def stream_states(units):
+    return {tuple(unit_streams(u.master_seed, u.seed_index, u.tuning)[0].generate_state(4)) for u in units}
+
+
+def test_a_2x2_grid_on_3_seeds_is_12_units_with_stable_ids_and_seeds(data_dir):
+    units = planned(data_dir).units
+    assert len(units) == 12 and len({u.id for u in units}) == 12
+    assert [u.id for u in units] == [u.id for u in planned(data_dir).units]  # stable across plans
+    # stable across versions too: sha256 of the cell's sorted JSON, first 8 hex digits
+    assert units[0].id == "linucb-ind-f5e5a05b-seed0" and units[0].params == {"alpha": 0.1, "ridge": 0.5}
+    cells = {(u.params["alpha"], u.params["ridge"]) for u in units}
+    assert cells == {(0.1, 0.5), (0.1, 2.0), (1.0, 0.5), (1.0, 2.0)}
+    # three distinct seed streams, each shared by the 4 cells (common random numbers across cells)
+    assert len(stream_states(units)) == 3
+    assert sorted(u.seed_index for u in units) == [0] * 4 + [1] * 4 + [2] * 4
+    # the id of a cell depends on its hyper-parameters only: adding a cell leaves the others' ids alone
+    wider = planned(data_dir, params=["linucb-ind.alpha=0.1,1,3", "linucb-ind.ridge=0.5,2"]).units
+    assert {u.id for u in units} < {u.id for u in wider}
+    default = planned(data_dir, params=[]).units
+    assert [u.id for u in default] == ["linucb-ind-seed0", "linucb-ind-seed1", "linucb-ind-seed2"]
+
+
+def test_tuning_seeds_never_overlap_report_seeds(data_dir):
+    experiment = planned(data_dir, tune_seeds=4, seeds=5)
+    assert len(experiment.tuning_units) == 4 * 4 and experiment.units == []
+    tuning = stream_states(experiment.tuning_units)
+    report = stream_states(experiment.report_units("linucb-ind", {"alpha": 1.0, "ridge": 1.0}))
+    assert len(tuning) == 4 and len(report) == 5 and not tuning & report
+    assert all(u.id.endswith(f"tune{u.seed_index}") for u in experiment.tuning_units)
+
+
+def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path):
+    experiment = planned(data_dir, algorithms=["linucb-ind", "random"], tune_seeds=2, seeds=2,
+                         params=["linucb-ind.alpha=0.01,3", "linucb-ind.ridge=1"])
+    out = tmp_path / "tuned"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    record = manifest["tuning"]["linucb-ind"]
+    means = {cell["params"]["alpha"]: cell["final_regret_mean"] for cell in record["cells"]}
+    recomputed = {}
+    for alpha in (0.01, 3.0):  # recompute the tuning scores from the tuning shards themselves
+        shards = [read_shard(out / "shards" / f"{uid}.parquet") for uid in manifest["tuning_units"]]
+        finals = [frame["regret"].sum() for frame, meta in shards
+                  if meta["unit"]["params"]["alpha"] == alpha and meta["unit"]["tuning"]]
+        recomputed[alpha] = np.mean(finals)
+        assert len(finals) == 2 and means[alpha] == pytest.approx(recomputed[alpha])
+    best = min(recomputed, key=recomputed.get)
+    assert record["chosen"]["alpha"] == best
+    assert record["tuning_seeds"] == [0, 1] and record["report_seeds"] == [0, 1]
+    loaded = load_experiment(out)
+    assert sorted(loaded.rounds["algorithm"].unique()) == ["linucb-ind", "random"]  # tuning shards not reported
+    reported = [read_shard(out / "shards" / f"{uid}.parquet")[1]["unit"] for uid in manifest["units"]]
+    assert {u["params"]["alpha"] for u in reported if u["algorithm"] == "linucb-ind"} == {best}
+    assert not any(u["tuning"] for u in reported)
+
+
+def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_dir, tmp_path):
+    experiment = planned(data_dir, seeds=2, params=["linucb-ind.alpha=0.1,1"])
+    out = tmp_path / "sweep"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    labels = sorted(load_experiment(out).rounds["algorithm"].unique())
+    assert labels == ["linucb-ind[alpha=0.1]", "linucb-ind[alpha=1.0]"]
+
+
+def test_experiment_file_then_flags_override_it(tmp_path):
+    config = tmp_path / "experiment.toml"
+    config.write_text('dataset = "synthetic"\nalgos = ["linucb-ind", "oracle"]\nrounds = 50\ntune-seeds = 2\n'
+                      'budget = "none"\n[set]\n"linucb-ind.alpha" = [0.1, 1]\n[set.linucb-ind]\nridge = 2\n')
+    settings = resolve({"rounds": 70, "set": ["linucb-ind.alpha=0.3"], "algos": None}, config)
+    assert settings["rounds"] == 70 and settings["algos"] == ["linucb-ind", "oracle"]
+    assert settings["tune-seeds"] == 2 and settings["budget"] is None and settings["seeds"] == 5
+    assert settings["set"] == {"linucb-ind": {"alpha": ["0.3"], "ridge": [2]}}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rounds = 'ten'\n", "rounds should be a int"),
+    ("round = 10\n", "unknown setting 'round'"),
+    ("rounds = \n", "not valid TOML"),
+    ("[set]\nalpha = 1\n", "should read ALGO.NAME"),
+])
+def test_bad_experiment_files_are_refused(tmp_path, text, message):
+    config = tmp_path / "experiment.toml"
+    config.write_text(text)
+    with pytest.raises(UserError, match=message):
+        resolve({}, config)
+
+
+def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
+    out = tmp_path / "a"
+    experiment = planned(data_dir, seeds=1)
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    with pytest.raises(UserError, match=r"rounds: 200 in the folder, 201 now"):
+        prepare_output(out, planned(data_dir, seeds=1, rounds=201), overwrite=False, resume=True)
+    other_grid = planned(data_dir, seeds=1, params=["linucb-ind.alpha=0.1,2", "linucb-ind.ridge=0.5,2"])
+    with pytest.raises(UserError, match=r"algorithms\.linucb-ind\.alpha: \[0\.1, 1\.0\] in the folder, "
+                                        r"\[0\.1, 2\.0\] now"):
+        prepare_output(out, other_grid, overwrite=False, resume=True)
+
+
+def test_a_paper_preset_names_what_is_not_registered_yet():
+    with pytest.raises(UserError) as error:
+        resolve({}, None, "mcnb-movielens")
+    message = str(error.value)
+    assert message.startswith("preset mcnb-movielens (Fig. 2 (recommendation, movielens panel)) cannot run yet")
+    assert "algorithms club, cofiba" in message and "mcnb" in message and "dataset movielens" in message
+    with pytest.raises(UserError, match="unknown preset 'nope'"):
+        resolve({}, None, "nope")
+
+
+def test_every_paper_of_the_issue_has_presets():
+    papers = {spec["paper"] for spec in presets.PRESETS.values()}
+    assert {presets.MCNB, presets.METABAN, presets.BASS, presets.GHOSH, presets.TWOSTAGE} == papers
+    reproduced = " ".join(spec["reproduces"] for spec in presets.PRESETS.values())
+    for figure in ("Fig. 2", "Fig. 3", "Fig. 4", "Table 4", "Table 5", "Table 6", "Fig. 1(e)"):
+        assert figure in reproduced
+
+
+def test_a_preset_whose_parts_are_registered_runs_with_its_settings(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setitem(presets.PRESETS, "tiny", {
+        "paper": "test", "reproduces": "nothing", "dataset": "synthetic", "protocol": "linear",
+        "algos": ["linucb-ind", "random"], "rounds": 120, "seeds": 2, "tune-seeds": 1, "budget": None,
+        "set": {"linucb-ind.alpha": [0.1, 1.0]}, "notes": ""})
+    settings = resolve({"seeds": 1}, None, "tiny")
+    assert (settings["rounds"], settings["seeds"], settings["tune-seeds"]) == (120, 1, 1)
+    experiment = plan(data_dir=data_dir, dataset=settings["dataset"], algorithms=settings["algos"],
+                      rounds=settings["rounds"], seeds=settings["seeds"], master_seed=settings["seed"],
+                      budget=settings["budget"], params=settings["set"], tune_seeds=settings["tune-seeds"],
+                      protocol=settings["protocol"])
+    assert len(experiment.tuning_units) == 2 and [u.id for u in experiment.units] == ["random-seed0"]
+    monkeypatch.setitem(presets.PRESETS["tiny"], "set", {"linucb-ind.beta": 1})
+    with pytest.raises(UserError, match="not registered: hyper-parameter linucb-ind.beta"):
+        resolve({}, None, "tiny")
+    with pytest.raises(UserError, match="needs protocol 'matrix'"):
+        plan(data_dir=data_dir, dataset="synthetic", algorithms=["random"], rounds=5, seeds=1, master_seed=0,
+             budget=None, params=[], protocol="matrix")
+
+
+def test_list_presets_and_a_missing_preset_on_the_command_line(data_dir, tmp_path):
+    listed = banditbench("list", "presets")
+    assert listed.returncode == 0
+    for name in ("mcnb-movielens", "metaban-mnist-notmnist", "bass-synthetic", "ghosh-lastfm",
+                 "twostage-table6-mind"):
+        assert name in listed.stdout
+    ran = banditbench("run", "--preset", "bass-movielens", "--data-dir", data_dir, "--out", tmp_path / "out")
+    assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1
+    assert "error: preset bass-movielens" in ran.stderr and "dataset movielens" in ran.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_from_an_experiment_file_with_a_flag_override_records_the_resolved_settings(data_dir, tmp_path):
+    config = tmp_path / "experiment.toml"
+    out = tmp_path / "from-file"
+    config.write_text(f'algos = "linucb-ind,random"\nrounds = 150\nseeds = 2\nout = "{out}"\njobs = 1\n'
+                      '[set]\n"linucb-ind.alpha" = [0.1, 1.0]\n')
+    ran = banditbench("run", "--config", config, "--data-dir", data_dir, "--rounds", 120)
+    assert ran.returncode == 0, ran.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["rounds"] == 120 and manifest["config"]["algorithms"]["linucb-ind"]["alpha"] == [0.1, 1.0]
+    assert manifest["execution"]["settings"]["config"] == str(config)
+    assert len(manifest["units"]) == 2 * 2 + 2
+    refused = banditbench("run", "--config", config, "--data-dir", data_dir, "--resume")
+    assert refused.returncode == 2 and "rounds: 120 in the folder, 150 now" in refused.stderr
