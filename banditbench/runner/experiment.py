@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
+from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.shards import shard_path, write_shard
 from banditbench.runner import grid
