@@ -41,7 +41,8 @@ class Unit:
         """``linucb-ind-seed3``; a non-default cell adds a short hash of its hyper-parameters
         (``linucb-ind-1f0c2a9e-seed3``) and a tuning seed reads ``tune3``: stable and readable."""
         stream = f"tune{self.seed_index}" if self.tuning else f"seed{self.seed_index}"
-        if self.params == ALGORITHMS[self.algorithm].defaults():
+        spec = ALGORITHMS.get(self.algorithm)  # tests and plug-ins may run unregistered policies
+        if self.params == (spec.defaults() if spec else {}):
             return f"{self.algorithm}-{stream}"
         return f"{self.algorithm}-{params_hash(self.params)}-{stream}"
 
