@@ -62,13 +62,15 @@ def prepare_synthetic(
     seed: int = typer.Option(0, "--seed", help="Seed of the users and their parameters."),
     data_dir: Path = DATA_DIR,
     force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
+    protocol: str = typer.Option("linear", "--protocol",
+                                 help="linear, or cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
 ) -> None:
     """Clustered linear users with θ on the unit sphere (Ghosh et al. 2021; BASS). No download."""
     from banditbench.data import synthetic
 
     path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
-                             seed=seed, force=force)
-    console.print(f"[bold]synthetic[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
+                             seed=seed, force=force, protocol=protocol)
+    console.print(f"[bold]{synthetic.dataset_name(protocol)}[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
 
 
 @app.command()

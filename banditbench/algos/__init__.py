@@ -2,6 +2,7 @@
 
 from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
 from banditbench.algos.linucb import LinUCB
+from banditbench.algos.neuralucb import NeuralUCB
 from banditbench.algos.oracle import Oracle
 from banditbench.algos.random_policy import RandomPolicy
 
@@ -11,5 +12,10 @@ register("random", RandomPolicy, paper="baseline", description="uniformly random
 register("linucb-one", LinUCB, paper=LI2010, description="one LinUCB shared by all users", per_user=False)
 register("linucb-ind", LinUCB, paper=LI2010, description="one independent LinUCB per user", per_user=True)
 register("oracle", Oracle, paper="baseline", description="knows the expected rewards; regret 0")
+ZHOU2020 = "Zhou, Li & Gu, ICML 2020 (as run by M-CNB, KDD 2024)"
+register("neuucb-one", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one network for all users",
+         per_user=False, user_features=False)
+register("neuucb-ind", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one network per user",
+         per_user=True, user_features=False)
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

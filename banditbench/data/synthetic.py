@@ -41,20 +41,30 @@ def generate(users: int, clusters: int, dim: int, z: float, seed: int) -> pd.Dat
     return frame
 
 
+PROTOCOLS = ("linear", "cosine")  # "cosine" is prepared as its own dataset, synthetic-cosine
+
+
+def dataset_name(protocol: str) -> str:
+    return "synthetic" if protocol == "linear" else f"synthetic-{protocol}"
+
+
 def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, noise: float,
-            z: float, seed: int, force: bool = False) -> Path:
+            z: float, seed: int, force: bool = False, protocol: str = "linear") -> Path:
     for label, value in (("--users", users), ("--clusters", clusters), ("--dim", dim), ("--arms", arms)):
         if value < 1:
             raise UserError(f"{label} must be at least 1, got {value}")
     if clusters > users:
         raise UserError(f"--clusters ({clusters}) cannot exceed --users ({users})")
+    if protocol not in PROTOCOLS:
+        raise UserError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     if noise < 0:
         raise UserError(f"--noise must be non-negative, got {noise}")
     if z < 0:
         raise UserError(f"--z must be non-negative, got {z}")
     parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
-    folder = Path(data_dir) / "synthetic"
+    name = dataset_name(protocol)
+    folder = Path(data_dir) / name
     if not force and existing_parameters(folder) == parameters:
         return folder  # already prepared with these parameters: nothing to do
     table = generate(users, clusters, dim, z, seed)
-    return write_dataset(folder, "synthetic", {"users": table}, parameters, protocol="linear", force=force)
+    return write_dataset(folder, name, {"users": table}, parameters, protocol=protocol, force=force)
