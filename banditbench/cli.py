@@ -86,6 +86,8 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder [default: results/DATASET-TIMESTAMP]."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results folder."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted run, skipping finished units."),
+    device: Optional[str] = typer.Option(None, "--device",
+                                         help="cpu, cuda or auto: sets `device` of every algorithm that has one."),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × seed) unit, write one Parquet shard per unit, print the regret table."""
@@ -93,7 +95,8 @@ def run(
     from banditbench.runner.experiment import execute, plan, prepare_output
 
     experiment = plan(data_dir=data_dir, dataset=dataset, algorithms=[a.strip() for a in algos.split(",") if a.strip()],
-                      rounds=rounds, seeds=seeds, master_seed=seed, budget=budget, params=param)
+                      rounds=rounds, seeds=seeds, master_seed=seed, budget=budget, params=param,
+                      device=device)
     out = out or Path("results") / f"{dataset}-{datetime.now():%Y%m%d-%H%M%S}"
     target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

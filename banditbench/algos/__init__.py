@@ -2,6 +2,8 @@
 
 from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
 from banditbench.algos.linucb import LinUCB
+from banditbench.algos.mcnb import MCNB
+from banditbench.algos.metaban import MetaBan
 from banditbench.algos.neuralucb import NeuralUCB
 from banditbench.algos.oracle import Oracle
 from banditbench.algos.random_policy import RandomPolicy
@@ -17,5 +19,9 @@ register("neuucb-one", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one ne
          per_user=False, user_features=False)
 register("neuucb-ind", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one network per user",
          per_user=True, user_features=False)
+register("mcnb", MCNB, paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)",
+         description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
+register("metaban", MetaBan, paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 001)",
+         description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

@@ -219,3 +219,70 @@ class FullCovariance:
         Z_inv = self.Z_inv[model]
         Zv = Z_inv @ v
         Z_inv -= torch.outer(Zv, Zv) / (1.0 + v @ Zv)
+
+
+class UserLearners:
+    """The n user-learners θ^u of Meta-Ban and M-CNB, stacked [n, p], with their histories T^u and counts μ^u.
+
+    ``predict`` gives every user-learner's estimate on every arm in one batched call; ``groups`` applies the
+    inferred-cluster test N̂_{u_t}(x_i) = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν} (Meta-Ban Eq. 4,
+    M-CNB Eq. 3) to all K arms at once; ``train`` runs Adam on all given users together."""
+
+    def __init__(self, mlp: MLP, theta0: torch.Tensor, n_users: int, generator: torch.Generator, *, lr: float,
+                 steps: int, batch_size: int):
+        self.mlp, self.generator = mlp, generator
+        self.lr, self.steps, self.batch_size = lr, steps, batch_size
+        self.device = theta0.device
+        self.theta = theta0.expand(n_users, -1).clone()  # θ^u_0 = Θ_0 for every user (Alg. 1 line 2)
+        self.history = History(n_users, mlp.dim, self.device)
+        self.trained_counts = torch.zeros(n_users, dtype=torch.long, device=self.device)
+
+    @property
+    def mu(self) -> torch.Tensor:
+        return self.history.counts
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.mlp.forward(self.theta, x)  # [n, K]
+
+    @staticmethod
+    def groups(P: torch.Tensor, user: int, threshold: float, strict: bool = False) -> torch.Tensor:
+        """Inferred cluster of every arm: mask [K, n]; u_t is always a member (its difference is 0)."""
+        gap = (P - P[user]).abs().T
+        return gap < threshold if strict else gap <= threshold
+
+    def add(self, members: torch.Tensor, x: torch.Tensor, r: float) -> None:
+        self.history.add(members, x, r)
+
+    def train(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> None:
+        """Adam on each user's own history; by default every user whose history grew since its last training.
+        ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3 line 2, θ^u_(0) = Θ_t)."""
+        counts = self.history.counts
+        if users is None:
+            users = torch.nonzero(counts > self.trained_counts).flatten()
+        users = users[counts[users] > 0]
+        if len(users) == 0:
+            return
+        init = self.theta[users] if start is None else start.expand(len(users), -1)
+        draw = lambda: self.history.sample(users, self.batch_size, self.generator)
+        self.theta[users] = train_adam(self.mlp, init, draw, steps=self.steps, lr=self.lr)
+        self.trained_counts[users] = counts[users]
+
+    def agreement_graph(self, threshold: float, probes: int = 64) -> np.ndarray | None:
+        """Users u, v linked when their learners agree within the threshold (the inferred-cluster test) on most
+        of the last ``probes`` played contexts: the "same inferred cluster" relation the runner scores (pair F1,
+        ARI of its connected components) against the ground truth. Diagnostics only; decisions never use it."""
+        if self.history.size == 0:
+            return None
+        x = self.history.x[max(0, self.history.size - probes):self.history.size]
+        with torch.no_grad():
+            P = self.mlp.forward(self.theta, x).T  # [probes, n]
+        agree = ((P[:, :, None] - P[:, None, :]).abs() <= threshold).float().mean(0)
+        return (agree > 0.5).cpu().numpy()
+
+
+def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:
+    if graph is None:
+        return None
+    from scipy.sparse.csgraph import connected_components
+    return connected_components(graph, directed=False)[1]

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.neural import DEVICES, resolve_device
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
@@ -62,7 +63,7 @@ def parse_params(assignments: list[str], algorithms: list[str]) -> dict[str, dic
 
 
 def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, seeds: int, master_seed: int,
-         budget: int | None, params: list[str]) -> Experiment:
+         budget: int | None, params: list[str], device: str | None = None) -> Experiment:
     if dataset not in DATASETS:
         raise UserError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
     unknown = [a for a in algorithms if a not in ALGORITHMS]
@@ -80,7 +81,14 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"--seed must be non-negative, got {master_seed}")
     if budget is not None and budget < 1:
         raise UserError(f"--budget must be at least 1 arm per round, got {budget}")
+    if device is not None:  # --device sets the ``device`` hyper-parameter of every algorithm that has one
+        if device not in DEVICES:
+            raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
+        params = [f"{a}.device={device}" for a in algorithms if "device" in ALGORITHMS[a].defaults()] + list(params)
     resolved = parse_params(params, algorithms)
+    for algo_params in resolved.values():  # an unusable device fails here, before anything is written
+        if "device" in algo_params:
+            resolve_device(algo_params["device"])
     prepared = load_dataset(data_dir, dataset)
     protocol = prepared.manifest["protocol"]
     units = [Unit(dataset, protocol, algo, resolved[algo], master_seed, i, rounds, budget)

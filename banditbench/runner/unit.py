@@ -55,6 +55,7 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
     T = unit.rounds
     users, groups, chosen_arms, budget_spent = (np.empty(T, np.int64) for _ in range(4))
     rewards, expected_rewards, best_expected_rewards, select_seconds, update_seconds = (np.empty(T) for _ in range(5))
+    components = {name: np.zeros(T) for name in policy.timing_columns}  # the policy's own time split
     diagnosed = has_diagnostics(policy)
     true_groups = getattr(env, "true_groups", None)
     diagnostics: dict[str, np.ndarray] = {}
@@ -72,6 +73,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         policy.update(view, chosen, reward)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
+        for name, seconds in components.items():
+            seconds[t] = policy.last_timings[name]
         users[t] = rnd.user
         groups[t] = rnd.group
         chosen_arms[t] = chosen
@@ -94,7 +97,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         "regret": best_expected_rewards - expected_rewards, "budget_spent": budget_spent,
         **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
     })
-    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds})
+    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds,
+                       **{f"{name}_seconds": seconds for name, seconds in components.items()}})
     return UnitResult(outcome, timing, wall)
 
 
