@@ -129,7 +129,7 @@ def test_mcnb_time_split_goes_to_the_timing_sidecar_only(cosine_runs):
     assert (timing["clustering_seconds"] + timing["meta_adaptation_seconds"] <= timing["select_seconds"]).all()
 
 
-@pytest.mark.parametrize("algorithm", ["neuucb-ind", "mcnb", "metaban"])
+@pytest.mark.parametrize("algorithm", ["neuucb-ind", "mcnb", "metaban", "eenet"])
 def test_same_seed_same_outcome(dataset, algorithm):
     params = {**ALGORITHMS[algorithm].defaults(), "schedule": "every-round", "train_steps": 3}
     unit = Unit("synthetic", "linear", algorithm, params, 4, 1, 60, None)
@@ -152,3 +152,16 @@ def test_device_option_sets_every_neural_algorithm(data_dir):
         with pytest.raises(UserError, match="no CUDA device"):
             plan(data_dir=data_dir, dataset="synthetic", algorithms=["mcnb"], rounds=10, seeds=1, master_seed=0,
                  budget=None, params=[], device="cuda")
+
+
+def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
+    from banditbench.envs import Round
+    policy = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
+    rng = np.random.default_rng(0)
+    for t in range(12):
+        rnd = Round(t, t % 3, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4), user_features=np.ones(3) * t)
+        policy.update(rnd.view(Budget()), policy.select(rnd.view(Budget()), Budget()), 1.0)
+    assert policy.mlp.dim == 8  # [x_arm ; x_user]
+    blind = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
+    with pytest.raises(UserError, match="needs user features"):
+        blind.select(Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()), Budget())

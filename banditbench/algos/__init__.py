@@ -1,6 +1,7 @@
 """Algorithm registry: one line per registered name. Importing this module fills ``ALGORITHMS``."""
 
 from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
+from banditbench.algos.eenet import EENet
 from banditbench.algos.linucb import LinUCB
 from banditbench.algos.mcnb import MCNB
 from banditbench.algos.metaban import MetaBan
@@ -23,5 +24,10 @@ register("mcnb", MCNB, paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)",
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
 register("metaban", MetaBan, paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 001)",
          description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
+register("neu-au", NeuralUCB, paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
+         description="one NeuralUCB network on arm and user features concatenated (needs user features)",
+         per_user=False, user_features=True)
+register("eenet", EENet, paper="Ban, Yan, Banerjee & He, ICLR 2022",
+         description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

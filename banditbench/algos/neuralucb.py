@@ -10,6 +10,9 @@ Training (line 11, Eq. 4.1): min Σ ½(f(x; θ) − r)² + mλ/2 ‖θ − θ_0�
 (the papers leave steps, batch and learning rate open; these are our documented defaults). The loss is
 averaged per minibatch, so the penalty is scaled by 1/|history| to keep Eq. 4.1's balance.
 
+NeuA+U (``user_features=True``, M-CNB §6): NeuUCB-ONE on the input [x_arm ; x_user], "only where user
+features exist". On a protocol without user features it stops with a one-line error at its first round.
+
 NeuUCB-IND, paper silent on who trains: by default every user whose history grew since its last training
 is trained on a scheduled round, all in one batched call; ``train_served_only=True`` is the authors' code
 (only the served user, on a scheduled round).
@@ -21,6 +24,7 @@ import numpy as np
 import torch
 
 from banditbench.algos.base import Policy
+from banditbench.errors import UserError
 from banditbench.algos.neural import (MLP, SCHEDULES, DiagonalCovariance, FullCovariance, History, check_choice,
                                       is_training_round, resolve_device, torch_generator, train_adam)
 
@@ -39,17 +43,28 @@ class NeuralUCB(Policy):
         self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
-        self.mlp = MLP(dim, width, depth, bias, init)  # ``dim`` already includes user features for NeuA+U
-        n_models = n_users if per_user else 1
-        self.theta0 = torch.stack([self.mlp.init(self.generator, self.device) for _ in range(n_models)])
-        self.theta = self.theta0.clone()
-        cov = (DiagonalCovariance(n_models, self.mlp.p, lam, width, self.device) if covariance == "diagonal" else
-               FullCovariance(n_models, self.mlp.p, lam, width, self.device, max_covariance_gb))
-        self.Z = cov
-        self.history = History(n_models, dim, self.device)
-        self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
+        self.network = dict(width=width, depth=depth, bias=bias, init=init)
+        self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
         self._g_chosen: torch.Tensor | None = None
         self._x: torch.Tensor | None = None
+        if not user_features:
+            self._build(dim)
+        else:  # NeuA+U: the input [x_arm ; x_user] is sized on the first round, when user features are seen
+            self.mlp = None
+            if max_covariance_gb <= 0:
+                raise UserError("max_covariance_gb must be positive")
+
+    def _build(self, input_dim: int) -> None:
+        self.mlp = MLP(input_dim, **self.network)
+        n_models = self.n_users if self.per_user else 1
+        self.theta0 = torch.stack([self.mlp.init(self.generator, self.device) for _ in range(n_models)])
+        self.theta = self.theta0.clone()
+        width = self.mlp.width
+        self.Z = (DiagonalCovariance(n_models, self.mlp.p, self.lam, width, self.device)
+                  if self.covariance == "diagonal" else
+                  FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb))
+        self.history = History(n_models, input_dim, self.device)
+        self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
 
     def _model(self, user: int) -> int:
         return user if self.per_user else 0
@@ -57,6 +72,11 @@ class NeuralUCB(Policy):
     def _inputs(self, view, arms: np.ndarray) -> torch.Tensor:
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.user_features:
+            if view.user_features is None:
+                raise UserError("neu-au needs user features, and this protocol gives none (the M-CNB paper runs "
+                                "NeuA+U only on MovieLens and Yelp); use neuucb-one here")
+            if self.mlp is None:
+                self._build(x.shape[1] + len(view.user_features))
             u = torch.as_tensor(view.user_features, dtype=torch.float32, device=self.device)
             x = torch.cat([x, u.expand(x.shape[0], -1)], dim=1)
         return x
