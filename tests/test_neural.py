@@ -19,10 +19,11 @@ def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
     assert all(is_training_round(t, "every-round") for t in range(50))
 
 
+@pytest.mark.parametrize("gradients", ["vmap", "batched"])
 @pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
-def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth):
+def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
     generator = torch.Generator().manual_seed(0)
-    mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper")
+    mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
     theta = mlp.init(generator, torch.device("cpu"))
     x = torch.randn(7, 6, generator=generator)
     thetas = theta + 0.1 * torch.randn(7, mlp.p, generator=generator)  # one network per arm, as M-CNB's Θ_{t,i}

@@ -6,7 +6,7 @@ Two networks shared by all users (the paper's single-bandit setting):
                                                             min Σ ½(f2(φ(x_τ); θ2) − (r_τ − f1(x_τ; θ1_{τ−1})))²
   decision      x_t = argmax_i f3(f1(x_i), f2(φ(x_i))) with the linear decision maker f3 = f1 + f2 (the one the
                 paper's regret analysis uses; the neural f3 of its experiments is not implemented).
-φ is computed for all K arms in one vmapped call; ``pool`` > 1 block-averages it (the code's mean pooling,
+φ is computed for all K arms in one batched call; ``pool`` > 1 block-averages it (the code's mean pooling,
 for large inputs such as MNIST's block encoding). Both networks train on M-CNB §6's schedule with Adam
 (``train_steps`` minibatch steps, fresh optimiser; the paper leaves steps and rates open).
 
@@ -30,16 +30,16 @@ class EENet(Policy):
     def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
                  init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
                  explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
-                 code_decision: bool = False, device: str = "cpu", threads: int = 1):
+                 code_decision: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
         self.train_steps, self.batch_size = train_steps, batch_size
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
-        self.f1 = MLP(dim, width, depth, bias, init)
+        self.f1 = MLP(dim, width, depth, bias, init, gradients)
         self.phi_dim = -(-self.f1.p // self.pool)
-        self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init)
+        self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
         self.theta1 = self.f1.init(self.generator, self.device)[None]
         self.theta2 = self.f2.init(self.generator, self.device)[None]
         self.exploit_data = History(1, dim, self.device)
@@ -47,7 +47,7 @@ class EENet(Policy):
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
 
     def _phi(self, x: torch.Tensor) -> torch.Tensor:
-        G = self.f1.per_arm_gradients(self.theta1[0], x)  # [K, p], vmapped over arms
+        G = self.f1.per_arm_gradients(self.theta1[0], x)  # [K, p], all arms in one call
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
             G = F.avg_pool1d(F.pad(G, (0, self.phi_dim * self.pool - G.shape[1]))[:, None], self.pool)[:, 0]
         return G

@@ -52,7 +52,7 @@ class MCNB(Policy):
                  width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
                  meta_every_10th_in_place: bool = False, group_cap: bool = False, code_exploration: bool = False,
                  code_nu: float = 1e-4, meta_pooled_training: bool = False, code_threshold: bool = False,
-                 share_with_cluster: bool = False, device: str = "cpu", threads: int = 1):
+                 share_with_cluster: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.threshold = (nu - 1.0) / nu * gamma  # 0.32 with the paper's ν = 5, γ = 0.4
@@ -63,7 +63,7 @@ class MCNB(Policy):
         self.code_exploration, self.code_nu, self.meta_pooled_training = code_exploration, code_nu, meta_pooled_training
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
-        self.mlp = MLP(dim, width, depth, bias, init)
+        self.mlp = MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = self.mlp.init(self.generator, self.device)  # frozen, for g(x; Θ_0)
         self.Theta = self.Theta0.clone()
         self.users = UserLearners(self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps,
@@ -150,7 +150,7 @@ class MCNB(Policy):
         else:
             thetas = self._adapt(groups)
         t2 = clock()
-        # (3) UCB with the adapted Θ_{t,i}: estimate and gradient per arm, vmapped
+        # (3) UCB with the adapted Θ_{t,i}: estimate and gradient per arm, one batched call
         with torch.no_grad():
             f = self.mlp.forward(thetas, x[:, None, :])[:, 0]
         self.served[user] += 1
@@ -158,7 +158,7 @@ class MCNB(Policy):
             G = self.mlp.per_arm_gradients(thetas, x)
             ucb = f + self.code_nu ** 0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
             self.bonus = self.code_nu ** 0.5 * G.norm(dim=1)
-        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one vmapped call
+        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
             both = self.mlp.per_arm_gradients(torch.cat([thetas, self.Theta0.expand(len(x), -1)]), torch.cat([x, x]))
             G, G0 = both[:len(x)], both[len(x):]
             self.bonus = self.alpha * (G - G0).norm(dim=1) / self.mlp.width ** 0.25

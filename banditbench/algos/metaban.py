@@ -47,7 +47,7 @@ class MetaBan(Policy):
                  group_mode: str = "per_arm", ucb: str = "paper", code_lam_nu: float = 1e-5,
                  share_data_with_group: bool = False, user_start: str = "own", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", width: int = 100, depth: int = 2,
-                 bias: bool = False, init: str = "paper", device: str = "cpu", threads: int = 1):
+                 bias: bool = False, init: str = "paper", gradients: str = "batched", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.meta_update = check_choice("meta_update", meta_update, ("fomaml", "pooled"))
         self.group_mode = check_choice("group_mode", group_mode, ("per_arm", "last_arm", "union"))
@@ -59,7 +59,7 @@ class MetaBan(Policy):
         self.user_start = check_choice("user_start", user_start, ("own", "initial", "meta"))
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
-        self.mlp = MLP(dim, width, depth, bias, init)
+        self.mlp = MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = self.mlp.init(self.generator, self.device)
         self.Theta = self.Theta0.clone()
         self.users = UserLearners(self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps,
@@ -109,7 +109,7 @@ class MetaBan(Policy):
         if self.ucb == "grad_norm":
             G = self.mlp.per_arm_gradients(thetas, x)
             ucb = f + np.sqrt(self.code_lam_nu) * G.norm(dim=1)
-        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one vmapped call
+        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
             both = self.mlp.per_arm_gradients(torch.cat([thetas, self.Theta0.expand(len(x), -1)]), torch.cat([x, x]))
             ucb = f + self.alpha * (both[:len(x)] - both[len(x):]).norm(dim=1)
         chosen = int(torch.argmax(ucb))

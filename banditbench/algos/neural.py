@@ -22,6 +22,7 @@ from banditbench.errors import UserError
 DEVICES = ("cpu", "cuda", "auto")
 SCHEDULES = ("paper", "every-round")
 INITS = ("paper", "torch")
+GRADIENTS = ("batched", "vmap")
 
 
 def resolve_device(name: str) -> torch.device:
@@ -71,10 +72,12 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 class MLP:
     """f(x; θ) with depth L (number of weight matrices), width m, optional biases, on flat θ."""
 
-    def __init__(self, dim: int, width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper"):
+    def __init__(self, dim: int, width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
+                 gradients: str = "batched"):
         if depth < 1 or width < 1:
             raise UserError(f"network depth and width must be at least 1, got depth={depth}, width={width}")
         check_choice("init", init, INITS)
+        self.gradients = check_choice("gradients", gradients, GRADIENTS)
         self.dim, self.width, self.depth, self.bias, self.init_kind = dim, width, depth, bias, init
         sizes = [dim] + [width] * (depth - 1) + [1]
         self.shapes: list[tuple[tuple[int, int], int]] = [((sizes[i + 1], sizes[i]), sizes[i + 1] if bias else 0)
@@ -123,8 +126,18 @@ class MLP:
         return self.forward(theta, x[None])[0]
 
     def per_arm_gradients(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """g(x_i; θ) = ∇_θ f(x_i; θ) for every arm, vmapped: θ [p] or per-arm [k, p], x [k, d] → [k, p]."""
-        return vmap(grad(self._f_single), in_dims=(0 if theta.dim() == 2 else None, 0))(theta, x)
+        """g(x_i; θ) = ∇_θ f(x_i; θ) for every arm: θ [p] (one network) or [k, p] (one per arm), x [k, d] → [k, p].
+
+        "vmap": torch.func.vmap of torch.func.grad over the arms. "batched" (default): θ copied once per arm
+        into a [k, p] leaf, the k forward passes run as one batched matmul and one backward of their sum gives
+        every row its own arm's gradient (row i of f depends on θ_i only) — the same numbers (tested), about
+        2.5× faster on CPU for these small networks, where vmap's per-call dispatch dominates."""
+        if self.gradients == "vmap":
+            return vmap(grad(self._f_single), in_dims=(0 if theta.dim() == 2 else None, 0))(theta, x)
+        thetas = theta.detach().expand(x.shape[0], -1).clone().requires_grad_(True)
+        with torch.enable_grad():
+            f = self.forward(thetas, x[:, None, :]).sum()
+            return torch.autograd.grad(f, thetas)[0]
 
 
 class History:

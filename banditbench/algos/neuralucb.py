@@ -34,7 +34,7 @@ class NeuralUCB(Policy):
                  covariance: str = "diagonal", max_covariance_gb: float = 2.0, width: int = 100, depth: int = 2,
                  bias: bool = False, init: str = "paper", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", train_served_only: bool = False,
-                 user_features: bool = False, device: str = "cpu", threads: int = 1):
+                 user_features: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         check_choice("covariance", covariance, ("diagonal", "full"))
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
@@ -43,7 +43,7 @@ class NeuralUCB(Policy):
         self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
-        self.network = dict(width=width, depth=depth, bias=bias, init=init)
+        self.network = dict(width=width, depth=depth, bias=bias, init=init, gradients=gradients)
         self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
         self._g_chosen: torch.Tensor | None = None
         self._x: torch.Tensor | None = None
@@ -87,7 +87,7 @@ class NeuralUCB(Policy):
         theta = self.theta[model]
         with torch.no_grad():
             f = self.mlp.forward(theta, x)
-        G = self.mlp.per_arm_gradients(theta, x)  # [K, p], vmapped over arms
+        G = self.mlp.per_arm_gradients(theta, x)  # [K, p], all arms in one call
         ucb = f.double() + self.nu * self.Z.widths(model, G)
         chosen = int(torch.argmax(ucb))
         self._g_chosen, self._x = G[chosen], x[chosen]
