@@ -130,7 +130,7 @@ def test_mcnb_time_split_goes_to_the_timing_sidecar_only(cosine_runs):
     assert (timing["clustering_seconds"] + timing["meta_adaptation_seconds"] <= timing["select_seconds"]).all()
 
 
-@pytest.mark.parametrize("algorithm", ["neuucb-ind", "mcnb", "metaban", "eenet"])
+@pytest.mark.parametrize("algorithm", ["neuucb-ind", "mcnb", "metaban", "eenet", "neurallinear"])
 def test_same_seed_same_outcome(dataset, algorithm):
     params = {**ALGORITHMS[algorithm].defaults(), "schedule": "every-round", "train_steps": 3}
     unit = Unit("synthetic", "linear", algorithm, params, 4, 1, 60, None)

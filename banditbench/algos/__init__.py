@@ -5,6 +5,7 @@ from banditbench.algos.eenet import EENet
 from banditbench.algos.linucb import LinUCB
 from banditbench.algos.mcnb import MCNB
 from banditbench.algos.metaban import MetaBan
+from banditbench.algos.neurallinear import NeuralLinear
 from banditbench.algos.neuralucb import NeuralUCB
 from banditbench.algos.oracle import Oracle
 from banditbench.algos.random_policy import RandomPolicy
@@ -29,5 +30,7 @@ register("neu-au", NeuralUCB, paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralU
          per_user=False, user_features=True)
 register("eenet", EENet, paper="Ban, Yan, Banerjee & He, ICLR 2022",
          description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision")
+register("neurallinear", NeuralLinear, paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
+         description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]
