@@ -166,3 +166,9 @@ def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
     blind = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
     with pytest.raises(UserError, match="needs user features"):
         blind.select(Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()), Budget())
+
+
+def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user_features(data_dir):
+    with pytest.raises(UserError, match="neu-au needs user features"):
+        plan(data_dir=data_dir, dataset="synthetic", algorithms=["neu-au"], rounds=10, seeds=1, master_seed=0,
+             budget=None, params=[])

@@ -20,7 +20,7 @@ from banditbench import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.neural import DEVICES, resolve_device
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
-from banditbench.envs import BudgetExceeded
+from banditbench.envs import PROTOCOLS, BudgetExceeded
 from banditbench.errors import UserError
 from banditbench.results.shards import shard_path, write_shard
 from banditbench.runner.unit import Unit, run_unit
@@ -91,6 +91,13 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
             resolve_device(algo_params["device"])
     prepared = load_dataset(data_dir, dataset)
     protocol = prepared.manifest["protocol"]
+    # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
+    # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
+    if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
+        for algo in algorithms:
+            if ALGORITHMS[algo].fixed.get("user_features"):
+                raise UserError(f"{algo} needs user features, and protocol {protocol!r} gives none "
+                                "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)")
     units = [Unit(dataset, protocol, algo, resolved[algo], master_seed, i, rounds, budget)
              for algo in algorithms for i in range(seeds)]
     config = {
