@@ -93,13 +93,16 @@ def prepare_synthetic(
                                  help="linear (one random user per round) or synchronous (all users each step)."),
     data_dir: Path = DATA_DIR,
     force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
+    protocol: str = typer.Option("linear", "--protocol",
+                                 help="linear, or cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
 ) -> None:
     """Clustered linear users with θ on the unit sphere (Ghosh et al. 2021; BASS). No download."""
     from banditbench.data import synthetic
 
     path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
                              seed=seed, force=force, centres=centres, omega=omega, protocol=protocol)
-    console.print(f"[bold]synthetic[/] is ready in {path}: {users} users in {clusters} clusters, d={dim}, K={arms}")
+    console.print(f"[bold]{synthetic.dataset_name(protocol)}[/] is ready in {path}: "
+                  f"{users} users in {clusters} clusters, d={dim}, K={arms}")
 
 
 SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")
@@ -334,6 +337,8 @@ def run(
     gpus_per_unit: Optional[float] = typer.Option(None, "--gpus-per-unit", help="GPUs each Ray task asks for \\[default: 0]."),
     checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Save each unit's state every N "
                                                    "rounds, so --resume continues it \\[default: 0, never]."),
+    device: Optional[str] = typer.Option(None, "--device",
+                                         help="cpu, cuda or auto: sets `device` of every algorithm that has one."),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
@@ -350,7 +355,7 @@ def run(
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
     experiment = plan(data_dir=data_dir, dataset=s["dataset"], algorithms=s["algos"], rounds=s["rounds"],
                       seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
-                      tune_seeds=s["tune-seeds"], protocol=s["protocol"])
+                      tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device)
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
     out = Path(s["out"]) if s["out"] else Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
     target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)

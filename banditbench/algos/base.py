@@ -22,6 +22,11 @@ class Policy:
     #: A privileged policy (only the oracle) is handed the full Round, hidden fields included.
     privileged = False
 
+    #: Names of per-round time components the policy measures itself (e.g. M-CNB's clustering, meta adaptation
+    #: and user training); after every round the runner copies ``self.last_timings[name]`` into the column
+    #: ``<name>_seconds`` of the timing sidecar (never the outcome shard, which must stay bit-identical).
+    timing_columns: tuple[str, ...] = ()
+
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         self.n_users = n_users
         self.n_arms = n_arms

@@ -20,6 +20,12 @@ DATASETS = {
         "Ghosh et al. 2021 §6.1 (seed 002); BASS (seed 003)",
         "linear",
     ),
+    "synthetic-cosine": DatasetInfo(
+        "synthetic-cosine",
+        "the same clustered users with the non-linear reward cos(3⟨θ, x⟩) (`prepare synthetic --protocol cosine`)",
+        "NeuralUCB §7.1 reward (Zhou et al. 2020) on seed 002's users",
+        "cosine",
+    ),
 }
 
 __all__ = ["DATASETS", "DatasetInfo", "PreparedDataset", "load_dataset"]

@@ -27,7 +27,8 @@ DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z
 # so datasets prepared before them keep their parameters.
 EXTRA_DEFAULTS = {"centres": "sphere", "omega": float(np.pi / 4), "protocol": "linear"}
 CENTRES = ("sphere", "bass")
-SYNTHETIC_PROTOCOLS = ("linear", "synchronous")
+# "cosine" (NeuralUCB's non-linear reward) is prepared as a dataset of its own, synthetic-cosine.
+SYNTHETIC_PROTOCOLS = ("linear", "synchronous", "cosine")
 
 
 def cluster_sizes(n_users: int, n_clusters: int, z: float) -> np.ndarray:
@@ -65,6 +66,10 @@ def generate(users: int, clusters: int, dim: int, z: float, seed: int, centres: 
     return frame
 
 
+def dataset_name(protocol: str) -> str:
+    return "synthetic-cosine" if protocol == "cosine" else "synthetic"
+
+
 def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, noise: float,
             z: float, seed: int, force: bool = False, centres: str = "sphere",
             omega: float = EXTRA_DEFAULTS["omega"], protocol: str = "linear") -> Path:
@@ -88,8 +93,9 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
     if centres != "bass":
         extra.pop("omega")  # ω only shapes BASS's centres
     parameters.update({k: v for k, v in extra.items() if v != EXTRA_DEFAULTS[k]})
-    folder = Path(data_dir) / "synthetic"
+    name = dataset_name(protocol)
+    folder = Path(data_dir) / name
     if not force and existing_parameters(folder) == parameters:
         return folder  # already prepared with these parameters: nothing to do
     table = generate(users, clusters, dim, z, seed, centres, omega)
-    return write_dataset(folder, "synthetic", {"users": table}, parameters, protocol=protocol, force=force)
+    return write_dataset(folder, name, {"users": table}, parameters, protocol=protocol, force=force)

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from banditbench.envs.linear import LinearEnvironment
+from banditbench.envs.nonlinear import CosineEnvironment
 from banditbench.envs.synchronous import SynchronousEnvironment
 from banditbench.envs.round import ArmPool, Budget, BudgetExceeded, Round, RoundView
 
@@ -27,6 +28,12 @@ PROTOCOLS = {
         SynchronousEnvironment,
         "every step all N users act on the same K fresh contexts ~ N(0, I/d), independent noise per user",
         "Ghosh et al. 2021 §3, §6.1 (seed 002); BASS synchronous pulling (seed 003, theory)",
+    ),
+    "cosine": ProtocolInfo(
+        "cosine",
+        CosineEnvironment,
+        "as linear, but reward cos(3⟨θ_user, x⟩) + N(0, σ²): non-linear, clustered users",
+        "NeuralUCB's cos(3aᵀx) (Zhou et al. 2020 §7.1) on the clustered users of seed 002",
     ),
 }
 

@@ -29,12 +29,17 @@ class LinearEnvironment:
         self.noise = float(dataset.parameters["noise"])
         self.rng = np.random.default_rng(seed)
 
+    @staticmethod
+    def expected_reward(inner: np.ndarray) -> np.ndarray:
+        """Expected reward from ⟨θ_user, x⟩ (a hook for the non-linear protocols of ``envs/nonlinear.py``)."""
+        return inner
+
     def rounds(self, n_rounds: int) -> Iterator[Round]:
         for start in range(0, n_rounds, BLOCK):
             size = min(BLOCK, n_rounds - start)
             users = self.rng.integers(self.n_users, size=size)
             arms = self.rng.standard_normal((size, self.n_arms, self.dim)) / np.sqrt(self.dim)
-            expected = np.einsum("bkd,bd->bk", arms, self.theta[users])
+            expected = self.expected_reward(np.einsum("bkd,bd->bk", arms, self.theta[users]))
             rewards = expected + self.noise * self.rng.standard_normal((size, self.n_arms))
             for i in range(size):
                 user = int(users[i])

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.neural import DEVICES, resolve_device
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
 from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
@@ -56,9 +57,10 @@ class Experiment:
 
 def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, seeds: int, master_seed: int,
          budget: int | None, params: list[str] | grid.Assignments, tune_seeds: int = 0,
-         protocol: str | None = None) -> Experiment:
+         protocol: str | None = None, device: str | None = None) -> Experiment:
     """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
-    preset requires (the prepared dataset must have been prepared for it)."""
+    preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
+    hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins)."""
     if dataset not in DATASETS:
         raise UserError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
     unknown = [a for a in algorithms if a not in ALGORITHMS]
@@ -79,7 +81,16 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     if budget is not None and budget < 1:
         raise UserError(f"--budget must be at least 1 arm per round, got {budget}")
     assignments = grid.parse_assignments(params) if isinstance(params, list) else params
+    if device is not None:
+        if device not in DEVICES:
+            raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
+        flag = {a: {"device": [device]} for a in algorithms if "device" in ALGORITHMS[a].defaults()}
+        assignments = grid.merge(flag, assignments)
     resolved = grid.resolve(assignments, algorithms)
+    for algo in algorithms:  # an unusable device fails here, before anything is written
+        for cell in grid.cells(resolved[algo]):
+            if "device" in cell:
+                resolve_device(cell["device"])
     prepared = load_dataset(data_dir, dataset)
     if protocol is not None and protocol != prepared.manifest["protocol"]:
         raise UserError(f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
@@ -87,6 +98,13 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     protocol = prepared.manifest["protocol"]
     if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
         raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
+    # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
+    # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
+    if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
+        for algo in algorithms:
+            if ALGORITHMS[algo].fixed.get("user_features"):
+                raise UserError(f"{algo} needs user features, and protocol {protocol!r} gives none "
+                                "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)")
     config = {
         "dataset": dataset, "dataset_manifest_sha256": prepared.manifest_sha256, "protocol": protocol,
         "algorithms": resolved, "seeds": seeds, "tune_seeds": tune_seeds, "master_seed": master_seed,

@@ -78,7 +78,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         spec = ALGORITHMS[unit.algorithm]
         policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
         columns = {**{name: np.empty(T, np.int64) for name in INT_COLUMNS},
-                   **{name: np.empty(T) for name in FLOAT_COLUMNS}}
+                   **{name: np.empty(T) for name in FLOAT_COLUMNS},
+                   **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns}}
         diagnostics: dict[str, np.ndarray] = {}
         start, wall_before = 0, 0.0
     else:
@@ -89,6 +90,7 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
     users, groups, chosen_arms, budget_spent = (columns[name] for name in INT_COLUMNS)
     rewards, expected_rewards, best_expected_rewards, select_seconds, update_seconds = (
         columns[name] for name in FLOAT_COLUMNS)
+    components = {name: columns[f"{name}_seconds"] for name in policy.timing_columns}  # the policy's own time split
     diagnosed = has_diagnostics(policy)
     true_groups = getattr(env, "true_groups", None)
     checkpoint_every = checkpoints.every if checkpoints is not None else 0
@@ -107,6 +109,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         policy.update(view, chosen, reward)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
+        for name, seconds in components.items():
+            seconds[t] = policy.last_timings[name]
         users[t] = rnd.user
         groups[t] = rnd.group
         chosen_arms[t] = chosen
@@ -132,7 +136,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         "regret": best_expected_rewards - expected_rewards, "budget_spent": budget_spent,
         **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
     })
-    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds})
+    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds,
+                       **{f"{name}_seconds": seconds for name, seconds in components.items()}})
     return UnitResult(outcome, timing, wall)
 
 

@@ -1,0 +1,199 @@
+"""M-CNB, Meta Clustering of Neural Bandits (Ban, Qi, Wei, Liu & He, KDD 2024; seed 000, specs/mcnb.md).
+
+Per round, for every arm x_i at once (Algorithm 1 lines 6–10, batched over arms and users):
+  (1) clustering, Eq. 3:  N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν}
+  (2) meta adaptation, Alg. 2:  Θ_{t,i} = Θ_{t−1} − η₂ ∇_Θ (1/|N̂_i|) Σ_{u∈N̂_i} ½(f(x_u; Θ_{t−1}) − r_u)²,
+      one sample (x_u, r_u) drawn from each member's T^u; every arm starts from Θ_{t−1}
+  (3) UCB, line 9:  U_i = f(x_i; Θ_{t,i}) + ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖₂ / m^{1/4}
+                      + sqrt((S+1)/(2μ^{u_t})) + sqrt(2 log(1/δ)/μ^{u_t})
+then Θ_t = Θ_{t,î} (line 13). User-learners train with Adam on the schedule of §6 (every user whose T^u grew).
+
+Lines 14–17 give (x_t, r_t) to every member of the chosen arm's cluster N̂_î (``share_with_cluster=True``).
+Taken literally with θ^u_0 = Θ_0 for all u (line 2), this never clusters anything: at round 1 all learners are
+equal, so every cluster is all of N, every T^u receives every sample, and the learners stay (up to minibatch
+noise) copies of one another for ever — we measured one inferred cluster (ARI 0) on synthetic-cosine. So by
+default (``share_with_cluster=False``) T^u and μ^u grow only on the rounds u is served, as in the authors'
+code at HEAD; the cluster still decides which members' data adapt Θ (Alg. 2).
+
+Choices the paper leaves open (documented defaults): η₂ = ``eta2`` (0.05, one step, ``meta_steps`` more);
+the draw of one sample per user is shared by the K arms of a round (all K adaptations are then one matrix
+product); members without data yet are left out of the meta loss (the paper's "observe one data for each
+user" warm start is not available in our protocols); μ counts from 0 and the user-side term uses max(μ, 1);
+``alpha`` scales the meta-side bonus (1 = the paper, which has no scale).
+
+The authors' code (banyikun/MCNB @cf79294) as named switches, all off by default:
+  ``meta_every_10th_in_place``  adapt only when t % 10 == 0, cumulatively in place across arms, keeping the
+                                last arm's group for the update (100 SGD steps of lr 1e-2 on the group's data)
+  ``group_cap``                 cap a group at n/5 members drawn with replacement, plus u_t
+  ``code_exploration``          U = f(x; Θ) + sqrt(code_nu)·‖g(x; Θ)‖ + code_nu·sqrt(1/count), code_nu = 1e-4
+  ``meta_pooled_training``      on scheduled rounds also train Θ with Adam on all users' data
+  ``code_threshold``            the test |diff| < γ (0.4 itself, strict) instead of ≤ (ν−1)γ/ν
+Not reproduced: the code appends (x_t, r_t) to u_t's history only and trains only u_t's learner.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from banditbench.algos.base import Policy
+from banditbench.algos.neural import (MLP, SCHEDULES, UserLearners, check_choice, connected_labels,
+                                      is_training_round, resolve_device, torch_generator, train_adam)
+
+
+class MCNB(Policy):
+    timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
+
+    def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, S: float = 1.0,
+                 delta: float = 0.1, eta2: float = 0.05, meta_steps: int = 1, alpha: float = 1.0,
+                 lr: float = 1e-2, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
+                 width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
+                 meta_every_10th_in_place: bool = False, group_cap: bool = False, code_exploration: bool = False,
+                 code_nu: float = 1e-4, meta_pooled_training: bool = False, code_threshold: bool = False,
+                 share_with_cluster: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.threshold = (nu - 1.0) / nu * gamma  # 0.32 with the paper's ν = 5, γ = 0.4
+        self.gamma, self.code_threshold, self.share_with_cluster = gamma, code_threshold, share_with_cluster
+        self.S, self.delta, self.eta2, self.meta_steps, self.alpha = S, delta, eta2, meta_steps, alpha
+        self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
+        self.meta_every_10th_in_place, self.group_cap = meta_every_10th_in_place, group_cap
+        self.code_exploration, self.code_nu, self.meta_pooled_training = code_exploration, code_nu, meta_pooled_training
+        self.device = resolve_device(device)
+        self.generator = torch_generator(seed, self.device, threads)
+        self.mlp = MLP(dim, width, depth, bias, init, gradients)
+        self.Theta0 = self.mlp.init(self.generator, self.device)  # frozen, for g(x; Θ_0)
+        self.Theta = self.Theta0.clone()
+        self.users = UserLearners(self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps,
+                                  batch_size=batch_size)
+        self.served = torch.zeros(n_users, dtype=torch.long, device=self.device)  # code's per-user select count
+        self.last_timings = {name: 0.0 for name in self.timing_columns}
+        self.bonus: torch.Tensor | None = None  # last round's meta-side exploration bonus per arm
+        self._group: torch.Tensor | None = None
+        self._code_group: torch.Tensor | None = None
+
+    # (1) user clustering, all arms at once
+    def _clusters(self, user: int, x: torch.Tensor) -> torch.Tensor:
+        P = self.users.predict(x)
+        if self.code_threshold:
+            groups = self.users.groups(P, user, self.gamma, strict=True)
+        else:
+            groups = self.users.groups(P, user, self.threshold)
+        if self.group_cap:
+            groups = self._cap(groups, user)
+        return groups
+
+    def _cap(self, groups: torch.Tensor, user: int) -> torch.Tensor:
+        """The code's cap: more than n/5 members → n/5 drawn with replacement (so fewer distinct), plus u_t."""
+        cap = max(1, self.n_users // 5)
+        for i in range(groups.shape[0]):
+            members = torch.nonzero(groups[i]).flatten()
+            if len(members) > cap:
+                pick = members[torch.randint(len(members), (cap,), generator=self.generator, device=self.device)]
+                groups[i] = False
+                groups[i, pick] = True
+                groups[i, user] = True
+        return groups
+
+    # (2) meta adaptation, Alg. 2 for all K arms in one vectorised step
+    def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
+        K = groups.shape[0]
+        has_data = self.users.mu > 0
+        members = groups & has_data  # [K, n]
+        size = members.sum(1, keepdim=True).clamp_min(1).float()
+        thetas = self.Theta.expand(K, -1).clone()
+        data_users = torch.nonzero(has_data).flatten()
+        if len(data_users) == 0:
+            return thetas
+        for _ in range(self.meta_steps):
+            xs, rs = self.users.history.sample(data_users, 1, self.generator)  # one sample per user
+            thetas.requires_grad_(True)
+            pred = self.mlp.forward(thetas, xs[:, 0])  # [K, |data users|]
+            weights = members[:, data_users].float() / size
+            loss = 0.5 * ((pred - rs[:, 0]).square() * weights).sum()  # Σ_i of arm i's mean member loss
+            (gradient,) = torch.autograd.grad(loss, thetas)
+            thetas = (thetas - self.eta2 * gradient).detach()
+        return thetas
+
+    def _adapt_code(self, user: int, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """The code's adaptation: per arm, ≤ 100 plain-SGD (lr 1e-2) single-sample steps on the pooled data of
+        the arm's group, in place on Θ and cumulative across arms; the last arm's group is kept."""
+        history = self.users.history
+        for i in range(groups.shape[0]):
+            members = torch.nonzero(groups[i] & (self.users.mu > 0)).flatten()
+            if len(members) == 0:
+                continue
+            rows = torch.cat([history.rows[u, :history.counts[u]] for u in members.tolist()])
+            order = rows[torch.randperm(len(rows), generator=self.generator, device=self.device)][:100]
+            Theta = self.Theta.clone().requires_grad_(True)
+            optimiser = torch.optim.SGD([Theta], lr=1e-2)
+            for row in order:
+                loss = (self.mlp.forward(Theta, history.x[row][None]) - history.r[row]).square().sum()
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+            self.Theta = Theta.detach()
+        self._code_group = groups[-1].clone()
+        return self.Theta.expand(groups.shape[0], -1)
+
+    def select(self, view, budget):
+        clock = time.perf_counter
+        user = view.user
+        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+        t0 = clock()
+        groups = self._clusters(user, x)
+        t1 = clock()
+        if self.meta_every_10th_in_place:
+            thetas = self._adapt_code(user, x, groups) if view.t % 10 == 0 else self.Theta.expand(len(x), -1)
+        else:
+            thetas = self._adapt(groups)
+        t2 = clock()
+        # (3) UCB with the adapted Θ_{t,i}: estimate and gradient per arm, one batched call
+        with torch.no_grad():
+            f = self.mlp.forward(thetas, x[:, None, :])[:, 0]
+        self.served[user] += 1
+        if self.code_exploration:
+            G = self.mlp.per_arm_gradients(thetas, x)
+            ucb = f + self.code_nu ** 0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
+            self.bonus = self.code_nu ** 0.5 * G.norm(dim=1)
+        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
+            both = self.mlp.per_arm_gradients(torch.cat([thetas, self.Theta0.expand(len(x), -1)]), torch.cat([x, x]))
+            G, G0 = both[:len(x)], both[len(x):]
+            self.bonus = self.alpha * (G - G0).norm(dim=1) / self.mlp.width ** 0.25
+            mu = max(int(self.users.mu[user]), 1)  # μ^{u_t}_{t−1}; the term is the same for every arm
+            user_side = np.sqrt((self.S + 1) / (2 * mu)) + np.sqrt(2 * np.log(1 / self.delta) / mu)
+            ucb = f + self.bonus + user_side
+        chosen = int(torch.argmax(ucb))
+        if not self.meta_every_10th_in_place:
+            self.Theta = thetas[chosen].clone()  # line 13: Θ_t = Θ_{t,î}
+        self._group = self._code_group if (self.meta_every_10th_in_place and self._code_group is not None) \
+            else groups[chosen]
+        self._x = x[chosen]
+        self.last_timings["clustering"] = t1 - t0
+        self.last_timings["meta_adaptation"] = t2 - t1
+        return chosen
+
+    def update(self, view, chosen, reward):
+        t0 = time.perf_counter()
+        members = torch.nonzero(self._group).flatten() if self.share_with_cluster else \
+            torch.tensor([view.user], device=self.device)
+        self.users.add(members, self._x, reward)  # lines 14–17 (every member of N̂_{u_t}(x_t)) or u_t only
+        if is_training_round(view.t, self.schedule):
+            self.users.train()
+            if self.meta_pooled_training:
+                rows = torch.arange(self.users.history.size, device=self.device)
+                draw = lambda: self._pooled(rows)
+                self.Theta = train_adam(self.mlp, self.Theta[None], draw, steps=self.train_steps, lr=self.lr)[0]
+        self.last_timings["user_training"] = time.perf_counter() - t0
+
+    def _pooled(self, rows: torch.Tensor):
+        pick = rows[torch.randint(len(rows), (1, self.batch_size), generator=self.generator, device=self.device)]
+        return self.users.history.x[pick], self.users.history.r[pick]
+
+    def sharing_graph(self):
+        return self.users.agreement_graph(self.threshold)
+
+    def clusters(self):
+        return connected_labels(self.users.agreement_graph(self.threshold))

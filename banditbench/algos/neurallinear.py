@@ -1,0 +1,121 @@
+"""NeuralLinear with clustering, the M-CNB baseline (KDD 2024 §6, after Zahavy & Mannor 2019; Nabati et al. 2021):
+"A shared neural network is built for all users to get an embedding for each arm, which is fed into the
+linear bandit with the clustering procedure."
+
+The paper names neither the clustering procedure nor the embedding's refresh; our documented choices:
+  embedding   φ(x) = the last hidden layer σ(W_{L−1} … σ(W_1 x)) ∈ R^m of one network trained on every
+              user's data (squared loss, Adam, M-CNB §6's schedule), as in Zahavy & Mannor;
+  linear part CLUB (Gentile, Li & Zappella, ICML 2014) on φ: per-user ridge statistics A_u = λI + Σ φφᵀ,
+              b_u = Σ rφ; a user graph, complete at the start, loses edge (u_t, j) when
+              ‖w_{u_t} − w_j‖ > α₂ (CB(T_{u_t}) + CB(T_j)), CB(T) = sqrt((1 + ln(1 + T)) / (1 + T));
+              u_t's cluster is its connected component C, scored with
+              U = φᵀ w_C + α sqrt(φᵀ A_C⁻¹ φ · ln(t + 1)),  A_C = λI + Σ_{j∈C}(A_j − λI),  b_C = Σ_{j∈C} b_j;
+  refresh     after every training of the network, every A_u and b_u is rebuilt from the stored history
+              with the new embedding (Zahavy & Mannor's recomputation), in one batched call; the graph keeps
+              its deleted edges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.sparse.csgraph import connected_components
+
+from banditbench.algos.base import Policy
+from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
+                                      torch_generator, train_adam)
+
+
+def confidence(count: torch.Tensor) -> torch.Tensor:
+    """CLUB's CB(T) = sqrt((1 + ln(1 + T)) / (1 + T))."""
+    count = count.double()
+    return ((1 + torch.log1p(count)) / (1 + count)).sqrt()
+
+
+class NeuralLinear(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.1, alpha2: float = 1.0, lam: float = 1.0,
+                 width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper", lr: float = 1e-2,
+                 train_steps: int = 50, batch_size: int = 32, schedule: str = "paper", device: str = "cpu",
+                 threads: int = 1):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.alpha, self.alpha2, self.lam = alpha, alpha2, lam
+        self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
+        self.device = resolve_device(device)
+        self.generator = torch_generator(seed, self.device, threads)
+        self.mlp = MLP(dim, width, depth, bias, init)
+        self.theta = self.mlp.init(self.generator, self.device)[None]
+        self.history = History(1, dim, self.device)
+        self.user_of_row = torch.zeros(1024, dtype=torch.long, device=self.device)
+        m = width
+        self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(lam).repeat(n_users, 1, 1)  # [n, m, m]
+        self.b = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
+        self.w = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
+        self.count = torch.zeros(n_users, dtype=torch.long, device=self.device)
+        self.graph = np.ones((n_users, n_users), dtype=bool)
+        self.one = torch.zeros(1, dtype=torch.long, device=self.device)
+
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.mlp.embed(self.theta[0], x).double()
+
+    def _component(self, user: int) -> np.ndarray:
+        labels = connected_components(self.graph, directed=False)[1]
+        return np.flatnonzero(labels == labels[user])
+
+    def select(self, view, budget):
+        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+        phi = self._embed(x)
+        members = torch.as_tensor(self._component(view.user), device=self.device)
+        eye = torch.eye(phi.shape[1], dtype=torch.float64, device=self.device) * self.lam
+        A_C = eye + (self.A[members] - eye).sum(0)
+        b_C = self.b[members].sum(0)
+        A_inv = torch.linalg.inv(A_C)
+        width = ((phi @ A_inv) * phi).sum(1).clamp_min(0) * np.log(view.t + 2)
+        ucb = phi @ (A_inv @ b_C) + self.alpha * width.sqrt()
+        chosen = int(torch.argmax(ucb))
+        self._x, self._phi = x[chosen], phi[chosen]
+        return chosen
+
+    def update(self, view, chosen, reward):
+        u = view.user
+        row = self.history.size
+        self.history.add(self.one, self._x, reward)
+        if row == len(self.user_of_row):
+            self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)])
+        self.user_of_row[row] = u
+        self.A[u] += torch.outer(self._phi, self._phi)
+        self.b[u] += reward * self._phi
+        self.count[u] += 1
+        if is_training_round(view.t, self.schedule):
+            draw = lambda: self.history.sample(self.one, self.batch_size, self.generator)
+            self.theta = train_adam(self.mlp, self.theta, draw, steps=self.train_steps, lr=self.lr)
+            self._rebuild()
+        self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
+        self._cut_edges(u)
+
+    def _rebuild(self) -> None:
+        """Every user's A and b from its stored samples under the new embedding, in one batched call."""
+        x, r = self.history.all_rows()
+        users = self.user_of_row[:len(r)]
+        phi = self._embed(x)
+        m = phi.shape[1]
+        self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)
+        self.A.index_add_(0, users, phi[:, :, None] * phi[:, None, :])
+        self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
+        self.w = torch.linalg.solve(self.A, self.b)
+
+    def _cut_edges(self, u: int) -> None:
+        """CLUB's test on u_t's edges: delete (u_t, j) when ‖w_u − w_j‖ > α₂ (CB(T_u) + CB(T_j))."""
+        gap = (self.w - self.w[u]).norm(dim=1)
+        cb = confidence(self.count)
+        cut = (gap > self.alpha2 * (cb + cb[u])).cpu().numpy()
+        cut[u] = False
+        self.graph[u, cut] = False
+        self.graph[cut, u] = False
+
+    def sharing_graph(self):
+        return self.graph
+
+    def clusters(self):
+        return connected_components(self.graph, directed=False)[1]

@@ -1,0 +1,120 @@
+"""NeuralUCB (Zhou, Li & Gu, ICML 2020, Algorithm 1) as the clustering papers run it (M-CNB §6, Meta-Ban §7):
+"NeuUCB-ONE" keeps one network for all users, "NeuUCB-IND" one network (and one Z) per user.
+
+Score (Alg. 1 line 7):  U_i = f(x_i; θ) + ν·sqrt(g_iᵀ Z⁻¹ g_i / m),  g_i = ∇_θ f(x_i; θ)   (γ_t replaced by ν,
+                        as in the paper's experiments)
+Z update (line 10):     Z ← Z + g_t g_tᵀ / m,  Z_0 = λI; kept diagonal (``covariance="diagonal"``, the practical
+                        approximation of the paper's experiments) or full with Sherman–Morrison (``"full"``).
+Training (line 11, Eq. 4.1): min Σ ½(f(x; θ) − r)² + mλ/2 ‖θ − θ_0‖², on the schedule of M-CNB §6 (after every
+10th round up to round 1000, then every 100th), ``train_steps`` Adam steps on minibatches of the history
+(the papers leave steps, batch and learning rate open; these are our documented defaults). The loss is
+averaged per minibatch, so the penalty is scaled by 1/|history| to keep Eq. 4.1's balance.
+
+NeuA+U (``user_features=True``, M-CNB §6): NeuUCB-ONE on the input [x_arm ; x_user], "only where user
+features exist". On a protocol without user features it stops with a one-line error at its first round.
+
+NeuUCB-IND, paper silent on who trains: by default every user whose history grew since its last training
+is trained on a scheduled round, all in one batched call; ``train_served_only=True`` is the authors' code
+(only the served user, on a scheduled round).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from banditbench.algos.base import Policy
+from banditbench.errors import UserError
+from banditbench.algos.neural import (MLP, SCHEDULES, DiagonalCovariance, FullCovariance, History, check_choice,
+                                      is_training_round, resolve_device, torch_generator, train_adam)
+
+
+class NeuralUCB(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = False, nu: float = 0.1, lam: float = 0.1,
+                 covariance: str = "diagonal", max_covariance_gb: float = 2.0, width: int = 100, depth: int = 2,
+                 bias: bool = False, init: str = "paper", lr: float = 1e-2, train_steps: int = 50,
+                 batch_size: int = 32, schedule: str = "paper", train_served_only: bool = False,
+                 user_features: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        check_choice("covariance", covariance, ("diagonal", "full"))
+        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.per_user, self.nu, self.lam, self.lr = per_user, nu, lam, lr
+        self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
+        self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
+        self.device = resolve_device(device)
+        self.generator = torch_generator(seed, self.device, threads)
+        self.network = dict(width=width, depth=depth, bias=bias, init=init, gradients=gradients)
+        self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
+        self._g_chosen: torch.Tensor | None = None
+        self._x: torch.Tensor | None = None
+        if not user_features:
+            self._build(dim)
+        else:  # NeuA+U: the input [x_arm ; x_user] is sized on the first round, when user features are seen
+            self.mlp = None
+            if max_covariance_gb <= 0:
+                raise UserError("max_covariance_gb must be positive")
+
+    def _build(self, input_dim: int) -> None:
+        self.mlp = MLP(input_dim, **self.network)
+        n_models = self.n_users if self.per_user else 1
+        self.theta0 = torch.stack([self.mlp.init(self.generator, self.device) for _ in range(n_models)])
+        self.theta = self.theta0.clone()
+        width = self.mlp.width
+        self.Z = (DiagonalCovariance(n_models, self.mlp.p, self.lam, width, self.device)
+                  if self.covariance == "diagonal" else
+                  FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb))
+        self.history = History(n_models, input_dim, self.device)
+        self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
+
+    def _model(self, user: int) -> int:
+        return user if self.per_user else 0
+
+    def _inputs(self, view, arms: np.ndarray) -> torch.Tensor:
+        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
+        if self.user_features:
+            if view.user_features is None:
+                raise UserError("neu-au needs user features, and this protocol gives none (the M-CNB paper runs "
+                                "NeuA+U only on MovieLens and Yelp); use neuucb-one here")
+            if self.mlp is None:
+                self._build(x.shape[1] + len(view.user_features))
+            u = torch.as_tensor(view.user_features, dtype=torch.float32, device=self.device)
+            x = torch.cat([x, u.expand(x.shape[0], -1)], dim=1)
+        return x
+
+    def select(self, view, budget):
+        model = self._model(view.user)
+        x = self._inputs(view, view.arms[:])
+        theta = self.theta[model]
+        with torch.no_grad():
+            f = self.mlp.forward(theta, x)
+        G = self.mlp.per_arm_gradients(theta, x)  # [K, p], all arms in one call
+        ucb = f.double() + self.nu * self.Z.widths(model, G)
+        chosen = int(torch.argmax(ucb))
+        self._g_chosen, self._x = G[chosen], x[chosen]
+        return chosen
+
+    def update(self, view, chosen, reward):
+        model = self._model(view.user)
+        self.Z.update(model, self._g_chosen)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
+        self.history.add(torch.tensor([model], device=self.device), self._x, reward)
+        if is_training_round(view.t, self.schedule):
+            self._train(model)
+
+    def _train(self, served: int) -> None:
+        counts = self.history.counts
+        if self.train_served_only:
+            models = torch.tensor([served], device=self.device)
+        else:
+            models = torch.nonzero(counts > self.trained_counts).flatten()
+        if len(models) == 0:
+            return
+        scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
+        theta0 = self.theta0[models]
+        penalty = lambda th: (scale * (th - theta0).square().sum(-1)).sum()
+        draw = lambda: self.history.sample(models, self.batch_size, self.generator)
+        self.theta[models] = train_adam(self.mlp, self.theta[models], draw, steps=self.train_steps, lr=self.lr,
+                                        penalty=penalty)
+        self.trained_counts[models] = counts[models]
+
+    def clusters(self):
+        return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)

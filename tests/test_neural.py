@@ -1,0 +1,174 @@
+"""Neural bandits (issue 5): the shared helper, NeuralUCB, M-CNB and Meta-Ban on the non-linear protocol."""
+
+import numpy as np
+import pytest
+import torch
+
+from banditbench.algos import ALGORITHMS
+from banditbench.algos.neural import MLP, DiagonalCovariance, FullCovariance, is_training_round
+from banditbench.data import load_dataset, synthetic
+from banditbench.envs import Budget
+from banditbench.errors import UserError
+from banditbench.runner import Unit, run_unit
+from banditbench.runner.experiment import plan
+
+
+def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
+    fired = [t + 1 for t in range(2500) if is_training_round(t, "paper")]  # as rounds counted from 1
+    assert fired == list(range(10, 1001, 10)) + list(range(1100, 2501, 100))
+    assert all(is_training_round(t, "every-round") for t in range(50))
+
+
+@pytest.mark.parametrize("gradients", ["vmap", "batched"])
+@pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
+def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
+    generator = torch.Generator().manual_seed(0)
+    mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
+    theta = mlp.init(generator, torch.device("cpu"))
+    x = torch.randn(7, 6, generator=generator)
+    thetas = theta + 0.1 * torch.randn(7, mlp.p, generator=generator)  # one network per arm, as M-CNB's Θ_{t,i}
+
+    def loop(th, i):
+        th = th.clone().requires_grad_(True)
+        return torch.autograd.grad(mlp.forward(th, x[i:i + 1])[0], th)[0]
+
+    torch.testing.assert_close(mlp.per_arm_gradients(theta, x), torch.stack([loop(theta, i) for i in range(7)]))
+    torch.testing.assert_close(mlp.per_arm_gradients(thetas, x), torch.stack([loop(thetas[i], i) for i in range(7)]))
+
+
+def test_paper_initialisation_variances():
+    mlp = MLP(50, width=400, depth=2)
+    (W1, _), (W2, _) = mlp.layers(mlp.init(torch.Generator().manual_seed(1), torch.device("cpu")))
+    assert mlp.p == 400 * 50 + 400
+    assert W1.var().item() == pytest.approx(2 / 400, rel=0.03)  # N(0, 2/m), also for W_1
+    assert W2.var().item() == pytest.approx(1 / 400, rel=0.2)  # N(0, 1/m) for the last layer
+
+
+def test_full_and_diagonal_covariance_agree_when_the_covariance_is_diagonal():
+    p, generator = 12, torch.Generator().manual_seed(2)
+    diag = DiagonalCovariance(1, p, lam=0.5, m=100, device=torch.device("cpu"))
+    full = FullCovariance(1, p, lam=0.5, m=100, device=torch.device("cpu"), max_gb=1.0)
+    for j in [0, 3, 3, 7, 11, 0]:  # axis-aligned gradients keep Σ g gᵀ diagonal
+        g = torch.zeros(p)
+        g[j] = 1.0 + j
+        diag.update(0, g)
+        full.update(0, g)
+    G = torch.randn(5, p, generator=generator)
+    torch.testing.assert_close(full.widths(0, G), diag.widths(0, G))
+    full.update(0, torch.ones(p))  # an off-axis gradient: the two must now differ
+    diag.update(0, torch.ones(p))
+    assert not torch.allclose(full.widths(0, G), diag.widths(0, G))
+
+
+def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
+    policies = [ALGORITHMS["neuucb-one"].build(n_users=20, n_arms=10, dim=5, seed=np.random.SeedSequence(3),
+                                               params={"covariance": c}) for c in ("diagonal", "full")]
+    arms = np.random.default_rng(0).standard_normal((10, 5))
+    from banditbench.envs import Round
+    view = Round(0, 0, arms, np.zeros(10), np.zeros(10)).view(Budget())
+    assert policies[0].select(view, Budget()) == policies[1].select(view, Budget())  # Z_0 = λI is diagonal
+
+
+def test_full_covariance_is_refused_when_it_would_not_fit():
+    with pytest.raises(UserError, match="full covariance needs"):
+        ALGORITHMS["neuucb-ind"].build(n_users=50, n_arms=10, dim=784, seed=np.random.SeedSequence(0),
+                                       params={"covariance": "full"})
+
+
+def test_mcnb_exploration_bonus_is_zero_at_initialisation(dataset):
+    from banditbench.envs import PROTOCOLS
+    env = PROTOCOLS["linear"].environment(dataset, np.random.SeedSequence(5))
+    policy = ALGORITHMS["mcnb"].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
+                                      seed=np.random.SeedSequence(5), params={"schedule": "every-round"})
+    rounds = env.rounds(30)
+    first = next(rounds)
+    policy.update(first.view(Budget()), policy.select(first.view(Budget()), Budget()), float(first.rewards[0]))
+    assert torch.equal(policy.bonus, torch.zeros_like(policy.bonus))  # Θ_{1,i} = Θ_0: g − g_0 = 0 exactly
+    for rnd in rounds:  # once members have data, the adapted Θ_{t,i} leave Θ_0 and the bonus is positive
+        view = rnd.view(Budget())
+        policy.update(view, policy.select(view, Budget()), float(rnd.rewards[0]))
+    assert (policy.bonus > 0).all()
+
+
+@pytest.fixture(scope="module")
+def cosine_runs(tmp_path_factory):
+    """One unit of each method on a small non-linear problem: 6 users in 2 clusters, d = 5, K = 10, T = 1000."""
+    folder = tmp_path_factory.mktemp("datasets")
+    synthetic.prepare(folder, users=6, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, protocol="cosine")
+    dataset = load_dataset(folder, "synthetic-cosine")
+    runs = {}
+    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+        unit = Unit("synthetic-cosine", "cosine", algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, 1000, None)
+        runs[algorithm] = run_unit(unit, dataset)
+    runs["true_groups"] = dataset.table("users").sort_values("user")["cluster"].to_numpy()
+    return runs
+
+
+def test_neural_methods_beat_linucb_and_random_on_the_cosine_problem(cosine_runs):
+    regret = {a: float(r.outcome.column("regret").to_numpy().sum()) for a, r in cosine_runs.items()
+              if a != "true_groups"}
+    baseline = min(regret["random"], regret["linucb-one"])
+    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+        assert regret[algorithm] < 0.8 * baseline, regret
+
+
+@pytest.mark.parametrize("algorithm", ["mcnb", "metaban"])
+def test_inferred_groups_match_the_ground_truth_better_than_chance(cosine_runs, algorithm):
+    samples = cosine_runs[algorithm].outcome.to_pandas().dropna(subset=["diag_ari"]).iloc[4:]  # rounds 500–1000
+    sizes = np.bincount(cosine_runs["true_groups"])
+    same = (sizes * (sizes - 1)).sum() / (len(cosine_runs["true_groups"]) * (len(cosine_runs["true_groups"]) - 1))
+    chance_f1 = 2 * same / (1 + same)  # pair F1 of linking everyone, the best a group-blind graph scores
+    assert samples["diag_ari"].mean() > 0.15  # chance level is 0
+    assert samples["diag_pair_f1"].mean() > chance_f1 + 0.05
+
+
+def test_mcnb_time_split_goes_to_the_timing_sidecar_only(cosine_runs):
+    result = cosine_runs["mcnb"]
+    assert {"clustering_seconds", "meta_adaptation_seconds", "user_training_seconds"} <= set(result.timing.column_names)
+    assert not any("seconds" in name for name in result.outcome.column_names)
+    timing = result.timing.to_pandas()
+    assert (timing["clustering_seconds"] + timing["meta_adaptation_seconds"] <= timing["select_seconds"]).all()
+
+
+@pytest.mark.parametrize("algorithm", ["neuucb-ind", "mcnb", "metaban", "eenet", "neurallinear"])
+def test_same_seed_same_outcome(dataset, algorithm):
+    params = {**ALGORITHMS[algorithm].defaults(), "schedule": "every-round", "train_steps": 3}
+    unit = Unit("synthetic", "linear", algorithm, params, 4, 1, 60, None)
+    first, second = (run_unit(unit, dataset).outcome.to_pandas() for _ in range(2))
+    assert first.equals(second)  # NaN-aware: the diag_* columns are NaN between samples
+    other = run_unit(Unit("synthetic", "linear", algorithm, params, 5, 1, 60, None), dataset).outcome.to_pandas()
+    assert not first["chosen"].equals(other["chosen"])
+
+
+def test_device_option_sets_every_neural_algorithm(data_dir):
+    experiment = plan(data_dir=data_dir, dataset="synthetic", algorithms=["linucb-one", "neuucb-one", "mcnb"],
+                      rounds=10, seeds=1, master_seed=0, budget=None, params=[], device="auto")
+    assert experiment.config["algorithms"]["neuucb-one"]["device"] == "auto"
+    assert experiment.config["algorithms"]["mcnb"]["device"] == "auto"
+    assert "device" not in experiment.config["algorithms"]["linucb-one"]
+    with pytest.raises(UserError, match="--device must be one of"):
+        plan(data_dir=data_dir, dataset="synthetic", algorithms=["mcnb"], rounds=10, seeds=1, master_seed=0,
+             budget=None, params=[], device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="no CUDA device"):
+            plan(data_dir=data_dir, dataset="synthetic", algorithms=["mcnb"], rounds=10, seeds=1, master_seed=0,
+                 budget=None, params=[], device="cuda")
+
+
+def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
+    from banditbench.envs import Round
+    policy = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
+    rng = np.random.default_rng(0)
+    for t in range(12):
+        rnd = Round(t, t % 3, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4), user_features=np.ones(3) * t)
+        policy.update(rnd.view(Budget()), policy.select(rnd.view(Budget()), Budget()), 1.0)
+    assert policy.mlp.dim == 8  # [x_arm ; x_user]
+    blind = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
+    with pytest.raises(UserError, match="needs user features"):
+        blind.select(Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()), Budget())
+
+
+def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user_features(data_dir):
+    with pytest.raises(UserError, match="neu-au needs user features"):
+        plan(data_dir=data_dir, dataset="synthetic", algorithms=["neu-au"], rounds=10, seeds=1, master_seed=0,
+             budget=None, params=[])
