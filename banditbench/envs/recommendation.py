@@ -60,6 +60,8 @@ class Pools:
 
 
 class RecommendationEnvironment:
+    provides_user_features = True  # rounds carry the served user's (or group's) SVD features (NeuA+U)
+
     def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence):
         params = dataset.parameters
         self.mode, serve = params.get("mode", "paper"), params.get("serve", "groups")
