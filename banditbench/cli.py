@@ -90,11 +90,10 @@ def prepare_synthetic(
                                 help="Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + sin ω e_m)."),
     omega: float = typer.Option(0.7853981633974483, "--omega", help="Angle ω of --centres bass (default π/4)."),
     protocol: str = typer.Option("linear", "--protocol",
-                                 help="linear (one random user per round) or synchronous (all users each step)."),
+                                 help="linear (one random user per round), synchronous (all users each step) or "
+                                      "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
     data_dir: Path = DATA_DIR,
     force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
-    protocol: str = typer.Option("linear", "--protocol",
-                                 help="linear, or cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
 ) -> None:
     """Clustered linear users with θ on the unit sphere (Ghosh et al. 2021; BASS). No download."""
     from banditbench.data import synthetic
