@@ -26,9 +26,18 @@ SHORT = {MCNB: "M-CNB (KDD'24)", METABAN: "Meta-Ban", BASS: "BASS", GHOSH: "Ghos
 LINEAR_CLUSTERING = ["club", "cofiba", "sclub", "locb"]
 
 
+# What each baseline calls the papers' regulariser λ and exploration scale α.
+UCB_NAMES = {"neuucb-one": ("lam", "nu"), "neuucb-ind": ("lam", "nu"), "neu-au": ("lam", "nu"),
+             "neurallinear": ("lam", "alpha")}
+
+
 def ucb_grid(algos: list[str], ridge: list[float], alpha: list[float]) -> dict[str, list[float]]:
     """The "λ × α" grid every baseline of M-CNB and Meta-Ban is searched over."""
-    return {f"{a}.{name}": values for a in algos for name, values in (("ridge", ridge), ("alpha", alpha))}
+    grid = {}
+    for a in algos:
+        ridge_name, alpha_name = UCB_NAMES.get(a, ("ridge", "alpha"))
+        grid.update({f"{a}.{ridge_name}": ridge, f"{a}.{alpha_name}": alpha})
+    return grid
 
 
 PRESETS: dict[str, dict[str, Any]] = {}
@@ -79,10 +88,11 @@ for _figure, _dataset, _protocol, _note in (
 _bass_algos = ["linucb-ind", "dynucb", "club", "sclub", "cmlb", "bass"]
 _bass_alpha = {f"{a}.alpha": [0.1, 1.0, 5.0] for a in _bass_algos}
 preset("bass-synthetic", paper=BASS, reproduces="Fig. 3 and Tables 2–3 (synthetic, M = 2 clusters)",
-       dataset="bass-synthetic", protocol="linear", algos=_bass_algos + ["oracle"], rounds=10_000, seeds=10,
+       dataset="synthetic", protocol="linear", algos=_bass_algos + ["oracle"], rounds=10_000, seeds=10,
        tune_seeds=3, grid=_bass_alpha,
-       notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, K/M arms around each θ_m, N(0, 1) noise; prepare one "
-             "dataset per scenario (ω). T, N and the run count are lost from the paper: bandpy's T = 10000, "
+       notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise: prepare with `prepare synthetic --centres "
+             "bass --omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω); "
+             "arms are N(0, I/d) contexts, not bandpy's K/M arms around each θ_m. T, N and the run count are lost from the paper: bandpy's T = 10000, "
              "N = 18 and our 10 runs (bass.md §4.2).")
 for _dataset, _column in (("movielens", "MovieLens"), ("yahoo", "Yahoo")):
     preset(f"bass-{_dataset}", paper=BASS, reproduces=f"Table 4 ({_column} column) and Fig. 7", dataset=_dataset,
@@ -90,13 +100,15 @@ for _dataset, _column in (("movielens", "MovieLens"), ("yahoo", "Yahoo")):
            notes="every (agent, arm) reward filled by matrix factorisation, σ = 1 observation noise, no Oracle "
                  "(bass.md §4.5).")
 
-# Ghosh et al. (ghosh.md §5): CLUB pulls users round-robin on shared contexts, 1000 pulls per user.
+# Ghosh et al. (ghosh.md §5): every user acts on shared contexts each step (the synchronous protocol's N
+# consecutive rounds, so CLUB pulls users round-robin), 1000 pulls per user.
 preset("ghosh-synthetic", paper=GHOSH, reproduces="Fig. 1(a)–(d) (synthetic clustered users)", dataset="synthetic",
-       protocol="round-robin", algos=["cmlb", "club", "linucb-ind"], rounds=100_000, seeds=30, tune_seeds=3,
+       protocol="synchronous", algos=["cmlb", "club", "linucb-ind"], rounds=100_000, seeds=30, tune_seeds=3,
        grid={"cmlb.delta": 0.4, "cmlb.alpha": 0.2, "cmlb.C": 0.2, "linucb-ind.ridge": 1.0,
              "club.alpha": [0.5, 1.0, 2.0], "club.alpha2": [0.5, 1.0, 2.0]},
        notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; CLUB's α, α₂ grid is "
-             "ours (the paper tunes on 500 rounds without giving it); prepare one dataset per z (ghosh.md §5.1).")
+             "ours (the paper tunes on 500 rounds without giving it); prepare one dataset per z with "
+             "`prepare synthetic --protocol synchronous --z Z` (ghosh.md §5.1).")
 preset("ghosh-lastfm", paper=GHOSH, reproduces="Fig. 1(e) (Last.FM, regret relative to random)", dataset="lastfm",
        protocol="round-robin", algos=["cmlb", "club", "random"], rounds=10_000, seeds=5,
        grid={"cmlb.delta": 0.3, "cmlb.alpha": 0.5, "cmlb.C": 0.5, "club.alpha": 1.0, "club.alpha2": 2.0},
