@@ -145,7 +145,8 @@ def missing_for(name: str) -> list[str]:
         missing.append(f"dataset {spec['dataset']}")
     if spec["protocol"] not in PROTOCOLS:
         missing.append(f"protocol {spec['protocol']}")
-    elif spec["dataset"] in DATASETS and DATASETS[spec["dataset"]].protocol != spec["protocol"]:
+    elif spec["dataset"] in DATASETS and spec["protocol"] not in (DATASETS[spec["dataset"]].protocol,
+                                                                  *DATASETS[spec["dataset"]].other_protocols):
         missing.append(f"dataset {spec['dataset']} under protocol {spec['protocol']} "
                        f"(it is registered for {DATASETS[spec['dataset']].protocol})")
     params = [key for key in spec["set"] if key.split(".")[0] in ALGORITHMS

@@ -184,3 +184,10 @@ def test_run_from_an_experiment_file_with_a_flag_override_records_the_resolved_s
     assert len(manifest["units"]) == 2 * 2 + 2
     refused = banditbench("run", "--config", config, "--data-dir", data_dir, "--resume")
     assert refused.returncode == 2 and "rounds: 120 in the folder, 150 now" in refused.stderr
+
+
+def test_presets_whose_parts_all_exist_are_ready():
+    # BASS on synthetic data with its centres, Ghosh et al. on the synchronous protocol of the same dataset
+    assert presets.missing_for("bass-synthetic") == []
+    assert presets.missing_for("ghosh-synthetic") == []
+    assert presets.missing_for("bass-movielens") == ["protocol matrix"]

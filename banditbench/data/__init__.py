@@ -10,7 +10,8 @@ class DatasetInfo:
     name: str
     description: str
     paper: str
-    protocol: str
+    protocol: str  # the protocol it is prepared for by default
+    other_protocols: tuple[str, ...] = ()  # protocols a prepare option can choose instead
 
 
 DATASETS = {
@@ -19,6 +20,7 @@ DATASETS = {
         "clustered linear users, θ on the unit sphere, cluster sizes ∝ i^(−z); built in, no download",
         "Ghosh et al. 2021 §6.1 (seed 002); BASS (seed 003)",
         "linear",
+        ("synchronous",),
     ),
     "synthetic-cosine": DatasetInfo(
         "synthetic-cosine",
