@@ -37,7 +37,7 @@ def test_bass_sanity_reference_for_a_never_cut_complete_graph():
 def test_perfect_and_empty_clusterings():
     truth = np.array([0, 0, 1, 1, 2])
     perfect = clustering_scores(truth, np.array([5, 5, 7, 7, 9]))
-    assert perfect == {"n_clusters": 3.0, "ari": 1.0, "nmi": 1.0, "pair_f1": 1.0}
+    assert perfect == pytest.approx({"n_clusters": 3.0, "ari": 1.0, "nmi": 1.0, "pair_f1": 1.0})
     assert clustering_scores(truth, np.arange(5))["pair_f1"] == 0.0
     assert clustering_scores(None, np.arange(5)) == {"n_clusters": 5.0}
 
@@ -55,3 +55,16 @@ def test_runner_samples_diagnostics_every_hundred_rounds_and_at_the_end(dataset)
 def test_policies_without_diagnostics_add_no_columns(dataset):
     unit = Unit("synthetic", "linear", "random", {}, 0, 0, 50, None)
     assert not [c for c in run_unit(unit, dataset).outcome.column_names if c.startswith("diag_")]
+
+
+def test_ari_and_nmi_equal_scikit_learns_on_random_labelings():
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    rng = np.random.default_rng(4)
+    for n, k_true, k_pred in [(30, 3, 4), (100, 5, 100), (50, 1, 3), (40, 4, 1), (60, 6, 6)]:
+        truth, labels = rng.integers(k_true, size=n), rng.integers(k_pred, size=n)
+        scores = clustering_scores(truth, labels)
+        assert scores["ari"] == pytest.approx(adjusted_rand_score(truth, labels), abs=1e-12)
+        assert scores["nmi"] == pytest.approx(normalized_mutual_info_score(truth, labels), abs=1e-12)
+    perm = rng.permutation(20) % 4
+    assert clustering_scores(perm, perm + 10)["ari"] == pytest.approx(1.0)
