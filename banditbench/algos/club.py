@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
+from banditbench.algos.ridge import RidgeStats, club_confidence
 
 
 class CLUB(Policy):
@@ -46,12 +46,7 @@ class CLUB(Policy):
 
     def select(self, view, budget):
         arms = view.arms[:]
-        c = self.label[view.user]
-        stats = self.clusters_
-        if self.reference_ucb:
-            scores = reference_code_scores(stats.theta[c], stats.A_inv[c], arms, stats.count[c], view.t)
-        else:
-            scores = log_ucb_scores(stats.theta[c], stats.A_inv[c], arms, self.alpha, view.t + 1)
+        scores = self.clusters_.cluster_ucb(self.label[view.user], arms, self.alpha, view.t, self.reference_ucb)
         return int(np.argmax(scores))
 
     def update(self, view, chosen, reward):

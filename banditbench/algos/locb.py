@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
+from banditbench.algos.ridge import RidgeStats, club_confidence
 
 
 class LOCB(Policy):
@@ -33,9 +33,7 @@ class LOCB(Policy):
         self.member = np.ones((len(self.seeds), n_users), dtype=bool)  # C_s starts with every user
 
     def _scores(self, stats, k, arms, t):
-        if self.reference_ucb:
-            return reference_code_scores(stats.theta[k], stats.A_inv[k], arms, stats.count[k], t)
-        return log_ucb_scores(stats.theta[k], stats.A_inv[k], arms, self.alpha, t + 1)
+        return stats.cluster_ucb(k, arms, self.alpha, t, self.reference_ucb)
 
     def select(self, view, budget):
         arms, i = view.arms[:], view.user

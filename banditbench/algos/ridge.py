@@ -66,6 +66,13 @@ class RidgeStats:
         dim = self.b.shape[1]
         self.assign(learner, np.zeros((dim, dim)), np.zeros(dim), 0)
 
+    def cluster_ucb(self, learner: int, arms: np.ndarray, alpha: float, t: int, reference_code: bool) -> np.ndarray:
+        """The score CLUB, SCLUB and LOCB give arms from one learner's statistics, t the 0-based round:
+        BASS's common α-LinUCB index, or with ``reference_code`` the authors' index (no square root)."""
+        if reference_code:
+            return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t)
+        return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
+
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
         return np.sqrt(np.maximum(quadratic_forms(self.A_inv[learner], arms), 0.0))

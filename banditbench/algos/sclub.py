@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, club_confidence, log_ucb_scores, reference_code_scores
+from banditbench.algos.ridge import RidgeStats, club_confidence
 
 
 class SCLUB(Policy):
@@ -43,11 +43,7 @@ class SCLUB(Policy):
         self.stage, self.stage_end = 1, 2  # stage s covers 2^s rounds
 
     def select(self, view, budget):
-        arms, c, g = view.arms[:], self.label[view.user], self.groups
-        if self.reference_ucb:
-            scores = reference_code_scores(g.theta[c], g.A_inv[c], arms, g.count[c], view.t)
-        else:
-            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + 1)
+        scores = self.groups.cluster_ucb(self.label[view.user], view.arms[:], self.alpha, view.t, self.reference_ucb)
         return int(np.argmax(scores))
 
     def update(self, view, chosen, reward):
