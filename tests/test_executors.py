@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -74,6 +75,29 @@ def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_di
     assert shards(killed) == shards(tmp_path / "clean") and len(shards(killed)) == 4
     assert not (killed / "checkpoints").exists()
     assert not list(killed.rglob(".*.partial"))
+
+
+def test_a_worker_running_linucb_imports_neither_torch_nor_scikit_learn(data_dir):
+    """Every worker of every run pays its imports; the registries import an algorithm's or protocol's
+    module only when a unit uses it, so a linear-protocol linucb unit needs none of the heavy libraries."""
+    code = textwrap.dedent(f"""
+        import sys
+        from banditbench.algos import ALGORITHMS
+        from banditbench.data import load_dataset
+        from banditbench.runner.executors import run_one
+        from banditbench.runner.unit import Unit
+
+        unit = Unit("synthetic", "linear", "linucb-ind", ALGORITHMS["linucb-ind"].defaults(), 0, 0, 50, None)
+        run_one(unit, load_dataset({str(data_dir)!r}, "synthetic"))
+        heavy = ("torch", "sklearn", "ray", "matplotlib", "rich", "typer")
+        print(*sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("scipy.stats")))
+    """)
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert imported == []
+    heavy = subprocess.run([sys.executable, "-c", "import sys; from banditbench.algos import ALGORITHMS; "
+                            "print(ALGORITHMS['mcnb'].policy.__module__, 'torch' in sys.modules)"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert heavy == ["banditbench.algos.mcnb", "True"]  # imported on first use
 
 
 class Interrupted(Exception):

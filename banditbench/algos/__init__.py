@@ -1,75 +1,63 @@
 """Algorithm registry: one line per registered name. Importing this module fills ``ALGORITHMS``.
 
+A class is named by its import path (``".linucb:LinUCB"``, relative to this package) and imported only
+when used (banditbench/lazy.py), so that a worker running linucb never imports torch or scikit-learn;
+keep it so when you add a line.
+
 ``role`` marks what the papers compare: "baseline" methods and the "proposed" ones whose improvement over the
 best baseline the report states.
 """
 
 from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
-from banditbench.algos.bass import BASS
-from banditbench.algos.club import CLUB
-from banditbench.algos.cmlb import CMLB
-from banditbench.algos.dynucb import DynUCB
-from banditbench.algos.eenet import EENet
-from banditbench.algos.linucb import LinUCB
-from banditbench.algos.locb import LOCB
-from banditbench.algos.mcnb import MCNB
-from banditbench.algos.metaban import MetaBan
-from banditbench.algos.neurallinear import NeuralLinear
-from banditbench.algos.neuralucb import NeuralUCB
-from banditbench.algos.oracle import Oracle
-from banditbench.algos.pmlb import PMLB
-from banditbench.algos.random_policy import RandomPolicy
-from banditbench.algos.sclb import SCLB
-from banditbench.algos.sclub import SCLUB
 
 LI2010 = "Li, Chu, Langford & Schapire, WWW 2010"
 ZHOU2020 = "Zhou, Li & Gu, ICML 2020 (as run by M-CNB, KDD 2024)"
 GHOSH2021 = "Ghosh, Sankararaman & Ramchandran 2021 (seed 002)"
 
 # Simple baselines
-register("random", RandomPolicy, paper="baseline", description="uniformly random arm; scores nothing",
+register("random", ".random_policy:RandomPolicy", paper="baseline", role="baseline",
+         description="uniformly random arm; scores nothing")
+register("linucb-one", ".linucb:LinUCB", paper=LI2010, description="one LinUCB shared by all users", per_user=False,
          role="baseline")
-register("linucb-one", LinUCB, paper=LI2010, description="one LinUCB shared by all users", per_user=False,
+register("linucb-ind", ".linucb:LinUCB", paper=LI2010, description="one independent LinUCB per user", per_user=True,
          role="baseline")
-register("linucb-ind", LinUCB, paper=LI2010, description="one independent LinUCB per user", per_user=True,
-         role="baseline")
-register("oracle", Oracle, paper="baseline", description="knows the expected rewards; regret 0",
+register("oracle", ".oracle:Oracle", paper="baseline", description="knows the expected rewards; regret 0",
          role="baseline")
 
 # Clustering of bandits and multi-agent linear bandits
-register("club", CLUB, paper="Gentile, Li & Zappella, ICML 2014", role="baseline",
+register("club", ".club:CLUB", paper="Gentile, Li & Zappella, ICML 2014", role="baseline",
          description="user graph, edges cut by the parameter-distance test, clusters = connected components")
-register("sclub", SCLUB, paper="Li, Chen, Li & Leung, IJCAI 2019", role="baseline",
+register("sclub", ".sclub:SCLUB", paper="Li, Chen, Li & Leung, IJCAI 2019", role="baseline",
          description="set-based clusters that split users off and merge close clusters")
-register("locb", LOCB, paper="Ban & He, NeurIPS 2021", role="baseline",
+register("locb", ".locb:LOCB", paper="Ban & He, NeurIPS 2021", role="baseline",
          description="overlapping local clusters grown around random seed users")
-register("dynucb", DynUCB, paper="Nguyen & Lauw, CIKM 2014", role="baseline",
+register("dynucb", ".dynucb:DynUCB", paper="Nguyen & Lauw, CIKM 2014", role="baseline",
          description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster")
-register("bass", BASS, paper="Cherkaoui, Barlier & Colin, ICML 2025 (seed 003)", role="proposed",
+register("bass", ".bass:BASS", paper="Cherkaoui, Barlier & Colin, ICML 2025 (seed 003)", role="proposed",
          description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test")
-register("cmlb", CMLB, paper=GHOSH2021, role="proposed",
+register("cmlb", ".cmlb:CMLB", paper=GHOSH2021, role="proposed",
          description="explore, threshold-graph clusters, collaborate on averaged rewards")
-register("sclb", SCLB, paper=GHOSH2021, role="proposed",
+register("sclb", ".sclb:SCLB", paper=GHOSH2021, role="proposed",
          description="CMLB restarted in doubling phases with shrinking thresholds")
-register("pmlb", PMLB, paper=GHOSH2021, role="proposed",
+register("pmlb", ".pmlb:PMLB", paper=GHOSH2021, role="proposed",
          description="common OFUL on averaged rewards, then personal offsets")
 
 # Neural bandits
-register("neuucb-one", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one network for all users",
+register("neuucb-one", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network for all users",
          per_user=False, user_features=False, role="baseline")
-register("neuucb-ind", NeuralUCB, paper=ZHOU2020, description="NeuralUCB, one network per user",
+register("neuucb-ind", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network per user",
          per_user=True, user_features=False, role="baseline")
-register("neu-au", NeuralUCB, paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
+register("neu-au", ".neuralucb:NeuralUCB", paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
          description="one NeuralUCB network on arm and user features concatenated (needs user features)",
          per_user=False, user_features=True, role="baseline")
-register("eenet", EENet, paper="Ban, Yan, Banerjee & He, ICLR 2022", role="baseline",
+register("eenet", ".eenet:EENet", paper="Ban, Yan, Banerjee & He, ICLR 2022", role="baseline",
          description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision")
-register("neurallinear", NeuralLinear, paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
-         description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
-         role="baseline")
-register("metaban", MetaBan, paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 001)", role="proposed",
+register("neurallinear", ".neurallinear:NeuralLinear",
+         paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)", role="baseline",
+         description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top")
+register("metaban", ".metaban:MetaBan", paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 001)", role="proposed",
          description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
-register("mcnb", MCNB, paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)", role="proposed",
+register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)", role="proposed",
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from banditbench.envs.round import Budget, RoundView
+from banditbench.lazy import resolve
 
 
 class Policy:
@@ -59,12 +60,16 @@ class AlgorithmSpec:
     """A registered algorithm: a policy class, its paper, and hyper-parameters fixed by the name."""
 
     name: str
-    policy: type[Policy]
+    source: type[Policy] | str  # the class, or ".module:Class" imported when first needed (banditbench/lazy.py)
     paper: str
     description: str
     fixed: dict[str, Any] = field(default_factory=dict)
     #: "baseline" or "proposed": the report states each proposed method's improvement over the best baseline.
     role: str = "proposed"
+
+    @property
+    def policy(self) -> type[Policy]:
+        return resolve(self.source, "banditbench.algos")
 
     def defaults(self) -> dict[str, Any]:
         """Hyper-parameters a user may set, with their defaults, read from the constructor."""
@@ -86,8 +91,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {}
 ROLES = ("baseline", "proposed")
 
 
-def register(name: str, policy: type[Policy], *, paper: str, description: str, role: str = "proposed",
+def register(name: str, policy: type[Policy] | str, *, paper: str, description: str, role: str = "proposed",
              **fixed: Any) -> None:
+    """``policy``: the class, or where to import it from when first used (``".linucb:LinUCB"``, relative
+    to banditbench.algos, or ``"package.module:Class"``)."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} registered twice")
     if role not in ROLES:

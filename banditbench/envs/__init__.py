@@ -1,37 +1,44 @@
-"""Protocol registry: how a prepared dataset becomes a stream of Rounds."""
+"""Protocol registry: how a prepared dataset becomes a stream of Rounds.
+
+An environment class is named by its import path (``".linear:LinearEnvironment"``, relative to this
+package) and imported only when a unit of its protocol runs (banditbench/lazy.py), so that a worker on
+the linear protocol never imports scipy.stats; keep it so when you add a protocol.
+"""
 
 from dataclasses import dataclass
 
-from banditbench.envs.linear import LinearEnvironment
-from banditbench.envs.nonlinear import CosineEnvironment
-from banditbench.envs.synchronous import SynchronousEnvironment
 from banditbench.envs.round import ArmPool, Budget, BudgetExceeded, Round, RoundView
+from banditbench.lazy import resolve
 
 
 @dataclass(frozen=True)
 class ProtocolInfo:
     name: str
-    environment: type
+    source: type | str  # the environment class, or ".module:Class" imported when first needed
     description: str
     paper: str
+
+    @property
+    def environment(self) -> type:
+        return resolve(self.source, "banditbench.envs")
 
 
 PROTOCOLS = {
     "linear": ProtocolInfo(
         "linear",
-        LinearEnvironment,
+        ".linear:LinearEnvironment",
         "one random user per round, K fresh contexts ~ N(0, I/d), reward ⟨θ_user, x⟩ + N(0, σ²)",
         "Ghosh et al. 2021 §6.1 (seed 002); BASS asynchronous rounds (seed 003)",
     ),
     "synchronous": ProtocolInfo(
         "synchronous",
-        SynchronousEnvironment,
+        ".synchronous:SynchronousEnvironment",
         "every step all N users act on the same K fresh contexts ~ N(0, I/d), independent noise per user",
         "Ghosh et al. 2021 §3, §6.1 (seed 002); BASS synchronous pulling (seed 003, theory)",
     ),
     "cosine": ProtocolInfo(
         "cosine",
-        CosineEnvironment,
+        ".nonlinear:CosineEnvironment",
         "as linear, but reward cos(3⟨θ_user, x⟩) + N(0, σ²): non-linear, clustered users",
         "NeuralUCB's cos(3aᵀx) (Zhou et al. 2020 §7.1) on the clustered users of seed 002",
     ),
@@ -39,21 +46,17 @@ PROTOCOLS = {
 
 __all__ = ["PROTOCOLS", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
 
-from banditbench.envs.recommendation import RecommendationEnvironment  # noqa: E402
-
 PROTOCOLS["recommendation"] = ProtocolInfo(
     "recommendation",
-    RecommendationEnvironment,
+    ".recommendation:RecommendationEnvironment",
     "a K-means user group (or user) per round; K = 10 arms: 1 item it liked (rating > 4) + 9 it rated otherwise, "
     "SVD item features; modes paper | metaban-code | mcnb-code",
     "M-CNB §5.2 (seed 000); Meta-Ban §4.1 (seed 001)",
 )
 
-from banditbench.envs.classification import ClassificationEnvironment  # noqa: E402
-
 PROTOCOLS["classification"] = ProtocolInfo(
     "classification",
-    ClassificationEnvironment,
+    ".classification:ClassificationEnvironment",
     "one instance per round, arm a = class a (reward 1 iff right), block (d·K) or shift (d+K−1) contexts; "
     "user = class, which tells per-user learners the label",
     "M-CNB §5.3 (seed 000); Meta-Ban §4.3 (seed 001); NeuralUCB's Bandit_multi",

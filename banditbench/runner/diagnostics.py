@@ -14,7 +14,6 @@ inputs at ~13 ms a call, which dominated the whole run of a fast policy sampled 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 
 def _pairs(counts: np.ndarray) -> float:
@@ -70,6 +69,8 @@ def pair_f1_from_graph(true_groups: np.ndarray, graph) -> float:
         inside = sum(np.count_nonzero(edges[np.ix_(g, g)]) for g in _members(true_groups))
         true_positive = (inside - diagonal) / 2
         return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
+    import scipy.sparse as sp  # here: the policies that return sparse graphs have imported it already
+
     upper = sp.triu(sp.csr_matrix(graph), k=1).tocoo()
     keep = upper.data != 0
     rows, cols = upper.row[keep], upper.col[keep]

@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.neural import DEVICES, resolve_device
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
 from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
@@ -82,6 +81,8 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"--budget must be at least 1 arm per round, got {budget}")
     assignments = grid.parse_assignments(params) if isinstance(params, list) else params
     if device is not None:
+        from banditbench.algos.neural import DEVICES  # imports torch, so only when a device is asked for
+
         if device not in DEVICES:
             raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
         flag = {a: {"device": [device]} for a in algorithms if "device" in ALGORITHMS[a].defaults()}
@@ -89,7 +90,9 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     resolved = grid.resolve(assignments, algorithms)
     for algo in algorithms:  # an unusable device fails here, before anything is written
         for cell in grid.cells(resolved[algo]):
-            if "device" in cell:
+            if "device" in cell:  # a neural algorithm: its module has imported torch already
+                from banditbench.algos.neural import resolve_device
+
                 resolve_device(cell["device"])
     prepared = load_dataset(data_dir, dataset)
     if protocol is not None and protocol != prepared.manifest["protocol"]:
