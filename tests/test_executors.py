@@ -7,6 +7,8 @@ import sys
 import textwrap
 import time
 
+from concurrent.futures.process import BrokenProcessPool
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,23 @@ def test_two_local_workers_write_the_same_shards_as_one(data_dir, tmp_path):
     assert len(one) == 2 * 2 + 2 + 2 and one == two  # 2 cells × 2 tuning seeds, then 2 + 2 reported units
     assert (tmp_path / "one" / "manifest.json").read_text().replace('"jobs": 1', '"jobs": 2') == \
         (tmp_path / "two" / "manifest.json").read_text()
+
+
+def test_a_worker_killed_midway_fails_the_run_instead_of_hanging(data_dir, tmp_path):
+    executor = LocalExecutor(jobs=2)
+    killed = []
+
+    def kill_a_worker(unit):  # as the kernel's out-of-memory killer would, while the units run
+        if not killed:
+            killed.append(next(iter(executor.pool._processes.values())).pid)
+            os.kill(killed[0], signal.SIGKILL)
+
+    experiment = plan(data_dir=data_dir, **{**SETTINGS, "rounds": 20_000, "tune_seeds": 0})
+    target = prepare_output(tmp_path / "out", experiment, overwrite=False, resume=False)
+    with pytest.raises(BrokenProcessPool):
+        execute(experiment, target, tmp_path / "out", executor=executor, on_unit_start=kill_a_worker)
+    assert killed and executor.pool is None  # the other worker was stopped, not left running
+    assert len(shards(tmp_path / "out")) < len(experiment.units)
 
 
 def test_ray_writes_the_same_shards_as_the_local_executor(data_dir, tmp_path):

@@ -4,11 +4,16 @@ Every executor hands each finished unit's result back to the caller, who writes 
 shards are the same whichever executor ran them (a unit is a pure function of its config and seed).
 
 - ``LocalExecutor(jobs=1)`` runs the units one after the other in this process.
-- ``LocalExecutor(jobs=N)`` runs them in N worker processes of a ``spawn`` pool (fork is unsafe with
-  torch and BLAS threads, and spawn behaves alike on every OS). The prepared dataset is sent once to
-  each worker and its tables are cached there (memory-mapped Parquet), so it is loaded once per worker,
-  not once per unit. BLAS and torch are limited to one thread per worker, so N workers use N cores
-  instead of N × cores threads fighting for them.
+- ``LocalExecutor(jobs=N)`` runs them in N worker processes, started once per experiment. Workers are
+  forked from a ``forkserver`` (POSIX; ``spawn`` elsewhere): a fresh, single-threaded Python started
+  for the purpose, which imports this module once (numpy, pyarrow, pandas: no torch, see
+  banditbench/lazy.py) and forks each worker already warm. Plain ``fork`` of the parent is not used:
+  the parent may hold threads (the progress bar's, torch's or BLAS's pools) and CUDA state, which a
+  forked child inherits broken; ``spawn`` would import everything again in every worker and tear down
+  a whole interpreter at the end (measured: ≈ 0.5 s more per run on 2 cores). The prepared dataset is
+  sent once to each worker and its tables are cached there (memory-mapped Parquet), so it is loaded
+  once per worker, not once per unit. BLAS and torch are limited to one thread per worker, so N
+  workers use N cores instead of N × cores threads fighting for them.
 - ``RayExecutor`` submits the units as Ray tasks (one CPU each, ``gpus_per_unit`` GPUs if asked), to a
   local Ray started for the run or to an existing cluster (``address``). The dataset folder must be
   readable at the same path on every node (a shared file system); results come back to this process.
@@ -94,6 +99,14 @@ def _work(unit: Unit) -> tuple[Unit, UnitResult]:
     return unit, result
 
 
+def pool_context() -> multiprocessing.context.BaseContext:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])  # once per process: the server starts with the first pool
+    return context
+
+
 class LocalExecutor(Executor):
     def __init__(self, jobs: int | None = None):
         self.jobs = os.cpu_count() or 1 if jobs is None else jobs
@@ -117,7 +130,7 @@ class LocalExecutor(Executor):
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. killed when out of
         # memory) fails the run with BrokenProcessPool instead of leaving it waiting forever.
         if self.pool is None:
-            context = multiprocessing.get_context("spawn")
+            context = pool_context()
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
                                             initargs=(dataset, self.messages, checkpoints))
@@ -176,6 +189,8 @@ class RayExecutor(Executor):
         self.address = address
         self.jobs = jobs
         self.gpus_per_unit = gpus_per_unit
+        self.started_here = False
+        self.depth = 0  # nested `with` blocks share one Ray (e.g. a benchmark timing ray.init apart)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "ray", "address": self.address, "gpus_per_unit": self.gpus_per_unit}
@@ -183,17 +198,20 @@ class RayExecutor(Executor):
     def __enter__(self) -> RayExecutor:
         import ray
 
-        self.started_here = not ray.is_initialized()
-        if self.started_here:
+        if self.depth == 0 and not ray.is_initialized():
             options = {"address": self.address} if self.address else {"num_cpus": self.jobs or os.cpu_count()}
             ray.init(**options, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            self.started_here = True
+        self.depth += 1
         return self
 
     def __exit__(self, *exc) -> None:
         import ray
 
-        if self.started_here:
+        self.depth -= 1
+        if self.depth == 0 and self.started_here:
             ray.shutdown()
+            self.started_here = False
 
     def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
         import ray
