@@ -81,7 +81,7 @@ class BASS(Policy):
         arms = view.arms[:]
         A_inv = self.shared_A_inv[i]
         theta = A_inv @ self.shared_b[i]
-        return int(np.argmax(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + 1)))
+        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + 1).argmax())
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]

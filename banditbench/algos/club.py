@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import RidgeStats, club_confidence
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class CLUB(Policy):
@@ -32,8 +32,10 @@ class CLUB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
         self.reference_ucb = reference_ucb
-        self.users = RidgeStats(n_users, dim, ridge)
-        self.clusters_ = RidgeStats(n_users, dim, ridge)  # one slot per possible cluster (at most N)
+        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
+        self.clusters_ = RidgeStats(n_users, dim, ridge, raw_sums=False, logdet=False)  # one slot per possible cluster
+        self.confidence = ConfidenceTable()
+        self.cb = np.full(n_users, alpha2 * self.confidence.upto(0)[0])  # CB̃_i of every user, kept current
         if random_init_graph:
             p = min(1.0, 3 * np.log(max(n_users, 2)) / n_users)
             upper = np.triu(self.rng.random((n_users, n_users)) < p, k=1)
@@ -47,19 +49,20 @@ class CLUB(Policy):
     def select(self, view, budget):
         arms = view.arms[:]
         scores = self.clusters_.cluster_ucb(self.label[view.user], arms, self.alpha, view.t, self.reference_ucb)
-        return int(np.argmax(scores))
+        return int(scores.argmax())
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]
-        self.users.update(i, x, reward)
+        users = self.users
+        users.update(i, x, reward)
         self.clusters_.update(self.label[i], x, reward)
+        count = users.count[i]
+        self.cb[i] = self.alpha2 * self.confidence.upto(count)[count]
         neighbours = np.flatnonzero(self.graph[i])
         if neighbours.size == 0:
             return
-        users = self.users
-        cb = self.alpha2 * club_confidence(users.count)
-        distance = np.linalg.norm(users.theta[neighbours] - users.theta[i], axis=1)
-        cut = neighbours[distance > cb[i] + cb[neighbours]]
+        distance = distances(users.theta[neighbours], users.theta[i])
+        cut = neighbours[distance > self.cb[i] + self.cb[neighbours]]
         if cut.size:
             self.graph[i, cut] = self.graph[cut, i] = False
             # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)

@@ -74,7 +74,7 @@ class CMLB(Policy):
 
     def _oful(self, stats: RidgeStats, learner: int, arms: np.ndarray, sigma: float) -> int:
         beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.phase_delta)
-        return int(np.argmax(arms @ stats.theta[learner] + beta * stats.widths(learner, arms)))
+        return int((arms @ stats.theta[learner] + beta * stats.widths(learner, arms)).argmax())
 
     def select(self, view, budget):
         step = current_step(view)

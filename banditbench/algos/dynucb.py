@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, quadratic_forms
+from banditbench.algos.ridge import RidgeStats, distances, log_ucb_scores, quadratic_forms
 from banditbench.errors import UserError
 
 CENTROIDS = ("ridge", "mean")
@@ -33,8 +33,8 @@ class DynUCB(Policy):
         if n_clusters < 1:
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
-        self.users = RidgeStats(n_users, dim, ridge)
-        self.groups = RidgeStats(n_clusters, dim, ridge)
+        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
+        self.groups = RidgeStats(n_clusters, dim, ridge, logdet=False)
         self.label = self.rng.integers(n_clusters, size=n_users)
 
     def select(self, view, budget):
@@ -44,7 +44,7 @@ class DynUCB(Policy):
             scores = arms @ g.theta[c] + self.alpha * quadratic_forms(g.A_inv[c], arms)
         else:
             scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + 1)
-        return int(np.argmax(scores))
+        return int(scores.argmax())
 
     def update(self, view, chosen, reward):
         u, x = view.user, view.arms[chosen]
@@ -57,7 +57,7 @@ class DynUCB(Policy):
             sums = np.zeros_like(self.groups.theta)
             np.add.at(sums, self.label, self.users.theta)
             centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
-        new = int(np.argmin(np.linalg.norm(centres - self.users.theta[u], axis=1)))
+        new = int(distances(centres, self.users.theta[u]).argmin())
         if new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
             self.label[u] = new
             g, users = self.groups, self.users

@@ -20,7 +20,7 @@ class LinUCB(Policy):
         self.per_user = per_user
         self.alpha = alpha
         self.ridge = ridge
-        self.stats = RidgeStats(n_users if per_user else 1, dim, ridge)
+        self.stats = RidgeStats(n_users if per_user else 1, dim, ridge, raw_sums=False, logdet=False)
 
     def _learner(self, user: int) -> int:
         return user if self.per_user else 0
@@ -29,7 +29,7 @@ class LinUCB(Policy):
         arms = view.arms[:]
         learner = self._learner(view.user)
         ucb = arms @ self.stats.theta[learner] + self.alpha * self.stats.widths(learner, arms)
-        return int(np.argmax(ucb))
+        return int(ucb.argmax())
 
     def update(self, view, chosen, reward):
         self.stats.update(self._learner(view.user), view.arms[chosen], reward)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, club_confidence
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class LOCB(Policy):
@@ -28,8 +28,9 @@ class LOCB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.gamma, self.alpha, self.ridge, self.reference_ucb = gamma, alpha, ridge, reference_ucb
         self.seeds = np.unique(self.rng.choice(n_users, size=num_seeds, replace=True))
-        self.users = RidgeStats(n_users, dim, ridge)
-        self.local = RidgeStats(len(self.seeds), dim, ridge)
+        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
+        self.local = RidgeStats(len(self.seeds), dim, ridge, logdet=False)
+        self.confidence = ConfidenceTable()  # F(m)
         self.member = np.ones((len(self.seeds), n_users), dtype=bool)  # C_s starts with every user
 
     def _scores(self, stats, k, arms, t):
@@ -39,14 +40,14 @@ class LOCB(Policy):
         arms, i = view.arms[:], view.user
         holding = np.flatnonzero(self.member[:, i])
         if holding.size == 0:
-            return int(np.argmax(self._scores(self.users, i, arms, view.t)))
+            return int(self._scores(self.users, i, arms, view.t).argmax())
         local = self.local
         if self.reference_ucb:
             scores = np.stack([self._scores(local, s, arms, view.t) for s in holding])
         else:  # [clusters, K], all clusters holding i at once
-            quad = np.einsum("kd,mde,ke->mk", arms, local.A_inv[holding], arms)
+            quad = np.einsum("mkd,kd->mk", arms @ local.A_inv[holding], arms)
             scores = local.theta[holding] @ arms.T + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
-        return int(np.unravel_index(np.argmax(scores), scores.shape)[1])  # the arm of largest UCB over clusters
+        return int(scores.argmax()) % len(arms)  # the arm of largest UCB over clusters
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]
@@ -55,12 +56,13 @@ class LOCB(Policy):
         holding = np.flatnonzero(self.member[:, i])
         if holding.size:
             local.update_many(holding, x, reward)
-        seed_users = self.seeds
-        open_seeds = np.flatnonzero(club_confidence(users.count[seed_users]) > self.gamma / 4)
+        seed_users, F = self.seeds, self.confidence.upto(view.t + 1)  # no user has more than t + 1 pulls
+        seed_counts = users.count[seed_users]
+        open_seeds = np.flatnonzero(F[seed_counts] > self.gamma / 4)
         if open_seeds.size == 0:
             return
-        distance = np.linalg.norm(users.theta[seed_users[open_seeds]] - users.theta[i], axis=1)
-        bound = club_confidence(users.count[i]) + club_confidence(users.count[seed_users[open_seeds]])
+        distance = distances(users.theta[seed_users[open_seeds]], users.theta[i])
+        bound = F[users.count[i]] + F[seed_counts[open_seeds]]
         inside = self.member[open_seeds, i]
         for s in open_seeds[(inside & (distance > bound)) | (~inside & (distance < bound))]:
             sign = -1 if self.member[s, i] else 1

@@ -48,13 +48,13 @@ class PMLB(Policy):
             arms = view.arms[:]
             shrink = np.sqrt(self.n_users) if self.averaged_noise and view.step is not None else 1.0
             beta = self._radius(self.common, 0, self.sigma / shrink)
-            arm = int(np.argmax(arms @ self.common.theta[0] + beta * self.common.widths(0, arms)))
+            arm = int((arms @ self.common.theta[0] + beta * self.common.widths(0, arms)).argmax())
             self.played = (step, arm)
             return arm
         u, arms = view.user, view.arms[:]
         mean = self.personal.theta[u] if self.literal else self.personal.theta[u] + self.common.theta[0]
         beta = self._radius(self.personal, u, self.sigma)
-        return int(np.argmax(arms @ mean + beta * self.personal.widths(u, arms)))
+        return int((arms @ mean + beta * self.personal.widths(u, arms)).argmax())
 
     def update(self, view, chosen, reward):
         step, x = current_step(view), view.arms[chosen]

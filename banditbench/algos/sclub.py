@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, club_confidence
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class SCLUB(Policy):
@@ -33,18 +33,20 @@ class SCLUB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha1, self.alpha_p = alpha, alpha1, alpha_p
         self.reset_checks, self.reference_ucb = reset_checks, reference_ucb
-        self.users = RidgeStats(n_users, dim, ridge)
-        self.groups = RidgeStats(n_users, dim, ridge)  # one slot per possible cluster
+        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
+        self.groups = RidgeStats(n_users, dim, ridge, logdet=False)  # one slot per possible cluster
         self.label = np.zeros(n_users, dtype=np.int64)
         self.size = np.zeros(n_users, dtype=np.int64)
         self.size[0] = n_users
         self.free = list(range(n_users - 1, 0, -1))  # unused cluster slots
         self.checked = np.zeros(n_users, dtype=bool)
+        self.unchecked = self.size.copy()  # unchecked members per cluster
         self.stage, self.stage_end = 1, 2  # stage s covers 2^s rounds
+        self.confidence = ConfidenceTable()  # F(m)
 
     def select(self, view, budget):
         scores = self.groups.cluster_ucb(self.label[view.user], view.arms[:], self.alpha, view.t, self.reference_ucb)
-        return int(np.argmax(scores))
+        return int(scores.argmax())
 
     def update(self, view, chosen, reward):
         i, x, t = view.user, view.arms[chosen], view.t + 1
@@ -54,14 +56,18 @@ class SCLUB(Policy):
             self.stage_end += 2**self.stage
             if self.reset_checks:
                 self.checked[:] = False
+                self.unchecked[:] = self.size
         c = self.label[i]
         users.update(i, x, reward)
         groups.update(c, x, reward)
-        self.checked[i] = True
-        F = club_confidence
+        if not self.checked[i]:
+            self.checked[i] = True
+            self.unchecked[c] -= 1
+        F = self.confidence.upto(t)
         if self.size[c] > 1:
-            far = np.linalg.norm(users.theta[i] - groups.theta[c]) > self.alpha1 * (F(users.count[i]) + F(groups.count[c]))
-            odd = abs(users.count[i] / t - groups.count[c] / (self.size[c] * t)) > self.alpha_p * F(t)
+            difference = users.theta[i] - groups.theta[c]
+            far = np.sqrt(difference.dot(difference)) > self.alpha1 * (F[users.count[i]] + F[groups.count[c]])
+            odd = abs(users.count[i] / t - groups.count[c] / (self.size[c] * t)) > self.alpha_p * F[t]
             if far or odd:
                 c = self._split(i, c)
         self._merge(c, t)
@@ -78,18 +84,17 @@ class SCLUB(Policy):
         return new
 
     def _merge(self, c: int, t: int) -> None:
-        unchecked = np.bincount(self.label[~self.checked], minlength=self.n_users)
-        if unchecked[c]:
+        if self.unchecked[c]:
             return
-        candidates = np.flatnonzero((self.size > 0) & (unchecked == 0))
+        candidates = np.flatnonzero((self.size > 0) & (self.unchecked == 0))
         candidates = candidates[candidates != c]
         if candidates.size == 0:
             return
-        g, F = self.groups, club_confidence
-        distance = np.linalg.norm(g.theta[candidates] - g.theta[c], axis=1)
-        close = distance < self.alpha1 / 2 * (F(g.count[c]) + F(g.count[candidates]))
+        g, F = self.groups, self.confidence.upto(t)
+        distance = distances(g.theta[candidates], g.theta[c])
+        close = distance < self.alpha1 / 2 * (F[g.count[c]] + F[g.count[candidates]])
         frequency = g.count / np.maximum(self.size, 1) / t
-        close &= np.abs(frequency[candidates] - frequency[c]) < self.alpha_p / 2 * F(t)
+        close &= np.abs(frequency[candidates] - frequency[c]) < self.alpha_p / 2 * F[t]
         if not close.any():
             return
         k = candidates[close][np.argmin(distance[close])]

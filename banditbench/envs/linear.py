@@ -41,6 +41,6 @@ class LinearEnvironment:
             arms = self.rng.standard_normal((size, self.n_arms, self.dim)) / np.sqrt(self.dim)
             expected = self.expected_reward(np.einsum("bkd,bd->bk", arms, self.theta[users]))
             rewards = expected + self.noise * self.rng.standard_normal((size, self.n_arms))
-            for i in range(size):
-                user = int(users[i])
-                yield Round(start + i, user, arms[i], rewards[i], expected[i], int(self.group_of[user]))
+            arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
+            for i, (user, group) in enumerate(zip(users.tolist(), self.group_of[users].tolist())):
+                yield Round(start + i, user, arms[i], rewards[i], expected[i], group)

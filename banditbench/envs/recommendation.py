@@ -31,6 +31,7 @@ from scipy.stats import norm
 
 from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.round import Round
+from banditbench.envs.sampling import integer_then_choice
 from banditbench.errors import UserError
 
 MODES = ("paper", "metaban-code", "mcnb-code")
@@ -120,7 +121,10 @@ class RecommendationEnvironment:
         self.rng = np.random.default_rng(seed)
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
-        K = self.n_arms
+        K, rng, pos, neg = self.n_arms, self.rng, self.positives, self.negatives
+        # Column j of a round's [K] arms is entry layout[position, j] of [K − 1 others…, the rewarded one]
+        layout = np.array([np.insert(np.arange(K - 1), p, K - 1) for p in range(K)])
+        rewarded = np.eye(K)  # row p: the rewards of a round whose rewarded arm sits at position p
         for start in range(0, n_rounds, BLOCK):
             size = min(BLOCK, n_rounds - start)
             if self.mode == "paper":
@@ -128,25 +132,30 @@ class RecommendationEnvironment:
             else:
                 pools = self.pool_of_user[self.served_users[self.rng.integers(len(self.served_users), size=size)]]
             positions = self.rng.integers(K, size=size)
-            for i in range(size):
-                yield self.round(start + i, int(pools[i]), int(positions[i]))
+            # Per round, in the stream's order, the draws within the pool's entries (one generator call a block)
+            n_pos, n_neg = pos.count[pools], neg.count[pools]
+            entries = np.empty((size, K), np.int64)  # [others…, rewarded] as offsets within the pool's entries
+            if self.mode == "paper":  # 1 liked item, K − 1 distinct others
+                entries[:, K - 1], entries[:, :K - 1] = integer_then_choice(rng, n_pos, n_neg, K - 1)
+                others, chosen = neg, pos
+            else:  # K − 1 liked entries with replacement, the rewarded arm is the one disliked entry
+                entries[:] = rng.integers(0, np.hstack([np.repeat(n_pos[:, None], K - 1, axis=1), n_neg[:, None]]))
+                others, chosen = pos, neg
+            entries[:, :K - 1] += others.start[pools, None]
+            entries[:, K - 1] += chosen.start[pools]
+            order = layout[positions]
 
-    def round(self, t: int, pool: int, position: int) -> Round:
-        K, rng, pos, neg = self.n_arms, self.rng, self.positives, self.negatives
-        rewards = np.zeros(K)
-        rewards[position] = 1.0
-        if self.mode == "paper":
-            liked = pos.start[pool] + rng.integers(pos.count[pool])
-            others = neg.start[pool] + rng.choice(neg.count[pool], K - 1, replace=False)
-            rows = np.insert(neg.item[others], position, pos.item[liked])
-            arms = self.item_arms[rows]
-        else:  # 9 liked entries with replacement, the rewarded arm is the one disliked entry
-            liked = pos.start[pool] + rng.integers(pos.count[pool], size=K - 1)
-            disliked = neg.start[pool] + rng.integers(neg.count[pool])
-            items = np.insert(pos.item[liked], position, neg.item[disliked])
-            arms = self.item_arms[items]
+            def arranged(field: str) -> np.ndarray:  # [size, K] values of one entry field, in arm order
+                values = [getattr(others, field)[entries[:, :K - 1]], getattr(chosen, field)[entries[:, K - 1:]]]
+                return np.take_along_axis(np.hstack(values), order, axis=1)
+
+            arms = self.item_arms[arranged("item")]  # [size, K, d]
             if self.mode == "mcnb-code":
-                raters = np.insert(pos.rater[liked], position, neg.rater[disliked])
-                arms = np.hstack([arms, self.rater_arms[raters]])
-        return Round(t, pool, arms, rewards, rewards.copy(), int(self.group_of_pool[pool]),
-                     user_features=self.pool_features[pool])
+                arms = np.concatenate([arms, self.rater_arms[arranged("rater")]], axis=2)
+            arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
+            rewards = rewarded[positions]  # deterministic: the expected reward is the reward
+            groups = self.group_of_pool[pools].tolist()
+            user_features = self.pool_features[pools]
+            for i, pool in enumerate(pools.tolist()):
+                yield Round(start + i, pool, arms[i], rewards[i], rewards[i], groups[i],
+                            user_features=user_features[i])

@@ -55,8 +55,10 @@ class ArmPool:
     """
 
     def __init__(self, features: np.ndarray, budget: Budget):
-        self._features = features.view()
-        self._features.flags.writeable = False  # a policy must not alter the environment's arms
+        if features.flags.writeable:  # a policy must not alter the environment's arms (envs hand out read-only ones)
+            features = features.view()
+            features.flags.writeable = False
+        self._features = features
         self._budget = budget
 
     def __len__(self) -> int:

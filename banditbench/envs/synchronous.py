@@ -29,8 +29,10 @@ class SynchronousEnvironment(LinearEnvironment):
             arms = self.rng.standard_normal((size, self.n_arms, self.dim)) / np.sqrt(self.dim)
             expected = np.einsum("skd,nd->snk", arms, self.theta)  # [steps, N, K]
             rewards = expected + self.noise * self.rng.standard_normal(expected.shape)
+            arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
+            groups = self.group_of.tolist()
             for s in range(size):
                 step, shared = first + s, arms[s]  # one array shown to every user of the step
                 for user in range(min(N, n_rounds - step * N)):
                     yield Round(step * N + user, user, shared, rewards[s, user], expected[s, user],
-                                int(self.group_of[user]), step=step)
+                                groups[user], step=step)

@@ -115,8 +115,9 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         groups[t] = rnd.group
         chosen_arms[t] = chosen
         rewards[t] = reward
-        expected_rewards[t] = rnd.expected[chosen]
-        best_expected_rewards[t] = rnd.expected.max()
+        expected = rnd.expected.tolist()  # plain floats: cheaper than numpy calls on K values
+        expected_rewards[t] = expected[chosen]
+        best_expected_rewards[t] = max(expected)
         budget_spent[t] = budget.spent
         if diagnosed and ((t + 1) % DIAGNOSTICS_EVERY == 0 or t == T - 1):
             for name, value in sample_diagnostics(policy, true_groups).items():
