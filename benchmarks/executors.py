@@ -24,6 +24,7 @@ before and after: other work on the machine lowers every speed-up.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -62,7 +63,7 @@ def seconds_in_units(folder: Path) -> float:
 
 
 def cpu_seconds() -> float:
-    """CPU seconds of this process and of its children that have exited (the pool's workers, once joined)."""
+    """CPU seconds of this process and of its reaped children (the pool's fork server, with its workers)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
@@ -139,9 +140,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
-    try:
-        import ray  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("ray") is None:
         print("ray skipped: Ray is not installed (pip install 'banditbench-lab[ray]')")
         args.no_ray = True
     print(f"{args.units} units of {args.algo}, T = {args.rounds}; {os.cpu_count()} cores; "

@@ -10,9 +10,9 @@ shards are the same whichever executor ran them (a unit is a pure function of it
   banditbench/lazy.py) and forks each worker warm. Not ``fork`` of the parent, which may hold threads
   (the progress bar's, torch's, BLAS's) and CUDA state that a forked child inherits broken; not
   ``spawn``, which imports everything again in every worker and tears a whole interpreter down at the
-  end (≈ 0.5 s per run on 2 cores). The server's only other thread is pyarrow's jemalloc background
-  thread, which jemalloc's own fork handlers reset in the child. The prepared dataset is sent once to each
-  worker and its tables are cached there (memory-mapped Parquet), so it is loaded once per worker,
+  end (≈ 1 s per run on 2 cores). The server's only other thread is pyarrow's jemalloc background
+  thread, which jemalloc's own fork handlers reset in the child. The prepared dataset is sent once to
+  each worker and its tables are cached there (memory-mapped Parquet), so it is loaded once per worker,
   not once per unit. BLAS and torch are limited to one thread per worker, so N workers use N cores
   instead of N × cores threads fighting for them. Results come back as Arrow tables (≈ 2 MB for
   15 000 rounds, pickled in ≈ 10 ms); the parent writes the shards while the workers run.
