@@ -8,6 +8,7 @@ from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
 from banditbench.algos.bass import BASS
 from banditbench.algos.club import CLUB
 from banditbench.algos.cmlb import CMLB
+from banditbench.algos.cofiba import COFIBA
 from banditbench.algos.dynucb import DynUCB
 from banditbench.algos.eenet import EENet
 from banditbench.algos.linucb import LinUCB
@@ -41,6 +42,8 @@ register("club", CLUB, paper="Gentile, Li & Zappella, ICML 2014", role="baseline
          description="user graph, edges cut by the parameter-distance test, clusters = connected components")
 register("sclub", SCLUB, paper="Li, Chen, Li & Leung, IJCAI 2019", role="baseline",
          description="set-based clusters that split users off and merge close clusters")
+register("cofiba", COFIBA, paper="Li, Karatzoglou & Gentile, SIGIR 2016", role="baseline",
+         description="a user graph per item cluster, items clustered by the user neighbourhoods they induce")
 register("locb", LOCB, paper="Ban & He, NeurIPS 2021", role="baseline",
          description="overlapping local clusters grown around random seed users")
 register("dynucb", DynUCB, paper="Nguyen & Lauw, CIKM 2014", role="baseline",
