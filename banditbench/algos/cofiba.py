@@ -78,16 +78,15 @@ class COFIBA(Policy):
         self.square_norms = np.zeros(L)
         self.predicted = np.zeros((L, n_users))  # w_ℓᵀz for every node z and user ℓ
         self.spread = np.zeros((L, n_users))  # sqrt(zᵀM_ℓ⁻¹z)
-        self.item_graph = initial_graph(L, random_init_graph, self.rng)
-        self.item_label = dense_components(self.item_graph)[1]
+        self.item_graph = initial_graph(L, random_init_graph, self.rng)  # its rows count once a node is filled
+        self.item_label = np.full(L, -1)  # item cluster of every filled node
         self.groups = RidgeStats(0, dim, ridge)  # pooled statistics of the user clusters of every item cluster
         self.owners = np.zeros(0, dtype=np.int64)  # item clusters using each slot
         self.free: list[int] = []
         self.user_graph: dict[int, np.ndarray] = {}  # item cluster -> its user graph [N, N]
         self.slot_of = np.zeros((L, n_users), dtype=np.int64)  # item cluster -> user -> pooled-statistics slot
-        self.active = np.unique(self.item_label)  # item cluster ids in use
-        for j in self.active:
-            self._start_user_graph(j)
+        self.active = np.array([0])  # item cluster ids in use; the first nodes seen form cluster 0
+        self._start_user_graph(0)
         self._nodes = np.zeros(n_arms, dtype=np.int64)
 
     # --- select ------------------------------------------------------------------------------------------------
@@ -121,12 +120,31 @@ class COFIBA(Policy):
         return np.argmin(self.square_norms[: self.n_items] - 2 * arms @ filled.T, axis=1)  # ‖x − z‖² − ‖x‖²
 
     def _add_items(self, nodes: np.ndarray, contexts: np.ndarray) -> None:
+        first = self.n_items == 0
+        if not first and self.item_nodes == "contexts":
+            self._attach(nodes, contexts)
         self.items[nodes] = contexts
         self.square_norms[nodes] = (contexts**2).sum(axis=1)
         self.n_items = max(self.n_items, int(nodes.max()) + 1)
         users = self.users
         self.predicted[nodes] = contexts @ users.theta.T
         self.spread[nodes] = np.sqrt(np.maximum(np.einsum("nde,ke,kd->kn", users.A_inv, contexts, contexts), 0))
+        if first:  # the first nodes: cluster 0 of the initial item graph, split into its components
+            self.item_label[nodes] = 0
+            self._split_items(0, int(nodes[0]))
+
+    def _attach(self, nodes: np.ndarray, contexts: np.ndarray) -> None:
+        """A node seen later joins the item cluster of the nearest node seen before (our choice: the paper's
+        catalogue is known from the start, ours is discovered), keeping its initial edges into that cluster."""
+        filled = self.items[: self.n_items]
+        nearest = np.argmin(self.square_norms[: self.n_items] - 2 * contexts @ filled.T, axis=1)
+        for node, near in zip(nodes, nearest):
+            label = self.item_label[near]
+            self.item_graph[node] &= self.item_label == label
+            self.item_graph[:, node] = self.item_graph[node]
+            if not self.item_graph[node].any():  # a sparse random start may give it no edge into the cluster
+                self.item_graph[node, near] = self.item_graph[near, node] = True
+            self.item_label[node] = label
 
     # --- update ------------------------------------------------------------------------------------------------
 
@@ -231,11 +249,10 @@ class COFIBA(Policy):
         if self.new_user_graph == "fresh":  # the played item's part restarts too
             self._release(slots)
             self._start_user_graph(j)
-        self.active = np.unique(self.item_label)
+        self.active = np.unique(self.item_label[: self.n_items])
 
     def _largest_item_cluster(self) -> int:
-        labels = self.item_label[: max(self.n_items, 1)]
-        return int(np.bincount(labels).argmax())
+        return int(np.bincount(self.item_label[: self.n_items], minlength=1).argmax())
 
     def clusters(self):
         return self.slot_of[self._largest_item_cluster()]
@@ -244,4 +261,4 @@ class COFIBA(Policy):
         return self.user_graph[self._largest_item_cluster()]
 
     def diagnostics(self):
-        return {"n_item_clusters": float(np.unique(self.item_label[: max(self.n_items, 1)]).size)}
+        return {"n_item_clusters": float(self.active.size)}
