@@ -55,6 +55,7 @@ import numpy as np
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms
+from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
 NEW_USER_GRAPH = ("copy", "fresh")
@@ -66,8 +67,12 @@ class COFIBA(Policy):
                  random_init_graph: bool = False, reference_ucb: bool = False, reference_threshold: bool = False,
                  frozen_counts: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
-        if item_nodes not in ITEM_NODES or new_user_graph not in NEW_USER_GRAPH:
-            raise ValueError(f"cofiba: item_nodes must be one of {ITEM_NODES}, new_user_graph one of {NEW_USER_GRAPH}")
+        if item_nodes not in ITEM_NODES:
+            raise UserError(f"cofiba.item_nodes must be one of {', '.join(ITEM_NODES)}, got {item_nodes!r}")
+        if new_user_graph not in NEW_USER_GRAPH:
+            raise UserError(f"cofiba.new_user_graph must be one of {', '.join(NEW_USER_GRAPH)}, got {new_user_graph!r}")
+        if item_pool < 1:
+            raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
         self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
         self.reference_ucb, self.reference_threshold, self.frozen_counts = reference_ucb, reference_threshold, frozen_counts
