@@ -217,7 +217,9 @@ def prepare_facebook(
 @prepare_app.command("lastfm")
 def prepare_lastfm(
     pipeline: str = typer.Option("svd", "--pipeline", help="svd (rating-matrix pipeline, K = 10) | ghosh "
-                                 "(tag tf-idf + PCA-25 artist contexts, real users, K = 25)."),
+                                 "(tag tf-idf + PCA-25 artist contexts, real users, round-robin protocol, K = 25)."),
+    guaranteed_positive: bool = typer.Option(False, "--guaranteed-positive", help="ghosh: one listened artist in "
+                                             "every round (the paper's CLUB protocol) instead of 25 random ones."),
     top_users: int = TOP_USERS,
     top_items: int = typer.Option(20_000, "--top-items", help="Artists kept by listener count [default: all]."),
     dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
@@ -228,7 +230,7 @@ def prepare_lastfm(
     from banditbench.data import lastfm
 
     report_prepared(lastfm.prepare(data_dir, pipeline_name=pipeline, source=source, offline=offline, cache=cache_dir,
-                                   force=force,
+                                   force=force, guaranteed_positive=guaranteed_positive,
                                    options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
 
 

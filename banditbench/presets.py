@@ -112,8 +112,9 @@ preset("ghosh-synthetic", paper=GHOSH, reproduces="Fig. 1(a)–(d) (synthetic cl
 preset("ghosh-lastfm", paper=GHOSH, reproduces="Fig. 1(e) (Last.FM, regret relative to random)", dataset="lastfm",
        protocol="round-robin", algos=["cmlb", "club", "random"], rounds=10_000, seeds=5,
        grid={"cmlb.delta": 0.3, "cmlb.alpha": 0.5, "cmlb.C": 0.5, "club.alpha": 1.0, "club.alpha2": 2.0},
-       notes="25 random artists per round, tf-idf tag PCA d = 25, reward 1 if the user listened; the run count "
-             "is not stated, 5 is ours (ghosh.md §5.2).")
+       notes="prepare with `prepare lastfm --pipeline ghosh` (add --guaranteed-positive for the paper's CLUB "
+             "protocol); 25 random artists per round-robin step, tf-idf tag PCA d = 25, reward 1 if the user "
+             "listened; report shows regret ÷ random; the run count is not stated, 5 is ours (ghosh.md §5.2).")
 
 # Two-stage (twostage.md §5.3): 2000 iterations, 5 trials, budget B = b · m (b = 1000 MIND, 200 MovieLens-20M).
 _one_stage = ["random", "glm-ucb", "n-glm-ucb", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb", "s-n-gblm-ucb"]

@@ -97,6 +97,73 @@ def test_with_a_single_cluster_they_approach_one_shared_linucb(tmp_path, algorit
     assert out["regret"].sum() < one + 0.5 * (ind - one)
 
 
+def test_cofiba_recovers_user_clusters_and_beats_independent_and_random(scarce_async):
+    """On fresh contexts the item side has nothing to find (every user's reward is linear over all items), so
+    one item node (``item_pool=1``) isolates COFIBA's user side: its item-dependent test |(w_i − w_ℓ)ᵀx̄|
+    separates the users, more slowly than CLUB's (a projection of the gap), hence the lower ARI bar."""
+    params = {"alpha2": 0.15, "alpha": 0.5, "item_pool": 1}
+    out = run(scarce_async, "cofiba", 5000, params)
+    assert final(out, "diag_ari") >= 0.8 and final(out, "diag_n_item_clusters") == 1
+    regret = out["regret"].sum()
+    assert regret < run(scarce_async, "linucb-ind", 5000)["regret"].sum()
+    assert regret < 0.2 * run(scarce_async, "random", 5000)["regret"].sum()
+
+
+# --- COFIBA's item side ---------------------------------------------------------------------------------------
+
+def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
+    """Two user clusters θ = (0.6, ±0.8, 0) agree on items along e1 and disagree on items along ±e2: the item
+    graph splits the catalogue into exactly those two item clusters (the neighbourhood of a user w.r.t. an e1
+    item is everybody, w.r.t. an e2 item its own cluster)."""
+    from banditbench.envs import Budget, Round
+
+    truth = np.arange(20) % 2
+    theta = np.array([[0.6, 0.8, 0.0], [0.6, -0.8, 0.0]])
+    catalogue = np.array([[1, 0, 0], [1, 0, 0.3], [0, 1, 0], [0, -1, 0]]) / np.array([[1], [np.hypot(1, 0.3)], [1], [1]])
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        policy = ALGORITHMS["cofiba"].build(n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(seed),
+                                            params={"alpha2": 0.3})
+        for t in range(3000):
+            user, arms = int(rng.integers(20)), catalogue[rng.permutation(4)]
+            expected = arms @ theta[truth[user]]
+            rnd = Round(t, user, arms, expected + 0.1 * rng.standard_normal(4), expected, int(truth[user]))
+            budget = Budget()
+            view = rnd.view(budget)
+            chosen = policy.select(view, budget)
+            budget.close()
+            policy.update(view, chosen, rnd.rewards[chosen])
+        node = [int(np.flatnonzero((policy.items[: policy.n_items] == z).all(axis=1))[0]) for z in catalogue]
+        label = policy.item_label[node]
+        assert label[0] == label[1] != label[2] == label[3]
+        assert policy.diagnostics() == {"n_item_clusters": 2.0}
+
+
+def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
+    """Every (item cluster, user cluster) slot holds λI + Σ_members G_u and Σ b_u, also after splits and with
+    slots shared between item clusters."""
+    from banditbench.envs import PROTOCOLS, Budget
+
+    env = PROTOCOLS["linear"].environment(scarce_async, np.random.SeedSequence(1))
+    policy = ALGORITHMS["cofiba"].build(n_users=50, n_arms=10, dim=8, seed=np.random.SeedSequence(2),
+                                        params={"alpha2": 0.15, "item_pool": 20})
+    for rnd in env.rounds(2000):
+        budget = Budget()
+        view = rnd.view(budget)
+        chosen = policy.select(view, budget)
+        budget.close()
+        policy.update(view, chosen, rnd.rewards[chosen])
+    assert policy.active.size > 1 and len(np.unique(policy.slot_of[policy.active])) > 1  # items and users split
+    groups = policy.groups
+    for j in policy.active:
+        for slot in np.unique(policy.slot_of[j]):
+            gram, b, count = policy.users.pool(np.flatnonzero(policy.slot_of[j] == slot))
+            np.testing.assert_allclose(groups.gram[slot], gram, atol=1e-9)
+            np.testing.assert_allclose(groups.b[slot], b, atol=1e-9)
+            np.testing.assert_allclose(groups.A_inv[slot], np.linalg.inv(np.eye(8) + gram), atol=1e-8)
+            assert groups.count[slot] == count
+
+
 # --- BASS's separation test (Definition 5.1) -------------------------------------------------------------------
 
 def brute_force_K(c_i, Sigma_i, c_j, Sigma_j, grid=4001):
@@ -207,7 +274,7 @@ def test_pmlb_learns_the_average_then_personal_offsets(sync_data):
 
 # --- contracts -------------------------------------------------------------------------------------------------
 
-NEW = ["club", "bass", "cmlb", "sclb", "pmlb", "dynucb", "locb", "sclub"]
+NEW = ["club", "bass", "cmlb", "sclb", "pmlb", "dynucb", "locb", "sclub", "cofiba"]
 
 
 @pytest.mark.parametrize("algorithm", NEW)

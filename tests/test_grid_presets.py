@@ -123,10 +123,11 @@ def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
 
 def test_a_paper_preset_names_what_is_not_registered_yet():
     with pytest.raises(UserError) as error:
-        resolve({}, None, "mcnb-movielens")
+        resolve({}, None, "bass-yahoo")
     message = str(error.value)
-    assert message.startswith("preset mcnb-movielens (Fig. 2 (recommendation, movielens panel)) cannot run yet")
-    assert "not registered: algorithm cofiba" in message  # everything else of the preset exists
+    assert message.startswith("preset bass-yahoo (Table 4 (Yahoo column) and Fig. 7) cannot run yet")
+    assert "not registered: dataset yahoo" in message
+    assert presets.missing_for("mcnb-movielens") == []  # COFIBA, its last missing baseline, is registered
     with pytest.raises(UserError, match="unknown preset 'nope'"):
         resolve({}, None, "nope")
 

@@ -18,7 +18,7 @@ import pytest
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
 from banditbench.report.load import load_results
-from banditbench.report.tables import build_report
+from banditbench.report.tables import build_report, curves
 from banditbench.results.shards import write_shard
 from banditbench.runner.unit import Unit, UnitResult
 from conftest import banditbench
@@ -391,3 +391,17 @@ def test_check_on_ctr_fails_when_ctr_falls(tmp_path, report_cli):
     failed = report_cli(lower, "--format", "none", "-q", "--check", baseline)
     assert failed.returncode == 1
     assert failed.stdout.strip() == "REGRESSION mine on toy: lower: cumulative ctr 40 → 30 (-25.0 %, tolerance 5 %)"
+
+
+def test_regret_relative_to_random_in_the_table_and_per_round(tmp_path):
+    """Ghosh et al.'s Last.FM measure (Fig. 1(e)): cumulative regret ÷ that of random recommendation."""
+    results = load_results([planted(tmp_path / "r")])  # random has 3× linucb-ind's regret on every seed
+    rows = build_report(results).summary.set_index("algorithm")
+    assert rows.loc["linucb-ind", "regret_vs_random"] == pytest.approx(1 / 3)
+    assert rows.loc["random", "regret_vs_random"] == 1.0 and rows.loc["oracle", "regret_vs_random"] == 0.0
+    per_round = curves(results).set_index(["algorithm", "t"])["cumulative_regret_vs_random"]
+    np.testing.assert_allclose(per_round.loc["linucb-ind"].to_numpy(), 1 / 3)
+    assert "| ÷ random |" in to_markdown(build_report(results))
+    without = load_results([write_results(tmp_path / "n", {"linucb-ind": [1.0, 2.0], "mine": [0.5, 1.0]})])
+    assert "regret_vs_random" not in build_report(without).summary
+    assert "cumulative_regret_vs_random" not in curves(without)

@@ -86,3 +86,72 @@ def test_lastfm_words_split_tags_and_drop_stop_words(tmp_path):
     words = lastfm.artist_words(tmp_path / "x" / "user_taggedartists.dat", tmp_path / "x" / "tags.dat")
     vocabulary = set(w for ws in words for w in ws)
     assert vocabulary == {"chillout", "hip", "hop", "metal", "café", "del", "mar", "best"}
+
+
+def ghosh_lastfm(tmp_path, **options):
+    path, _ = write_lastfm_zip(tmp_path)
+    lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, pipeline_name="ghosh",
+                   options=RatingOptions(groups=5), force=True, **options)
+    return load_dataset(tmp_path / "ds", "lastfm")
+
+
+def listened_pairs(dataset):
+    inter = dataset.table("interactions")
+    return set(zip(inter.user[inter.label > 0], inter.item[inter.label > 0]))
+
+
+def test_round_robin_protocol_shows_every_user_the_same_25_random_artists_each_step(tmp_path):
+    """Ghosh et al. §6.2: users in turn, one shared set of 25 random artists per step, reward 1 iff listened."""
+    from banditbench.envs import PROTOCOLS
+
+    dataset = ghosh_lastfm(tmp_path)
+    assert dataset.manifest["protocol"] == "round-robin"
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(0))
+    N, listened = env.n_users, listened_pairs(dataset)
+    rounds = list(env.rounds(3 * N + 5))
+    assert [r.user for r in rounds] == [t % N for t in range(3 * N + 5)] and rounds[-1].step == 3
+    assert all(r.arms is rounds[0].arms for r in rounds[:N]) and rounds[N].arms is not rounds[0].arms
+    draws = np.random.default_rng(np.random.SeedSequence(0))  # the protocol's stream: one draw per step
+    shown = {step: draws.choice(env.n_items, 25, replace=False) for step in range(4)}
+    for r in rounds:
+        np.testing.assert_array_equal(r.arms, env.arms_table[shown[r.step]])
+        np.testing.assert_array_equal(r.rewards, [float((r.user, i) in listened) for i in shown[r.step]])
+    assert sorted(set(len(set(s)) for s in shown.values())) == [25]
+
+
+def test_round_robin_with_a_guaranteed_positive_gives_each_user_one_listened_artist(tmp_path):
+    from banditbench.envs import PROTOCOLS
+
+    dataset = ghosh_lastfm(tmp_path, guaranteed_positive=True)
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(1))
+    listened, items = listened_pairs(dataset), env.arms_table
+    rounds = list(env.rounds(2 * env.n_users))
+    for r in rounds:
+        assert r.rewards.max() == 1.0
+        for arm, reward in zip(r.arms, r.rewards):  # some artist with this context gives the reward
+            same = np.flatnonzero((items == arm).all(axis=1))
+            assert reward in {float((r.user, i) in listened) for i in same}
+    first, second = rounds[0].arms, rounds[1].arms  # 24 of the 25 artists are shared within a step
+    assert sum((first[:, None] == second[None]).all(axis=2).any(axis=1)) >= 24
+
+
+def test_guaranteed_positive_belongs_to_the_ghosh_pipeline(tmp_path):
+    path, _ = write_lastfm_zip(tmp_path)
+    with pytest.raises(UserError, match="--guaranteed-positive belongs to the round-robin protocol"):
+        lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, guaranteed_positive=True)
+
+
+def test_the_ghosh_lastfm_preset_runs_and_reports_regret_relative_to_random(tmp_path):
+    from conftest import banditbench
+
+    path, _ = write_lastfm_zip(tmp_path)
+    prepared = banditbench("prepare", "lastfm", "--pipeline", "ghosh", "--source", path, "--offline",
+                           "--data-dir", tmp_path / "data", "--groups", 5)
+    assert prepared.returncode == 0, prepared.stderr
+    out = tmp_path / "out"
+    ran = banditbench("run", "--preset", "ghosh-lastfm", "--rounds", 90, "--seeds", 1, "--jobs", 1,
+                      "--data-dir", tmp_path / "data", "--out", out)
+    assert ran.returncode == 0, ran.stderr
+    assert banditbench("report", out).returncode == 0
+    report = (out / "report.md").read_text()
+    assert "÷ random" in report and "cmlb" in report and "club" in report

@@ -29,6 +29,8 @@ register("club", ".club:CLUB", paper="Gentile, Li & Zappella, ICML 2014", role="
          description="user graph, edges cut by the parameter-distance test, clusters = connected components")
 register("sclub", ".sclub:SCLUB", paper="Li, Chen, Li & Leung, IJCAI 2019", role="baseline",
          description="set-based clusters that split users off and merge close clusters")
+register("cofiba", ".cofiba:COFIBA", paper="Li, Karatzoglou & Gentile, SIGIR 2016", role="baseline",
+         description="a user graph per item cluster, items clustered by the user neighbourhoods they induce")
 register("locb", ".locb:LOCB", paper="Ban & He, NeurIPS 2021", role="baseline",
          description="overlapping local clusters grown around random seed users")
 register("dynucb", ".dynucb:DynUCB", paper="Nguyen & Lauw, CIKM 2014", role="baseline",

@@ -1,4 +1,4 @@
-"""Connected components of a dense boolean user graph, shared by CLUB and BASS.
+"""Initial graphs and connected components of dense boolean user/item graphs (CLUB, COFIBA, BASS).
 
 scipy's connected components need a sparse copy, whose N² entries for a (nearly) complete graph of
 10 000 users take gigabytes; above ``SPARSE_LIMIT`` users a breadth-first search on the dense rows is used.
@@ -31,3 +31,13 @@ def dense_components(adjacency: np.ndarray, sparse_limit: int = SPARSE_LIMIT) ->
             label[frontier] = n
         n += 1
     return n, label
+
+
+def initial_graph(m: int, random: bool, rng: np.random.Generator) -> np.ndarray:
+    """The starting graph [m, m] of CLUB-style algorithms: complete, or with ``random`` the Erdős–Rényi graph
+    G(m, p = 3 ln m / m) of the CLUB and COFIBA experiments (connected with high probability, far sparser)."""
+    if not random:
+        return ~np.eye(m, dtype=bool)
+    p = min(1.0, 3 * np.log(max(m, 2)) / m)
+    upper = np.triu(rng.random((m, m)) < p, k=1)
+    return upper | upper.T

@@ -71,6 +71,13 @@ class RidgeStats:
         """Raw sums (Σ G, Σ b, Σ count) over ``members``: what a group built from them starts with."""
         return self.gram[members].sum(axis=0), self.b[members].sum(axis=0), int(self.count[members].sum())
 
+    def grow(self, n_learners: int) -> None:
+        """Add ``n_learners`` fresh learners (A = λI, nothing seen) at the end, for policies whose number of
+        groups is not bounded in advance (COFIBA's user clusters of every item cluster)."""
+        fresh = RidgeStats(n_learners, self.b.shape[1], self.ridge)
+        for name in ("A_inv", "gram", "b", "theta", "count", "logdet"):
+            setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
+
     def reset(self, learner: int) -> None:
         dim = self.theta.shape[1]
         self.assign(learner, np.zeros((dim, dim)), np.zeros(dim), 0)

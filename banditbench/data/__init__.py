@@ -56,7 +56,8 @@ DATASETS["facebook"] = DatasetInfo(
 
 DATASETS["lastfm"] = DatasetInfo(
     "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
-    "(tag tf-idf + PCA-25 contexts, K = 25)", "Cantador et al. 2011; Ghosh et al. 2021 §6.2", "recommendation")
+    "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)", "Cantador et al. 2011; Ghosh et al. "
+    "2021 §6.2", "recommendation", other_protocols=("round-robin",))
 
 DATASETS["yelp"] = DatasetInfo(
     "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",

@@ -8,8 +8,9 @@ listened to are the negatives (``negatives = unrated``). Two pipelines:
 - ``ghosh`` (Ghosh et al. 2021 §6.2 after Gentile et al. 2014 / Cesa-Bianchi et al. 2013): tags broken
   into single words (stop words dropped), each artist's document = the words of every tag any user gave
   it, artist × word tf-idf, the top 25 principal components as the artist contexts; only tagged
-  artists are items; real users are served, K = 25 arms: 1 listened artist and 24 the user did not
-  listen to (CLUB's protocol in that section, with the 24 drawn among non-listened artists).
+  artists are items; real users, run under the ``round-robin`` protocol (envs/roundrobin.py): users in
+  turn, K = 25 random artists per step shared by all users, reward 1 if listened; ``guaranteed_positive``
+  gives every round one listened artist (the paper's protocol for CLUB).
 
 Raw pitfalls: every file is TAB-separated with a header; ``tags.dat`` is Latin-1 with CRLF line ends.
 The HetRec zip has no published checksum, so its sha256 is recorded, not checked.
@@ -81,13 +82,18 @@ def tfidf_pca(documents: pd.Series, dim: int) -> np.ndarray:
 
 
 def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.RatingOptions | None = None,
-            source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False) -> Path:
+            source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False,
+            guaranteed_positive: bool = False) -> Path:
     if pipeline_name not in PIPELINES:
         raise UserError(f"unknown --pipeline {pipeline_name!r}; choose from: {', '.join(PIPELINES)}")
-    options = replace(options or pipeline.RatingOptions(top_items=20_000), positive_above=0.0, negative_below=None)
     ghosh = pipeline_name == "ghosh"
+    if guaranteed_positive and not ghosh:
+        raise UserError("--guaranteed-positive belongs to the round-robin protocol of --pipeline ghosh")
+    options = replace(options or pipeline.RatingOptions(top_items=20_000), positive_above=0.0, negative_below=None)
     parameters = {"pipeline": pipeline_name, **options.as_dict(), "mode": "paper", "negatives": "unrated",
                   "serve": "users" if ghosh else "groups", "arms": 25 if ghosh else 10}
+    if ghosh:
+        parameters["guaranteed_positive"] = guaranteed_positive
     folder = Path(data_dir) / "lastfm"
     if up_to_date(folder, parameters, force):
         return folder
@@ -103,5 +109,5 @@ def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.Rat
         items = tables["items"][["item", "raw_item"]].copy()
         items[[f"f_{j}" for j in range(PCA_DIM)]] = tfidf_pca(words.loc[items["raw_item"]], PCA_DIM)
         tables["items"] = items
-    return write_dataset(folder, "lastfm", tables, parameters, protocol="recommendation",
+    return write_dataset(folder, "lastfm", tables, parameters, protocol="round-robin" if ghosh else "recommendation",
                          raw_files=raw.records, counts=counts, force=force)

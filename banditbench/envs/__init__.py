@@ -61,3 +61,11 @@ PROTOCOLS["classification"] = ProtocolInfo(
     "user = class, which tells per-user learners the label",
     "M-CNB §5.3 (seed 000); Meta-Ban §4.3 (seed 001); NeuralUCB's Bandit_multi",
 )
+
+PROTOCOLS["round-robin"] = ProtocolInfo(
+    "round-robin",
+    ".roundrobin:RoundRobinEnvironment",
+    "real users pulled in turn; each step all users see the same 25 random artists (reward 1 if listened); "
+    "option: one listened artist guaranteed per round (the paper's CLUB protocol)",
+    "Ghosh et al. 2021 §6.2, Fig. 1(e) (seed 002), Last.FM",
+)

@@ -85,6 +85,8 @@ def sections(report: Report) -> list[Section]:
             improvement = row.improvement_pct
             cells["p vs best"] = Cell("best" if best else format_p(row.p_vs_best))
             cells["improvement vs best baseline"] = Cell(f"{improvement:+.1f} %" if np.isfinite(improvement) else "–")
+            if "regret_vs_random" in rows and rows["regret_vs_random"].notna().any():
+                cells["÷ random"] = Cell(_num(row.regret_vs_random, ".3f"))  # Ghosh et al. Fig. 1(e)
             cells["role"] = Cell("reference" if row.reference else row.role)
             lines.append(cells)
         columns = list(lines[0])

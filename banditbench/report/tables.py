@@ -16,6 +16,7 @@ __all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_exper
            "load_results", "regret_curves", "regret_table", "write_report"]
 
 FORMATS = ("md", "csv", "latex", "html", "png", "svg")
+RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
 
 
 def algorithm_role(name: str, overrides: dict[str, str]) -> tuple[str, bool]:
@@ -67,6 +68,10 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
     summary = summary.sort_values(["dataset", "algorithm"], key=lambda c: c.map(order) if c.name == "algorithm"
                                   else c.map({d: i for i, d in enumerate(results.datasets)}), kind="stable",
                                   ignore_index=True)
+
+    if "regret_mean" in summary and RANDOM in results.algorithms:  # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
+        random_regret = summary[summary["algorithm"] == RANDOM].set_index("dataset")["regret_mean"]
+        summary["regret_vs_random"] = summary["regret_mean"] / summary["dataset"].map(random_regret)
 
     compared = [a for a in results.algorithms if not algorithm_role(a, roles)[1]]
     comparisons = []
@@ -130,6 +135,11 @@ def curves(results: Results) -> pd.DataFrame:
         table[f"{metric}_ci_high"] = table[f"{metric}_mean"] + spread
     table["seeds"] = seeds
     table = table.reset_index()
+    if "cumulative_regret" in metrics and RANDOM in results.algorithms:  # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))
+        random = table[table["algorithm"] == RANDOM].set_index(["dataset", "t"])["cumulative_regret_mean"]
+        at = pd.MultiIndex.from_frame(table[["dataset", "t"]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table["cumulative_regret_vs_random"] = table["cumulative_regret_mean"].to_numpy() / random.reindex(at).to_numpy()
     order = {a: i for i, a in enumerate(results.algorithms)}
     datasets = {d: i for i, d in enumerate(results.datasets)}
     return table.sort_values(["dataset", "algorithm", "t"], kind="stable", ignore_index=True,

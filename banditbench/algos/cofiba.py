@@ -1,0 +1,269 @@
+"""COFIBA (Li, Karatzoglou & Gentile, SIGIR 2016, Algorithm 1): collaborative filtering bandits.
+
+Users are clustered separately for every item cluster, and items by the user clusterings they induce.
+Each user i keeps ridge statistics M_i = I + Σ x xᵀ, b_i, w_i = M_i⁻¹ b_i (pull count T_i). The item graph
+G^I starts connected; every item cluster j (a connected component of G^I) owns a user graph G^U_j, also
+connected at the start.
+- Select: for every arm x_k, ĵ = its item cluster, N̂_k = the component of i_t in G^U_ĵ,
+    M̄ = I + Σ_{ℓ∈N̂_k}(M_ℓ − I), b̄ = Σ_{ℓ∈N̂_k} b_ℓ, w̄ = M̄⁻¹b̄,
+    k_t = argmax_k w̄ᵀx_k + CB(x_k),  CB(x) = α·sqrt(xᵀM̄⁻¹x · log(t + 1)).
+- Update i_t's statistics with (x̄_t, a_t); then
+  user side, in G^U_ĵt of the played item's cluster only: delete (i_t, ℓ) when
+    |w_iᵀx̄ − w_ℓᵀx̄| > CB̃_i(x̄) + CB̃_ℓ(x̄),   CB̃_ℓ(x) = α₂·sqrt(xᵀM_ℓ⁻¹x · log(t + 1));
+  item side: the neighbourhood of i_t with respect to an item z is N(z) = {ℓ : |w_iᵀz − w_ℓᵀz| ≤ CB̃_i(z) + CB̃_ℓ(z)};
+    delete (x̄_t, z) from G^I for every item-graph neighbour z with N(z) ≠ N(x̄_t). When this splits ĵ_t, the
+    part holding x̄_t keeps G^U_ĵt and every other part starts from a copy of it.
+
+Item identity. A policy sees arm contexts only (DESIGN.md), so an item is its context: the item nodes are the
+first ``item_pool`` distinct contexts seen, and every arm belongs to the node nearest to its context. On the
+recommendation protocol an item's context is fixed, so with ``item_pool`` ≥ the catalogue size every item is its
+own node (the paper's item graph over the catalogue). On the synthetic protocols, whose contexts are fresh each
+round, the nodes are a pool of L contexts, like the authors' code's item pool, and a fresh arm is the pool
+member nearest to it. The user-side test uses the played arm's own context; the item side the node contexts.
+
+Speed. Only the served user's statistics change in a round, so w_ℓᵀz and zᵀM_ℓ⁻¹z are cached for every user and
+node [N, L] and only row i_t is recomputed: the item-side test costs O(L d² + N L) a round instead of O(N L d²).
+Pooled statistics depend only on a user cluster's members, so item clusters whose user clusters coincide (a
+split item cluster's parts start with the same user graph) share them: they live in one RidgeStats,
+``slot_of[j, u]`` the slot of u's cluster at item cluster j, ``owners[s]`` the number of item clusters using slot
+s. The served user's sample enters each distinct slot of its clusters by one batched Sherman–Morrison update;
+a user-graph split rebuilds the parts from member sums (as CLUB), in new slots when the old one is shared.
+
+Choices where the paper leaves room (ours, documented in the README): the tests use the estimates after the
+round's update (as CLUB here and both authors' codes); a new item cluster's user graph is a copy of the one it
+split from; ``clusters()`` and ``sharing_graph()`` report the user clustering of the largest item cluster.
+
+Switches (the authors' code; Shuai Li's original and Ban's copy, reference-implementations.md §4.3, §15.C):
+- ``random_init_graph``: user graphs G(n, 3 ln n / n) and item graph G(L, 3 ln L / L) instead of complete graphs.
+- ``new_user_graph="fresh"``: every part of a split item cluster restarts from an initial user graph (the code
+  re-draws them all) instead of copying the user graph it split from.
+- ``reference_ucb``: xᵀw̄ + 0.1·xᵀM̄⁻¹x (β = 0.1, no square root, no log t).
+- ``reference_threshold``: both tests against 4√d·(F(T_i) + F(T_ℓ)), F(T) = sqrt((1 + ln(1 + T))/(1 + T)),
+  the same for every item, instead of the item-dependent CB̃.
+- ``frozen_counts``: T is never incremented (Ban's copy), so with ``reference_threshold`` the threshold stays
+  8√d, edges are practically never cut and COFIBA is one global LinUCB.
+- ``item_nodes="slots"``: the item graph is over the K arm positions of a round (Ban's copy), each node's
+  context the latest arm seen at that position.
+Not reproduced: θ₂ computed with the other user's inverse (both codes) and Ban's cluster matrix Σ M_ℓ (ridge
+|N̂|·I instead of I).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditbench.algos.base import Policy
+from banditbench.algos.graphs import dense_components, initial_graph
+from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms
+from banditbench.errors import UserError
+
+ITEM_NODES = ("contexts", "slots")
+NEW_USER_GRAPH = ("copy", "fresh")
+
+
+class COFIBA(Policy):
+    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
+                 item_pool: int = 100, item_nodes: str = "contexts", new_user_graph: str = "copy",
+                 random_init_graph: bool = False, reference_ucb: bool = False, reference_threshold: bool = False,
+                 frozen_counts: bool = False):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        if item_nodes not in ITEM_NODES:
+            raise UserError(f"cofiba.item_nodes must be one of {', '.join(ITEM_NODES)}, got {item_nodes!r}")
+        if new_user_graph not in NEW_USER_GRAPH:
+            raise UserError(f"cofiba.new_user_graph must be one of {', '.join(NEW_USER_GRAPH)}, got {new_user_graph!r}")
+        if item_pool < 1:
+            raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
+        self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
+        self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
+        self.reference_ucb, self.reference_threshold, self.frozen_counts = reference_ucb, reference_threshold, frozen_counts
+        L = n_arms if item_nodes == "slots" else item_pool
+        self.users = RidgeStats(n_users, dim, ridge)
+        self.items = np.zeros((L, dim))  # node contexts; the first n_items rows are filled
+        self.n_items = 0
+        self.square_norms = np.zeros(L)
+        self.predicted = np.zeros((L, n_users))  # w_ℓᵀz for every node z and user ℓ
+        self.spread = np.zeros((L, n_users))  # sqrt(zᵀM_ℓ⁻¹z)
+        self.item_graph = initial_graph(L, random_init_graph, self.rng)  # its rows count once a node is filled
+        self.item_label = np.full(L, -1)  # item cluster of every filled node
+        self.groups = RidgeStats(0, dim, ridge)  # pooled statistics of the user clusters of every item cluster
+        self.owners = np.zeros(0, dtype=np.int64)  # item clusters using each slot
+        self.free: list[int] = []
+        self.user_graph: dict[int, np.ndarray] = {}  # item cluster -> its user graph [N, N]
+        self.slot_of = np.zeros((L, n_users), dtype=np.int64)  # item cluster -> user -> pooled-statistics slot
+        self.active = np.array([0])  # item cluster ids in use; the first nodes seen form cluster 0
+        self._start_user_graph(0)
+        self._nodes = np.zeros(n_arms, dtype=np.int64)
+
+    # --- select ------------------------------------------------------------------------------------------------
+
+    def select(self, view, budget):
+        arms = view.arms[:]
+        nodes = self._item_nodes_of(arms)
+        slots = self.slot_of[self.item_label[nodes], view.user]  # N̂_k of i_t at each arm's item cluster
+        theta, A_inv = self.groups.theta[slots], self.groups.A_inv[slots]
+        quad = np.einsum("kd,kd->k", np.einsum("kde,ke->kd", A_inv, arms), arms)
+        if self.reference_ucb:
+            scores = np.einsum("kd,kd->k", arms, theta) + 0.1 * quad
+        else:
+            scores = np.einsum("kd,kd->k", arms, theta) + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
+        self._nodes = nodes
+        return int(np.argmax(scores))
+
+    def _item_nodes_of(self, arms: np.ndarray) -> np.ndarray:
+        """The item node of every arm; unseen contexts become new nodes while the pool has room."""
+        if self.item_nodes == "slots":
+            self._add_items(np.arange(len(arms)), arms)
+            return np.arange(len(arms))
+        if self.n_items < len(self.items):
+            seen = self.items[: self.n_items]
+            new = ~(arms[:, None, :] == seen[None]).all(axis=2).any(axis=1)
+            if new.any():
+                fresh = arms[new][np.sort(np.unique(arms[new], axis=0, return_index=True)[1])]
+                fresh = fresh[: len(self.items) - self.n_items]
+                self._add_items(np.arange(self.n_items, self.n_items + len(fresh)), fresh)
+        filled = self.items[: self.n_items]
+        return np.argmin(self.square_norms[: self.n_items] - 2 * arms @ filled.T, axis=1)  # ‖x − z‖² − ‖x‖²
+
+    def _add_items(self, nodes: np.ndarray, contexts: np.ndarray) -> None:
+        first = self.n_items == 0
+        if not first and self.item_nodes == "contexts":
+            self._attach(nodes, contexts)
+        self.items[nodes] = contexts
+        self.square_norms[nodes] = (contexts**2).sum(axis=1)
+        self.n_items = max(self.n_items, int(nodes.max()) + 1)
+        users = self.users
+        self.predicted[nodes] = contexts @ users.theta.T
+        self.spread[nodes] = np.sqrt(np.maximum(np.einsum("nde,ke,kd->kn", users.A_inv, contexts, contexts), 0))
+        if first:  # the first nodes: cluster 0 of the initial item graph, split into its components
+            self.item_label[nodes] = 0
+            self._split_items(0, int(nodes[0]))
+
+    def _attach(self, nodes: np.ndarray, contexts: np.ndarray) -> None:
+        """A node seen later joins the item cluster of the nearest node seen before (our choice: the paper's
+        catalogue is known from the start, ours is discovered), keeping its initial edges into that cluster."""
+        filled = self.items[: self.n_items]
+        nearest = np.argmin(self.square_norms[: self.n_items] - 2 * contexts @ filled.T, axis=1)
+        for node, near in zip(nodes, nearest):
+            label = self.item_label[near]
+            self.item_graph[node] &= self.item_label == label
+            self.item_graph[:, node] = self.item_graph[node]
+            if not self.item_graph[node].any():  # a sparse random start may give it no edge into the cluster
+                self.item_graph[node, near] = self.item_graph[near, node] = True
+            self.item_label[node] = label
+
+    # --- update ------------------------------------------------------------------------------------------------
+
+    def update(self, view, chosen, reward):
+        i, x, node, n = view.user, view.arms[chosen], self._nodes[chosen], self.n_items
+        log_t = np.log(view.t + 2)  # log(t + 1), t the 1-based round
+        users = self.users
+        users.update(i, x, reward)
+        self.groups.update_many(np.unique(self.slot_of[self.active, i]), x, reward)  # i's cluster at every item cluster
+        self.predicted[:n, i] = self.items[:n] @ users.theta[i]
+        self.spread[:n, i] = np.sqrt(np.maximum(quadratic_forms(users.A_inv[i], self.items[:n]), 0))
+
+        # user side, at the played item's cluster ĵ_t: cut (i_t, ℓ) when ℓ is far from i_t on x̄_t
+        j = self.item_label[node]
+        graph = self.user_graph[j]
+        neighbours = np.flatnonzero(graph[i])
+        if neighbours.size:
+            spread = np.sqrt(np.maximum((users.A_inv @ x) @ x, 0))
+            cut = neighbours[self._far(users.theta @ x, spread, i, log_t)[neighbours]]
+            if cut.size:
+                graph[i, cut] = graph[cut, i] = False
+                if not (graph[cut] & graph[i]).any(axis=1).all():  # a cut neighbour lost its last 2-path to i
+                    members = np.flatnonzero(self.slot_of[j] == self.slot_of[j, i])
+                    self._split_users(j, members, keep=self.slot_of[j, i])
+
+        # item side: cut (x̄_t, z) when the neighbourhood of i_t w.r.t. z differs from the one w.r.t. x̄_t
+        linked = np.flatnonzero(self.item_graph[node, :n])
+        if linked.size:
+            rows = np.append(node, linked)
+            far = self._far(self.predicted[rows], self.spread[rows], i, log_t)  # [1 + |linked|, N]
+            cut = linked[(far[1:] != far[0]).any(axis=1)]
+            if cut.size:
+                self.item_graph[node, cut] = self.item_graph[cut, node] = False
+                self._split_items(j, node)
+
+    def _far(self, predicted: np.ndarray, spread: np.ndarray, i: int, log_t: float) -> np.ndarray:
+        """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) and item z (leading axes), given
+        w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z): CB̃_ℓ(z) = α₂·sqrt(zᵀM_ℓ⁻¹z · log(t + 1)), or the code's 4√d·F(T_ℓ), equal for all z."""
+        gap = np.abs(predicted - predicted[..., i : i + 1])
+        if not self.reference_threshold:
+            scale = self.alpha2 * np.sqrt(log_t)
+            return gap > scale * (spread + spread[..., i : i + 1])
+        count = np.zeros(self.n_users) if self.frozen_counts else self.users.count
+        cb = 4 * np.sqrt(self.dim) * club_confidence(count)
+        return gap > cb + cb[i]
+
+    # --- clusters ----------------------------------------------------------------------------------------------
+
+    def _slot(self) -> int:
+        if not self.free:
+            start = len(self.groups.b)
+            self.groups.grow(max(start, self.n_users))
+            self.owners = np.concatenate([self.owners, np.zeros(len(self.groups.b) - start, dtype=np.int64)])
+            self.free = list(range(len(self.groups.b) - 1, start - 1, -1))
+        slot = self.free.pop()
+        self.owners[slot] = 1
+        return slot
+
+    def _release(self, slots: np.ndarray) -> None:
+        self.owners[slots] -= 1
+        self.free.extend(int(s) for s in slots if self.owners[s] == 0)
+
+    def _split_users(self, j: int, members: np.ndarray, keep: int | None = None) -> None:
+        """Label the components of G^U_j on ``members`` with slots and pool their members' statistics;
+        ``keep``: the old cluster's slot, reused by the first component unless other item clusters share it."""
+        n_parts, part = dense_components(self.user_graph[j][np.ix_(members, members)])
+        if n_parts == 1 and keep is not None:
+            return
+        if keep is not None and self.owners[keep] > 1:
+            self._release(np.array([keep]))
+            keep = None
+        for p in range(n_parts):
+            group = members[part == p]
+            slot = keep if p == 0 and keep is not None else self._slot()
+            self.slot_of[j, group] = slot
+            self.groups.assign(slot, *self.users.pool(group))
+
+    def _start_user_graph(self, j: int) -> None:
+        self.user_graph[j] = initial_graph(self.n_users, self.random_init_graph, self.rng)
+        self._split_users(j, np.arange(self.n_users))
+
+    def _split_items(self, j: int, node: int) -> None:
+        """Split item cluster j into the components of its item sub-graph; ``node``'s part keeps the id j."""
+        members = np.flatnonzero(self.item_label == j)
+        n_parts, part = dense_components(self.item_graph[np.ix_(members, members)])
+        if n_parts == 1:
+            return
+        unused = iter(np.setdiff1d(np.arange(len(self.items)), self.item_label))
+        own = part[members == node][0]
+        slots = np.unique(self.slot_of[j])
+        for p in range(n_parts):
+            if p == own:
+                continue
+            new = int(next(unused))
+            self.item_label[members[part == p]] = new
+            if self.new_user_graph == "copy":  # same user clusters, so the same pooled statistics, shared
+                self.user_graph[new] = self.user_graph[j].copy()
+                self.slot_of[new] = self.slot_of[j]
+                self.owners[slots] += 1
+            else:
+                self._start_user_graph(new)
+        if self.new_user_graph == "fresh":  # the played item's part restarts too
+            self._release(slots)
+            self._start_user_graph(j)
+        self.active = np.unique(self.item_label[: self.n_items])
+
+    def _largest_item_cluster(self) -> int:
+        return int(np.bincount(self.item_label[: self.n_items], minlength=1).argmax())
+
+    def clusters(self):
+        return self.slot_of[self._largest_item_cluster()]
+
+    def sharing_graph(self):
+        return self.user_graph[self._largest_item_cluster()]
+
+    def diagnostics(self):
+        return {"n_item_clusters": float(self.active.size)}
