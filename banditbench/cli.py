@@ -92,6 +92,9 @@ def prepare_synthetic(
     protocol: str = typer.Option("linear", "--protocol",
                                  help="linear (one random user per round), synchronous (all users each step) or "
                                       "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
+    arm_set: str = typer.Option("fresh", "--arm-set",
+                                help="fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
+                                     "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ)."),
     data_dir: Path = DATA_DIR,
     force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
 ) -> None:
@@ -99,9 +102,9 @@ def prepare_synthetic(
     from banditbench.data import synthetic
 
     path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
-                             seed=seed, force=force, centres=centres, omega=omega, protocol=protocol)
+                             seed=seed, force=force, centres=centres, omega=omega, protocol=protocol, arm_set=arm_set)
     console.print(f"[bold]{synthetic.dataset_name(protocol)}[/] is ready in {path}: "
-                  f"{users} users in {clusters} clusters, d={dim}, K={arms}")
+                  f"{users} users in {clusters} clusters, d={dim}, K={arms} ({arm_set} arms)")
 
 
 SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")

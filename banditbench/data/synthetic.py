@@ -9,6 +9,10 @@ The paper gives K = 25 and d = 15 and leaves the noise unstated; σ = 0.1 is our
 ``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R; seed 003): for m = 1 … M,
 θ_m = e_m when m is odd and θ_m = cos ω e_{m−1} + sin ω e_m when m is even (unit norm, M ≤ d), so
 consecutive pairs are Δ = 2 sin(ω/2) apart; ω = π/4 is our guess for the paper's "similar" scenario (lost).
+``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (bass.md §4.2, the generator
+of the authors' bandpy library; the paper's own generator text was lost): K/M arms around each centre,
+x = θ_m + 0.5 ‖θ_m‖ ξ with ξ ~ N(0, I_d), not normalised, served unchanged every round (table ``arms``).
+When M ∤ K the K arms are split as evenly as possible (the first K mod M centres get one more): our choice.
 ``protocol="synchronous"`` makes the dataset run under Ghosh et al.'s synchronous rounds.
 """
 
@@ -25,8 +29,10 @@ from banditbench.errors import UserError
 DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
 # Options added after the first release: recorded in the manifest only when they differ from these,
 # so datasets prepared before them keep their parameters.
-EXTRA_DEFAULTS = {"centres": "sphere", "omega": float(np.pi / 4), "protocol": "linear"}
+EXTRA_DEFAULTS = {"centres": "sphere", "omega": float(np.pi / 4), "protocol": "linear", "arm_set": "fresh"}
 CENTRES = ("sphere", "bass")
+ARM_SETS = ("fresh", "fixed")
+ARM_SPREAD = 0.5  # bandpy's coef: x = θ_m + 0.5 ‖θ_m‖ ξ
 # "cosine" (NeuralUCB's non-linear reward) is prepared as a dataset of its own, synthetic-cosine.
 SYNTHETIC_PROTOCOLS = ("linear", "synchronous", "cosine")
 
@@ -53,7 +59,8 @@ def bass_centres(clusters: int, dim: int, omega: float) -> np.ndarray:
 
 
 def generate(users: int, clusters: int, dim: int, z: float, seed: int, centres: str = "sphere",
-             omega: float = EXTRA_DEFAULTS["omega"]) -> pd.DataFrame:
+             omega: float = EXTRA_DEFAULTS["omega"], arms: int = 0) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The users table, and with ``arms`` > 0 the fixed arm set (drawn after the users, so they are the same)."""
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((clusters, dim))
     theta /= np.linalg.norm(theta, axis=1, keepdims=True)  # uniform on the unit sphere
@@ -63,7 +70,15 @@ def generate(users: int, clusters: int, dim: int, z: float, seed: int, centres: 
     frame = pd.DataFrame({"user": np.arange(users), "cluster": cluster_of})
     for j in range(dim):
         frame[f"theta_{j}"] = theta[cluster_of, j]
-    return frame
+    if not arms:
+        return frame, None
+    centre_of = np.repeat(np.arange(clusters), cluster_sizes(arms, clusters, 0.0))  # K/M arms per centre
+    spread = ARM_SPREAD * np.linalg.norm(theta[centre_of], axis=1, keepdims=True)
+    x = theta[centre_of] + spread * rng.standard_normal((arms, dim))
+    arm_table = pd.DataFrame({"arm": np.arange(arms), "cluster": centre_of})
+    for j in range(dim):
+        arm_table[f"x_{j}"] = x[:, j]
+    return frame, arm_table
 
 
 def dataset_name(protocol: str) -> str:
@@ -72,7 +87,7 @@ def dataset_name(protocol: str) -> str:
 
 def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, noise: float,
             z: float, seed: int, force: bool = False, centres: str = "sphere",
-            omega: float = EXTRA_DEFAULTS["omega"], protocol: str = "linear") -> Path:
+            omega: float = EXTRA_DEFAULTS["omega"], protocol: str = "linear", arm_set: str = "fresh") -> Path:
     for label, value in (("--users", users), ("--clusters", clusters), ("--dim", dim), ("--arms", arms)):
         if value < 1:
             raise UserError(f"{label} must be at least 1, got {value}")
@@ -88,8 +103,14 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
         raise UserError(f"--protocol must be one of {', '.join(SYNTHETIC_PROTOCOLS)}, got {protocol!r}")
     if centres == "bass" and clusters > dim:
         raise UserError(f"--centres bass needs --clusters ({clusters}) at most --dim ({dim})")
+    if arm_set not in ARM_SETS:
+        raise UserError(f"--arm-set must be one of {', '.join(ARM_SETS)}, got {arm_set!r}")
+    if arm_set == "fixed" and protocol != "linear":
+        raise UserError(f"--arm-set fixed needs --protocol linear, got {protocol!r}")
+    if arm_set == "fixed" and arms < clusters:
+        raise UserError(f"--arm-set fixed needs --arms ({arms}) at least --clusters ({clusters})")
     parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
-    extra = {"centres": centres, "omega": float(omega), "protocol": protocol}
+    extra = {"centres": centres, "omega": float(omega), "protocol": protocol, "arm_set": arm_set}
     if centres != "bass":
         extra.pop("omega")  # ω only shapes BASS's centres
     parameters.update({k: v for k, v in extra.items() if v != EXTRA_DEFAULTS[k]})
@@ -97,5 +118,6 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
     folder = Path(data_dir) / name
     if not force and existing_parameters(folder) == parameters:
         return folder  # already prepared with these parameters: nothing to do
-    table = generate(users, clusters, dim, z, seed, centres, omega)
-    return write_dataset(folder, name, {"users": table}, parameters, protocol=protocol, force=force)
+    table, arm_table = generate(users, clusters, dim, z, seed, centres, omega, arms if arm_set == "fixed" else 0)
+    tables = {"users": table} if arm_table is None else {"users": table, "arms": arm_table}
+    return write_dataset(folder, name, tables, parameters, protocol=protocol, force=force)

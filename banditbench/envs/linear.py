@@ -4,6 +4,9 @@ Each round one user, drawn uniformly (BASS's asynchronous setting), faces K fres
 x_k ~ N(0, I/d) (Ghosh et al. §6.1); the expected reward of arm k is ⟨θ_user, x_k⟩ and the realised
 reward adds N(0, σ²) noise. Every draw comes from the environment's own stream and never depends on
 the policy's choices, so all algorithms of one seed see the same users, arms and noise.
+
+A dataset prepared with ``--arm-set fixed`` (BASS's setup, ``data/synthetic.py``) carries its K arms in the
+table ``arms``; every round then serves exactly those arms and the stream draws only users and noise.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ class LinearEnvironment:
         self.n_users, self.dim = self.theta.shape
         self.n_arms = int(dataset.parameters["arms"])
         self.noise = float(dataset.parameters["noise"])
+        self.arm_set = None  # [K, d] served every round, or None for fresh contexts
+        if dataset.parameters.get("arm_set") == "fixed":
+            self.arm_set = dataset.table("arms").sort_values("arm").filter(like="x_").to_numpy()
+            self.arm_set.flags.writeable = False
         self.rng = np.random.default_rng(seed)
 
     @staticmethod
@@ -38,8 +45,13 @@ class LinearEnvironment:
         for start in range(0, n_rounds, BLOCK):
             size = min(BLOCK, n_rounds - start)
             users = self.rng.integers(self.n_users, size=size)
-            arms = self.rng.standard_normal((size, self.n_arms, self.dim)) / np.sqrt(self.dim)
-            expected = self.expected_reward(np.einsum("bkd,bd->bk", arms, self.theta[users]))
+            if self.arm_set is None:
+                arms = self.rng.standard_normal((size, self.n_arms, self.dim)) / np.sqrt(self.dim)
+                inner = np.einsum("bkd,bd->bk", arms, self.theta[users])
+            else:
+                arms = np.broadcast_to(self.arm_set, (size, self.n_arms, self.dim))  # a view: arms[i] is the set
+                inner = self.theta[users] @ self.arm_set.T
+            expected = self.expected_reward(inner)
             rewards = expected + self.noise * self.rng.standard_normal((size, self.n_arms))
             arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
             for i, (user, group) in enumerate(zip(users.tolist(), self.group_of[users].tolist())):
