@@ -90,10 +90,10 @@ _bass_alpha = {f"{a}.alpha": [0.1, 1.0, 5.0] for a in _bass_algos}
 preset("bass-synthetic", paper=BASS, reproduces="Fig. 3 and Tables 2–3 (synthetic, M = 2 clusters)",
        dataset="synthetic", protocol="linear", algos=_bass_algos + ["oracle"], rounds=10_000, seeds=10,
        tune_seeds=3, grid=_bass_alpha,
-       notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise: prepare with `prepare synthetic --centres "
-             "bass --omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω); "
-             "arms are N(0, I/d) contexts, not bandpy's K/M arms around each θ_m. T, N and the run count are lost from the paper: bandpy's T = 10000, "
-             "N = 18 and our 10 runs (bass.md §4.2).")
+       notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms x = θ_m + 0.5‖θ_m‖ξ "
+             "around each θ_m (bandpy's generator): prepare with `prepare synthetic --centres bass --arm-set fixed "
+             "--omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω). T, N "
+             "and the run count are lost from the paper: bandpy's T = 10000, N = 18 and our 10 runs (bass.md §4.2).")
 for _dataset, _column in (("movielens", "MovieLens"), ("yahoo", "Yahoo")):
     preset(f"bass-{_dataset}", paper=BASS, reproduces=f"Table 4 ({_column} column) and Fig. 7", dataset=_dataset,
            protocol="matrix", algos=_bass_algos, rounds=10_000, seeds=10, tune_seeds=3, grid=_bass_alpha,
