@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.neural import MLP, DiagonalCovariance, FullCovariance, is_training_round
+from banditbench.algos.neural import (MLP, ArmGradients, DiagonalCovariance, FullCovariance, is_training_round,
+                                      train_adam)
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
 from banditbench.errors import UserError
@@ -19,9 +20,9 @@ def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
     assert all(is_training_round(t, "every-round") for t in range(50))
 
 
-@pytest.mark.parametrize("gradients", ["vmap", "batched"])
+@pytest.mark.parametrize("gradients", ["closed", "vmap", "batched"])
 @pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
-def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
+def test_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
     generator = torch.Generator().manual_seed(0)
     mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
     theta = mlp.init(generator, torch.device("cpu"))
@@ -34,6 +35,52 @@ def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, grad
 
     torch.testing.assert_close(mlp.per_arm_gradients(theta, x), torch.stack([loop(theta, i) for i in range(7)]))
     torch.testing.assert_close(mlp.per_arm_gradients(thetas, x), torch.stack([loop(thetas[i], i) for i in range(7)]))
+
+
+def network(bias, depth, gradients="closed", dim=6):
+    generator = torch.Generator().manual_seed(1)
+    mlp = MLP(dim, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
+    return mlp, mlp.init(generator, torch.device("cpu")), generator
+
+
+@pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
+def test_closed_form_loss_gradients_equal_autograd_for_every_broadcast_the_algorithms_use(bias, depth):
+    mlp, theta, generator = network(bias, depth)
+    reference = MLP(6, width=16, depth=depth, bias=bias, gradients="batched")
+    x = torch.randn(4, 5, 6, generator=generator)  # 4 networks (or members) × 5 samples
+    r = torch.randn(4, 5, generator=generator)
+    thetas = theta + 0.1 * torch.randn(3, 1, mlp.p, generator=generator)  # 3 arms' networks × the 4 members
+    cases = [(theta + 0.1 * torch.randn(4, mlp.p, generator=generator), x, r),  # own data per network → [4, p]
+             (theta, x, r),  # one network, each member's samples apart → [4, p] (the meta step at Θ_{t−1})
+             (thetas, x, r),  # every arm's network on every member's samples → [3, 4, p]
+             (thetas[:, 0], x[0], r[0])]  # every arm's network on one shared minibatch → [3, p]
+    for th, xs, rs in cases:
+        f, closed = mlp.gradient(th, xs, lambda f: (f - rs) / 5)
+        f_ref, autograd = reference.gradient(th, xs, lambda f: (f - rs) / 5)
+        assert closed.shape == autograd.shape == torch.broadcast_shapes(th.shape[:-1], xs.shape[:-2]) + (mlp.p,)
+        torch.testing.assert_close(f, f_ref)
+        torch.testing.assert_close(closed, autograd)
+
+
+def test_factored_diagonal_quadratic_form_equals_the_dense_one():
+    mlp, theta, generator = network(True, 3)
+    x = torch.randn(7, 6, generator=generator)
+    D = torch.rand(mlp.p, generator=generator, dtype=torch.float64) + 0.1  # a diagonal Z⁻¹
+    arms = ArmGradients(mlp, theta, x)
+    G = MLP(6, width=16, depth=3, bias=True, gradients="vmap").per_arm_gradients(theta, x).double()
+    torch.testing.assert_close(arms.weighted_squares(D), (G.square() * D).sum(-1))  # never built [7, p]
+    torch.testing.assert_close(arms.row(4), G[4].float())
+
+
+def test_adam_training_on_closed_form_gradients_follows_autograd_training():
+    mlp, theta, generator = network(False, 2)
+    reference = MLP(6, width=16, depth=2, gradients="batched")
+    thetas = theta.expand(3, -1)
+    x, r = torch.randn(20, 3, 8, 6, generator=generator), torch.randn(20, 3, 8, generator=generator)
+    anchor = (torch.tensor([0.5, 0.1, 0.0]), thetas)
+    closed = train_adam(mlp, thetas, x, r, lr=1e-2, anchor=anchor)
+    torch.testing.assert_close(closed, train_adam(reference, thetas, x, r, lr=1e-2, anchor=anchor))
+    assert (closed - thetas).abs().max() > 0.05  # it did train
 
 
 def test_paper_initialisation_variances():
@@ -53,7 +100,7 @@ def test_full_and_diagonal_covariance_agree_when_the_covariance_is_diagonal():
         g[j] = 1.0 + j
         diag.update(0, g)
         full.update(0, g)
-    G = torch.randn(5, p, generator=generator)
+    G = ArmGradients.from_rows(torch.randn(5, p, generator=generator))
     torch.testing.assert_close(full.widths(0, G), diag.widths(0, G))
     full.update(0, torch.ones(p))  # an off-axis gradient: the two must now differ
     diag.update(0, torch.ones(p))

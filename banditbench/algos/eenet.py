@@ -30,7 +30,7 @@ class EENet(Policy):
     def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
                  init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
                  explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
-                 code_decision: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+                 code_decision: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
@@ -76,7 +76,7 @@ class EENet(Policy):
                 if i != chosen:
                     self.explore_data.add(self.one, self._phi_all[i], 1.2)
         if is_training_round(view.t, self.schedule):
-            draw1 = lambda: self.exploit_data.sample(self.one, self.batch_size, self.generator)
-            self.theta1 = train_adam(self.f1, self.theta1, draw1, steps=self.train_steps, lr=self.lr)
-            draw2 = lambda: self.explore_data.sample(self.one, self.batch_size, self.generator)
-            self.theta2 = train_adam(self.f2, self.theta2, draw2, steps=self.train_steps, lr=self.explore_lr)
+            x, r = self.exploit_data.sample(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta1 = train_adam(self.f1, self.theta1, x, r, lr=self.lr)
+            x, r = self.explore_data.sample(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta2 = train_adam(self.f2, self.theta2, x, r, lr=self.explore_lr)
