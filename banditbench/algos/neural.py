@@ -112,35 +112,40 @@ class MLP:
         """Last hidden layer σ(W_{L−1} … σ(W_1 x)): θ [..., p], x [..., k, d] → [..., k, m]."""
         return self.activations(theta, x)[-1]
 
-    def activations(self, theta: torch.Tensor, x: torch.Tensor) -> list[torch.Tensor]:
+    def activations(self, theta: torch.Tensor, x: torch.Tensor, layers=None) -> list[torch.Tensor]:
         """The input of every layer, [x, h_1, …, h_{L−1}] with h_l = σ(W_l h_{l−1} + b_l): θ [..., p], x [..., k, d]."""
         hs = [x]
-        for W, b in self.layers(theta)[:-1]:
+        for W, b in (layers or self.layers(theta))[:-1]:
             h = hs[-1] @ W.transpose(-1, -2)
             hs.append(torch.relu(h if b is None else h + b))
         return hs
 
-    def output(self, theta: torch.Tensor, hs: list[torch.Tensor]) -> torch.Tensor:
+    @staticmethod
+    def output(layers, hs: list[torch.Tensor]) -> torch.Tensor:
         """f from the last layer's input; W_L is one row [..., 1, m], so W_L h is an elementwise product and a sum
         (cheaper than a matmul with one output column for these small networks)."""
-        W, b = self.layers(theta)[-1]
+        W, b = layers[-1]
         out = (hs[-1] * W).sum(-1)
         return out if b is None else out + b[..., 0]
 
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """f(x; θ): θ [..., p], x [..., k, d] → [..., k] (leading dimensions broadcast)."""
-        return self.output(theta, self.activations(theta, x))
+        layers = self.layers(theta)
+        return self.output(layers, self.activations(theta, x, layers))
 
-    def backprop(self, theta: torch.Tensor, hs: list[torch.Tensor], out_grad: torch.Tensor) -> list[torch.Tensor]:
-        """δ_l = ∂(Σ_k c_k f(x_k; θ)) / ∂(pre-activation of layer l) for every layer, c = ``out_grad`` [..., k]:
+    def backprop(self, theta: torch.Tensor, x: torch.Tensor, out_grad):
+        """One forward and one backward pass: (f, hs, δs) with hs the layer inputs (``activations``) and
+        δ_l = ∂(Σ_k c_k f(x_k; θ)) / ∂(pre-activation of layer l), c = ``out_grad(f)`` [..., k]:
         δ_L = c, δ_{l−1} = (δ_l W_l) ⊙ 1[h_{l−1} > 0], the mask applied by autograd's own ReLU backward kernel."""
         layers = self.layers(theta)
-        deltas = [out_grad[..., None]]
+        hs = self.activations(theta, x, layers)
+        f = self.output(layers, hs)
+        deltas = [out_grad(f)[..., None]]
         for l in range(self.depth - 1, 0, -1):
             W = layers[l][0]
             back = deltas[-1] * W if l == self.depth - 1 else deltas[-1] @ W  # W_L is a single row
             deltas.append(torch.ops.aten.threshold_backward(back, hs[l], 0))
-        return deltas[::-1]
+        return f, hs, deltas[::-1]
 
     def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
         """(f, ∇_θ Σ_k c_k f(x_k; θ)) with c_k = ``out_grad(f)``: θ [..., p], x [..., k, d] → f [..., k], gradient
@@ -155,9 +160,7 @@ class MLP:
                 f = self.forward(theta, x)
                 (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
             return f.detach(), g
-        hs = self.activations(theta, x)
-        f = self.output(theta, hs)
-        deltas = self.backprop(theta, hs, out_grad(f))
+        f, hs, deltas = self.backprop(theta, x, out_grad)
         gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
         for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):
             W_grad.copy_((h.mT @ delta).mT)  # Σ_k δ_k h_kᵀ; computed transposed, MKL's faster shape here
@@ -195,9 +198,7 @@ class ArmGradients:
         per_arm = theta.dim() == 2
         if mlp.gradients == "closed":
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
-            hs = mlp.activations(theta, xs)
-            f = mlp.output(theta, hs)
-            deltas = mlp.backprop(theta, hs, torch.ones_like(f))
+            f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
             self.f, self.G = f.reshape(-1), None
             self.hs = [h.reshape(len(x), -1) for h in hs]
             self.deltas = [delta.reshape(len(x), -1) for delta in deltas]
