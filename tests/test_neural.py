@@ -78,8 +78,8 @@ def test_adam_training_on_closed_form_gradients_follows_autograd_training():
     thetas = theta.expand(3, -1)
     x, r = torch.randn(20, 3, 8, 6, generator=generator), torch.randn(20, 3, 8, generator=generator)
     anchor = (torch.tensor([0.5, 0.1, 0.0]), thetas)
-    closed = train_adam(mlp, thetas, x, r, lr=1e-2, anchor=anchor)
-    torch.testing.assert_close(closed, train_adam(reference, thetas, x, r, lr=1e-2, anchor=anchor))
+    closed = train_adam(mlp, thetas, zip(x, r), lr=1e-2, anchor=anchor)
+    torch.testing.assert_close(closed, train_adam(reference, thetas, zip(x, r), lr=1e-2, anchor=anchor))
     assert (closed - thetas).abs().max() > 0.05  # it did train
 
 
@@ -144,9 +144,11 @@ def cosine_runs(tmp_path_factory):
     synthetic.prepare(folder, users=6, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, protocol="cosine")
     dataset = load_dataset(folder, "synthetic-cosine")
     runs = {}
-    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban", "eenet"):
         unit = Unit("synthetic-cosine", "cosine", algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, 1000, None)
         runs[algorithm] = run_unit(unit, dataset)
+    params = {**ALGORITHMS["eenet"].defaults(), "decision": "neural", "decision_warmup": 300}
+    runs["eenet-neural"] = run_unit(Unit("synthetic-cosine", "cosine", "eenet", params, 0, 0, 1000, None), dataset)
     runs["true_groups"] = dataset.table("users").sort_values("user")["cluster"].to_numpy()
     return runs
 
@@ -155,8 +157,40 @@ def test_neural_methods_beat_linucb_and_random_on_the_cosine_problem(cosine_runs
     regret = {a: float(r.outcome.column("regret").to_numpy().sum()) for a, r in cosine_runs.items()
               if a != "true_groups"}
     baseline = min(regret["random"], regret["linucb-one"])
-    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb", "metaban", "eenet", "eenet-neural"):
         assert regret[algorithm] < 0.8 * baseline, regret
+
+
+def test_eenet_neural_decision_maker_decides_after_its_warm_up():
+    from banditbench.envs import Round
+    policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                       params={"decision": "neural", "decision_width": 1, "decision_warmup": 5})
+    # f3([f1, f2]) = 1·relu(−1·f1 + 0·f2) = relu(−f1): once it decides, the arm of least f1 wins
+    policy.theta3 = torch.tensor([[-1.0, 0.0, 1.0]])
+    rng = np.random.default_rng(1)
+    for t in (0, 4, 5, 9):
+        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
+        chosen = policy.select(view, Budget())
+        x = torch.tensor(view.arms[:], dtype=torch.float32)
+        f1 = policy.f1.forward(policy.theta1[0], x)
+        f2 = policy.f2.forward(policy.theta2[0], policy.f1.per_arm_gradients(policy.theta1[0], x))
+        assert chosen == int(torch.argmax(f1 + f2) if t < 5 else torch.argmin(f1)), t
+
+
+def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
+    policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                       params={"decision": "neural", "schedule": "every-round", "train_steps": 5})
+    from banditbench.envs import Round
+    rng = np.random.default_rng(2)
+    start = policy.theta3.clone()
+    for t in range(3):
+        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
+        policy.update(view, policy.select(view, Budget()), float(t % 2))
+    x, r = policy.decision_data.all_rows()
+    assert x.shape == (3, 2) and r.tolist() == [0.0, 1.0, 0.0]  # H_t: one ([f1, f2], r) per round
+    assert not torch.equal(policy.theta3, start)  # θ3 trained on the schedule
+    assert not hasattr(ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                                 params={}), "theta3")  # the linear default has no f3 to train
 
 
 @pytest.mark.parametrize("algorithm", ["mcnb", "metaban"])

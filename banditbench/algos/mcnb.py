@@ -184,7 +184,8 @@ class MCNB(Policy):
                 history = self.users.history
                 pick = torch.randint(history.size, (self.train_steps, 1, self.batch_size), generator=self.generator,
                                      device=self.device)  # Adam on every user's data pooled
-                self.Theta = train_adam(self.mlp, self.Theta[None], history.x[pick], history.r[pick], lr=self.lr)[0]
+                batches = ((history.x[rows], history.r[rows]) for rows in pick)
+                self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
         self.last_timings["user_training"] = time.perf_counter() - t0
 
     def sharing_graph(self):

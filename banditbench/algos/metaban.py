@@ -47,7 +47,8 @@ class MetaBan(Policy):
                  group_mode: str = "per_arm", ucb: str = "paper", code_lam_nu: float = 1e-5,
                  share_data_with_group: bool = False, user_start: str = "own", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", width: int = 100, depth: int = 2,
-                 bias: bool = False, init: str = "paper", gradients: str = "closed", device: str = "cpu", threads: int = 1):
+                 bias: bool = False, init: str = "paper", gradients: str = "closed", device: str = "cpu",
+                 threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.meta_update = check_choice("meta_update", meta_update, ("fomaml", "pooled"))
         self.group_mode = check_choice("group_mode", group_mode, ("per_arm", "last_arm", "union"))

@@ -163,7 +163,9 @@ class MLP:
         f, hs, deltas = self.backprop(theta, x, out_grad)
         gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
         for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):
-            W_grad.copy_((h.mT @ delta).mT)  # Σ_k δ_k h_kᵀ; computed transposed, MKL's faster shape here
+            # Σ_k δ_k h_kᵀ, computed in the orientation with the longer result rows (MKL is much faster so for
+            # small matrices; the transposed copy is then cheap, and avoided for wide inputs such as MNIST's)
+            W_grad.copy_(delta.mT @ h if h.shape[-1] >= delta.shape[-1] else (h.mT @ delta).mT)
             if b_grad is not None:
                 b_grad.copy_(delta.sum(-2, keepdim=True))
         return f, gradient
@@ -267,34 +269,40 @@ class History:
         self.rows[users, self.counts[users]] = row
         self.counts[users] += 1
 
-    def sample(self, users: torch.Tensor, size: int, generator: torch.Generator,
-               steps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size]
-        (with ``steps``: [steps, U, size, d], [steps, U, size], the minibatches of ``steps`` optimiser steps drawn at
-        once — the same numbers as ``steps`` draws one after the other). Every listed user must have a sample."""
-        counts = self.counts[users]
-        shape = (len(users), size) if steps is None else (steps, len(users), size)
-        pick = (torch.rand(shape, generator=generator, device=self.device) * counts[:, None]).long()
-        rows = torch.gather(self.rows[users].expand(*shape[:-1], -1), -1, pick)
+    def _rows(self, users: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+        """Rows drawn uniformly with replacement from each user's history, shape [..., U, size]."""
+        pick = (torch.rand(shape, generator=generator, device=self.device) * self.counts[users][:, None]).long()
+        return torch.gather(self.rows[users].expand(*shape[:-1], -1), -1, pick)
+
+    def sample(self, users: torch.Tensor, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size].
+        Every listed user must have at least one sample."""
+        rows = self._rows(users, (len(users), size), generator)
         return self.x[rows], self.r[rows]
+
+    def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
+        """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
+        ``steps`` calls of ``sample``) and gathered one step at a time."""
+        rows = self._rows(users, (steps, len(users), size), generator)
+        return ((self.x[step], self.r[step]) for step in rows)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x[:self.size], self.r[:self.size]
 
 
-def train_adam(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, r: torch.Tensor, *, lr: float,
+def train_adam(mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float,
                anchor: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
-    """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch of
-    x [steps, B, s, d], r [steps, B, s], with a fresh optimiser per call (as the authors' code). θ [B, p] holds
-    B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
+    """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch
+    (x [B, s, d], r [B, s]) of ``minibatches``, with a fresh optimiser per call (as the authors' code). θ [B, p]
+    holds B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
     optimiser = torch.optim.Adam([theta], lr=lr, fused=True)
-    for x_step, r_step in zip(x, r):
-        _, gradient = mlp.gradient(theta, x_step, lambda f: (f - r_step) / r_step.shape[-1])
+    for x, r in minibatches:
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
         if anchor is not None:
             c, theta0 = anchor
-            gradient += 2 * c[:, None] * (theta - theta0)
+            gradient.addcmul_(theta - theta0, 2 * c[:, None])
         theta.grad = gradient
         optimiser.step()
     return theta
@@ -312,7 +320,8 @@ class DiagonalCovariance:
         return arms.weighted_squares(self.Z[model].reciprocal()).div(self.m).sqrt()
 
     def update(self, model: int, g: torch.Tensor) -> None:
-        self.Z[model] += g.double().square() / self.m
+        g = g.double()
+        self.Z[model].addcmul_(g, g, value=1.0 / self.m)
 
 
 class FullCovariance:
@@ -381,8 +390,8 @@ class UserLearners:
         if len(users) == 0:
             return
         init = self.theta[users] if start is None else start.expand(len(users), -1)
-        x, r = self.history.sample(users, self.batch_size, self.generator, self.steps)
-        self.theta[users] = train_adam(self.mlp, init, x, r, lr=self.lr)
+        batches = self.history.minibatches(users, self.batch_size, self.generator, self.steps)
+        self.theta[users] = train_adam(self.mlp, init, batches, lr=self.lr)
         self.trained_counts[users] = counts[users]
 
     def agreement_graph(self, threshold: float, probes: int = 64) -> np.ndarray | None:

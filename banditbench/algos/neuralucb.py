@@ -25,8 +25,8 @@ import torch
 
 from banditbench.algos.base import Policy
 from banditbench.errors import UserError
-from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History, check_choice,
-                                      is_training_round, resolve_device, torch_generator, train_adam)
+from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History,
+                                      check_choice, is_training_round, resolve_device, torch_generator, train_adam)
 
 
 class NeuralUCB(Policy):
@@ -106,8 +106,8 @@ class NeuralUCB(Policy):
         if len(models) == 0:
             return
         scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
-        x, r = self.history.sample(models, self.batch_size, self.generator, self.train_steps)
-        self.theta[models] = train_adam(self.mlp, self.theta[models], x, r, lr=self.lr,
+        batches = self.history.minibatches(models, self.batch_size, self.generator, self.train_steps)
+        self.theta[models] = train_adam(self.mlp, self.theta[models], batches, lr=self.lr,
                                         anchor=(scale, self.theta0[models]))
         self.trained_counts[models] = counts[models]
 
