@@ -205,15 +205,13 @@ class ArmGradients:
             self.hs = [h.reshape(len(x), -1) for h in hs]
             self.deltas = [delta.reshape(len(x), -1) for delta in deltas]
             return
-        with torch.no_grad():
-            self.f = mlp.forward(theta, x[:, None, :] if per_arm else x).reshape(-1)
         if mlp.gradients == "vmap":
+            with torch.no_grad():
+                self.f = mlp.forward(theta, x[:, None, :] if per_arm else x).reshape(-1)
             self.G = vmap(grad(mlp._f_single), in_dims=(0 if per_arm else None, 0))(theta, x)
-        else:
-            thetas = theta.detach().expand(x.shape[0], -1).clone().requires_grad_(True)
-            with torch.enable_grad():
-                f = mlp.forward(thetas, x[:, None, :]).sum()
-                self.G = torch.autograd.grad(f, thetas)[0]
+        else:  # "batched": one autograd leaf row per arm
+            f, self.G = mlp.gradient(theta, x[:, None, :], torch.ones_like)
+            self.f = f.reshape(-1)
 
     def rows(self) -> torch.Tensor:
         """G [k, p], row i = g_i."""
@@ -244,6 +242,7 @@ class ArmGradients:
             if self.mlp.bias:
                 parts.append(delta)
         return torch.cat(parts, -1)
+
 
 class History:
     """Per-user sample histories over one shared log of (x, r): a round's sample is stored once, and every
