@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.neural import MLP, DiagonalCovariance, FullCovariance, is_training_round
+from banditbench.algos.neural import (MLP, ArmGradients, DiagonalCovariance, FullCovariance, is_training_round,
+                                      train_adam)
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
 from banditbench.errors import UserError
@@ -19,9 +20,9 @@ def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
     assert all(is_training_round(t, "every-round") for t in range(50))
 
 
-@pytest.mark.parametrize("gradients", ["vmap", "batched"])
+@pytest.mark.parametrize("gradients", ["closed", "vmap", "batched"])
 @pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
-def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
+def test_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):
     generator = torch.Generator().manual_seed(0)
     mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
     theta = mlp.init(generator, torch.device("cpu"))
@@ -34,6 +35,52 @@ def test_vmap_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, grad
 
     torch.testing.assert_close(mlp.per_arm_gradients(theta, x), torch.stack([loop(theta, i) for i in range(7)]))
     torch.testing.assert_close(mlp.per_arm_gradients(thetas, x), torch.stack([loop(thetas[i], i) for i in range(7)]))
+
+
+def network(bias, depth, gradients="closed", dim=6):
+    generator = torch.Generator().manual_seed(1)
+    mlp = MLP(dim, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
+    return mlp, mlp.init(generator, torch.device("cpu")), generator
+
+
+@pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
+def test_closed_form_loss_gradients_equal_autograd_for_every_broadcast_the_algorithms_use(bias, depth):
+    mlp, theta, generator = network(bias, depth)
+    reference = MLP(6, width=16, depth=depth, bias=bias, gradients="batched")
+    x = torch.randn(4, 5, 6, generator=generator)  # 4 networks (or members) × 5 samples
+    r = torch.randn(4, 5, generator=generator)
+    thetas = theta + 0.1 * torch.randn(3, 1, mlp.p, generator=generator)  # 3 arms' networks × the 4 members
+    cases = [(theta + 0.1 * torch.randn(4, mlp.p, generator=generator), x, r),  # own data per network → [4, p]
+             (theta, x, r),  # one network, each member's samples apart → [4, p] (the meta step at Θ_{t−1})
+             (thetas, x, r),  # every arm's network on every member's samples → [3, 4, p]
+             (thetas[:, 0], x[0], r[0])]  # every arm's network on one shared minibatch → [3, p]
+    for th, xs, rs in cases:
+        f, closed = mlp.gradient(th, xs, lambda f: (f - rs) / 5)
+        f_ref, autograd = reference.gradient(th, xs, lambda f: (f - rs) / 5)
+        assert closed.shape == autograd.shape == torch.broadcast_shapes(th.shape[:-1], xs.shape[:-2]) + (mlp.p,)
+        torch.testing.assert_close(f, f_ref)
+        torch.testing.assert_close(closed, autograd)
+
+
+def test_factored_diagonal_quadratic_form_equals_the_dense_one():
+    mlp, theta, generator = network(True, 3)
+    x = torch.randn(7, 6, generator=generator)
+    D = torch.rand(mlp.p, generator=generator, dtype=torch.float64) + 0.1  # a diagonal Z⁻¹
+    arms = ArmGradients(mlp, theta, x)
+    G = MLP(6, width=16, depth=3, bias=True, gradients="vmap").per_arm_gradients(theta, x).double()
+    torch.testing.assert_close(arms.weighted_squares(D), (G.square() * D).sum(-1))  # never built [7, p]
+    torch.testing.assert_close(arms.row(4), G[4].float())
+
+
+def test_adam_training_on_closed_form_gradients_follows_autograd_training():
+    mlp, theta, generator = network(False, 2)
+    reference = MLP(6, width=16, depth=2, gradients="batched")
+    thetas = theta.expand(3, -1)
+    x, r = torch.randn(20, 3, 8, 6, generator=generator), torch.randn(20, 3, 8, generator=generator)
+    anchor = (torch.tensor([0.5, 0.1, 0.0]), thetas)
+    closed = train_adam(mlp, thetas, zip(x, r), lr=1e-2, anchor=anchor)
+    torch.testing.assert_close(closed, train_adam(reference, thetas, zip(x, r), lr=1e-2, anchor=anchor))
+    assert (closed - thetas).abs().max() > 0.05  # it did train
 
 
 def test_paper_initialisation_variances():
@@ -53,7 +100,7 @@ def test_full_and_diagonal_covariance_agree_when_the_covariance_is_diagonal():
         g[j] = 1.0 + j
         diag.update(0, g)
         full.update(0, g)
-    G = torch.randn(5, p, generator=generator)
+    G = ArmGradients.from_rows(torch.randn(5, p, generator=generator))
     torch.testing.assert_close(full.widths(0, G), diag.widths(0, G))
     full.update(0, torch.ones(p))  # an off-axis gradient: the two must now differ
     diag.update(0, torch.ones(p))
@@ -97,9 +144,11 @@ def cosine_runs(tmp_path_factory):
     synthetic.prepare(folder, users=6, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, protocol="cosine")
     dataset = load_dataset(folder, "synthetic-cosine")
     runs = {}
-    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban", "eenet"):
         unit = Unit("synthetic-cosine", "cosine", algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, 1000, None)
         runs[algorithm] = run_unit(unit, dataset)
+    params = {**ALGORITHMS["eenet"].defaults(), "decision": "neural", "decision_warmup": 300}
+    runs["eenet-neural"] = run_unit(Unit("synthetic-cosine", "cosine", "eenet", params, 0, 0, 1000, None), dataset)
     runs["true_groups"] = dataset.table("users").sort_values("user")["cluster"].to_numpy()
     return runs
 
@@ -108,8 +157,40 @@ def test_neural_methods_beat_linucb_and_random_on_the_cosine_problem(cosine_runs
     regret = {a: float(r.outcome.column("regret").to_numpy().sum()) for a, r in cosine_runs.items()
               if a != "true_groups"}
     baseline = min(regret["random"], regret["linucb-one"])
-    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb", "metaban"):
+    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb", "metaban", "eenet", "eenet-neural"):
         assert regret[algorithm] < 0.8 * baseline, regret
+
+
+def test_eenet_neural_decision_maker_decides_after_its_warm_up():
+    from banditbench.envs import Round
+    policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                       params={"decision": "neural", "decision_width": 1, "decision_warmup": 5})
+    # f3([f1, f2]) = 1·relu(−1·f1 + 0·f2) = relu(−f1): once it decides, the arm of least f1 wins
+    policy.theta3 = torch.tensor([[-1.0, 0.0, 1.0]])
+    rng = np.random.default_rng(1)
+    for t in (0, 4, 5, 9):
+        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
+        chosen = policy.select(view, Budget())
+        x = torch.tensor(view.arms[:], dtype=torch.float32)
+        f1 = policy.f1.forward(policy.theta1[0], x)
+        f2 = policy.f2.forward(policy.theta2[0], policy.f1.per_arm_gradients(policy.theta1[0], x))
+        assert chosen == int(torch.argmax(f1 + f2) if t < 5 else torch.argmin(f1)), t
+
+
+def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
+    policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                       params={"decision": "neural", "schedule": "every-round", "train_steps": 5})
+    from banditbench.envs import Round
+    rng = np.random.default_rng(2)
+    start = policy.theta3.clone()
+    for t in range(3):
+        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
+        policy.update(view, policy.select(view, Budget()), float(t % 2))
+    x, r = policy.decision_data.all_rows()
+    assert x.shape == (3, 2) and r.tolist() == [0.0, 1.0, 0.0]  # H_t: one ([f1, f2], r) per round
+    assert not torch.equal(policy.theta3, start)  # θ3 trained on the schedule
+    assert not hasattr(ALGORITHMS["eenet"].build(n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0),
+                                                 params={}), "theta3")  # the linear default has no f3 to train
 
 
 @pytest.mark.parametrize("algorithm", ["mcnb", "metaban"])

@@ -4,8 +4,15 @@ Two networks shared by all users (the paper's single-bandit setting):
   exploitation  f1(x; θ1) learns r:                         min Σ ½(f1(x_τ; θ1) − r_τ)²
   exploration   f2(φ(x); θ2), φ(x) = ∇_{θ1} f1(x; θ1_{τ−1}), learns the potential gain r − f1:
                                                             min Σ ½(f2(φ(x_τ); θ2) − (r_τ − f1(x_τ; θ1_{τ−1})))²
-  decision      x_t = argmax_i f3(f1(x_i), f2(φ(x_i))) with the linear decision maker f3 = f1 + f2 (the one the
-                paper's regret analysis uses; the neural f3 of its experiments is not implemented).
+  decision      x_t = argmax_i f3(f1(x_i), f2(φ(x_i))), with ``decision="linear"`` (default) f3 = f1 + f2, or
+                ``decision="neural"``: f3(·; θ3) an MLP on the pair [f1, f2] (width ``decision_width`` = 20, as the
+                authors' f3) trained like f1 and f2 (Adam, ``decision_lr``) on H_t = {([f1(x_τ), f2(φ(x_τ))], r_τ)}
+                with the pair as it was scored when x_τ was chosen (θ1_{τ−1}, θ2_{τ−1}); the first
+                ``decision_warmup`` = 500 rounds decide by f1 + f2 while H_t fills (the hybrid maker of the paper-era
+                code, specs/reference-implementations.md §7.3, §15.D.20).
+                Linear is the default: the paper's regret bound is proved for it, the authors' maintained code runs
+                it (``neural_decision_maker=False``), and the neural maker adds choices (width, warm-up, rate) the
+                paper does not pin down.
 φ is computed for all K arms in one batched call; ``pool`` > 1 block-averages it (the code's mean pooling,
 for large inputs such as MNIST's block encoding). Both networks train on M-CNB §6's schedule with Adam
 (``train_steps`` minibatch steps, fresh optimiser; the paper leaves steps and rates open).
@@ -22,15 +29,19 @@ import torch
 import torch.nn.functional as F
 
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
-                                      torch_generator, train_adam)
+from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, History, check_choice, is_training_round,
+                                      resolve_device, torch_generator, train_adam)
+
+DECISIONS = ("linear", "neural")
 
 
 class EENet(Policy):
     def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
                  init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
                  explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
-                 code_decision: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+                 code_decision: bool = False, decision: str = "linear", decision_width: int = 20,
+                 decision_warmup: int = 500, decision_lr: float = 1e-3, gradients: str = "closed", device: str = "cpu",
+                 threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
@@ -44,27 +55,34 @@ class EENet(Policy):
         self.theta2 = self.f2.init(self.generator, self.device)[None]
         self.exploit_data = History(1, dim, self.device)
         self.explore_data = History(1, self.phi_dim, self.device)
+        self.decision = check_choice("decision", decision, DECISIONS)
+        self.decision_warmup, self.decision_lr = decision_warmup, decision_lr
+        self.f3 = MLP(2, decision_width, 2, bias, init, gradients)
+        if self.decision == "neural":  # (drawn only then, so the linear maker's runs keep their random stream)
+            self.theta3 = self.f3.init(self.generator, self.device)[None]
+            self.decision_data = History(1, 2, self.device)  # H_t
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
 
-    def _phi(self, x: torch.Tensor) -> torch.Tensor:
-        G = self.f1.per_arm_gradients(self.theta1[0], x)  # [K, p], all arms in one call
+    def _phi(self, G: torch.Tensor) -> torch.Tensor:
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
             G = F.avg_pool1d(F.pad(G, (0, self.phi_dim * self.pool - G.shape[1]))[:, None], self.pool)[:, 0]
         return G
 
     def select(self, view, budget):
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        phi = self._phi(x)
+        arms = ArmGradients(self.f1, self.theta1[0], x)  # f1 and ∇f1 for all K arms in one call
+        f1, phi = arms.f, self._phi(arms.rows())
         with torch.no_grad():
-            f1 = self.f1.forward(self.theta1[0], x)
             f2 = self.f2.forward(self.theta2[0], phi)
-        if self.code_decision:
+        pairs = torch.stack([f1, f2], -1)
+        if self.decision == "neural" and view.t >= self.decision_warmup:
+            score = self.f3.forward(self.theta3[0], pairs)  # neural decision maker f3([f1, f2]; θ3)
+        elif self.code_decision:
             score = f1 + (0.1 if view.t < 1000 else 0.01) * (f2 - 1.0)
         else:
             score = f1 + f2  # linear decision maker f3
         chosen = int(torch.argmax(score))
-        self._x, self._phi_all, self._f1 = x[chosen], phi, float(f1[chosen])
-        self._chosen = chosen
+        self._x, self._phi_all, self._f1, self._pair = x[chosen], phi, float(f1[chosen]), pairs[chosen]
         return chosen
 
     def update(self, view, chosen, reward):
@@ -75,8 +93,13 @@ class EENet(Policy):
             for i in range(len(self._phi_all)):
                 if i != chosen:
                     self.explore_data.add(self.one, self._phi_all[i], 1.2)
+        if self.decision == "neural":
+            self.decision_data.add(self.one, self._pair, reward)  # H_t
         if is_training_round(view.t, self.schedule):
-            draw1 = lambda: self.exploit_data.sample(self.one, self.batch_size, self.generator)
-            self.theta1 = train_adam(self.f1, self.theta1, draw1, steps=self.train_steps, lr=self.lr)
-            draw2 = lambda: self.explore_data.sample(self.one, self.batch_size, self.generator)
-            self.theta2 = train_adam(self.f2, self.theta2, draw2, steps=self.train_steps, lr=self.explore_lr)
+            batches = self.exploit_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta1 = train_adam(self.f1, self.theta1, batches, lr=self.lr)
+            batches = self.explore_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta2 = train_adam(self.f2, self.theta2, batches, lr=self.explore_lr)
+            if self.decision == "neural":
+                batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+                self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import (MLP, SCHEDULES, UserLearners, check_choice, connected_labels,
+from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator, train_adam)
 
 
@@ -52,7 +52,7 @@ class MCNB(Policy):
                  width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
                  meta_every_10th_in_place: bool = False, group_cap: bool = False, code_exploration: bool = False,
                  code_nu: float = 1e-4, meta_pooled_training: bool = False, code_threshold: bool = False,
-                 share_with_cluster: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+                 share_with_cluster: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.threshold = (nu - 1.0) / nu * gamma  # 0.32 with the paper's ν = 5, γ = 0.4
@@ -107,14 +107,12 @@ class MCNB(Policy):
         data_users = torch.nonzero(has_data).flatten()
         if len(data_users) == 0:
             return thetas
-        for _ in range(self.meta_steps):
-            xs, rs = self.users.history.sample(data_users, 1, self.generator)  # one sample per user
-            thetas.requires_grad_(True)
-            pred = self.mlp.forward(thetas, xs[:, 0])  # [K, |data users|]
-            weights = members[:, data_users].float() / size
-            loss = 0.5 * ((pred - rs[:, 0]).square() * weights).sum()  # Σ_i of arm i's mean member loss
-            (gradient,) = torch.autograd.grad(loss, thetas)
-            thetas = (thetas - self.eta2 * gradient).detach()
+        weights = (members[:, data_users].float() / size)[:, None, :]  # [K, 1, U]: the mean over N̂_i
+        for step in range(self.meta_steps):
+            xs, rs = self.users.history.sample(data_users, 1, self.generator)  # one sample (x_u, r_u) per user
+            at = self.Theta if step == 0 else thetas[:, None, :]  # every arm starts from Θ_{t−1}: one gradient each
+            _, per_member = self.mlp.gradient(at, xs, lambda f: f - rs)  # ∇ ½(f(x_u; Θ) − r_u)², [U, p] or [K, U, p]
+            thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
         return thetas
 
     def _adapt_code(self, user: int, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
@@ -151,17 +149,17 @@ class MCNB(Policy):
             thetas = self._adapt(groups)
         t2 = clock()
         # (3) UCB with the adapted Θ_{t,i}: estimate and gradient per arm, one batched call
-        with torch.no_grad():
-            f = self.mlp.forward(thetas, x[:, None, :])[:, 0]
         self.served[user] += 1
         if self.code_exploration:
-            G = self.mlp.per_arm_gradients(thetas, x)
+            arms = ArmGradients(self.mlp, thetas, x)
+            f, G = arms.f, arms.rows()
             ucb = f + self.code_nu ** 0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
             self.bonus = self.code_nu ** 0.5 * G.norm(dim=1)
-        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-            both = self.mlp.per_arm_gradients(torch.cat([thetas, self.Theta0.expand(len(x), -1)]), torch.cat([x, x]))
-            G, G0 = both[:len(x)], both[len(x):]
-            self.bonus = self.alpha * (G - G0).norm(dim=1) / self.mlp.width ** 0.25
+        else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
+            K = len(x)
+            arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
+            f, G = arms.f[:K], arms.rows()
+            self.bonus = self.alpha * (G[:K] - G[K:]).norm(dim=1) / self.mlp.width ** 0.25
             mu = max(int(self.users.mu[user]), 1)  # μ^{u_t}_{t−1}; the term is the same for every arm
             user_side = np.sqrt((self.S + 1) / (2 * mu)) + np.sqrt(2 * np.log(1 / self.delta) / mu)
             ucb = f + self.bonus + user_side
@@ -183,14 +181,12 @@ class MCNB(Policy):
         if is_training_round(view.t, self.schedule):
             self.users.train()
             if self.meta_pooled_training:
-                rows = torch.arange(self.users.history.size, device=self.device)
-                draw = lambda: self._pooled(rows)
-                self.Theta = train_adam(self.mlp, self.Theta[None], draw, steps=self.train_steps, lr=self.lr)[0]
+                history = self.users.history
+                pick = torch.randint(history.size, (self.train_steps, 1, self.batch_size), generator=self.generator,
+                                     device=self.device)  # Adam on every user's data pooled
+                batches = ((history.x[rows], history.r[rows]) for rows in pick)
+                self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
         self.last_timings["user_training"] = time.perf_counter() - t0
-
-    def _pooled(self, rows: torch.Tensor):
-        pick = rows[torch.randint(len(rows), (1, self.batch_size), generator=self.generator, device=self.device)]
-        return self.users.history.x[pick], self.users.history.r[pick]
 
     def sharing_graph(self):
         return self.users.agreement_graph(self.threshold)

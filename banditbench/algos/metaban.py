@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import (MLP, SCHEDULES, UserLearners, check_choice, connected_labels,
+from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator)
 
 
@@ -47,7 +47,8 @@ class MetaBan(Policy):
                  group_mode: str = "per_arm", ucb: str = "paper", code_lam_nu: float = 1e-5,
                  share_data_with_group: bool = False, user_start: str = "own", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", width: int = 100, depth: int = 2,
-                 bias: bool = False, init: str = "paper", gradients: str = "batched", device: str = "cpu", threads: int = 1):
+                 bias: bool = False, init: str = "paper", gradients: str = "closed", device: str = "cpu",
+                 threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.meta_update = check_choice("meta_update", meta_update, ("fomaml", "pooled"))
         self.group_mode = check_choice("group_mode", group_mode, ("per_arm", "last_arm", "union"))
@@ -75,43 +76,39 @@ class MetaBan(Policy):
         return groups
 
     def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
-        """Alg. 2 for all K groups in one step: per-member gradients once, then one [K, n] @ [n, p] product."""
+        """Alg. 2 for all K groups at once: one gradient per member, then Θ_{t,i} = Θ − η₂ Σ_u w_iu ∇L(T̃^u; ·)."""
         K = groups.shape[0]
         thetas = self.Theta.expand(K, -1).clone()
         data_users = torch.nonzero(self.users.mu > 0).flatten()
         if len(data_users) == 0:
             return thetas
         members = groups[:, data_users].float()
-        weights = members / members.sum(1, keepdim=True).clamp_min(1)  # w_u = 1/|N̂_i|
-        for _ in range(self.meta_steps):
+        weights = (members / members.sum(1, keepdim=True).clamp_min(1))[:, None, :]  # w_u = 1/|N̂_i|
+        for step in range(self.meta_steps):
             xs, rs = self.users.history.sample(data_users, self.batch_size, self.generator)  # T̃^u
-            if self.meta_update == "fomaml":  # Eq. 6: ∇ at each member's θ̂^u, applied to Θ
-                theta_u = self.users.theta[data_users].clone().requires_grad_(True)
-                loss = 0.5 * (self.mlp.forward(theta_u, xs) - rs).square().mean(-1).sum()
-                (per_user,) = torch.autograd.grad(loss, theta_u)  # row u = ∇L(T̃^u; θ̂^u)
-                l1 = self.lam / np.sqrt(self.mlp.width) * torch.sign(self.users.theta[data_users])
-                thetas = thetas - self.eta2 * (weights @ (per_user + l1))
-            else:  # pooled at Θ_{t,i}: every arm's loss in one batched backward
-                thetas.requires_grad_(True)
-                pred = self.mlp.forward(thetas[:, None, :], xs[None])  # [K, users, s]
-                per_member = 0.5 * (pred - rs[None]).square().mean(-1)  # [K, users]
-                (gradient,) = torch.autograd.grad((weights * per_member).sum(), thetas)
-                thetas = (thetas - self.eta2 * gradient).detach()
-        return thetas.detach()
+            if self.meta_update == "fomaml":  # Eq. 6: ∇ at each member's own θ̂^u, applied to Θ
+                at = self.users.theta[data_users]
+            else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per member serves all arms
+                at = self.Theta if step == 0 else thetas[:, None, :]
+            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)  # ∇ ½ mean_s (f − r)²
+            if self.meta_update == "fomaml":
+                per_member = per_member + self.lam / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
+            thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
+        return thetas
 
     def select(self, view, budget):
         user = view.user
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
         groups = self._groups(user, x)
         thetas = self._adapt(groups)
-        with torch.no_grad():
-            f = self.mlp.forward(thetas, x[:, None, :])[:, 0]
+        K = len(x)
         if self.ucb == "grad_norm":
-            G = self.mlp.per_arm_gradients(thetas, x)
-            ucb = f + np.sqrt(self.code_lam_nu) * G.norm(dim=1)
-        else:  # g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-            both = self.mlp.per_arm_gradients(torch.cat([thetas, self.Theta0.expand(len(x), -1)]), torch.cat([x, x]))
-            ucb = f + self.alpha * (both[:len(x)] - both[len(x):]).norm(dim=1)
+            arms = ArmGradients(self.mlp, thetas, x)
+            ucb = arms.f + np.sqrt(self.code_lam_nu) * arms.rows().norm(dim=1)
+        else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
+            arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
+            G = arms.rows()
+            ucb = arms.f[:K] + self.alpha * (G[:K] - G[K:]).norm(dim=1)
         chosen = int(torch.argmax(ucb))
         self.Theta = thetas[chosen].clone()  # Θ_t = Θ_{t,î}
         self._group, self._x = groups[chosen], x[chosen]

@@ -22,7 +22,7 @@ from banditbench.errors import UserError
 DEVICES = ("cpu", "cuda", "auto")
 SCHEDULES = ("paper", "every-round")
 INITS = ("paper", "torch")
-GRADIENTS = ("batched", "vmap")
+GRADIENTS = ("closed", "batched", "vmap")
 
 
 def resolve_device(name: str) -> torch.device:
@@ -73,7 +73,7 @@ class MLP:
     """f(x; θ) with depth L (number of weight matrices), width m, optional biases, on flat θ."""
 
     def __init__(self, dim: int, width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
-                 gradients: str = "batched"):
+                 gradients: str = "closed"):
         if depth < 1 or width < 1:
             raise UserError(f"network depth and width must be at least 1, got depth={depth}, width={width}")
         check_choice("init", init, INITS)
@@ -110,34 +110,138 @@ class MLP:
 
     def embed(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Last hidden layer σ(W_{L−1} … σ(W_1 x)): θ [..., p], x [..., k, d] → [..., k, m]."""
-        h = x
-        for W, b in self.layers(theta)[:-1]:
-            h = h @ W.transpose(-1, -2)
-            h = torch.relu(h if b is None else h + b)
-        return h
+        return self.activations(theta, x)[-1]
+
+    def activations(self, theta: torch.Tensor, x: torch.Tensor, layers=None) -> list[torch.Tensor]:
+        """The input of every layer, [x, h_1, …, h_{L−1}] with h_l = σ(W_l h_{l−1} + b_l): θ [..., p], x [..., k, d]."""
+        hs = [x]
+        for W, b in (layers or self.layers(theta))[:-1]:
+            h = hs[-1] @ W.transpose(-1, -2)
+            hs.append(torch.relu(h if b is None else h + b))
+        return hs
+
+    @staticmethod
+    def output(layers, hs: list[torch.Tensor]) -> torch.Tensor:
+        """f from the last layer's input; W_L is one row [..., 1, m], so W_L h is an elementwise product and a sum
+        (cheaper than a matmul with one output column for these small networks)."""
+        W, b = layers[-1]
+        out = (hs[-1] * W).sum(-1)
+        return out if b is None else out + b[..., 0]
 
     def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """f(x; θ): θ [..., p], x [..., k, d] → [..., k] (leading dimensions broadcast)."""
-        W, b = self.layers(theta)[-1]
-        out = self.embed(theta, x) @ W.transpose(-1, -2)
-        return (out if b is None else out + b)[..., 0]
+        layers = self.layers(theta)
+        return self.output(layers, self.activations(theta, x, layers))
+
+    def backprop(self, theta: torch.Tensor, x: torch.Tensor, out_grad):
+        """One forward and one backward pass: (f, hs, δs) with hs the layer inputs (``activations``) and
+        δ_l = ∂(Σ_k c_k f(x_k; θ)) / ∂(pre-activation of layer l), c = ``out_grad(f)`` [..., k]:
+        δ_L = c, δ_{l−1} = (δ_l W_l) ⊙ 1[h_{l−1} > 0], the mask applied by autograd's own ReLU backward kernel."""
+        layers = self.layers(theta)
+        hs = self.activations(theta, x, layers)
+        f = self.output(layers, hs)
+        deltas = [out_grad(f)[..., None]]
+        for l in range(self.depth - 1, 0, -1):
+            W = layers[l][0]
+            back = deltas[-1] * W if l == self.depth - 1 else deltas[-1] @ W  # W_L is a single row
+            deltas.append(torch.ops.aten.threshold_backward(back, hs[l], 0))
+        return f, hs, deltas[::-1]
+
+    def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
+        """(f, ∇_θ Σ_k c_k f(x_k; θ)) with c_k = ``out_grad(f)``: θ [..., p], x [..., k, d] → f [..., k], gradient
+        [..., p], the leading dimensions of θ and x broadcast (one gradient per network; the sum runs over k only).
+
+        "closed" (default): the closed form of backpropagation, the gradient of W_l being Σ_k δ_{l,k} h_{l−1,k}ᵀ, one
+        batched matmul per layer — no autograd graph. "batched" / "vmap": autograd (the tested reference)."""
+        if self.gradients != "closed":  # one leaf row per network, so the sum over networks keeps rows apart
+            lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
+            theta = theta.detach().expand(*lead, -1).clone().requires_grad_(True)
+            with torch.enable_grad():
+                f = self.forward(theta, x)
+                (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
+            return f.detach(), g
+        f, hs, deltas = self.backprop(theta, x, out_grad)
+        gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
+        for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):
+            # Σ_k δ_k h_kᵀ, computed in the orientation with the longer result rows (MKL is much faster so for
+            # small matrices; the transposed copy is then cheap, and avoided for wide inputs such as MNIST's)
+            W_grad.copy_(delta.mT @ h if h.shape[-1] >= delta.shape[-1] else (h.mT @ delta).mT)
+            if b_grad is not None:
+                b_grad.copy_(delta.sum(-2, keepdim=True))
+        return f, gradient
 
     def _f_single(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return self.forward(theta, x[None])[0]
 
     def per_arm_gradients(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """g(x_i; θ) = ∇_θ f(x_i; θ) for every arm: θ [p] (one network) or [k, p] (one per arm), x [k, d] → [k, p].
+        """g(x_i; θ) = ∇_θ f(x_i; θ) for every arm: θ [p] (one network) or [k, p] (one per arm), x [k, d] → [k, p]."""
+        return ArmGradients(self, theta, x).rows()
 
-        "vmap": torch.func.vmap of torch.func.grad over the arms. "batched" (default): θ copied once per arm
-        into a [k, p] leaf, the k forward passes run as one batched matmul and one backward of their sum gives
-        every row its own arm's gradient (row i of f depends on θ_i only) — the same numbers (tested), about
-        2.5× faster on CPU for these small networks, where vmap's per-call dispatch dominates."""
-        if self.gradients == "vmap":
-            return vmap(grad(self._f_single), in_dims=(0 if theta.dim() == 2 else None, 0))(theta, x)
-        thetas = theta.detach().expand(x.shape[0], -1).clone().requires_grad_(True)
-        with torch.enable_grad():
-            f = self.forward(thetas, x[:, None, :]).sum()
-            return torch.autograd.grad(f, thetas)[0]
+
+class ArmGradients:
+    """f(x_i; θ) and g_i = ∇_θ f(x_i; θ) for every arm of a round, from one forward and one backward pass.
+
+    θ [p] (one network) or [k, p] (one per arm, as M-CNB's Θ_{t,i}), x [k, d]. With ``gradients="closed"`` g_i
+    is kept in its factored form — its block for W_l is the outer product δ_{l,i} h_{l−1,i}ᵀ — so a diagonal
+    quadratic form Σ_j D_j g_ij² costs Σ_l (δ_l²) D_l (h_{l−1}²)ᵀ and never builds the [k, p] matrix (which,
+    for MNIST's block encoding, has 10 × 784 100 entries). "batched": θ copied once per arm into a [k, p] leaf,
+    k forward passes as one batched matmul and one backward of their sum (row i of f depends on θ_i only).
+    "vmap": torch.func.vmap of torch.func.grad over the arms. All three give the same numbers (tested)."""
+
+    @classmethod
+    def from_rows(cls, G: torch.Tensor) -> ArmGradients:
+        """Given gradients G [k, p] (no estimates)."""
+        arms = cls.__new__(cls)
+        arms.f, arms.G = None, G
+        return arms
+
+    def __init__(self, mlp: MLP, theta: torch.Tensor, x: torch.Tensor):
+        self.mlp = mlp
+        per_arm = theta.dim() == 2
+        if mlp.gradients == "closed":
+            xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
+            f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
+            self.f, self.G = f.reshape(-1), None
+            self.hs = [h.reshape(len(x), -1) for h in hs]
+            self.deltas = [delta.reshape(len(x), -1) for delta in deltas]
+            return
+        if mlp.gradients == "vmap":
+            with torch.no_grad():
+                self.f = mlp.forward(theta, x[:, None, :] if per_arm else x).reshape(-1)
+            self.G = vmap(grad(mlp._f_single), in_dims=(0 if per_arm else None, 0))(theta, x)
+        else:  # "batched": one autograd leaf row per arm
+            f, self.G = mlp.gradient(theta, x[:, None, :], torch.ones_like)
+            self.f = f.reshape(-1)
+
+    def rows(self) -> torch.Tensor:
+        """G [k, p], row i = g_i."""
+        if self.G is None:
+            self.G = self._assemble(slice(None))
+        return self.G
+
+    def row(self, i: int) -> torch.Tensor:
+        return self.G[i] if self.G is not None else self._assemble(slice(i, i + 1))[0]
+
+    def weighted_squares(self, D: torch.Tensor) -> torch.Tensor:
+        """Σ_j D_j g_ij² for every arm i (float64), D [p] a diagonal weight such as Z⁻¹."""
+        if self.G is not None:
+            return (self.G.double().square() * D).sum(-1)
+        total = 0
+        for delta, h, (D_W, D_b) in zip(self.deltas, self.hs, self.mlp.layers(D)):
+            d2 = delta.double().square()
+            total = total + ((d2 @ D_W) * h.double().square()).sum(-1)  # Σ_jk δ_j² D_jk h_k²
+            if D_b is not None:
+                total = total + (d2 * D_b).sum(-1)
+        return total
+
+    def _assemble(self, arms: slice) -> torch.Tensor:
+        parts = []
+        for delta, h in zip(self.deltas, self.hs):
+            delta, h = delta[arms], h[arms]
+            parts.append((delta[:, :, None] * h[:, None, :]).flatten(1))  # vec(δ_l h_{l−1}ᵀ), θ's row-major layout
+            if self.mlp.bias:
+                parts.append(delta)
+        return torch.cat(parts, -1)
 
 
 class History:
@@ -164,35 +268,43 @@ class History:
         self.rows[users, self.counts[users]] = row
         self.counts[users] += 1
 
+    def _rows(self, users: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+        """Rows drawn uniformly with replacement from each user's history, shape [..., U, size]."""
+        pick = (torch.rand(shape, generator=generator, device=self.device) * self.counts[users][:, None]).long()
+        return torch.gather(self.rows[users].expand(*shape[:-1], -1), -1, pick)
+
     def sample(self, users: torch.Tensor, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size].
         Every listed user must have at least one sample."""
-        counts = self.counts[users]
-        pick = (torch.rand(len(users), size, generator=generator, device=self.device) * counts[:, None]).long()
-        rows = torch.gather(self.rows[users], 1, pick)
+        rows = self._rows(users, (len(users), size), generator)
         return self.x[rows], self.r[rows]
+
+    def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
+        """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
+        ``steps`` calls of ``sample``) and gathered one step at a time."""
+        rows = self._rows(users, (steps, len(users), size), generator)
+        return ((self.x[step], self.r[step]) for step in rows)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x[:self.size], self.r[:self.size]
 
 
-def train_adam(mlp: MLP, theta: torch.Tensor, draw, *, steps: int, lr: float,
-               penalty=None) -> torch.Tensor:
-    """``steps`` Adam steps on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, with a fresh
-    optimiser per call (as the authors' code). θ [B, p] holds B independent networks trained at once:
-    their losses are summed, so each row gets exactly its own gradient and Adam acts elementwise.
-    ``draw()`` returns a minibatch x [B, s, d], r [B, s]; ``penalty(θ)`` an optional regulariser."""
-    theta = theta.detach().clone().requires_grad_(True)
+def train_adam(mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float,
+               anchor: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch
+    (x [B, s, d], r [B, s]) of ``minibatches``, with a fresh optimiser per call (as the authors' code). θ [B, p]
+    holds B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
+    ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
+    theta = theta.detach().clone()
     optimiser = torch.optim.Adam([theta], lr=lr, fused=True)
-    for _ in range(steps):
-        x, r = draw()
-        loss = 0.5 * (mlp.forward(theta, x) - r).square().mean(-1).sum()
-        if penalty is not None:
-            loss = loss + penalty(theta)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
+    for x, r in minibatches:
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
+        if anchor is not None:
+            c, theta0 = anchor
+            gradient.addcmul_(theta - theta0, 2 * c[:, None])
+        theta.grad = gradient
         optimiser.step()
-    return theta.detach()
+    return theta
 
 
 class DiagonalCovariance:
@@ -202,13 +314,13 @@ class DiagonalCovariance:
         self.Z = torch.full((n_models, p), float(lam), dtype=torch.float64, device=device)
         self.m = m
 
-    def widths(self, model: int, G: torch.Tensor) -> torch.Tensor:
-        """sqrt(gᵀ Z⁻¹ g / m) for every row g of G [k, p]."""
-        G = G.double()
-        return (G.square() / self.Z[model]).sum(-1).div(self.m).sqrt()
+    def widths(self, model: int, arms: ArmGradients) -> torch.Tensor:
+        """sqrt(g_iᵀ Z⁻¹ g_i / m) for every arm's gradient g_i."""
+        return arms.weighted_squares(self.Z[model].reciprocal()).div(self.m).sqrt()
 
     def update(self, model: int, g: torch.Tensor) -> None:
-        self.Z[model] += g.double().square() / self.m
+        g = g.double()
+        self.Z[model].addcmul_(g, g, value=1.0 / self.m)
 
 
 class FullCovariance:
@@ -223,8 +335,8 @@ class FullCovariance:
         self.Z_inv = torch.eye(p, dtype=torch.float64, device=device).div(lam).repeat(n_models, 1, 1)
         self.m = m
 
-    def widths(self, model: int, G: torch.Tensor) -> torch.Tensor:
-        G = G.double()
+    def widths(self, model: int, arms: ArmGradients) -> torch.Tensor:
+        G = arms.rows().double()
         return ((G @ self.Z_inv[model]) * G).sum(-1).clamp_min(0).div(self.m).sqrt()
 
     def update(self, model: int, g: torch.Tensor) -> None:
@@ -277,8 +389,8 @@ class UserLearners:
         if len(users) == 0:
             return
         init = self.theta[users] if start is None else start.expand(len(users), -1)
-        draw = lambda: self.history.sample(users, self.batch_size, self.generator)
-        self.theta[users] = train_adam(self.mlp, init, draw, steps=self.steps, lr=self.lr)
+        batches = self.history.minibatches(users, self.batch_size, self.generator, self.steps)
+        self.theta[users] = train_adam(self.mlp, init, batches, lr=self.lr)
         self.trained_counts[users] = counts[users]
 
     def agreement_graph(self, threshold: float, probes: int = 64) -> np.ndarray | None:

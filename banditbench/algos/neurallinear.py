@@ -88,8 +88,8 @@ class NeuralLinear(Policy):
         self.b[u] += reward * self._phi
         self.count[u] += 1
         if is_training_round(view.t, self.schedule):
-            draw = lambda: self.history.sample(self.one, self.batch_size, self.generator)
-            self.theta = train_adam(self.mlp, self.theta, draw, steps=self.train_steps, lr=self.lr)
+            batches = self.history.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta = train_adam(self.mlp, self.theta, batches, lr=self.lr)
             self._rebuild()
         self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
         self._cut_edges(u)

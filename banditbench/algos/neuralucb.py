@@ -25,8 +25,8 @@ import torch
 
 from banditbench.algos.base import Policy
 from banditbench.errors import UserError
-from banditbench.algos.neural import (MLP, SCHEDULES, DiagonalCovariance, FullCovariance, History, check_choice,
-                                      is_training_round, resolve_device, torch_generator, train_adam)
+from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History,
+                                      check_choice, is_training_round, resolve_device, torch_generator, train_adam)
 
 
 class NeuralUCB(Policy):
@@ -34,7 +34,7 @@ class NeuralUCB(Policy):
                  covariance: str = "diagonal", max_covariance_gb: float = 2.0, width: int = 100, depth: int = 2,
                  bias: bool = False, init: str = "paper", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", train_served_only: bool = False,
-                 user_features: bool = False, gradients: str = "batched", device: str = "cpu", threads: int = 1):
+                 user_features: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         check_choice("covariance", covariance, ("diagonal", "full"))
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
@@ -84,13 +84,10 @@ class NeuralUCB(Policy):
     def select(self, view, budget):
         model = self._model(view.user)
         x = self._inputs(view, view.arms[:])
-        theta = self.theta[model]
-        with torch.no_grad():
-            f = self.mlp.forward(theta, x)
-        G = self.mlp.per_arm_gradients(theta, x)  # [K, p], all arms in one call
-        ucb = f.double() + self.nu * self.Z.widths(model, G)
+        arms = ArmGradients(self.mlp, self.theta[model], x)  # f and g for all arms, one forward and backward
+        ucb = arms.f.double() + self.nu * self.Z.widths(model, arms)
         chosen = int(torch.argmax(ucb))
-        self._g_chosen, self._x = G[chosen], x[chosen]
+        self._g_chosen, self._x = arms.row(chosen), x[chosen]
         return chosen
 
     def update(self, view, chosen, reward):
@@ -109,11 +106,9 @@ class NeuralUCB(Policy):
         if len(models) == 0:
             return
         scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
-        theta0 = self.theta0[models]
-        penalty = lambda th: (scale * (th - theta0).square().sum(-1)).sum()
-        draw = lambda: self.history.sample(models, self.batch_size, self.generator)
-        self.theta[models] = train_adam(self.mlp, self.theta[models], draw, steps=self.train_steps, lr=self.lr,
-                                        penalty=penalty)
+        batches = self.history.minibatches(models, self.batch_size, self.generator, self.train_steps)
+        self.theta[models] = train_adam(self.mlp, self.theta[models], batches, lr=self.lr,
+                                        anchor=(scale, self.theta0[models]))
         self.trained_counts[models] = counts[models]
 
     def clusters(self):
