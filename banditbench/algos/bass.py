@@ -114,10 +114,11 @@ class BASS(Policy):
         the eigen-decomposition is skipped (K is reported as 1 there); only the remaining pairs are tested.
         """
         local = self.local
-        radius2_i, radius2 = self._radius2(local.logdet[i]), self._radius2(local.logdet[others])
+        radius2 = self._radius2(local.logdet[np.append(others, i)])  # one call for the m others and i (last)
+        radius2_i, radius2 = radius2[-1], radius2[:-1]
         c = local.theta[i] - local.theta[others]  # [m, d]
         ridge_c2 = self.ridge * np.einsum("md,md->m", c, c)
-        inside_i = ridge_c2 + np.einsum("md,de,me->m", c, local.gram[i], c, optimize=False) <= radius2_i
+        inside_i = ridge_c2 + np.einsum("me,me->m", c @ local.gram[i], c) <= radius2_i
         Gc = np.matmul(local.gram[others], c[:, :, None])[:, :, 0]
         inside_j = ridge_c2 + np.einsum("md,md->m", c, Gc) <= radius2
         kappa = np.ones(len(others))

@@ -78,4 +78,7 @@ class LOCB(Policy):
     def sharing_graph(self):
         """i and j share when some seed cluster holds both (dense: the clusters start with every user)."""
         member = self.member.astype(np.float32)
-        return (member.T @ member) > 0
+        graph = np.empty((self.n_users, self.n_users), dtype=bool)
+        for start in range(0, self.n_users, 1024):  # by row blocks: no N × N float temporary (400 MB at 10 000 users)
+            graph[start:start + 1024] = (member[:, start:start + 1024].T @ member) > 0
+        return graph
