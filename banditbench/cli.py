@@ -320,8 +320,8 @@ def simulator_train(
     dataset: str = typer.Argument(..., help="A prepared logged dataset: mind or movielens-logged."),
     variant: str = typer.Option("empirical", "--variant", help="Loss weighting: empirical (IPS 1/p(u,i), p = "
                                 "n(u,i)/n(u), self-normalised per row; the paper) | empirical-unnormalised | none."),
-    epochs: int = typer.Option(10, "--epochs", help="Epochs cap (early stopping on validation AUC)."),
-    patience: int = typer.Option(2, "--patience", help="Epochs without a better validation AUC before stopping."),
+    epochs: int = typer.Option(5, "--epochs", help="Epochs cap (early stopping on validation AUC)."),
+    patience: int = typer.Option(1, "--patience", help="Epochs without a better validation AUC before stopping."),
     threshold: str = typer.Option("paper", "--threshold", help="Click threshold THRES: paper (0.384 MIND, 0.855 "
                                   "MovieLens-20M) | f1 (this model's F1-maximising one) | a number."),
     flip: float = typer.Option(0.1, "--flip", help="Probability that each simulated reward is flipped."),
@@ -331,7 +331,9 @@ def simulator_train(
                                      "true+clicks (plus simulated clicks) | empty (the authors' code: one user)."),
     dim: int = typer.Option(128, "--dim", help="Item and user vector size."),
     lr: float = typer.Option(1e-3, "--lr", help="Adam learning rate."),
-    batch: int = typer.Option(64, "--batch", help="Training rows per Adam step."),
+    batch: int = typer.Option(256, "--batch", help="Training rows per Adam step."),
+    word_pooling: str = typer.Option("mean", "--word-pooling", help="Title words pooled by mean (bag of words) or "
+                                     "attention (additive, as NRMS; slower)."),
     threads: int = typer.Option(1, "--threads", help="torch threads (results are reproducible for a fixed count)."),
     seed: int = typer.Option(0, "--seed", help="Seed of initialisation, negatives, batch order and dropout."),
     data_dir: Path = DATA_DIR,
@@ -341,6 +343,7 @@ def simulator_train(
     from banditbench.simulator.train import TrainSettings, train_simulator
 
     settings = TrainSettings(variant=variant, epochs=epochs, patience=patience, lr=lr, batch=batch, dim=dim,
+                             word_pooling=word_pooling,
                              threshold=threshold, flip=flip, strict=strict, user_history=user_history, seed=seed,
                              threads=threads)
 

@@ -23,6 +23,9 @@ from fixtures_logged import write_mind_fixture, write_movielens_fixture
 from test_simulator_data import mind  # noqa: F401  (the hand-made MIND log fixture)
 
 
+SMALL = ("--epochs", "3", "--patience", "3", "--dim", "16", "--batch", "16")  # 3 epochs of many steps
+
+
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """Tiny MIND and MovieLens-logged datasets with a planted taste (user u likes topic u mod q)."""
@@ -38,7 +41,7 @@ def prepared(tmp_path_factory):
 def trained(prepared):
     """Both datasets with a simulator trained by the real command line (3 epochs)."""
     for name in ("mind", "movielens-logged"):
-        done = banditbench("simulator", "train", name, "--data-dir", prepared, "--epochs", "3", "--dim", "16")
+        done = banditbench("simulator", "train", name, "--data-dir", prepared, *SMALL)
         assert done.returncode == 0, done.stderr
     return prepared
 
@@ -153,8 +156,7 @@ def test_the_simulator_learns_the_planted_taste(trained):
 
 def test_a_repeated_run_is_bit_identical(trained, tmp_path):
     before = (trained / "mind" / "simulator" / "model.pt").read_bytes()
-    again = banditbench("simulator", "train", "mind", "--data-dir", trained, "--epochs", "3", "--dim", "16",
-                        "--force")
+    again = banditbench("simulator", "train", "mind", "--data-dir", trained, *SMALL, "--force")
     assert again.returncode == 0, again.stderr
     assert (trained / "mind" / "simulator" / "model.pt").read_bytes() == before
     assert "AUC per impression" in again.stdout and "F1-maximising threshold" in again.stdout
