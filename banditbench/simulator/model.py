@@ -7,7 +7,7 @@
 
 The flips are drawn from the ``rng`` the environment passes in (its own stream: common random numbers across
 policies). Item vectors are computed once at load (no dropout); user vectors are computed on first use and
-cached.
+cached; ``sim.user_vectors(trial_users)`` at the start of a trial computes them in one batched call.
 
 Whose history makes the user vector (``user_history``):
 - ``"true"`` (default, the paper's "personalised" intent): the user's logged history, the history field of
@@ -90,8 +90,12 @@ class Simulator:
         """σ(z_u · x_i) [U, K] for users [U] and items [K] (the same for every user) or [U, K]."""
         z = self.user_vectors(np.atleast_1d(users))
         items = np.asarray(items)
-        logits = z @ self.item_vectors[items].T if items.ndim == 1 else np.einsum(
-            "ud,ukd->uk", z, self.item_vectors[items])
+        if items.ndim == 1 and len(items) * 4 >= len(self.item_vectors):  # many items: score the catalogue once
+            logits = (z @ self.item_vectors.T)[:, items]
+        elif items.ndim == 1:
+            logits = z @ self.item_vectors[items].T
+        else:
+            logits = np.einsum("ud,ukd->uk", z, self.item_vectors[items])
         return 1 / (1 + np.exp(-logits.astype(np.float64)))
 
     def deterministic_clicks(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
