@@ -33,8 +33,8 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_parquet(table: pd.DataFrame, path: Path) -> None:
-    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+def write_parquet(table: pd.DataFrame | pa.Table, path: Path) -> None:
+    pq.write_table(table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False), path)
 
 
 def existing_parameters(folder: Path) -> dict[str, Any] | None:
@@ -49,7 +49,7 @@ def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
 
 
 def write_dataset(
-    folder: Path, name: str, tables: dict[str, pd.DataFrame], parameters: dict[str, Any], *,
+    folder: Path, name: str, tables: dict[str, pd.DataFrame | pa.Table], parameters: dict[str, Any], *,
     protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
     force: bool = False,
 ) -> Path:
@@ -104,12 +104,16 @@ class PreparedDataset:
     def parameters(self) -> dict[str, Any]:
         return self.manifest["parameters"]
 
-    def table(self, table_name: str) -> pd.DataFrame:
-        """A fresh DataFrame of ``table_name`` (callers may modify it); the file is read once."""
+    def arrow(self, table_name: str) -> pa.Table:
+        """``table_name`` as an Arrow table (memory-mapped, read once; for vectorised reading of list columns)."""
         if table_name not in self._tables:
             path = self.path / self.manifest["tables"][table_name]["file"]
             self._tables[table_name] = pq.read_table(path, memory_map=True)
-        return self._tables[table_name].to_pandas()
+        return self._tables[table_name]
+
+    def table(self, table_name: str) -> pd.DataFrame:
+        """A fresh DataFrame of ``table_name`` (callers may modify it); the file is read once."""
+        return self.arrow(table_name).to_pandas()
 
 
 def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
