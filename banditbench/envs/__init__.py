@@ -14,6 +14,7 @@ class ProtocolInfo:
     environment: type
     description: str
     paper: str
+    slate: bool = False  # rounds ask for a slate of items (a list of ids), scored by runner/slate.py
 
 
 PROTOCOLS = {
@@ -37,7 +38,11 @@ PROTOCOLS = {
     ),
 }
 
-__all__ = ["PROTOCOLS", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
+# Protocols named differently in prepared manifests: logged impressions are prepared for "ips-simulator" and run
+# under seed 004's two-stage protocol.
+PROTOCOL_ALIASES = {"ips-simulator": "twostage"}
+
+__all__ = ["PROTOCOLS", "PROTOCOL_ALIASES", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
 
 from banditbench.envs.recommendation import RecommendationEnvironment  # noqa: E402
 
