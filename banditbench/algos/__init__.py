@@ -21,6 +21,7 @@ from banditbench.algos.pmlb import PMLB
 from banditbench.algos.random_policy import RandomPolicy
 from banditbench.algos.sclb import SCLB
 from banditbench.algos.sclub import SCLUB
+from banditbench.algos.slate_random import SlateRandom
 
 LI2010 = "Li, Chu, Langford & Schapire, WWW 2010"
 ZHOU2020 = "Zhou, Li & Gu, ICML 2020 (as run by M-CNB, KDD 2024)"
@@ -71,5 +72,12 @@ register("metaban", MetaBan, paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 00
          description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
 register("mcnb", MCNB, paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)", role="proposed",
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
+
+# Slate policies of seed 004 (protocol twostage); the "2-" names are the two-stage variants (Algorithm 1)
+TWOSTAGE = "Two-stage neural contextual bandits (seed 004)"
+register("slate-random", SlateRandom, paper=TWOSTAGE, role="baseline", two_stage=False,
+         description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
+register("2-slate-random", SlateRandom, paper=TWOSTAGE, role="baseline", two_stage=True,
+         description="2-Random: m topics uniform, then one item uniform from each; scores nothing")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

@@ -63,3 +63,14 @@ PROTOCOLS["classification"] = ProtocolInfo(
     "user = class, which tells per-user learners the label",
     "M-CNB §5.3 (seed 000); Meta-Ban §4.3 (seed 001); NeuralUCB's Bandit_multi",
 )
+
+from banditbench.envs.twostage import TwoStageEnvironment  # noqa: E402
+
+PROTOCOLS["twostage"] = ProtocolInfo(
+    "twostage",
+    TwoStageEnvironment,
+    "logged data (mind, movielens-logged): a user of the trial's set per iteration, a slate of m items, clicks "
+    "from the IPS simulator (threshold + 10 % flips); budget B items scored per iteration; --env users, slate_size",
+    "Two-stage neural contextual bandits (seed 004) §4–§5",
+    slate=True,
+)

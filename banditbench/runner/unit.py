@@ -64,6 +64,7 @@ class UnitResult:
     timing: pa.Table  # per-round seconds: machine-dependent, kept apart from the outcome
     wall_seconds: float
     peak_rss_mb: float | None = None  # set by an executor that ran the unit in another process
+    metadata: dict[str, Any] | None = None  # extra outcome-shard metadata (slate protocols: ``ctr_optimum``)
 
 
 INT_COLUMNS = ("users", "groups", "chosen_arms", "budget_spent")
