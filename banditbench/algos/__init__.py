@@ -21,6 +21,8 @@ from banditbench.algos.pmlb import PMLB
 from banditbench.algos.random_policy import RandomPolicy
 from banditbench.algos.sclb import SCLB
 from banditbench.algos.sclub import SCLUB
+from banditbench.algos.slate_glm import GLMUCB, SNGALM, SNGBLM, NeuralGLMUCB
+from banditbench.algos.slate_neural import NeuralDropoutUCB, NeuralGreedy
 from banditbench.algos.slate_random import SlateRandom
 
 LI2010 = "Li, Chu, Langford & Schapire, WWW 2010"
@@ -79,5 +81,21 @@ register("slate-random", SlateRandom, paper=TWOSTAGE, role="baseline", two_stage
          description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
 register("2-slate-random", SlateRandom, paper=TWOSTAGE, role="baseline", two_stage=True,
          description="2-Random: m topics uniform, then one item uniform from each; scores nothing")
+
+for _name, _policy, _role, _fixed, _what in (
+        ("glm-ucb", GLMUCB, "baseline", {}, "GLM: per-user GLM-UCB (Eq. 2) on LSA bag-of-words title features"),
+        ("n-glm-ucb", NeuralGLMUCB, "baseline", {"link": "logistic"},
+         "N-GLM: per-user GLM-UCB (Eq. 2) on the neural item vectors"),
+        ("n-linucb", NeuralGLMUCB, "baseline", {"link": "identity"},
+         "N-LinUCB (authors' code only): per-user LinUCB on the neural item vectors"),
+        ("n-greedy", NeuralGreedy, "baseline", {}, "N-Greedy: the two-tower model's scores, no exploration"),
+        ("n-dropout-ucb", NeuralDropoutUCB, "baseline", {}, "N-Dropout: mean + β·std over 5 MC-dropout passes"),
+        ("s-n-galm-ucb", SNGALM, "proposed", {}, "S-N-GALM: shared additive GLM-UCB on item and user vectors (Eq. 3)"),
+        ("s-n-gblm-ucb", SNGBLM, "proposed", {},
+         "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)")):
+    register(_name, _policy, paper=TWOSTAGE, role=_role, description=_what + " (one-stage)", two_stage=False,
+             **_fixed)
+    register(f"2-{_name}", _policy, paper=TWOSTAGE, role=_role, two_stage=True, **_fixed,
+             description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)")
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

@@ -37,6 +37,7 @@ import numpy as np
 
 from banditbench.algos.base import Policy
 from banditbench.envs.round import Budget, RoundView
+from banditbench.simulator.logged import HISTORY
 
 TOPIC_GROUPS = ("paper", "code")
 
@@ -98,13 +99,13 @@ class SlatePolicy(Policy):
     two_stage_capable = True
 
     def __init__(self, *, two_stage: bool = False, dynamic_topics: bool = True, topic_groups: str = "paper",
-                 topic_min_size: int | None = None, history: int = 50, n_users: int, n_arms: int, dim: int,
+                 topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,
                  seed: np.random.SeedSequence):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if topic_groups not in TOPIC_GROUPS:
             raise ValueError(f"topic_groups must be one of {TOPIC_GROUPS}, got {topic_groups!r}")
         self.two_stage, self.dynamic_topics, self.topic_groups = two_stage, dynamic_topics, topic_groups
-        self.topic_min_size, self.history_length = topic_min_size, history
+        self.topic_min_size = topic_min_size
 
     # -- what a subclass provides ----------------------------------------------------------------------------
     def item_scores(self, user: int, items: np.ndarray) -> np.ndarray:
@@ -113,8 +114,12 @@ class SlatePolicy(Policy):
     def topic_scores(self, user: int, topics: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def learn(self, t: int, user: int, slate: np.ndarray, clicks: np.ndarray) -> None:
-        """Learn from one iteration's feedback (the user's click history is already updated)."""
+    def prepare(self, user: int) -> None:
+        """Compute what every score of this iteration shares (e.g. the user's vector), before any scoring."""
+
+    def learn(self, t: int, user: int, slate: np.ndarray, clicks: np.ndarray, history: np.ndarray) -> None:
+        """Learn from one iteration's feedback; ``history`` [H] is the user's click history the slate was chosen
+        with (the policy's own history already has the new clicks appended)."""
 
     def begin(self, problem) -> None:
         """Set up learned state from the problem (called by ``start``)."""
@@ -131,14 +136,15 @@ class SlatePolicy(Policy):
 
     def history_of(self, users) -> np.ndarray:
         """[len(users), H] the last H clicked items of each user, padded with 0 at the end."""
-        rows = np.zeros((len(users), self.history_length), np.int64)
+        rows = np.zeros((len(users), HISTORY), np.int64)
         for r, u in enumerate(users):
-            h = self.histories[int(u)][-self.history_length:]
+            h = self.histories[int(u)][-HISTORY:]
             rows[r, :len(h)] = h
         return rows
 
     def select(self, view: RoundView, budget: Budget) -> np.ndarray:
         pool, user = view.arms, view.user
+        self.prepare(user)
         if not self.two_stage:
             candidates = pool.candidates
             scores = pool.score(candidates, lambda items: self.item_scores(user, items))
@@ -174,6 +180,7 @@ class SlatePolicy(Policy):
         return self.catalogue.n_items // self.catalogue.n_topics
 
     def update(self, view: RoundView, slate: np.ndarray, clicks: np.ndarray) -> None:
+        before = self.history_of([view.user])[0]
         history = self.histories[view.user]
         history += [int(i) for i in slate[clicks > 0] if int(i) not in history]
-        self.learn(view.t, view.user, slate, clicks)
+        self.learn(view.t, view.user, slate, clicks, before)

@@ -73,9 +73,8 @@ class TopicModel(nn.Module):
         return torch.stack([(users * topic[pos_topics]).sum(-1), (users * topic[neg_topics]).sum(-1)], dim=1)
 
 
-def new_item_model(data: LoggedData, seed: int = 0) -> TwoTower:
-    return TwoTower(len(data.vocabulary), data.n_topics, dim=DIM, word_dim=WORD_DIM, attention_dim=WORD_DIM,
-                    seed=seed)
+def new_item_model(vocabulary_size: int, n_topics: int, seed: int = 0) -> TwoTower:
+    return TwoTower(vocabulary_size, n_topics, dim=DIM, word_dim=WORD_DIM, attention_dim=WORD_DIM, seed=seed)
 
 
 def train_items(model: TwoTower, titles: torch.Tensor, topics: torch.Tensor, histories: np.ndarray,
@@ -132,7 +131,7 @@ def pretrain(data: LoggedData, exclude_users: np.ndarray, *, fraction: float, ep
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: the same float reductions, hence the same weights, on every run
     try:
-        item_model = new_item_model(data, seed)
+        item_model = new_item_model(len(data.vocabulary), data.n_topics, seed)
         train_items(item_model, titles, topic_of, histories, rows.candidates, epochs=epochs, lr=PRETRAIN_LR, rng=rng,
                     generator=generator)
         state = {"item": item_model.state_dict()}
