@@ -310,6 +310,74 @@ def report_prepared(path: Path) -> None:
     console.print(f"[bold]{path.name}[/] is ready in {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
 
 
+simulator_app = typer.Typer(help="The IPS-trained user-choice simulator of seed 004 (logged datasets).",
+                             no_args_is_help=True)
+app.add_typer(simulator_app, name="simulator")
+
+
+@simulator_app.command("train")
+def simulator_train(
+    dataset: str = typer.Argument(..., help="A prepared logged dataset: mind or movielens-logged."),
+    variant: str = typer.Option("empirical", "--variant", help="Loss weighting: empirical (IPS 1/p(u,i), p = "
+                                "n(u,i)/n(u), self-normalised per row; the paper) | empirical-unnormalised | none."),
+    epochs: int = typer.Option(5, "--epochs", help="Epochs cap (early stopping on validation AUC)."),
+    patience: int = typer.Option(1, "--patience", help="Epochs without a better validation AUC before stopping."),
+    threshold: str = typer.Option("paper", "--threshold", help="Click threshold THRES: paper (0.384 MIND, 0.855 "
+                                  "MovieLens-20M) | f1 (this model's F1-maximising one) | a number."),
+    flip: float = typer.Option(0.1, "--flip", help="Probability that each simulated reward is flipped."),
+    strict: bool = typer.Option(False, "--strict/--non-strict", help="Click if p > THRES (the authors' code) "
+                                "instead of p ≥ THRES (the paper)."),
+    user_history: str = typer.Option("true", "--user-history", help="The simulated user: true (logged history) | "
+                                     "true+clicks (plus simulated clicks) | empty (the authors' code: one user)."),
+    dim: int = typer.Option(128, "--dim", help="Item and user vector size."),
+    lr: float = typer.Option(1e-3, "--lr", help="Adam learning rate."),
+    batch: int = typer.Option(256, "--batch", help="Training rows per Adam step."),
+    word_pooling: str = typer.Option("mean", "--word-pooling", help="Title words pooled by mean (bag of words) or "
+                                     "attention (additive, as NRMS; slower)."),
+    threads: int = typer.Option(1, "--threads", help="torch threads (results are reproducible for a fixed count)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of initialisation, negatives, batch order and dropout."),
+    data_dir: Path = DATA_DIR,
+    force: bool = typer.Option(False, "--force", help="Replace an existing simulator."),
+) -> None:
+    """Train the click model with the IPS-weighted logistic loss, print held-out metrics, save it next to the data."""
+    from banditbench.simulator.train import TrainSettings, train_simulator
+
+    settings = TrainSettings(variant=variant, epochs=epochs, patience=patience, lr=lr, batch=batch, dim=dim,
+                             word_pooling=word_pooling,
+                             threshold=threshold, flip=flip, strict=strict, user_history=user_history, seed=seed,
+                             threads=threads)
+
+    def progress(r: dict) -> None:
+        console.print(f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
+                      f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
+                      f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)", highlight=False)
+
+    done = train_simulator(data_dir, dataset, settings, force=force, progress=progress)
+    m = done["metrics"]
+    console.print(f"best epoch {done['best_epoch']}: AUC per impression {m['auc_mean_per_impression']:.4f} "
+                  f"({m['impressions_with_auc']} impressions), global AUC {m['auc_global']:.4f}, log-loss "
+                  f"{m['log_loss']:.4f}, {m['candidates']} candidates, positive rate {m['positive_rate']:.4f}",
+                  highlight=False)
+    quantiles = "/".join(f"{q:.0%}" for q in (0.05, 0.25, 0.5, 0.75, 0.95))
+    for label in ("positive", "negative"):
+        console.print(f"{label} probabilities, quantiles {quantiles}: "
+                      + ", ".join(f"{q:.3f}" for q in m[f"{label}_quantiles"]), highlight=False)
+    for line in done["histogram"]:
+        console.print(line, highlight=False)
+    if m["f1_best"]:
+        f = m["f1_best"]
+        console.print(f"F1-maximising threshold {f['threshold']:.5f}: precision {f['precision']:.3f}, recall "
+                      f"{f['recall']:.3f}, F1 {f['f1']:.3f}", highlight=False)
+    t = m["at_threshold"]
+    console.print(f"THRES {done['threshold']:.5f} ({done['threshold_source']}, {'>' if done['strict'] else '≥'}): "
+                  f"{t['predicted_click_rate']:.1%} of validation candidates are clicks (precision "
+                  f"{t['precision']:.3f}, recall {t['recall']:.3f}); flip {done['flip']}, user history "
+                  f"{done['user_history']}", highlight=False)
+    console.print(f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
+                  f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
+                  highlight=False)
+
+
 @app.command()
 def run(
     config: Optional[Path] = typer.Option(None, "--config", help="Experiment file (TOML, the flags' names as keys); "

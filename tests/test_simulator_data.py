@@ -168,3 +168,13 @@ def test_same_seed_same_weights_and_a_saved_model_reloads(mind):
     assert not torch.equal(a.items.words.weight, c.items.words.weight)
     loaded = TwoTower.from_state(a.config, a.state_dict())
     assert torch.equal(loaded.item_vectors(mind.titles, mind.topic), a.item_vectors(mind.titles, mind.topic))
+
+
+def test_mean_word_pooling_is_the_bag_of_words_of_the_title(mind):
+    model = model_for(mind, word_pooling="mean")
+    vectors = model.item_vectors(mind.titles, mind.topic)
+    words = model.items.words.weight[mind.titles[1][mind.titles[1] > 0]].mean(0)  # "big game , tonight !"
+    topic = model.items.topics.weight[mind.topic[1] + 1]
+    assert torch.allclose(vectors[1], model.items.out(torch.cat([words, topic])), atol=1e-6)
+    with pytest.raises(UserError, match="word pooling must be one of attention, mean"):
+        model_for(mind, word_pooling="max")

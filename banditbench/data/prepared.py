@@ -33,8 +33,8 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_parquet(table: pd.DataFrame, path: Path) -> None:
-    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), path)
+def write_parquet(table: pd.DataFrame | pa.Table, path: Path) -> None:
+    pq.write_table(table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False), path)
 
 
 def existing_parameters(folder: Path) -> dict[str, Any] | None:
@@ -49,7 +49,7 @@ def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
 
 
 def write_dataset(
-    folder: Path, name: str, tables: dict[str, pd.DataFrame], parameters: dict[str, Any], *,
+    folder: Path, name: str, tables: dict[str, pd.DataFrame | pa.Table], parameters: dict[str, Any], *,
     protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
     force: bool = False,
 ) -> Path:

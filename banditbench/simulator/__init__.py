@@ -1,0 +1,8 @@
+"""Seed 004's off-policy user-choice simulator and its shared foundation.
+
+- ``logged``: a prepared logged dataset (MIND / MovieLens-logged) as integer arrays, the known split, click rows;
+- ``encoders``: the light two-tower click model (simulator and learners each have their own instance);
+- ``ips``: empirical propensities and the IPS-weighted logistic loss;
+- ``train``: `banditbench simulator train` (fit, validate, save next to the prepared data);
+- ``model``: ``Simulator.load(dataset)`` for environments: click probabilities, thresholded clicks with flips.
+"""

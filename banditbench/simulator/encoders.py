@@ -24,7 +24,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from banditbench.errors import UserError
 from banditbench.simulator.logged import HISTORY
+
+WORD_POOLING = ("attention", "mean")
 
 
 def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -52,21 +55,28 @@ class AdditiveAttention(nn.Module):
 
 class ItemEncoder(nn.Module):
     def __init__(self, vocab_size: int, n_topics: int, dim: int, word_dim: int, attention_dim: int,
-                 dropout: float, mask_padding: bool):
+                 dropout: float, mask_padding: bool, word_pooling: str = "attention"):
         super().__init__()
         self.words = nn.Embedding(vocab_size, word_dim, padding_idx=0)
         self.topics = nn.Embedding(n_topics + 1, word_dim)  # row 0: no topic (padding item)
-        self.attention = AdditiveAttention(word_dim, attention_dim)
+        self.attention = AdditiveAttention(word_dim, attention_dim) if word_pooling == "attention" else None
         self.out = nn.Linear(2 * word_dim, dim)
         self.dropout, self.mask_padding = dropout, mask_padding
+
+    def pool(self, words: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.attention is not None:
+            return self.attention(words, mask)
+        return (words * mask.unsqueeze(-1)).sum(-2) / mask.sum(-1, keepdim=True).clamp_min(1)  # bag of words
 
     def forward(self, titles: torch.Tensor, topics: torch.Tensor, drop: bool,
                 generator: torch.Generator | None = None) -> torch.Tensor:
         """titles [N, L] word indices, topics [N] (-1 = none) -> [N, dim]."""
         p = self.dropout if drop else 0.0
+        if self.mask_padding:  # masked padding changes nothing: cut the columns no title of the batch uses
+            titles = titles[:, :max(1, int((titles > 0).sum(1).max()))] if len(titles) else titles
         words = dropout(self.words(titles), p, generator)
         mask = titles > 0 if self.mask_padding else torch.ones_like(titles, dtype=torch.bool)
-        title = dropout(self.attention(words, mask), p, generator)
+        title = dropout(self.pool(words, mask), p, generator)
         return self.out(torch.cat([title, self.topics(topics + 1)], dim=-1))
 
 
@@ -98,15 +108,18 @@ class TwoTower(nn.Module):
 
     def __init__(self, vocab_size: int, n_topics: int, dim: int = 64, word_dim: int = 128,
                  attention_dim: int = 128, dropout: float = 0.2, history: int = HISTORY, mask_padding: bool = True,
-                 seed: int = 0):
+                 word_pooling: str = "attention", seed: int = 0):
         super().__init__()
+        if word_pooling not in WORD_POOLING:
+            raise UserError(f"word pooling must be one of {', '.join(WORD_POOLING)}, got {word_pooling!r}")
         self.config = dict(vocab_size=vocab_size, n_topics=n_topics, dim=dim, word_dim=word_dim,
                            attention_dim=attention_dim, dropout=dropout, history=history,
-                           mask_padding=mask_padding, seed=seed)
+                           mask_padding=mask_padding, word_pooling=word_pooling, seed=seed)
         self.history = history
         with torch.random.fork_rng(devices=[]):  # initialise from the seed, leave the global RNG alone
             torch.manual_seed(seed)
-            self.items = ItemEncoder(vocab_size, n_topics, dim, word_dim, attention_dim, dropout, mask_padding)
+            self.items = ItemEncoder(vocab_size, n_topics, dim, word_dim, attention_dim, dropout, mask_padding,
+                                     word_pooling)
             self.users = UserEncoder(dim, attention_dim, mask_padding)
 
     @classmethod

@@ -1,0 +1,68 @@
+"""Inverse-propensity weighting of the simulator's logistic loss (seed 004 §4; twostage.md §3.2 items 4–5).
+
+Empirical propensity (the authors' ``compute_empirical_ips``): p(u, i) = n(u, i) / n(u), with n(u) the number of
+logged impressions of user u and n(u, i) the number of those that showed item i (clicked or not); p = 1 for a
+pair never shown (e.g. the padding item 0). The loss of a training row r with candidates j is BCE-with-logits
+weighted by 1/p_rj, self-normalised over the row (``normalise=True``, the authors' ``ips_normalize``):
+
+    L = mean_{r,j} BCE(s_rj, y_rj) · (1/p_rj) / Σ_k (1/p_rk)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from banditbench.simulator.logged import LoggedData
+
+# --variant of `simulator train`: how a training row is weighted.
+VARIANTS = {
+    "empirical": "1/p(u,i) with p = n(u,i)/n(u), self-normalised per row (the paper's IPS, the authors' default)",
+    "empirical-unnormalised": "1/p(u,i) without the per-row normalisation (the authors' ips_normalize=False)",
+    "none": "no IPS: every candidate weighs the same (the plain logistic loss)",
+}
+
+
+class EmpiricalPropensity:
+    """p(u, i) = n(u, i) / n(u) counted over the impressions selected by ``chosen`` (a bool mask)."""
+
+    def __init__(self, data: LoggedData, chosen: np.ndarray):
+        imp = data.impressions
+        self.stride = np.int64(data.n_items + 1)
+        self.n_user = np.bincount(imp.user[chosen], minlength=data.n_users)
+        impression = imp.shown_impression
+        keep = chosen[impression]
+        # an item shown twice in one impression counts once: unique (impression, item), then count per (user, item)
+        once = np.unique(impression[keep] * self.stride + imp.shown[keep])
+        pairs = imp.user[once // self.stride] * self.stride + once % self.stride
+        self.keys, self.counts = np.unique(pairs, return_counts=True)
+
+    def __call__(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Propensities of user-item pairs (broadcast: users [R, 1] with items [R, C]); 1 when never shown."""
+        users, items = np.broadcast_arrays(np.asarray(users, np.int64), np.asarray(items, np.int64))
+        key = users * self.stride + items
+        at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+        found = (self.keys[at] == key) if len(self.keys) else np.zeros(key.shape, bool)
+        shown = np.where(found, self.counts[at] if len(self.keys) else 0, 0)
+        return np.where(found, shown / np.maximum(self.n_user[users], 1), 1.0)
+
+
+def ips_weights(propensity: np.ndarray, normalise: bool = True) -> np.ndarray:
+    """Row weights [R, C] = 1/p, divided by the row's Σ 1/p when ``normalise``."""
+    inverse = 1.0 / propensity
+    return inverse / inverse.sum(axis=1, keepdims=True) if normalise else inverse
+
+
+def row_weights(variant: str, propensity: EmpiricalPropensity, users: np.ndarray,
+                candidates: np.ndarray) -> np.ndarray:
+    """The [R, C] float32 loss weights of training rows under ``variant`` (see VARIANTS)."""
+    if variant == "none":
+        return np.full(candidates.shape, 1.0 / candidates.shape[1], np.float32)
+    p = propensity(users[:, None], candidates)
+    return ips_weights(p, normalise=variant == "empirical").astype(np.float32)
+
+
+def weighted_logistic_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """mean over rows and candidates of BCE-with-logits · weight (twostage.md §3.2 item 5)."""
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+    return (bce * weights).mean()
