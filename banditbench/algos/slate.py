@@ -128,8 +128,8 @@ class SlatePolicy(Policy):
     def start(self, problem) -> None:
         self.catalogue = problem.catalogue
         self.m = problem.slate_size
-        if self.two_stage and self.catalogue.n_topics <= self.m:
-            raise ValueError(f"two-stage needs more topics ({self.catalogue.n_topics}) than slate items ({self.m})")
+        if self.two_stage and self.catalogue.n_topics < self.m:
+            raise ValueError(f"two-stage needs as many topics as slate items, got {self.catalogue.n_topics} < {self.m}")
         # The users' click histories: the logged history, then every simulated click (no duplicates).
         self.histories = {int(u): [int(i) for i in problem.histories[u] if i > 0] for u in problem.users}
         self.begin(problem)

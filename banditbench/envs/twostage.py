@@ -83,10 +83,10 @@ def logged_data(dataset: PreparedDataset):
     return _LOGGED[key]
 
 
-def load_simulator(dataset: PreparedDataset):
-    from banditbench.simulator import load_simulator as load
+def load_simulator(dataset: PreparedDataset, data):
+    from banditbench.simulator.model import Simulator
 
-    return load(dataset)
+    return Simulator.load(dataset, data)
 
 
 class TwoStageEnvironment:
@@ -102,9 +102,9 @@ class TwoStageEnvironment:
             raise UserError(f"--env known_fraction must be in (0, 1), got {settings['known_fraction']}")
         if budget is not None and budget < settings["slate_size"]:
             raise UserError(f"--budget {budget} is smaller than the slate (slate_size {settings['slate_size']})")
-        from banditbench.simulator import simulator_exists
+        from banditbench.simulator.train import METADATA_FILE, simulator_folder
 
-        if not simulator_exists(dataset):
+        if not (simulator_folder(dataset.path) / METADATA_FILE).is_file():
             raise UserError(f"dataset {dataset.name!r} has no trained simulator; run `banditbench simulator train "
                             f"{dataset.name}` first")
 
@@ -117,7 +117,7 @@ class TwoStageEnvironment:
         self.data = data = logged_data(dataset)
         self.catalogue = catalogue_of(data)
         self.slate_size, self.budget = settings["slate_size"], budget
-        self.simulator = simulator if simulator is not None else load_simulator(dataset)
+        self.simulator = simulator if simulator is not None else load_simulator(dataset, data)
         self.flip = float(self.simulator.flip)
         self.n_users, self.n_arms, self.dim = data.n_users, self.catalogue.n_items, 0
         trial, self.stream = seed.spawn(2)
@@ -147,6 +147,7 @@ class TwoStageEnvironment:
 
     def feedback(self, rnd: SlateRound, slate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Clicks [m] (label, flipped where the round's uniform < flip) and expected clicks [m]."""
-        labels = self.simulator.labels(rnd.user, slate)
-        clicks = np.where(rnd.flip_uniforms < self.flip, 1 - labels, labels).astype(np.int8)
-        return clicks, np.where(labels == 1, 1.0 - self.flip, self.flip)
+        labels = self.simulator.deterministic_clicks(np.array([rnd.user]), slate)[0]
+        clicks = (labels ^ (rnd.flip_uniforms < self.flip)).astype(np.int8)  # the simulator's clicks(), CRN flips
+        self.simulator.record(rnd.user, slate, clicks)  # user_history="true+clicks" only
+        return clicks, np.where(labels, 1.0 - self.flip, self.flip)

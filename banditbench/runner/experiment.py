@@ -102,14 +102,14 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
     info = PROTOCOLS[protocol]
     env_settings = protocol_settings(protocol, env or {})
+    check = getattr(info.environment, "check", None)  # e.g. twostage: is a trained simulator there?
+    if check is not None:
+        check(prepared, env_settings, budget)
     for algo in algorithms:
         if getattr(ALGORITHMS[algo].policy, "slate", False) != info.slate:
             kind = "recommends slates" if info.slate else "recommends one arm per round"
             raise UserError(f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
                             f"`banditbench list` shows the algorithms of each protocol")
-    check = getattr(info.environment, "check", None)  # e.g. twostage: is a trained simulator there?
-    if check is not None:
-        check(prepared, env_settings, budget)
     # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
     if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
