@@ -240,3 +240,14 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
         done = banditbench("run", "--dataset", "mind", "--data-dir", trained / "ds", "--out", trained / "bad",
                            "--env", "slate_size=3", *args)
         assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr
+
+
+def test_the_papers_tables_are_runnable_presets():
+    from banditbench.presets import PRESETS, missing_for, preset_settings
+
+    names = [n for n in PRESETS if n.startswith("twostage-")]
+    assert len(names) == 6 and all(missing_for(n) == [] for n in names)
+    table5 = preset_settings("twostage-table5-movielens-20m")
+    assert table5["dataset"] == "movielens-logged" and table5["budget"] == 1000
+    assert table5["env"] == {"users": 100, "slate_size": 5} and "2-s-n-gblm-ucb" in table5["algos"]
+    assert preset_settings("twostage-table6-mind")["budget"] is None
