@@ -173,6 +173,6 @@ def preset_settings(name: str) -> dict[str, Any]:
         raise UserError(f"preset {name} ({PRESETS[name]['reproduces']}) cannot run yet: not registered: "
                         f"{'; '.join(missing)}")
     spec = PRESETS[name]
-    settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget",
-                                           "env")}
+    settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
+    settings["env"] = spec.get("env", {})
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}
