@@ -233,6 +233,11 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
     resumed = banditbench("run", "--dataset", "mind", "--algos", "slate-random,2-n-greedy", "--data-dir",
                           trained / "ds", "--out", out, *RUN, "--env", "users=5", "--resume")
     assert resumed.returncode == 2 and "env.users: 4 in the folder, 5 now" in resumed.stderr
+    other = trained / "run-mind-5-users"
+    assert banditbench("run", "--dataset", "mind", "--algos", "slate-random", "--data-dir", trained / "ds", "--out",
+                       other, *RUN, "--env", "users=5").returncode == 0
+    mixed = banditbench("report", out, other, "--format", "none")  # the report refuses mixed protocol settings
+    assert mixed.returncode == 2 and "differ in env" in mixed.stderr
     for args, message in ((("--algos", "random"), "random cannot run under protocol 'twostage'"),
                           (("--algos", "n-greedy", "--env", "colour=red"), "protocol 'twostage' has no such"),
                           (("--algos", "n-greedy", "--env", "users=many"), "--env users='many': expected a int"),
