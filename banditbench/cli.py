@@ -397,7 +397,10 @@ def run(
                                              "ones, that pick the best cell of each grid; 0 reports every cell "
                                              "\\[default: 0]."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Arms a policy may score per round \\[default: unlimited]."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Arms a policy may score per round, or none "
+                                         "\\[default: unlimited, or the preset's]."),
+    env: list[str] = typer.Option([], "--env", help="Protocol setting NAME=VALUE, e.g. twostage's users=100, "
+                                  "slate_size=5; repeatable."),
     assignments: list[str] = typer.Option([], "--set", "--param", help="Hyper-parameter ALGO.NAME=VALUE, or a grid "
                                           "ALGO.NAME=V1,V2,…; repeatable."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder \\[default: results/DATASET-TIMESTAMP]."),
@@ -419,7 +422,8 @@ def run(
     from banditbench.runner.settings import resolve
 
     flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
-             "seed": seed, "budget": budget, "set": assignments, "out": None if out is None else str(out),
+             "seed": seed, "budget": parse_budget(budget), "set": assignments, "env": env,
+             "out": None if out is None else str(out),
              "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
              "checkpoint-every": checkpoint_every}
     s = resolve(flags, config, preset)
@@ -427,7 +431,7 @@ def run(
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
     experiment = plan(data_dir=data_dir, dataset=s["dataset"], algorithms=s["algos"], rounds=s["rounds"],
                       seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
-                      tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device)
+                      tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device, env=s["env"])
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
     out = Path(s["out"]) if s["out"] else Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
     target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
@@ -449,6 +453,16 @@ def run(
     report = build_report(load_results([out]))
     for table in to_rich(report)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
+
+
+def parse_budget(text: Optional[str]) -> int | str | None:
+    """``--budget 5000`` → 5000; ``--budget none`` stays "none", so that it overrides a preset's budget."""
+    if text is None or text.strip().lower() == "none":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"--budget must be an integer or none, got {text!r}") from None
 
 
 def _names(text: str) -> list[str]:

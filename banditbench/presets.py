@@ -45,10 +45,10 @@ PRESETS: dict[str, dict[str, Any]] = {}
 
 def preset(name: str, *, paper: str, reproduces: str, dataset: str, protocol: str, algos: list[str], rounds: int,
            seeds: int, tune_seeds: int = 0, grid: dict[str, Any] | None = None, budget: int | None = None,
-           notes: str = "") -> None:
+           notes: str = "", env: dict[str, Any] | None = None) -> None:
     PRESETS[name] = {"paper": paper, "reproduces": reproduces, "dataset": dataset, "protocol": protocol,
                      "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
-                     "set": grid or {}, "budget": budget, "notes": notes}
+                     "set": grid or {}, "budget": budget, "notes": notes, "env": env or {}}
 
 
 # M-CNB (mcnb.md §4–§5): T = 10000, 10 runs, baselines best of λ ∈ {0.01, 0.1, 1} × α ∈ {1e-4, …, 0.1};
@@ -116,21 +116,27 @@ preset("ghosh-lastfm", paper=GHOSH, reproduces="Fig. 1(e) (Last.FM, regret relat
              "protocol); 25 random artists per round-robin step, tf-idf tag PCA d = 25, reward 1 if the user "
              "listened; report shows regret ÷ random; the run count is not stated, 5 is ours (ghosh.md §5.2).")
 
-# Two-stage (twostage.md §5.3): 2000 iterations, 5 trials, budget B = b · m (b = 1000 MIND, 200 MovieLens-20M).
-_one_stage = ["random", "glm-ucb", "n-glm-ucb", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb", "s-n-gblm-ucb"]
-_two_stage_pairs = ["random", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb", "s-n-gblm-ucb"]
-for _dataset, _b in (("mind", 1000), ("movielens-20m", 200)):
-    preset(f"twostage-table4-{_dataset}", paper=TWOSTAGE, reproduces=f"Table 4 ({_dataset}, 100-user column)",
+# Two-stage (twostage.md §5.3): 2000 iterations, 5 trials, budget B = b · m (b = 1000 MIND, 200 MovieLens-20M,
+# whose logged form is the prepared dataset movielens-logged); protocol settings users and slate_size.
+_one_stage = ["slate-random", "glm-ucb", "n-glm-ucb", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb", "s-n-gblm-ucb"]
+_two_stage_pairs = ["slate-random", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb", "s-n-gblm-ucb"]
+for _dataset, _column, _b in (("mind", "mind", 1000), ("movielens-logged", "movielens-20m", 200)):
+    preset(f"twostage-table4-{_column}", paper=TWOSTAGE, reproduces=f"Table 4 ({_column}, 100-user column)",
            dataset=_dataset, protocol="twostage", algos=_one_stage, rounds=2000, seeds=5, budget=_b * 5,
-           notes="m = 5 recommendations; the 10- and 1000-user columns change the protocol's user count.")
-    preset(f"twostage-table5-{_dataset}", paper=TWOSTAGE, reproduces=f"Table 5 ({_dataset}, #Rec = 5 column)",
+           env={"users": 100, "slate_size": 5},
+           notes="m = 5 recommendations; the 10- and 1000-user columns: --env users=10 / users=1000.")
+    preset(f"twostage-table5-{_column}", paper=TWOSTAGE, reproduces=f"Table 5 ({_column}, #Rec = 5 column)",
            dataset=_dataset, protocol="twostage",
            algos=_two_stage_pairs + [f"2-{a}" for a in _two_stage_pairs], rounds=2000, seeds=5, budget=_b * 5,
-           notes="100 users, one- vs two-stage; the #Rec = 3 and 10 columns change the budget to b · m.")
-    preset(f"twostage-table6-{_dataset}", paper=TWOSTAGE, reproduces=f"Table 6 ({_dataset}, no budget)",
+           env={"users": 100, "slate_size": 5},
+           notes=f"100 users, one- vs two-stage; the #Rec = 3 and 10 columns: --env slate_size=3 --budget {_b * 3} "
+                 f"(or slate_size=10 --budget {_b * 10}); p = b by default.")
+    preset(f"twostage-table6-{_column}", paper=TWOSTAGE, reproduces=f"Table 6 ({_column}, no budget)",
            dataset=_dataset, protocol="twostage",
            algos=["s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-galm-ucb", "2-s-n-gblm-ucb"], rounds=2000, seeds=5,
-           notes="100 users, m = 5, no computational budget; reports CTR and time.")
+           env={"users": 100, "slate_size": 5},
+           notes="100 users, m = 5, no computational budget, p = #items / #topics; the report's select_seconds "
+                 "per iteration is the Time column.")
 
 
 def missing_for(name: str) -> list[str]:
@@ -169,4 +175,5 @@ def preset_settings(name: str) -> dict[str, Any]:
                         f"{'; '.join(missing)}")
     spec = PRESETS[name]
     settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
+    settings["env"] = spec.get("env", {})
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}

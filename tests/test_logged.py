@@ -40,7 +40,7 @@ def test_mind_news_and_impressions(tmp_path):
     assert list(behaviors.split) == ["train", "train", "dev", "dev"]
     assert dataset.manifest["counts"]["clicks"] == 4 and dataset.manifest["protocol"] == "ips-simulator"
     done = banditbench("run", "--dataset", "mind", "--data-dir", tmp_path / "ds", "--out", tmp_path / "out")
-    assert done.returncode == 2 and "ips-simulator" in done.stderr
+    assert done.returncode == 2 and "run `banditbench simulator train mind` first" in done.stderr
 
 
 def test_movielens_logged_split(tmp_path):

@@ -62,4 +62,27 @@ register("metaban", ".metaban:MetaBan", paper="Ban, Qi, Wei & He, arXiv 2201.133
 register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)", role="proposed",
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
 
+# Slate policies of seed 004 (protocol twostage); the "2-" names are the two-stage variants (Algorithm 1)
+TWOSTAGE = "Two-stage neural contextual bandits (seed 004)"
+register("slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=False,
+         description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
+register("2-slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=True,
+         description="2-Random: m topics uniform, then one item uniform from each; scores nothing")
+
+for _name, _policy, _role, _fixed, _what in (
+        ("glm-ucb", ".slate_glm:GLMUCB", "baseline", {}, "GLM: per-user GLM-UCB (Eq. 2) on LSA bag-of-words title features"),
+        ("n-glm-ucb", ".slate_glm:NeuralGLMUCB", "baseline", {"link": "logistic"},
+         "N-GLM: per-user GLM-UCB (Eq. 2) on the neural item vectors"),
+        ("n-linucb", ".slate_glm:NeuralGLMUCB", "baseline", {"link": "identity"},
+         "N-LinUCB (authors' code only): per-user LinUCB on the neural item vectors"),
+        ("n-greedy", ".slate_neural:NeuralGreedy", "baseline", {}, "N-Greedy: the two-tower model's scores, no exploration"),
+        ("n-dropout-ucb", ".slate_neural:NeuralDropoutUCB", "baseline", {}, "N-Dropout: mean + β·std over 5 MC-dropout passes"),
+        ("s-n-galm-ucb", ".slate_glm:SNGALM", "proposed", {}, "S-N-GALM: shared additive GLM-UCB on item and user vectors (Eq. 3)"),
+        ("s-n-gblm-ucb", ".slate_glm:SNGBLM", "proposed", {},
+         "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)")):
+    register(_name, _policy, paper=TWOSTAGE, role=_role, description=_what + " (one-stage)", two_stage=False,
+             **_fixed)
+    register(f"2-{_name}", _policy, paper=TWOSTAGE, role=_role, two_stage=True, **_fixed,
+             description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)")
+
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]

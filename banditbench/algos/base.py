@@ -73,13 +73,18 @@ class AlgorithmSpec:
 
     def defaults(self) -> dict[str, Any]:
         """Hyper-parameters a user may set, with their defaults, read from the constructor."""
-        params = inspect.signature(self.policy.__init__).parameters.values()
         problem = {"self", "n_users", "n_arms", "dim", "seed"}
-        return {
-            p.name: p.default
-            for p in params
-            if p.name not in problem and p.name not in self.fixed and p.kind is p.KEYWORD_ONLY
-        }
+        found: dict[str, Any] = {}
+        for kind in self.policy.__mro__:  # a constructor taking **kwargs passes the rest on to its parent's
+            if "__init__" not in vars(kind):
+                continue
+            params = inspect.signature(kind.__init__).parameters.values()
+            for p in params:
+                if p.name not in problem and p.name not in self.fixed and p.kind is p.KEYWORD_ONLY:
+                    found.setdefault(p.name, p.default)
+            if not any(p.kind is p.VAR_KEYWORD for p in params):
+                break
+        return found
 
     def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)

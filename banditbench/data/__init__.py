@@ -68,7 +68,7 @@ DATASETS["amazon"] = DatasetInfo(
 
 DATASETS["mind"] = DatasetInfo(
     "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
-    "Wu et al. 2020; two-stage neural CB (seed 004)", "ips-simulator")
+    "Wu et al. 2020; two-stage neural CB (seed 004)", "ips-simulator", ("twostage",))
 DATASETS["movielens-logged"] = DatasetInfo(
     "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
-    "two-stage neural CB (seed 004), movielen2mind", "ips-simulator")
+    "two-stage neural CB (seed 004), movielen2mind", "ips-simulator", ("twostage",))

@@ -17,6 +17,7 @@ class ProtocolInfo:
     source: type | str  # the environment class, or ".module:Class" imported when first needed
     description: str
     paper: str
+    slate: bool = False  # rounds ask for a slate of items (a list of ids), scored by runner/slate.py
 
     @property
     def environment(self) -> type:
@@ -44,7 +45,11 @@ PROTOCOLS = {
     ),
 }
 
-__all__ = ["PROTOCOLS", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
+# Protocols named differently in prepared manifests: logged impressions are prepared for "ips-simulator" and run
+# under seed 004's two-stage protocol.
+PROTOCOL_ALIASES = {"ips-simulator": "twostage"}
+
+__all__ = ["PROTOCOLS", "PROTOCOL_ALIASES", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
 
 PROTOCOLS["recommendation"] = ProtocolInfo(
     "recommendation",
@@ -68,4 +73,13 @@ PROTOCOLS["round-robin"] = ProtocolInfo(
     "real users pulled in turn; each step all users see the same 25 random artists (reward 1 if listened); "
     "option: one listened artist guaranteed per round (the paper's CLUB protocol)",
     "Ghosh et al. 2021 §6.2, Fig. 1(e) (seed 002), Last.FM",
+)
+
+PROTOCOLS["twostage"] = ProtocolInfo(
+    "twostage",
+    ".twostage:TwoStageEnvironment",
+    "logged data (mind, movielens-logged): a user of the trial's set per iteration, a slate of m items, clicks "
+    "from the IPS simulator (threshold + 10 % flips); budget B items scored per iteration; --env users, slate_size",
+    "Two-stage neural contextual bandits (seed 004) §4–§5",
+    slate=True,
 )

@@ -74,6 +74,35 @@ class ArmPool:
         return rows
 
 
+class CatalogPool:
+    __slots__ = ("catalogue", "candidates", "_budget")
+    """A large catalogue's arms as item ids plus a feature lookup (DESIGN.md, "Round"): nothing is copied per round.
+
+    ``catalogue`` (the items' static data: titles, topics, the items of each topic) and ``candidates`` (the
+    item ids the environment sampled for this round, seed 004's "B items sampled uniformly") are free to read.
+    An acquisition score is computed only through ``score`` / ``score_topics``, which spend one unit of the
+    round's budget per item or topic scored, before computing anything, so overspending raises.
+    """
+
+    def __init__(self, catalogue, candidates: np.ndarray, budget: Budget):
+        self.catalogue = catalogue
+        self.candidates = candidates
+        self._budget = budget
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def score(self, items: np.ndarray, acquisition):
+        """``acquisition(items)``, after spending ``len(items)`` from the budget."""
+        self._budget.spend(len(items))
+        return acquisition(items)
+
+    def score_topics(self, topics: np.ndarray, acquisition):
+        """``acquisition(topics)``, after spending ``len(topics)``: a topic score costs as much as an item's."""
+        self._budget.spend(len(topics))
+        return acquisition(topics)
+
+
 @dataclass(slots=True)
 class RoundView:
     """What a policy may see of a round."""
@@ -84,6 +113,21 @@ class RoundView:
     user_features: np.ndarray | None = None
     topics: np.ndarray | None = None
     step: int | None = None  # synchronous protocols: rounds of one step share the arms; None when asynchronous
+
+
+@dataclass(slots=True)
+class SlateRound:
+    """One iteration of a slate protocol (seed 004): a user, the sampled candidates and, hidden, the
+    uniforms [m] that decide which of the slate's m simulated clicks are flipped (drawn before the
+    policy acts, so every policy of a trial sees the same flips)."""
+
+    t: int
+    user: int
+    candidates: np.ndarray  # item ids a one-stage policy may score (the whole catalogue without a budget)
+    flip_uniforms: np.ndarray  # [m] (hidden)
+
+    def view(self, catalogue, budget: Budget) -> RoundView:
+        return RoundView(self.t, self.user, CatalogPool(catalogue, self.candidates, budget))
 
 
 @dataclass(slots=True)

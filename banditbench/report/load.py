@@ -29,7 +29,7 @@ from banditbench.runner.experiment import MANIFEST
 
 CTR_OPTIMUM = 0.9  # seed 004: the expected optimal per-slot reward under 10 % flips
 # Settings every unit of one dataset must share for its numbers to be comparable.
-SETTINGS = ("dataset", "protocol", "rounds", "budget", "master_seed")
+SETTINGS = ("dataset", "protocol", "rounds", "budget", "master_seed", "env")  # env: protocol settings, if any
 
 
 @dataclass

@@ -72,7 +72,7 @@ def write_shard(folder: Path, unit: Unit, result: UnitResult, dataset_sha256: st
     timing_meta = {"unit": unit.id, "wall_seconds": result.wall_seconds, "peak_rss_mb": peak_rss_mb}
     timing = result.timing.replace_schema_metadata({METADATA_KEY: json.dumps(timing_meta)})
     _write_atomically(timing, path.with_name(f"{unit.id}.timing.parquet"))
-    meta = {"unit": unit.config(), "dataset_manifest_sha256": dataset_sha256, **provenance()}
+    meta = {"unit": unit.config(), "dataset_manifest_sha256": dataset_sha256, **provenance(), **(result.metadata or {})}
     outcome = result.outcome.replace_schema_metadata({METADATA_KEY: json.dumps(meta, sort_keys=True)})
     _write_atomically(outcome, path)
     return path

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.data import DATASETS, PreparedDataset, load_dataset
-from banditbench.envs import PROTOCOLS
+from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.shards import shard_path, write_shard
 from banditbench.runner import grid
@@ -50,16 +50,17 @@ class Experiment:
 
     def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
         c = self.config
-        return [Unit(c["dataset"], c["protocol"], algorithm, params, c["master_seed"], i, c["rounds"], c["budget"])
-                for i in range(c["seeds"])]
+        return [Unit(c["dataset"], c["protocol"], algorithm, params, c["master_seed"], i, c["rounds"], c["budget"],
+                     env=c.get("env", {})) for i in range(c["seeds"])]
 
 
 def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, seeds: int, master_seed: int,
          budget: int | None, params: list[str] | grid.Assignments, tune_seeds: int = 0,
-         protocol: str | None = None, device: str | None = None) -> Experiment:
+         protocol: str | None = None, device: str | None = None, env: dict[str, Any] | None = None) -> Experiment:
     """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
     preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
-    hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins)."""
+    hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
+    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``."""
     if dataset not in DATASETS:
         raise UserError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
     unknown = [a for a in algorithms if a not in ALGORITHMS]
@@ -95,12 +96,23 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
 
                 resolve_device(cell["device"])
     prepared = load_dataset(data_dir, dataset)
-    if protocol is not None and protocol != prepared.manifest["protocol"]:
+    prepared_for = PROTOCOL_ALIASES.get(prepared.manifest["protocol"], prepared.manifest["protocol"])
+    if protocol is not None and protocol != prepared_for:
         raise UserError(f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
                         f"for {prepared.manifest['protocol']!r}")
-    protocol = prepared.manifest["protocol"]
+    protocol = prepared_for
     if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
         raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
+    info = PROTOCOLS[protocol]
+    env_settings = protocol_settings(protocol, env or {})
+    check = getattr(info.environment, "check", None)  # e.g. twostage: is a trained simulator there?
+    if check is not None:
+        check(prepared, env_settings, budget)
+    for algo in algorithms:
+        if getattr(ALGORITHMS[algo].policy, "slate", False) != info.slate:
+            kind = "recommends slates" if info.slate else "recommends one arm per round"
+            raise UserError(f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
+                            f"`banditbench list` shows the algorithms of each protocol")
     # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
     if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
@@ -112,13 +124,15 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         "dataset": dataset, "dataset_manifest_sha256": prepared.manifest_sha256, "protocol": protocol,
         "algorithms": resolved, "seeds": seeds, "tune_seeds": tune_seeds, "master_seed": master_seed,
         "rounds": rounds, "budget": budget,
+        **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
     }
     experiment = Experiment(prepared, [], config)
     for algo in algorithms:
         algo_cells = grid.cells(resolved[algo])
         if tune_seeds and len(algo_cells) > 1:
             experiment.tuned[algo] = algo_cells
-            experiment.tuning_units += [Unit(dataset, protocol, algo, cell, master_seed, j, rounds, budget, tuning=True)
+            experiment.tuning_units += [Unit(dataset, protocol, algo, cell, master_seed, j, rounds, budget, tuning=True,
+                                             env=env_settings)
                                         for cell in algo_cells for j in range(tune_seeds)]
             continue
         for cell in algo_cells:
@@ -127,6 +141,17 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
             label = grid.cell_label(algo, cell, grid.grid_keys(resolved[algo]))
             experiment.labels.update({u.id: label for u in units})
     return experiment
+
+
+def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's settings, its ``SETTINGS`` defaults filled in and ``given`` cast to their types."""
+    defaults = getattr(PROTOCOLS[protocol].environment, "SETTINGS", {})
+    unknown = [name for name in given if name not in defaults]
+    if unknown:
+        raise UserError(f"--env {unknown[0]}: protocol {protocol!r} has no such setting; it has: "
+                        f"{', '.join(defaults) or 'none'}")
+    return {name: grid.cast(protocol, name, given.get(name, default), default, flag="--env")
+            for name, default in defaults.items()}
 
 
 def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> str | None:

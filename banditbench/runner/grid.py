@@ -34,15 +34,15 @@ def merge(*layers: Assignments) -> Assignments:
     return merged
 
 
-def cast(algo: str, name: str, value: Any, default: Any) -> Any:
+def cast(algo: str, name: str, value: Any, default: Any, flag: str = "--set") -> Any:
     """A CLI string or a TOML value → the type of the default (an int is accepted where a float is expected)."""
-    where = f"{algo}.{name}={value!r}"
+    where = f"{algo}.{name}={value!r}" if flag == "--set" else f"{name}={value!r}"
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
         if str(value).lower() in ("true", "1", "false", "0"):
             return str(value).lower() in ("true", "1")
-        raise UserError(f"--set {where}: expected a bool (true or false)")
+        raise UserError(f"{flag} {where}: expected a bool (true or false)")
     if default is None:  # no type to go by: TOML values as they are, strings as numbers where they parse
         if not isinstance(value, str):
             return value
@@ -56,11 +56,11 @@ def cast(algo: str, name: str, value: Any, default: Any) -> Any:
         try:
             return type(default)(value)
         except ValueError:
-            raise UserError(f"--set {where}: expected a {type(default).__name__}") from None
+            raise UserError(f"{flag} {where}: expected a {type(default).__name__}") from None
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if type(value) is not type(default):
-        raise UserError(f"--set {where}: expected a {type(default).__name__}")
+        raise UserError(f"{flag} {where}: expected a {type(default).__name__}")
     return value
 
 

@@ -20,6 +20,13 @@ merge name by name, so ``--set club.alpha=1`` overrides the file's ``club.alpha`
     "linucb-ind.alpha" = [0.1, 0.3, 1.0]  # a list is a grid
     [set.linucb-one]
     ridge = 1.0
+
+    [env]                                 # protocol settings (``--env NAME=VALUE``), e.g. twostage's
+    users = 100
+    slate_size = 5
+
+Protocol settings merge name by name like hyper-parameters; they are checked against the protocol's
+``SETTINGS`` (names and defaults) in ``plan``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "seeds": 5, "tune-seeds": 0, "seed": 0, "budget": None, "set": {}, "out": None, "jobs": None,
     "backend": "local", "address": None, "gpus-per-unit": 0.0, "checkpoint-every": 0, "preset": None,
     "protocol": None,  # a preset's protocol, checked against the prepared dataset's
+    "env": {},  # protocol settings, NAME → value
 }
 KINDS = {"dataset": str, "rounds": int, "seeds": int, "tune-seeds": int, "seed": int, "out": str, "jobs": int,
          "backend": str, "address": str, "gpus-per-unit": (int, float), "checkpoint-every": int, "preset": str,
@@ -76,6 +84,8 @@ def normalise(layer: dict[str, Any], where: str) -> dict[str, Any]:
                 value = None
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise UserError(f"{where}: budget should be an integer or \"none\", got {value!r}")
+        elif key == "env":
+            value = parse_env(value, where)
         elif key == "set":
             if isinstance(value, list):  # --set strings
                 value = grid.parse_assignments(value)
@@ -86,6 +96,21 @@ def normalise(layer: dict[str, Any], where: str) -> dict[str, Any]:
         elif key in KINDS and not (isinstance(value, KINDS[key]) and not isinstance(value, bool)):
             raise UserError(f"{where}: {key} should be a {getattr(KINDS[key], '__name__', 'number')}, got {value!r}")
         settings[key] = value
+    return settings
+
+
+def parse_env(value: list[str] | dict[str, Any], where: str) -> dict[str, Any]:
+    """``--env NAME=VALUE`` strings or an ``[env]`` table → ``{NAME: value}`` (cast later, by the protocol)."""
+    if isinstance(value, dict):
+        return {name.replace("-", "_"): v for name, v in value.items()}
+    if not isinstance(value, list):
+        raise UserError(f"{where}: env should be a table of NAME = value")
+    settings = {}
+    for text in value:
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise UserError(f"--env expects NAME=VALUE, got {text!r}")
+        settings[name.strip().replace("-", "_")] = raw.strip()
     return settings
 
 
@@ -110,6 +135,10 @@ def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | Non
     settings = dict(DEFAULTS)
     for layer in layers:
         for key, value in layer.items():
-            settings[key] = grid.merge(settings["set"], value) if key == "set" else value
+            if key == "set":
+                value = grid.merge(settings["set"], value)
+            elif key == "env":
+                value = {**settings["env"], **value}
+            settings[key] = value
     settings["preset"] = preset
     return settings

@@ -35,6 +35,7 @@ class Unit:
     rounds: int
     budget: int | None
     tuning: bool = False  # a tuning seed (picks the best grid cell), never a reported one
+    env: dict[str, Any] = field(default_factory=dict, hash=False)  # protocol settings (twostage: users, slate size…)
 
     @property
     def id(self) -> str:
@@ -47,7 +48,10 @@ class Unit:
         return f"{self.algorithm}-{params_hash(self.params)}-{stream}"
 
     def config(self) -> dict[str, Any]:
-        return asdict(self)
+        config = asdict(self)
+        if not self.env:  # protocols without settings keep the config (and shard metadata) they always had
+            del config["env"]
+        return config
 
 
 def params_hash(params: dict[str, Any]) -> str:
@@ -60,6 +64,7 @@ class UnitResult:
     timing: pa.Table  # per-round seconds: machine-dependent, kept apart from the outcome
     wall_seconds: float
     peak_rss_mb: float | None = None  # set by an executor that ran the unit in another process
+    metadata: dict[str, Any] | None = None  # extra outcome-shard metadata (slate protocols: ``ctr_optimum``)
 
 
 INT_COLUMNS = ("users", "groups", "chosen_arms", "budget_spent")
@@ -70,6 +75,10 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
              checkpoints: Checkpoints | None = None) -> UnitResult:
     """Run one unit; with ``checkpoints``, save its state every ``checkpoints.every`` rounds and
     continue from a saved state if there is one (runner/checkpoint.py)."""
+    if PROTOCOLS[unit.protocol].slate:
+        from banditbench.runner.slate import run_slate_unit
+
+        return run_slate_unit(unit, dataset, progress, checkpoints)
     env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
     env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
     T = unit.rounds

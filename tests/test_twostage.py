@@ -1,0 +1,258 @@
+"""Seed 004's two-stage protocol: the computational budget, DynaTopicRec, the budgeted two-stage allocation, the
+bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare → simulator train →
+run → report) on tiny MIND and MovieLens-20M fixtures."""
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from banditbench.algos.glm import InverseGram, SharedGLM
+from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
+from banditbench.data import logged as prepare_logged
+from banditbench.envs import Budget, BudgetExceeded
+from banditbench.envs.round import CatalogPool, RoundView
+from banditbench.envs.twostage import Catalogue, Problem
+from conftest import banditbench
+from fixtures_logged import write_mind_fixture, write_movielens_fixture
+
+SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items numbered from 100·v
+
+
+def topic_items(sizes=SIZES):
+    return [np.arange(100 * v, 100 * v + n) for v, n in enumerate(sizes)]
+
+
+# -- the budget ------------------------------------------------------------------------------------------------
+
+def test_scoring_spends_the_budget_before_computing_and_overspending_stops_the_policy():
+    budget = Budget(10)
+    pool = CatalogPool(None, np.arange(1, 9), budget)
+    scored = []
+    pool.score(np.arange(1, 7), lambda items: scored.append(items))
+    pool.score_topics(np.arange(3), lambda topics: scored.append(topics))
+    assert budget.spent == 9 and len(scored) == 2
+    with pytest.raises(BudgetExceeded, match="tried to score 11 arms this round; the budget is 10"):
+        pool.score(np.arange(1, 3), lambda items: scored.append(items))
+    assert len(scored) == 2  # nothing was computed past the budget
+
+
+# -- DynaTopicRec (Algorithm 2) ----------------------------------------------------------------------------------
+
+def test_dyna_topic_rec_paper_reading_on_a_hand_made_topic_list():
+    order = np.array([3, 1, 0, 2, 6, 4, 5])  # topics by descending score
+    groups = dyna_topic_rec(order, topic_items(), m=2, p=6)
+    # seeds {3} (8 items) and {1} (1); only group 2 holds ≤ 6: it takes 0 (→ 6), still ≤ 6, takes 2 (→ 8)
+    assert [sorted(set(g // 100)) for g in groups] == [[3], [0, 1, 2]]
+    assert [len(g) for g in groups] == [8, 8]
+
+
+def test_dyna_topic_rec_code_variant_subsamples_to_exactly_p_and_differs_from_the_paper():
+    order = np.array([3, 1, 0, 2, 6, 4, 5])
+    groups = dyna_topic_rec(order, topic_items(), m=2, p=6, variant="code", rng=np.random.default_rng(0))
+    # group 2 needs 5 more: topic 0 has exactly 5, so it stops at 6 (< p is strict) — whereas the paper's ≤ p
+    # goes on to add topic 2
+    assert [len(g) for g in groups] == [8, 6] and sorted(set(groups[1] // 100)) == [0, 1]
+    groups = dyna_topic_rec(np.array([1, 3, 6, 0, 2, 4, 5]), topic_items(), m=2, p=4, variant="code",
+                            rng=np.random.default_rng(0))
+    # group 1 = {1} needs 3: topic 6 (6 items) is sub-sampled to 3 of its items
+    assert len(groups[0]) == 4 and np.isin(groups[0][1:], topic_items()[6]).all()
+
+
+def test_dynamic_groups_reach_size_p_unless_topics_run_out():
+    rng = np.random.default_rng(1)
+    sizes = list(rng.integers(1, 40, size=60))
+    for p in (10, 50, 120):
+        groups = dyna_topic_rec(rng.permutation(60), topic_items(sizes), m=5, p=p)
+        assert all(len(g) > p for g in groups)  # the paper's loop stops once every group holds more than p
+        assert len(np.unique(np.concatenate(groups))) == sum(len(g) for g in groups)  # disjoint groups
+    groups = dyna_topic_rec(np.arange(7), topic_items(), m=3, p=1000)  # too few items: every topic is used
+    assert sum(len(g) for g in groups) == sum(SIZES)
+
+
+def test_no_dynamic_topic_fills_the_top_topics_with_distinct_outside_items():
+    items = topic_items()
+    topic_of = np.full(700, -1)
+    for v, its in enumerate(items):
+        topic_of[its] = v
+    groups = top_topic_groups(np.array([1, 2, 0, 3, 4, 5, 6]), items, topic_of, m=2, p=4,
+                              rng=np.random.default_rng(0))
+    assert [len(g) for g in groups] == [4, 4]
+    filled = np.concatenate([groups[0][1:], groups[1][2:]])
+    assert len(np.unique(filled)) == 5 and not np.isin(topic_of[filled], [1, 2]).any()
+
+
+def test_item_budget_goes_to_groups_in_ascending_size_with_carry_over():
+    # B − q = 90 over groups of 3, 100 and 50 items: 3 (all), then 50 → min(50, 87 // 2 = 43), then 100 → 44
+    assert item_budgets([3, 100, 50], 90) == {0: 3, 2: 43, 1: 44}
+    assert item_budgets([3, 100, 50], float("inf")) == {0: 3, 2: 50, 1: 100}
+
+
+# -- the two-stage policy spends q topic scores plus items ------------------------------------------------------
+
+class Recorder(SlatePolicy):
+    """A policy whose scores are fixed: topic v scores −v, item i scores i; it records what it scored."""
+
+    def item_scores(self, user, items):
+        self.scored.append(items)
+        return items.astype(float)
+
+    def topic_scores(self, user, topics):
+        return -topics.astype(float)
+
+
+def catalogue(sizes):
+    """Items 1..Σ sizes, topic by topic."""
+    topic = np.concatenate([[-1], np.repeat(np.arange(len(sizes)), sizes)])
+    items = [np.flatnonzero(topic == v) for v in range(len(sizes))]
+    return Catalogue(np.zeros((len(topic), 3), np.int32), topic, items, 10)
+
+
+def run_select(policy, cat, limit, candidates=None):
+    policy.start(Problem(cat, 3, np.array([0]), np.zeros((1, 50), np.int64), None))
+    policy.scored = []
+    budget = Budget(limit)
+    pool = CatalogPool(cat, candidates if candidates is not None else np.arange(1, 40), budget)
+    return policy.select(RoundView(0, 0, pool), budget), budget
+
+
+def recorder(**kw):
+    return Recorder(n_users=1, n_arms=1, dim=0, seed=np.random.SeedSequence(0), **kw)
+
+
+def test_two_stage_scores_q_topics_plus_item_allowances_and_one_item_per_group():
+    cat = catalogue([40, 30, 25, 20, 10])
+    policy = recorder(two_stage=True)
+    slate, budget = run_select(policy, cat, 35)
+    assert budget.spent == 5 + 30  # q topic scores + B − q items
+    assert [len(s) for s in policy.scored] == [10, 10, 10]
+    assert [sorted(set(cat.topic[s])) for s in policy.scored] == [[2], [1], [0]]  # smallest group first
+    for s, chosen in zip(policy.scored[::-1], slate):  # each slot recommends the best item it scored
+        assert chosen == s.max()
+
+
+def test_one_stage_scores_every_candidate_and_returns_the_top_m():
+    cat = catalogue([40, 30, 25, 20, 10])
+    slate, budget = run_select(recorder(), cat, 39)
+    assert budget.spent == 39 and list(slate) == [39, 38, 37]
+    with pytest.raises(BudgetExceeded):  # 39 candidates do not fit a budget of 20
+        run_select(recorder(), cat, 20)
+
+
+def test_without_a_budget_two_stage_scores_whole_groups_of_at_least_items_per_topic():
+    cat = catalogue([40, 30, 25, 20, 10])
+    policy = recorder(two_stage=True)
+    slate, budget = run_select(policy, cat, None)  # p = 125 items / 5 topics = 25
+    assert budget.spent == 5 + 115 and sorted(len(s) for s in policy.scored) == [30, 40, 45]  # topic 4 unused
+    assert np.isin(slate, cat.topic_items[4]).sum() == 0
+
+
+# -- S-N-GBLM's confidence matrix ---------------------------------------------------------------------------------
+
+def test_woodbury_updates_equal_the_direct_inverse():
+    rng = np.random.default_rng(0)
+    vs = [torch.as_tensor(rng.normal(size=(5, 12))) for _ in range(4)]
+    gram = InverseGram(12)
+    for V in vs:
+        gram.add(V)
+    A = np.eye(12) + sum(V.numpy().T @ V.numpy() for V in vs)
+    np.testing.assert_allclose(gram.A_inv.numpy(), np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+
+
+def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
+    rng = np.random.default_rng(1)
+    glm = SharedGLM("bilinear", 4, 3, beta=1.0, lr=1e-3, steps=1)
+    for _ in range(3):
+        glm.observe(torch.as_tensor(rng.normal(size=(5, 4)), dtype=torch.float32),
+                    torch.as_tensor(rng.normal(size=3), dtype=torch.float32))
+    X, z = torch.as_tensor(rng.normal(size=(6, 4)), dtype=torch.float32), torch.as_tensor(rng.normal(size=3),
+                                                                                          dtype=torch.float32)
+    with torch.no_grad():
+        mean = torch.sigmoid(glm.model(X, z.expand(6, -1))).numpy()
+    vec = np.einsum("ia,b->iab", X.numpy(), z.numpy()).reshape(6, 12).astype(np.float64)
+    direct = np.sqrt(np.einsum("ij,jk,ik->i", vec, glm.W.A_inv.numpy(), vec))
+    np.testing.assert_allclose(glm.scores(X, z) - mean, direct, rtol=1e-5)
+
+
+# -- end to end ---------------------------------------------------------------------------------------------------
+
+RUN = ("--rounds", "60", "--seeds", "2", "--budget", "20", "--env", "users=4", "--env", "slate_size=3",
+       "--env", "pretrain_epochs=1", "--jobs", "1")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("twostage")
+    write_mind_fixture(root / "mind-raw")
+    prepare_logged.prepare_mind(root / "ds", source=str(root / "mind-raw"), offline=True, verify=False)
+    write_movielens_fixture(root / "ml-raw")
+    prepare_logged.prepare_movielens_logged(root / "ds", source=str(root / "ml-raw"), offline=True)
+    for name in ("mind", "movielens-logged"):
+        done = banditbench("run", "--dataset", name, "--algos", "slate-random", "--data-dir", root / "ds",
+                           "--out", root / f"none-{name}")
+        assert done.returncode == 2 and f"run `banditbench simulator train {name}` first" in done.stderr
+        done = banditbench("simulator", "train", name, "--data-dir", root / "ds", "--epochs", "1", "--dim", "16")
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.mark.parametrize("name", ["mind", "movielens-logged"])
+def test_prepare_train_run_two_policies_and_report_ctr(trained, name):
+    out = trained / f"run-{name}"
+    done = banditbench("run", "--dataset", name, "--algos", "slate-random,2-n-greedy", "--data-dir", trained / "ds",
+                       "--out", out, *RUN)
+    assert done.returncode == 0, done.stderr
+    shard = pq.read_table(out / "shards" / "2-n-greedy-seed0.parquet").to_pandas()
+    assert len(shard) == 60 and set(shard.slate_size) == {3}
+    slates, clicked = np.stack(shard.slate), np.stack(shard.clicked)
+    assert all(len(set(s)) == 3 for s in slates)
+    assert (shard.clicks == clicked.sum(1)).all() and np.allclose(shard.ctr, shard.clicks / 3)
+    assert np.allclose(shard.regret, 0.9 - shard.expected_reward)
+    assert set(np.round(shard.expected_reward * 3, 6)) <= {0.3, 1.1, 1.9, 2.7}  # 0.1 or 0.9 per slot
+    assert shard.budget_spent.max() <= 20 and shard.budget_spent.min() > 0
+    random_shard = pq.read_table(out / "shards" / "slate-random-seed0.parquet").to_pandas()
+    assert (random_shard.user == shard.user).all() and random_shard.budget_spent.max() == 0  # same users (CRN)
+    report = banditbench("report", out, "--format", "csv")
+    assert report.returncode == 0, report.stderr
+    assert "cumulative CTR" in report.stdout and "2-n-greedy" in report.stdout
+
+
+def test_a_repeated_run_gives_bit_identical_shards(trained):
+    for out in ("again-1", "again-2"):
+        done = banditbench("run", "--dataset", "mind", "--algos", "s-n-galm-ucb", "--data-dir", trained / "ds",
+                           "--out", trained / out, *RUN)
+        assert done.returncode == 0, done.stderr
+    first, second = (trained / out / "shards" / "s-n-galm-ucb-seed1.parquet" for out in ("again-1", "again-2"))
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(trained):
+    out = trained / "run-mind"
+    meta = pq.read_table(out / "shards" / "slate-random-seed0.parquet").schema.metadata[b"banditbench"]
+    assert b'"slate_size": 3' in meta and b'"users": 4' in meta and b'"ctr_optimum": 0.9' in meta
+    resumed = banditbench("run", "--dataset", "mind", "--algos", "slate-random,2-n-greedy", "--data-dir",
+                          trained / "ds", "--out", out, *RUN, "--env", "users=5", "--resume")
+    assert resumed.returncode == 2 and "env.users: 4 in the folder, 5 now" in resumed.stderr
+    other = trained / "run-mind-5-users"
+    assert banditbench("run", "--dataset", "mind", "--algos", "slate-random", "--data-dir", trained / "ds", "--out",
+                       other, *RUN, "--env", "users=5").returncode == 0
+    mixed = banditbench("report", out, other, "--format", "none")  # the report refuses mixed protocol settings
+    assert mixed.returncode == 2 and "differ in env" in mixed.stderr
+    for args, message in ((("--algos", "random"), "random cannot run under protocol 'twostage'"),
+                          (("--algos", "n-greedy", "--env", "colour=red"), "protocol 'twostage' has no such"),
+                          (("--algos", "n-greedy", "--env", "users=many"), "--env users='many': expected a int"),
+                          (("--algos", "n-greedy", "--budget", "2"), "smaller than the slate")):
+        done = banditbench("run", "--dataset", "mind", "--data-dir", trained / "ds", "--out", trained / "bad",
+                           "--env", "slate_size=3", *args)
+        assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr
+
+
+def test_the_papers_tables_are_runnable_presets():
+    from banditbench.presets import PRESETS, missing_for, preset_settings
+
+    names = [n for n in PRESETS if n.startswith("twostage-")]
+    assert len(names) == 6 and all(missing_for(n) == [] for n in names)
+    table5 = preset_settings("twostage-table5-movielens-20m")
+    assert table5["dataset"] == "movielens-logged" and table5["budget"] == 1000
+    assert table5["env"] == {"users": 100, "slate_size": 5} and "2-s-n-gblm-ucb" in table5["algos"]
+    assert preset_settings("twostage-table6-mind")["budget"] is None
