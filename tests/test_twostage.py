@@ -241,7 +241,8 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
     for args, message in ((("--algos", "random"), "random cannot run under protocol 'twostage'"),
                           (("--algos", "n-greedy", "--env", "colour=red"), "protocol 'twostage' has no such"),
                           (("--algos", "n-greedy", "--env", "users=many"), "--env users='many': expected a int"),
-                          (("--algos", "n-greedy", "--budget", "2"), "smaller than the slate")):
+                          (("--algos", "n-greedy", "--budget", "2"), "smaller than the slate"),
+                          (("--algos", "2-n-greedy", "--env", "slate_size=50"), "topics for a slate of 50")):
         done = banditbench("run", "--dataset", "mind", "--data-dir", trained / "ds", "--out", trained / "bad",
                            "--env", "slate_size=3", *args)
         assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr

@@ -113,6 +113,11 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
             kind = "recommends slates" if info.slate else "recommends one arm per round"
             raise UserError(f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
                             f"`banditbench list` shows the algorithms of each protocol")
+        if ALGORITHMS[algo].fixed.get("two_stage"):  # Alg. 1 picks one topic group per slate item
+            topics = prepared.manifest["counts"].get("topics", 0)
+            if topics < env_settings.get("slate_size", 0):
+                raise UserError(f"{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
+                                f"for a slate of {env_settings['slate_size']}; lower --env slate_size")
     # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
     if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
