@@ -78,17 +78,22 @@ def write_dataset(
             "banditbench_version": __version__,
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(folder, old)
-            os.rename(staging, folder)
-            shutil.rmtree(old)
-        else:
-            os.rename(staging, folder)
+        swap_into_place(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def swap_into_place(staging: Path, folder: Path) -> None:
+    """Rename a completed staging folder to ``folder``, replacing an existing one only once the new one is whole."""
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(folder, old)
+        os.rename(staging, folder)
+        shutil.rmtree(old)
+    else:
+        os.rename(staging, folder)
 
 
 @dataclass(frozen=True)

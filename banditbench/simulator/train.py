@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import resource
 import shutil
 import tempfile
@@ -40,6 +39,7 @@ import torch
 
 from banditbench import __version__
 from banditbench.data import DATASETS, load_dataset
+from banditbench.data.prepared import swap_into_place
 from banditbench.errors import UserError
 from banditbench.simulator import ips
 from banditbench.simulator.encoders import WORD_POOLING, TwoTower
@@ -244,15 +244,8 @@ def save(folder: Path, model: TwoTower, metadata: dict, force: bool) -> None:
     try:
         torch.save(model.state_dict(), staging / MODEL_FILE)
         (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
-        if folder.exists():
-            if not force:
-                raise UserError(f"{folder} already exists; pass --force to replace the simulator")
-            old = folder.with_name(f".{folder.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(folder, old)
-            os.rename(staging, folder)
-            shutil.rmtree(old)
-        else:
-            os.rename(staging, folder)
+        if folder.exists() and not force:
+            raise UserError(f"{folder} already exists; pass --force to replace the simulator")
+        swap_into_place(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
