@@ -46,6 +46,31 @@ def trained(prepared):
     return prepared
 
 
+# -- the encoders ------------------------------------------------------------------------------------------------
+
+def test_dropout_drops_at_rate_p_keeps_the_mean_and_repeats_from_the_generator():
+    from banditbench.simulator.encoders import dropout
+
+    x = torch.ones(400_000)
+    first = dropout(x, 0.2, torch.Generator().manual_seed(3))
+    assert abs(float((first == 0).float().mean()) - 0.2) < 0.003  # ±5 standard deviations
+    assert abs(float(first.mean()) - 1.0) < 0.005
+    assert torch.allclose(first[first != 0], torch.tensor(1 / 0.8))  # inverted dropout: kept values scaled
+    assert torch.equal(first, dropout(x, 0.2, torch.Generator().manual_seed(3)))
+    assert dropout(x, 0.0, None) is x
+
+
+@pytest.mark.parametrize("mask_padding", [True, False])
+def test_bag_of_words_is_the_mean_of_the_padded_word_vectors(mask_padding):
+    model = TwoTower(50, 3, dim=8, word_dim=6, word_pooling="mean", mask_padding=mask_padding).eval()
+    titles, topics = torch.tensor([[3, 4, 0, 0], [5, 0, 0, 0], [0, 0, 0, 0], [1, 2, 3, 4]]), torch.tensor([0, 1, -1, 2])
+    words = model.items.words(titles)  # row 0 (padding) is 0
+    counted = titles > 0 if mask_padding else torch.ones_like(titles, dtype=torch.bool)  # the code counts padding
+    mean = words.sum(1) / counted.sum(1, keepdim=True).clamp_min(1)
+    expected = model.items.out(torch.cat([mean, model.items.topics(topics + 1)], dim=-1))
+    assert torch.allclose(model.items(titles, topics, drop=False), expected, atol=1e-6)
+
+
 # -- propensities and the weighted loss ------------------------------------------------------------------------
 
 def test_empirical_propensity_counts_impressions_showing_the_item(mind):  # noqa: F811
