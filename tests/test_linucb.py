@@ -57,3 +57,29 @@ def test_oracle_regret_is_exactly_zero(dataset):
 def test_linucb_scores_every_arm_once(dataset, algorithm):
     unit = Unit("synthetic", "linear", algorithm, {}, 0, 0, 50, None)
     assert set(run_unit(unit, dataset).outcome["budget_spent"].to_pylist()) == {10}
+
+
+def test_linucb_statistics_built_from_its_selections_equal_the_direct_ridge_solution():
+    """update reuses select's A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arm: the result must still be the ridge solution."""
+    from banditbench.algos import ALGORITHMS
+    from banditbench.envs.round import Budget, Round
+
+    rng = np.random.default_rng(4)
+    d, ridge = 5, 0.7
+    policy = ALGORITHMS["linucb-ind"].build(n_users=2, n_arms=6, dim=d, seed=np.random.SeedSequence(0),
+                                            params={"ridge": ridge, "alpha": 0.3})
+    X, r = [], []
+    for t in range(300):
+        arms = rng.standard_normal((6, d))
+        budget = Budget(None)
+        view = Round(t, 1, arms, np.zeros(6), np.zeros(6)).view(budget)
+        chosen = policy.select(view, budget)
+        budget.close()
+        reward = float(arms[chosen] @ np.arange(1, d + 1) + rng.standard_normal())
+        policy.update(view, chosen, reward)
+        X.append(arms[chosen]), r.append(reward)
+    X, r = np.array(X), np.array(r)
+    A = ridge * np.eye(d) + X.T @ X
+    np.testing.assert_allclose(policy.stats.A_inv[1], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(policy.stats.theta[1], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(policy.stats.theta[0], np.zeros(d))  # user 0 never served

@@ -28,11 +28,17 @@ class LinUCB(Policy):
     def select(self, view, budget):
         arms = view.arms[:]
         learner = self._learner(view.user)
-        ucb = arms @ self.stats.theta[learner] + self.alpha * self.stats.widths(learner, arms)
-        return int(ucb.argmax())
+        A_inv_arms = arms @ self.stats.A_inv[learner]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
+        quad = np.add.reduce(A_inv_arms * arms, axis=1)  # x_iᵀA⁻¹x_i
+        means = arms @ self.stats.theta[learner]
+        chosen = int((means + self.alpha * np.sqrt(np.maximum(quad, 0.0))).argmax())
+        # Sherman–Morrison in update needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arm: computed here already
+        self._chosen_terms = view.t, (A_inv_arms[chosen], quad[chosen], means[chosen])
+        return chosen
 
     def update(self, view, chosen, reward):
-        self.stats.update(self._learner(view.user), view.arms[chosen], reward)
+        t, known = self._chosen_terms
+        self.stats.update(self._learner(view.user), view.arms[chosen], reward, known if t == view.t else None)
 
     def clusters(self):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)

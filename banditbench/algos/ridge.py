@@ -26,13 +26,17 @@ class RidgeStats:
         self.count = np.zeros(n_learners, dtype=np.int64)
         self.logdet = np.full(n_learners, dim * np.log(ridge)) if logdet else None  # log det A
 
-    def update(self, learner: int, x: np.ndarray, reward: float) -> None:
+    def update(self, learner: int, x: np.ndarray, reward: float,
+               known: tuple[np.ndarray, float, float] | None = None) -> None:
+        """Add sample (x, reward); ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) when the caller has just computed them."""
         A_inv, theta = self.A_inv[learner], self.theta[learner]
-        A_inv_x = A_inv @ x
-        quad = x @ A_inv_x
+        if known is None:
+            A_inv_x = A_inv @ x
+            known = A_inv_x, x @ A_inv_x, x @ theta
+        A_inv_x, quad, prediction = known
         gain = A_inv_x / (1.0 + quad)
         # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
-        theta += gain * (reward - x @ theta)
+        theta += gain * (reward - prediction)
         A_inv -= np.multiply.outer(gain, A_inv_x)
         self.count[learner] += 1
         if self.gram is not None:
