@@ -99,14 +99,17 @@ def test_with_a_single_cluster_they_approach_one_shared_linucb(tmp_path, algorit
 
 def test_cofiba_recovers_user_clusters_and_beats_independent_and_random(scarce_async):
     """On fresh contexts the item side has nothing to find (every user's reward is linear over all items), so
-    one item node (``item_pool=1``) isolates COFIBA's user side: its item-dependent test |(w_i − w_ℓ)ᵀx̄|
-    separates the users, more slowly than CLUB's (a projection of the gap), hence the lower ARI bar."""
-    params = {"alpha2": 0.15, "alpha": 0.5, "item_pool": 1}
-    out = run(scarce_async, "cofiba", 5000, params)
-    assert final(out, "diag_ari") >= 0.8 and final(out, "diag_n_item_clusters") == 1
-    regret = out["regret"].sum()
-    assert regret < run(scarce_async, "linucb-ind", 5000)["regret"].sum()
-    assert regret < 0.2 * run(scarce_async, "random", 5000)["regret"].sum()
+    one item node (``item_pool=1``) isolates COFIBA's user side. Its item-dependent test |(w_i − w_ℓ)ᵀx̄| sees only
+    a projection of the gap between users, so no single α₂ does both here: α₂ = 0.3 recovers the clusters
+    (ARI 0.96) but cuts so late that it pays more than LinUCB-Ind; α₂ = 0.15 beats LinUCB-Ind with ARI 0.82."""
+    independent = run(scarce_async, "linucb-ind", 5000)["regret"].sum()
+    random = run(scarce_async, "random", 5000)["regret"].sum()
+    recovering = run(scarce_async, "cofiba", 5000, {"alpha2": 0.3, "alpha": 0.5, "item_pool": 1})
+    assert final(recovering, "diag_ari") >= 0.9 and final(recovering, "diag_n_item_clusters") == 1
+    assert recovering["regret"].sum() < 0.25 * random
+    sharing = run(scarce_async, "cofiba", 5000, {"alpha2": 0.15, "alpha": 0.5, "item_pool": 1})
+    assert final(sharing, "diag_ari") >= 0.8
+    assert sharing["regret"].sum() < independent and sharing["regret"].sum() < 0.2 * random
 
 
 # --- COFIBA's item side ---------------------------------------------------------------------------------------
