@@ -10,10 +10,11 @@ absent it says so and falls back to the synthetic stand-in ``--users 50 --arms 1
 
 Each algorithm runs one unit in a fresh process (so peak memory is its own) with one BLAS thread, ``--repeat``
 times (default 3; the fastest run is printed: on a shared virtual machine the same run varies by up to 2× with the
-neighbours' load), on synthetic users (default N = 100, M = 5, d = 15, K = 25, σ = 0.1, Ghosh et al.'s sizes) and prints rounds per second for the
-whole unit (environment included: by wall clock and per CPU-second of the process) and for the algorithm alone
-(select + update), peak RSS (and the RSS before the unit, which is mostly the imported libraries), and the ratio
-of the whole-unit speed to the authors' code (../shared/specs/reference-speed.md) where it was measured.
+neighbours' load), on synthetic users (default N = 100, M = 5, d = 15, K = 25, σ = 0.1, Ghosh et al.'s sizes)
+and prints rounds per second for the whole unit (environment included: by wall clock and per CPU-second of the
+process) and for the algorithm alone (select + update), peak RSS (and the RSS before the unit, which is mostly the
+imported libraries), and the ratio of the whole-unit speed to the authors' code (../shared/specs/reference-speed.md)
+where it was measured.
 Setups of issue 4: BASS's ``--users 18 --clusters 2 --arms 10 --dim 5 --centres bass --noise 1``, the stand-in
 for the recommendation protocol ``--users 50 --arms 10 --dim 10``, memory with ``--users 10000``.
 """

@@ -21,6 +21,7 @@ class LinUCB(Policy):
         self.alpha = alpha
         self.ridge = ridge
         self.stats = RidgeStats(n_users if per_user else 1, dim, ridge, raw_sums=False, logdet=False)
+        self._chosen_terms = (-1, None)  # (round, (A⁻¹x, xᵀA⁻¹x, xᵀθ) of the arm select chose)
 
     def _learner(self, user: int) -> int:
         return user if self.per_user else 0
@@ -37,7 +38,7 @@ class LinUCB(Policy):
         return chosen
 
     def update(self, view, chosen, reward):
-        t, known = self._chosen_terms
+        t, known = self._chosen_terms  # from this round's select (recomputed when update comes without one)
         self.stats.update(self._learner(view.user), view.arms[chosen], reward, known if t == view.t else None)
 
     def clusters(self):

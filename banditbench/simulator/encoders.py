@@ -3,7 +3,8 @@ instance and weights): ``score(u, i) = f_user(u)ᵀ f_item(i)``, a dot product (
 
 Item tower: learned word embeddings of the title tokens (dropout) → additive attention over the words
 (``word_pooling="attention"``, default) or their mean (``"mean"``, a bag of words over the real words only,
-cheaper; the simulator's choice), padding masked → dropout → concatenated with a learned topic embedding → Linear → ``dim``.
+cheaper; the simulator's choice), padding masked → dropout → concatenated with a learned topic embedding
+→ Linear → ``dim``.
 User tower: additive attention over the item vectors of the user's last ``history`` items (padding masked)
 → Linear → ``dim``; an empty history gives a learned vector ``empty_user``.
 
@@ -36,7 +37,7 @@ def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> tor
 
     An element is dropped when a 16-bit uniform falls below round(p·2¹⁶): the rate is p to within 2⁻¹⁷, and kept
     values are scaled by the exact 1 / (1 − rate). Each 64-bit draw of the generator gives four such uniforms, a
-    quarter of the generator calls of ``torch.rand`` (whose masks took a third of the simulator's training time).
+    quarter of the generator calls of ``torch.rand`` (whose masks took a third of the simulator's training).
     """
     if p <= 0:
         return x

@@ -17,9 +17,9 @@ same data, settings and seed give bit-identical weights on CPU.
 Choices where the paper is silent (its appendix is missing) and the authors' code is too slow for CPUs:
 the simulator's item tower pools its title words by a masked mean (a bag of words plus the topic,
 ``word_pooling="mean"``; additive attention, the learners' default, needs the padded word tensor and costs more),
-Adam lr 1e-3, batch 256, at most 5 epochs with patience 1 (the code: NRMS-400, lr 1e-4, batch 64, up to 1000 epochs, picked
-epoch 5 on MIND and 86 on MovieLens); the history of a row is its impression's last 50 items (the code samples
-50 at random when longer); validation scores every candidate of the validation impressions.
+Adam lr 1e-3, batch 256, at most 5 epochs with patience 1 (the code: NRMS-400, lr 1e-4, batch 64, up to 1000
+epochs, picked epoch 5 on MIND and 86 on MovieLens); the history of a row is its impression's last 50 items (the
+code samples 50 at random when longer); validation scores every candidate of the validation impressions.
 """
 
 from __future__ import annotations
