@@ -345,6 +345,7 @@ def simulator_train(
     force: bool = typer.Option(False, "--force", help="Replace an existing simulator."),
 ) -> None:
     """Train the click model with the IPS-weighted logistic loss, print held-out metrics, save it next to the data."""
+    from banditbench.simulator.metrics import QUANTILES
     from banditbench.simulator.train import TrainSettings, train_simulator
 
     settings = TrainSettings(variant=variant, epochs=epochs, patience=patience, lr=lr, batch=batch, dim=dim,
@@ -363,7 +364,7 @@ def simulator_train(
                   f"({m['impressions_with_auc']} impressions), global AUC {m['auc_global']:.4f}, log-loss "
                   f"{m['log_loss']:.4f}, {m['candidates']} candidates, positive rate {m['positive_rate']:.4f}",
                   highlight=False)
-    quantiles = "/".join(f"{q:.0%}" for q in (0.05, 0.25, 0.5, 0.75, 0.95))
+    quantiles = "/".join(f"{q:.0%}" for q in QUANTILES)
     for label in ("positive", "negative"):
         console.print(f"{label} probabilities, quantiles {quantiles}: "
                       + ", ".join(f"{q:.3f}" for q in m[f"{label}_quantiles"]), highlight=False)

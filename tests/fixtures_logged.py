@@ -72,3 +72,14 @@ def write_movielens_fixture(folder: Path, n_users: int = 10, n_items: int = 30, 
     (folder / "movies.csv").write_text("movieId,title,genres\n" + "".join(
         f'{i},"Film {WORDS[i % len(WORDS)]} {i} (199{i % 10})",{genres[i % 3]}\n' for i in range(1, n_items + 1)))
     return folder
+
+
+def prepare_both(root: Path) -> Path:
+    """The MIND and MovieLens fixtures written under ``root`` and prepared into ``root / "ds"`` (returned)."""
+    from banditbench.data import logged
+
+    write_mind_fixture(root / "mind-raw")
+    logged.prepare_mind(root / "ds", source=str(root / "mind-raw"), offline=True, verify=False)
+    write_movielens_fixture(root / "ml-raw")
+    logged.prepare_movielens_logged(root / "ds", source=str(root / "ml-raw"), offline=True)
+    return root / "ds"

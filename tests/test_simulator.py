@@ -10,7 +10,6 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from banditbench.data import load_dataset
-from banditbench.data import logged as prepare_logged
 from banditbench.errors import UserError
 from banditbench.simulator import ips
 from banditbench.simulator.encoders import TwoTower
@@ -19,7 +18,7 @@ from banditbench.simulator.metrics import per_group_auc
 from banditbench.simulator.model import Simulator
 from banditbench.simulator.train import TrainSettings, train_simulator
 from conftest import banditbench
-from fixtures_logged import write_mind_fixture, write_movielens_fixture
+from fixtures_logged import prepare_both
 from test_simulator_data import mind  # noqa: F401  (the hand-made MIND log fixture)
 
 
@@ -29,12 +28,7 @@ SMALL = ("--epochs", "3", "--patience", "3", "--dim", "16", "--batch", "16")  # 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """Tiny MIND and MovieLens-logged datasets with a planted taste (user u likes topic u mod q)."""
-    root = tmp_path_factory.mktemp("logged")
-    write_mind_fixture(root / "mind-raw")
-    prepare_logged.prepare_mind(root / "ds", source=str(root / "mind-raw"), offline=True, verify=False)
-    write_movielens_fixture(root / "ml-raw")
-    prepare_logged.prepare_movielens_logged(root / "ds", source=str(root / "ml-raw"), offline=True)
-    return root / "ds"
+    return prepare_both(tmp_path_factory.mktemp("logged"))
 
 
 @pytest.fixture(scope="module")

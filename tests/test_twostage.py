@@ -9,12 +9,11 @@ import torch
 
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
-from banditbench.data import logged as prepare_logged
 from banditbench.envs import Budget, BudgetExceeded
 from banditbench.envs.round import CatalogPool, RoundView
 from banditbench.envs.twostage import Catalogue, Problem
 from conftest import banditbench
-from fixtures_logged import write_mind_fixture, write_movielens_fixture
+from fixtures_logged import prepare_both
 
 SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items numbered from 100·v
 
@@ -183,10 +182,7 @@ RUN = ("--rounds", "60", "--seeds", "2", "--budget", "20", "--env", "users=4", "
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("twostage")
-    write_mind_fixture(root / "mind-raw")
-    prepare_logged.prepare_mind(root / "ds", source=str(root / "mind-raw"), offline=True, verify=False)
-    write_movielens_fixture(root / "ml-raw")
-    prepare_logged.prepare_movielens_logged(root / "ds", source=str(root / "ml-raw"), offline=True)
+    prepare_both(root)
     for name in ("mind", "movielens-logged"):
         done = banditbench("run", "--dataset", name, "--algos", "slate-random", "--data-dir", root / "ds",
                            "--out", root / f"none-{name}")

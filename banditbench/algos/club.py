@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 from banditbench.algos.base import Policy
-from banditbench.algos.graphs import dense_components
+from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
@@ -36,12 +36,7 @@ class CLUB(Policy):
         self.clusters_ = RidgeStats(n_users, dim, ridge, raw_sums=False, logdet=False)  # one slot per possible cluster
         self.confidence = ConfidenceTable()
         self.cb = np.full(n_users, alpha2 * self.confidence.upto(0)[0])  # CB̃_i of every user, kept current
-        if random_init_graph:
-            p = min(1.0, 3 * np.log(max(n_users, 2)) / n_users)
-            upper = np.triu(self.rng.random((n_users, n_users)) < p, k=1)
-            self.graph = upper | upper.T
-        else:
-            self.graph = ~np.eye(n_users, dtype=bool)
+        self.graph = initial_graph(n_users, random_init_graph, self.rng)
         self.label = np.zeros(n_users, dtype=np.int64)
         self.n_clusters = 0
         self._split(np.arange(n_users))  # the initial clusters are the components of the initial graph

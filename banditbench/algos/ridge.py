@@ -78,9 +78,10 @@ class RidgeStats:
     def grow(self, n_learners: int) -> None:
         """Add ``n_learners`` fresh learners (A = λI, nothing seen) at the end, for policies whose number of
         groups is not bounded in advance (COFIBA's user clusters of every item cluster)."""
-        fresh = RidgeStats(n_learners, self.b.shape[1], self.ridge)
+        fresh = RidgeStats(n_learners, self.theta.shape[1], self.ridge, self.gram is not None, self.logdet is not None)
         for name in ("A_inv", "gram", "b", "theta", "count", "logdet"):
-            setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
+            if getattr(self, name) is not None:
+                setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
 
     def reset(self, learner: int) -> None:
         dim = self.theta.shape[1]

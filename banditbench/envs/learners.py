@@ -77,6 +77,21 @@ def new_item_model(vocabulary_size: int, n_topics: int, seed: int = 0) -> TwoTow
     return TwoTower(vocabulary_size, n_topics, dim=DIM, word_dim=WORD_DIM, attention_dim=WORD_DIM, seed=seed)
 
 
+def adam_epochs(model: nn.Module, n_rows: int, batch_loss, *, epochs: int, lr: float,
+                rng: np.random.Generator) -> None:
+    """``epochs`` passes over ``n_rows`` training rows in minibatches of ``BATCH`` (order from ``rng``), one step of
+    a fresh Adam (as the authors' code) on ``batch_loss(rows)`` each; the model is left in eval mode."""
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(epochs):
+        for batch in np.array_split(rng.permutation(n_rows), max(1, -(-n_rows // BATCH))):
+            loss = batch_loss(batch)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+    model.eval()
+
+
 def train_items(model: TwoTower, titles: torch.Tensor, topics: torch.Tensor, histories: np.ndarray,
                 candidates: np.ndarray, *, epochs: int, lr: float, rng: np.random.Generator,
                 generator: torch.Generator) -> None:
@@ -84,17 +99,10 @@ def train_items(model: TwoTower, titles: torch.Tensor, topics: torch.Tensor, his
     if len(candidates) == 0:
         return
     histories, candidates = torch.as_tensor(histories, dtype=torch.long), torch.as_tensor(candidates, dtype=torch.long)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)  # fresh, as the authors' code
     target = torch.zeros(BATCH, dtype=torch.long)
-    model.train()
-    for _ in range(epochs):
-        for batch in np.array_split(rng.permutation(len(candidates)), max(1, -(-len(candidates) // BATCH))):
-            logits = model.logits(titles, topics, histories[batch], candidates[batch], generator)
-            loss = nn.functional.cross_entropy(logits, target[:len(batch)])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    model.eval()
+    adam_epochs(model, len(candidates), lambda batch: nn.functional.cross_entropy(
+        model.logits(titles, topics, histories[batch], candidates[batch], generator), target[:len(batch)]),
+        epochs=epochs, lr=lr, rng=rng)
 
 
 def train_topics(model: TopicModel, titles: torch.Tensor, topics: torch.Tensor, histories: np.ndarray,
@@ -105,17 +113,10 @@ def train_topics(model: TopicModel, titles: torch.Tensor, topics: torch.Tensor, 
         return
     histories = torch.as_tensor(histories, dtype=torch.long)
     pos, neg = torch.as_tensor(pos_topics, dtype=torch.long), torch.as_tensor(neg_topics, dtype=torch.long)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     labels = torch.tensor([1.0, 0.0]).expand(BATCH, 2)
-    model.train()
-    for _ in range(epochs):
-        for batch in np.array_split(rng.permutation(len(pos)), max(1, -(-len(pos) // BATCH))):
-            logits = model.logits(titles, topics, histories[batch], pos[batch], neg[batch], generator)
-            loss = nn.functional.binary_cross_entropy_with_logits(logits, labels[:len(batch)])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    model.eval()
+    adam_epochs(model, len(pos), lambda batch: nn.functional.binary_cross_entropy_with_logits(
+        model.logits(titles, topics, histories[batch], pos[batch], neg[batch], generator), labels[:len(batch)]),
+        epochs=epochs, lr=lr, rng=rng)
 
 
 def pretrain(data: LoggedData, exclude_users: np.ndarray, *, fraction: float, epochs: int, seed: int,

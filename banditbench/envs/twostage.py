@@ -147,7 +147,6 @@ class TwoStageEnvironment:
 
     def feedback(self, rnd: SlateRound, slate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Clicks [m] (label, flipped where the round's uniform < flip) and expected clicks [m]."""
-        labels = self.simulator.deterministic_clicks(np.array([rnd.user]), slate)[0]
-        clicks = (labels ^ (rnd.flip_uniforms < self.flip)).astype(np.int8)  # the simulator's clicks(), CRN flips
+        clicks, expected = self.simulator.feedback(rnd.user, slate, rnd.flip_uniforms)  # flips drawn before the policy
         self.simulator.record(rnd.user, slate, clicks)  # user_history="true+clicks" only
-        return clicks, np.where(labels, 1.0 - self.flip, self.flip)
+        return clicks, expected

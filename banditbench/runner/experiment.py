@@ -120,7 +120,7 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
                                 f"for a slate of {env_settings['slate_size']}; lower --env slate_size")
     # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
-    if not getattr(PROTOCOLS[protocol].environment, "provides_user_features", False):
+    if not getattr(info.environment, "provides_user_features", False):
         for algo in algorithms:
             if ALGORITHMS[algo].fixed.get("user_features"):
                 raise UserError(f"{algo} needs user features, and protocol {protocol!r} gives none "

@@ -172,13 +172,17 @@ def last_items(offsets: np.ndarray, flat: np.ndarray, rows: np.ndarray, length: 
                     0).astype(np.int32)
 
 
-def time_order(impressions: Impressions, chosen: np.ndarray) -> np.ndarray:
-    """Indices of ``chosen`` impressions sorted by time, stable (file order among ties and missing times)."""
-    chosen = np.flatnonzero(chosen)
-    time = impressions.time[chosen]
+def by_time(time: np.ndarray) -> np.ndarray:
+    """The order of ``time`` ascending, stable (file order among ties; missing times last, or all in file order)."""
     if np.isnan(time).all():
-        return chosen
-    return chosen[np.argsort(np.nan_to_num(time, nan=np.inf), kind="stable")]
+        return np.arange(len(time))
+    return np.argsort(np.nan_to_num(time, nan=np.inf), kind="stable")
+
+
+def time_order(impressions: Impressions, chosen: np.ndarray) -> np.ndarray:
+    """Indices of ``chosen`` impressions sorted by time (``by_time``)."""
+    chosen = np.flatnonzero(chosen)
+    return chosen[by_time(impressions.time[chosen])]
 
 
 def first_train_impression(data: LoggedData) -> np.ndarray:
@@ -220,9 +224,7 @@ def training_clicks(data: LoggedData) -> tuple[np.ndarray, np.ndarray]:
     impression = imp.shown_impression[entry]
     keep = imp.train[impression]
     entry, impression = entry[keep], impression[keep]
-    time = imp.time[impression]
-    order = np.argsort(np.nan_to_num(time, nan=np.inf), kind="stable") if not np.isnan(time).all() else \
-        np.arange(len(entry))
+    order = by_time(imp.time[impression])
     return impression[order], imp.shown[entry[order]]
 
 

@@ -107,12 +107,16 @@ class Simulator:
         """E[click] [U, K]: 1 − flip where the deterministic reward is 1, flip where it is 0."""
         return np.where(self.deterministic_clicks(users, items), 1 - self.flip, self.flip)
 
+    def feedback(self, user: int, items: np.ndarray, uniforms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Clicks [K] of ``user`` on ``items`` (the thresholded click, flipped where ``uniforms`` [K] < flip) and
+        their expectations [K] (1 − flip where the thresholded click is 1, flip where it is 0)."""
+        labels = self.deterministic_clicks(np.array([user]), np.asarray(items))[0]
+        return (labels ^ (uniforms < self.flip)).astype(np.int8), np.where(labels, 1.0 - self.flip, self.flip)
+
     def clicks(self, user: int, items: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Simulated 0/1 feedback [K] of ``user`` on ``items``: the thresholded click, each flipped with
         probability ``flip`` by one uniform draw per item from ``rng``."""
-        clicked = self.deterministic_clicks(np.array([user]), np.asarray(items)[None, :])[0]
-        flipped = rng.random(len(clicked)) < self.flip
-        return (clicked ^ flipped).astype(np.int8)
+        return self.feedback(user, items, rng.random(len(items)))[0]
 
     def record(self, user: int, items: np.ndarray, clicks: np.ndarray) -> None:
         """With user_history="true+clicks": append the clicked items to the user's simulator history (last
