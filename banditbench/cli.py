@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+import errno
 import os
+import shlex
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
@@ -419,7 +423,7 @@ def run(
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
     from banditbench.runner.executors import make_executor
-    from banditbench.runner.experiment import execute, plan, prepare_output
+    from banditbench.runner.experiment import check_sizes, execute, plan, prepare_output
     from banditbench.runner.settings import resolve
 
     flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
@@ -427,6 +431,7 @@ def run(
              "out": None if out is None else str(out),
              "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
              "checkpoint-every": checkpoint_every}
+    # Every input is resolved and checked here, before the output folder is created.
     s = resolve(flags, config, preset)
     if s["checkpoint-every"] < 0:
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
@@ -434,17 +439,24 @@ def run(
                       seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
                       tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device, env=s["env"])
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
-    out = Path(s["out"]) if s["out"] else Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
-    target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
+    check_sizes(experiment, getattr(executor, "jobs", None) or os.cpu_count() or 1)
+    out = Path(s["out"]) if s["out"] is not None else \
+        Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
+    target = prepare_output(out, experiment, overwrite=overwrite, resume=resume, data_dir=data_dir)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
-        ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config)},
-                      on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
-                      on_unit_start=lambda unit: bar.update(task, description=unit.id),
-                      progress=lambda n: bar.advance(task, n))
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds phase 2
+            ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
+                          settings={**s, "config": None if config is None else str(config)},
+                          on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
+                          on_unit_start=lambda unit: bar.update(task, description=unit.id),
+                          progress=lambda n: bar.advance(task, n), warn=lambda line: errors.print(f"warning: {line}"))
+    except KeyboardInterrupt:
+        errors.print(interrupted(experiment, out, getattr(target, "staged", False)))
+        raise typer.Exit(130) from None
     tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
     console.print(f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
                   f"results in {out}")
@@ -454,6 +466,20 @@ def run(
     report = build_report(load_results([out]))
     for table in to_rich(report)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
+
+
+def interrupted(experiment, out: Path, staged: bool) -> str:
+    """The line a Ctrl-C prints: how far the run got and the command that finishes it."""
+    from banditbench.results.shards import shard_path
+
+    units = experiment.tuning_units + experiment.units
+    if staged:
+        return f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
+    done = sum(shard_path(out, u).exists() for u in units)
+    args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return f"interrupted: {done} of {len(units)} units done; resume with: banditbench {shlex.join(args)} --resume"
 
 
 def parse_budget(text: Optional[str]) -> int | str | None:
@@ -506,19 +532,34 @@ def report(
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
     results = load_results(folders, allow_mixed=allow_mixed)
-    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
-    report_ = build_report(results, roles=roles, test=test)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    if results.problems:  # every shard is verified before any file is written
+        for problem in results.problems:
+            errors.print(f"error: {problem}")
+        raise UserError(f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
+                        "with the run's settings to run their units again; nothing was written")
+    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
+    for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
+        for name in _names(text):
+            if name not in results.algorithms:
+                near = difflib.get_close_matches(name, results.algorithms, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}they hold: "
+                                f"{', '.join(results.algorithms)}")
+    report_ = build_report(results, roles=roles, test=test)
+    incomplete = incompleteness(results)
     for exp in results.experiments:
         if exp.missing:
             errors.print(f"warning: {exp.folder}: {len(exp.missing)} units not finished: {', '.join(exp.missing)}")
     for warning in results.warnings:
         errors.print(f"warning: {warning}")
+    if incomplete:
+        errors.print(f"warning: {incomplete}")
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
     target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    for path in write_files(report_, Path(target), chosen) if chosen else []:
+    for path in write_report_files(report_, Path(target), chosen, incomplete) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -536,26 +577,79 @@ def report(
         path = gate.save_baseline(report_, save_baseline)
         if not quiet:
             console.print(f"wrote baseline {path}", highlight=False)
-    for problem in results.problems:
-        errors.print(f"error: {problem}")
-    if results.problems:
-        sys.exit(2)
     if failed:
         sys.exit(1)
+
+
+INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
+
+
+def incompleteness(results) -> str | None:
+    """One line saying which experiments are reported on fewer units than their manifest planned."""
+    parts = [f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+             for exp in results.experiments if exp.missing]
+    if not parts:
+        return None
+    return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+
+
+def write_report_files(report_, target: Path, formats: list[str], incomplete: str | None) -> list[Path]:
+    """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
+    a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
+    line and in INCOMPLETE.txt beside the CSV files."""
+    from banditbench.report.formats import write_files
+    from banditbench.results.shards import disk_full
+
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
+            staging = Path(staging)
+            written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
+            stale = target / INCOMPLETE
+            if incomplete:
+                if "md" in formats:
+                    md = staging / "report.md"
+                    md.write_text(f"> **{incomplete}**\n\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
+                if "csv" in formats:
+                    (staging / INCOMPLETE).write_text(incomplete + "\n", encoding="utf-8")
+                    written.append(Path(INCOMPLETE))
+            for name in written:
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / name, target / name)
+            if not incomplete and "csv" in formats:
+                stale.unlink(missing_ok=True)
+    except OSError as e:
+        raise disk_full(e, target) or UserError(f"cannot write the report to {target}: {e.strerror}") from None
+    return [target / name for name in written]
 
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except UserError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
+    except SystemExit as e:
+        if not closed_pipe(e):
+            raise
+        # The reader of our output went away (`banditbench report | head -1`): end quietly, as a tool killed by
+        # SIGPIPE would, with nothing more written to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)
     except Exception as e:
         # Usage errors of typer's (vendored or not) click: duck-typed, as their class moved between releases.
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise
         Console(stderr=True).print(f"[red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+    if isinstance(code, int) and code:  # typer returns Ctrl-C's 130 and typer.Exit codes instead of exiting
+        sys.exit(code)
+
+
+def closed_pipe(exit: SystemExit) -> bool:
+    """Whether typer is exiting because stdout's pipe was closed (it does so with code 1, from an EPIPE)."""
+    cause = exit.__context__
+    return isinstance(cause, OSError) and cause.errno == errno.EPIPE

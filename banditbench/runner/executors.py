@@ -27,7 +27,11 @@ import multiprocessing
 import os
 import queue as queues
 import resource
+import select
+import signal
 import sys
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import forkserver
 from typing import Any, Callable
@@ -37,7 +41,8 @@ from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
 from banditbench.runner.checkpoint import Checkpoints
-from banditbench.runner.unit import Unit, UnitResult, run_unit
+from banditbench.results.units import Unit, UnitResult
+from banditbench.runner.unit import run_unit
 
 Finished = Callable[[Unit, UnitResult], None]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -90,7 +95,35 @@ class Executor:
 _worker: dict[str, Any] = {}  # per worker process: the dataset, the message queue, the checkpoints
 
 
-def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None) -> None:
+def die_with(parent: int) -> None:
+    """Make this worker process end when ``parent`` (the process running the experiment) ends, even by
+    ``kill -9``, so that no worker outlives its run. On Linux a pidfd wakes a watchdog thread the moment the
+    parent exits (the worker's own parent is the fork server, so PR_SET_PDEATHSIG alone would not do);
+    elsewhere the thread polls the parent once a second. Ctrl-C is left to the parent, which stops the workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        try:
+            handle = os.pidfd_open(parent)
+        except (AttributeError, OSError):  # no pidfd (not Linux, or an old kernel): poll
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(parent, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+        else:
+            select.select([handle], [], [])
+        os._exit(1)
+
+    if parent != os.getpid():
+        threading.Thread(target=watch, name="banditbench-parent-watch", daemon=True).start()
+
+
+def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, parent: int) -> None:
+    die_with(parent)
     limit_threads()
     _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
 
@@ -141,7 +174,7 @@ class LocalExecutor(Executor):
             context = pool_context()
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
-                                            initargs=(dataset, self.messages, checkpoints))
+                                            initargs=(dataset, self.messages, checkpoints, os.getpid()))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}

@@ -21,7 +21,8 @@ from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.seeds import unit_streams
-from banditbench.runner.unit import PROGRESS_EVERY, Unit, UnitResult
+from banditbench.results.units import Unit, UnitResult
+from banditbench.runner.unit import PROGRESS_EVERY, check_finite
 
 
 def check_slate(slate, m: int, n_items: int, algorithm: str) -> np.ndarray:
@@ -85,13 +86,15 @@ def run_slate_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int
         progress(T % PROGRESS_EVERY)
     optimum = 1.0 - env.flip
     clicks = clicked.sum(axis=1).astype(np.int64)
+    regret = optimum - expected
+    check_finite(unit, {"clicks": clicks, "expected_reward": expected, "regret": regret})
     outcome = pa.table({
         "t": np.arange(T, dtype=np.int64), "user": users,
         "slate": pa.FixedSizeListArray.from_arrays(slates.ravel(), m),
         "clicked": pa.FixedSizeListArray.from_arrays(clicked.ravel(), m),
         "slate_size": np.full(T, m, np.int64), "clicks": clicks, "ctr": clicks / m,
         "expected_reward": expected, "best_expected_reward": np.full(T, optimum),
-        "regret": optimum - expected, "budget_spent": budget_spent,
+        "regret": regret, "budget_spent": budget_spent,
     })
     timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds,
                        **{f"{name}_seconds": seconds for name, seconds in components.items()}})

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -16,55 +13,14 @@ from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset
 from banditbench.algos.base import Policy
 from banditbench.envs import PROTOCOLS, Budget
+from banditbench.errors import UserError
+from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.diagnostics import clustering_scores
 from banditbench.runner.seeds import unit_streams
 
 PROGRESS_EVERY = 1000  # rounds between progress callbacks: keeps the hot loop free of UI work
 DIAGNOSTICS_EVERY = 100  # rounds between samples of a policy's diagnostics (and the last round)
-
-
-@dataclass(frozen=True)
-class Unit:
-    dataset: str
-    protocol: str
-    algorithm: str
-    params: dict[str, Any] = field(hash=False)
-    master_seed: int
-    seed_index: int
-    rounds: int
-    budget: int | None
-    tuning: bool = False  # a tuning seed (picks the best grid cell), never a reported one
-    env: dict[str, Any] = field(default_factory=dict, hash=False)  # protocol settings (twostage: users, slate size…)
-
-    @property
-    def id(self) -> str:
-        """``linucb-ind-seed3``; a non-default cell adds a short hash of its hyper-parameters
-        (``linucb-ind-1f0c2a9e-seed3``) and a tuning seed reads ``tune3``: stable and readable."""
-        stream = f"tune{self.seed_index}" if self.tuning else f"seed{self.seed_index}"
-        spec = ALGORITHMS.get(self.algorithm)  # tests and plug-ins may run unregistered policies
-        if self.params == (spec.defaults() if spec else {}):
-            return f"{self.algorithm}-{stream}"
-        return f"{self.algorithm}-{params_hash(self.params)}-{stream}"
-
-    def config(self) -> dict[str, Any]:
-        config = asdict(self)
-        if not self.env:  # protocols without settings keep the config (and shard metadata) they always had
-            del config["env"]
-        return config
-
-
-def params_hash(params: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8]
-
-
-@dataclass
-class UnitResult:
-    outcome: pa.Table  # deterministic per-round columns
-    timing: pa.Table  # per-round seconds: machine-dependent, kept apart from the outcome
-    wall_seconds: float
-    peak_rss_mb: float | None = None  # set by an executor that ran the unit in another process
-    metadata: dict[str, Any] | None = None  # extra outcome-shard metadata (slate protocols: ``ctr_optimum``)
 
 
 INT_COLUMNS = ("users", "groups", "chosen_arms", "budget_spent")
@@ -139,16 +95,29 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
     wall = wall_before + clock() - started
     if progress is not None:
         progress(T % PROGRESS_EVERY)
+    regret = best_expected_rewards - expected_rewards  # max(expected) − expected[chosen] (DESIGN.md, "Round")
+    check_finite(unit, {"reward": rewards, "expected_reward": expected_rewards,
+                        "best_expected_reward": best_expected_rewards, "regret": regret})
     outcome = pa.table({
         "t": np.arange(T, dtype=np.int64), "user": users, "group": groups, "chosen": chosen_arms, "reward": rewards,
         "expected_reward": expected_rewards, "best_expected_reward": best_expected_rewards,
-        # Regret of a round = max(expected) − expected[chosen] (DESIGN.md, "Round").
-        "regret": best_expected_rewards - expected_rewards, "budget_spent": budget_spent,
+        "regret": regret, "budget_spent": budget_spent,
         **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
     })
     timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds,
                        **{f"{name}_seconds": seconds for name, seconds in components.items()}})
     return UnitResult(outcome, timing, wall)
+
+
+def check_finite(unit: Unit, columns: dict[str, np.ndarray]) -> None:
+    """A NaN or infinite reward, expected reward or regret makes every number of the unit meaningless:
+    fail with the first such round, checked once per unit on whole columns (off the round loop)."""
+    for name, values in columns.items():
+        bad = ~np.isfinite(values)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise UserError(f"{unit.algorithm} produced a non-finite {name} ({values[t]}) at round {t} of unit "
+                            f"{unit.id}; check its hyper-parameters")
 
 
 def has_diagnostics(policy: Policy) -> bool:
