@@ -1,3 +1,8 @@
-from banditbench.cli import main
+import sys
+
+try:
+    from banditbench.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command is still starting: nothing has been done yet
+    sys.exit(130)
 
 main()

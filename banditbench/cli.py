@@ -455,8 +455,7 @@ def run(
                           on_unit_start=lambda unit: bar.update(task, description=unit.id),
                           progress=lambda n: bar.advance(task, n), warn=lambda line: errors.print(f"warning: {line}"))
     except KeyboardInterrupt:
-        errors.print(interrupted(experiment, out, getattr(target, "staged", False)))
-        raise typer.Exit(130) from None
+        raise Interrupted(interrupted(experiment, out, getattr(target, "staged", False))) from None
     tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
     console.print(f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
                   f"results in {out}")
@@ -466,6 +465,10 @@ def run(
     report = build_report(load_results([out]))
     for table in to_rich(report)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run, with the line that says how far it got."""
 
 
 def interrupted(experiment, out: Path, staged: bool) -> str:
@@ -630,6 +633,9 @@ def main() -> None:
     except UserError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
+    except Interrupted as e:
+        Console(stderr=True).print(str(e), highlight=False, soft_wrap=True)
+        sys.exit(130)
     except typer.Abort:
         sys.exit(130)
     except SystemExit as e:
@@ -645,7 +651,9 @@ def main() -> None:
             raise
         Console(stderr=True).print(f"[red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
-    if isinstance(code, int) and code:  # typer returns Ctrl-C's 130 and typer.Exit codes instead of exiting
+    if code == 130:  # typer turns a Ctrl-C outside a run's units into this code, instead of exiting
+        Console(stderr=True).print("interrupted", highlight=False)
+    if isinstance(code, int) and code:
         sys.exit(code)
 
 

@@ -145,6 +145,8 @@ class Output(os.PathLike):
                 self.locks.append(_lock(self.target, self.out))  # moves with the folder into place
             else:
                 self.target = self.out
+                for stale in [*self.out.glob(".*.partial"), *(self.out / SHARDS).glob(".*.partial")]:
+                    stale.unlink()  # left by a killed run; the lock says no run is writing them now
         except UserError:
             self.close()
             if self.created:
