@@ -451,7 +451,8 @@ def run(
             task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds phase 2
             ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
                           settings={**s, "config": None if config is None else str(config)},
-                          on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
+                          on_plan=lambda units: bar.update(task, total=bar.tasks[0].total
+                                                           + sum(u.rounds for u in units)),
                           on_unit_start=lambda unit: bar.update(task, description=unit.id),
                           progress=lambda n: bar.advance(task, n), warn=lambda line: errors.print(f"warning: {line}"))
     except KeyboardInterrupt:
@@ -477,7 +478,8 @@ def interrupted(experiment, out: Path, staged: bool) -> str:
 
     units = experiment.tuning_units + experiment.units
     if staged:
-        return f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
+        return f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to " \
+               "replace them"
     done = sum(shard_path(out, u).exists() for u in units)
     args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
     if not any(a == "--out" or a.startswith("--out=") for a in args):
@@ -521,7 +523,7 @@ def report(
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.report import check as gate
-    from banditbench.report.formats import to_rich, write_files
+    from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
 

@@ -28,7 +28,6 @@ import os
 import queue as queues
 import resource
 import select
-import signal
 import sys
 import threading
 import time
@@ -99,8 +98,7 @@ def die_with(parent: int) -> None:
     """Make this worker process end when ``parent`` (the process running the experiment) ends, even by
     ``kill -9``, so that no worker outlives its run. On Linux a pidfd wakes a watchdog thread the moment the
     parent exits (the worker's own parent is the fork server, so PR_SET_PDEATHSIG alone would not do);
-    elsewhere the thread polls the parent once a second. Ctrl-C is left to the parent, which stops the workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    elsewhere the thread polls the parent once a second."""
 
     def watch() -> None:
         try:
@@ -140,7 +138,7 @@ def pool_context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context.set_forkserver_preload([__name__, "banditbench.runner.worker_signals"])
     # The server (started once per process) gets one-thread variables, so numpy's BLAS starts there without
     # a thread pool: the server stays single-threaded, which is what makes forking from it safe.
     with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):
