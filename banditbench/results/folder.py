@@ -103,10 +103,12 @@ def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: 
         raise UserError(f"cannot read --out {out}: {e.strerror}") from None
     if not contents:
         return
+    results = is_results_folder(out)
     if not (overwrite or resume):
-        raise UserError(f"{out} already holds files; pass --resume to finish a run there, --overwrite to replace "
-                        "its results, or choose another --out")
-    if not is_results_folder(out):
+        if results:
+            raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
+        raise UserError(f"{out} holds files but no banditbench results; choose another --out")
+    if not results:
         raise UserError(f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
                         f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
                         "another --out")
