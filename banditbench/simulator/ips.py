@@ -1,4 +1,5 @@
-"""Inverse-propensity weighting of the simulator's logistic loss (Zhang et al. 2022, §4: inverse-frequency propensities).
+"""Inverse-propensity weighting of the simulator's logistic loss
+(Zhang et al. 2022, §4: inverse-frequency propensities).
 
 Empirical propensity (the authors' ``compute_empirical_ips``): p(u, i) = n(u, i) / n(u), with n(u) the number of
 logged impressions of user u and n(u, i) the number of those that showed item i (clicked or not); p = 1 for a

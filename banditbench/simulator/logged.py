@@ -210,7 +210,8 @@ def initial_histories(data: LoggedData, length: int = HISTORY) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KnownSplit:
-    """The known split S_known (Zhang et al. 2022, §5): one row per click of the first ``fraction`` of training clicks."""
+    """The known split S_known (Zhang et al. 2022, §5): one row per click of the first ``fraction`` of
+    training clicks."""
 
     impression: np.ndarray  # [R] int64 impression of the click
     item: np.ndarray  # [R] int32 clicked item
