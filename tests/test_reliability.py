@@ -118,6 +118,16 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_holds_it(d
     run(data_dir, tmp_path / "out", resume=True)
 
 
+def test_a_folder_killed_before_its_manifest_was_renamed_resumes(data_dir, tmp_path):
+    out = tmp_path / "a"
+    out.mkdir()
+    (out / ".lock").write_text("")
+    (out / ".manifest.json.partial").write_text('{"conf')  # a run killed while writing its manifest
+    run(data_dir, out, resume=True)
+    run(data_dir, tmp_path / "b")
+    assert shards(out) == shards(tmp_path / "b") and not list(out.glob("*.partial"))
+
+
 # ---- broken shards -------------------------------------------------------------------------------------------
 def test_a_truncated_shard_is_run_again_on_resume(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")

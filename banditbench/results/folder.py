@@ -71,7 +71,12 @@ def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: st
 
 
 def _contents(folder: Path) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name != LOCK]
+    """What a folder holds, besides a run's lock and the partial files a killed run may leave."""
+    return [p.name for p in folder.iterdir() if p.name != LOCK and not _partial(p.name)]
+
+
+def _partial(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".partial")
 
 
 def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool,
