@@ -1,9 +1,9 @@
 """An experiment: every (algorithm × grid cell × seed) unit on one dataset, written under ``results/<name>/``.
 
-Everything a user can get wrong is checked in :func:`plan` before anything is written. A new
-experiment folder receives shards as units finish (so an interrupted run can be resumed); with
-``overwrite`` the run is staged beside the old folder and swapped in only when it completes, so the
-old results survive a failed rerun.
+Everything a user can get wrong is checked in :func:`plan`, :func:`check_sizes` and
+``results.folder.check_output`` before anything is written. A new experiment folder receives shards as
+units finish (so an interrupted run can be resumed); with ``overwrite`` the run is staged beside the old
+folder and swapped in only when it completes, so the old results survive a failed rerun (results/folder.py).
 
 Grids: with ``tune_seeds = 0`` every cell is run on the report seeds and reported (a sensitivity
 study); with ``tune_seeds > 0`` an algorithm with several cells is first run on the tuning seeds, the
