@@ -70,20 +70,19 @@ def read_ratings(path: Path, version: str) -> pd.DataFrame:
 def prepare(data_dir: Path, *, version: str = DEFAULT_VERSION, category: str = DEFAULT_CATEGORY, verify: bool = True,
             options: pipeline.RatingOptions | None = None, mode: str = "paper", serve: str = "groups",
             source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
-
     if version not in VERSIONS:
         raise UserError(f"unknown --version {version!r}; choose from: {', '.join(VERSIONS)}")
     options = options or pipeline.RatingOptions()
     options.validate()
-    check_protocol(mode, serve)
+    pipeline.check_protocol(mode, serve)
     parameters = {"version": version, "category": category, **options.as_dict(), "mode": mode, "serve": serve,
                   "arms": 10}
     folder = Path(data_dir) / "amazon"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(spec(version, category, verify), source, offline, cache) as raw:
+    with raw_files(spec(version, category, verify), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], version)
-    tables, counts = pipeline.build(ratings, options, str(raw["ratings"]))
+    tables, counts, rows = pipeline.build(ratings, options, str(raw["ratings"]))
     return write_dataset(folder, "amazon", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)

@@ -30,9 +30,14 @@ from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.errors import UserError
 
-SPEC = RawSpec("lastfm", (Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip",
-                                   "hetrec2011-lastfm-2k.zip"),),
-               {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)})
+ZIP = Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip", "hetrec2011-lastfm-2k.zip")
+# Each pipeline asks only for the files it reads: svd the listens; ghosh also the tag assignments and names.
+MEMBERS = {"svd": {"listens": ("user_artists.dat",)},
+           "ghosh": {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)}}
+
+
+def spec(pipeline_name: str) -> RawSpec:
+    return RawSpec(f"lastfm --pipeline {pipeline_name}", (ZIP,), MEMBERS[pipeline_name])
 PIPELINES = ("svd", "ghosh")
 PCA_DIM = 25
 
@@ -83,7 +88,7 @@ def tfidf_pca(documents: pd.Series, dim: int) -> np.ndarray:
 
 def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.RatingOptions | None = None,
             source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False,
-            guaranteed_positive: bool = False) -> Path:
+            guaranteed_positive: bool = False, verify: bool = True) -> Path:
     if pipeline_name not in PIPELINES:
         raise UserError(f"unknown --pipeline {pipeline_name!r}; choose from: {', '.join(PIPELINES)}")
     ghosh = pipeline_name == "ghosh"
@@ -97,17 +102,18 @@ def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.Rat
     folder = Path(data_dir) / "lastfm"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(SPEC, source, offline, cache) as raw:
+    with raw_files(spec(pipeline_name), source, offline, cache, verify) as raw:
         played = listens(raw["listens"])
         words = artist_words(raw["tagged"], raw["tags"]) if ghosh else None
     if ghosh:  # only artists with tag words have a context
         words = words[words.map(len) > 0]
         played = played[played["raw_item"].isin(words.index)]
-    tables, counts = pipeline.build(played, options, str(raw["listens"]))
+    tables, counts, rows = pipeline.build(played, options, str(raw["listens"]))
     del counts["negatives"]
     if ghosh:
         items = tables["items"][["item", "raw_item"]].copy()
         items[[f"f_{j}" for j in range(PCA_DIM)]] = tfidf_pca(words.loc[items["raw_item"]], PCA_DIM)
         tables["items"] = items
     return write_dataset(folder, "lastfm", tables, parameters, protocol="round-robin" if ghosh else "recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)

@@ -37,13 +37,18 @@ FILES = {"100k": ("u.data", "u.item"), "1m": ("ratings.dat", "movies.dat"),
 GENRES_100K = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
                "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller",
                "War", "Western")
+# Per-file sha256 of the files inside the published ml-100k.zip (genuine copy hashed):
+# a folder --source is verified file by file, so a truncated u.data is refused.
+MEMBER_SHA256 = {"100k": {"u.data": "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
+                          "u.item": "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701"}}
 RATING_COLUMNS = ["raw_user", "raw_item", "rating", "timestamp"]
 RATING_TYPES = {"raw_user": np.int64, "raw_item": np.int64, "rating": np.float32, "timestamp": np.int64}
 
 
 def spec(variant: str) -> RawSpec:
     ratings_file, movies_file = FILES[variant]
-    return RawSpec(f"movielens-{variant}", (VARIANTS[variant],), {"ratings": (ratings_file,), "movies": (movies_file,)})
+    return RawSpec(f"movielens-{variant}", (VARIANTS[variant],), {"ratings": (ratings_file,), "movies": (movies_file,)},
+                   member_sha256=MEMBER_SHA256.get(variant, {}))
 
 
 def read_ratings(path: Path, variant: str) -> pd.DataFrame:
@@ -88,22 +93,21 @@ def read_movies(path: Path, variant: str) -> pd.DataFrame:
 
 def prepare(data_dir: Path, *, variant: str = DEFAULT_VARIANT, options: pipeline.RatingOptions | None = None,
             mode: str = "paper", serve: str = "groups", source: str | None = None, offline: bool = False,
-            cache: Path | None = None, force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
-
+            cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
     if variant not in VARIANTS:
         raise UserError(f"unknown --variant {variant!r}; choose from: {', '.join(VARIANTS)}")
     options = options or pipeline.RatingOptions()
     options.validate()
-    check_protocol(mode, serve)
+    pipeline.check_protocol(mode, serve)
     parameters = {"variant": variant, **options.as_dict(), "mode": mode, "serve": serve, "arms": 10}
     folder = Path(data_dir) / "movielens"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(spec(variant), source, offline, cache) as raw:
+    with raw_files(spec(variant), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], variant)
         movies = read_movies(raw["movies"], variant)
-        tables, counts = pipeline.build(ratings, options, f"{raw['ratings']}")
+        tables, counts, rows = pipeline.build(ratings, options, f"{raw['ratings']}")
     tables["items"] = tables["items"].merge(movies, on="raw_item", how="left")
     return write_dataset(folder, "movielens", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)

@@ -51,12 +51,25 @@ def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
 def write_dataset(
     folder: Path, name: str, tables: dict[str, pd.DataFrame | pa.Table], parameters: dict[str, Any], *,
     protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
-    force: bool = False,
+    force: bool = False, rows: dict[str, Any] | None = None, verification: str | None = None,
+    allow_unresolved: bool = False,
 ) -> Path:
-    """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``."""
+    """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
+
+    The manifest carries the sanity report (``sanity``: ``rows`` read/kept/dropped and the protocol's
+    figures, see data/sanity.py), its ``warnings`` (one-line strings that run and report repeat) and
+    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``)."""
+    from banditbench.data import sanity
+
     folder = Path(folder)
     if folder.exists() and not force:
         raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
+    report, warnings = sanity.analyse(protocol, tables, allow_unresolved=allow_unresolved)  # may refuse the data
+    if rows is not None:
+        report = {"rows": rows, **report}
+    if verification == "unverified":
+        warnings = ["unverified: prepared with --no-verify from files that do not match (or were not checked "
+                    "against) the published checksums", *warnings]
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -70,10 +83,13 @@ def write_dataset(
             files[table_name] = {"file": path.name, "rows": len(frame), "sha256": sha256_of(path)}
         manifest = {
             "name": name,
+            "verification": verification or "no raw files",
             "protocol": protocol,
             "parameters": parameters,
             "raw_files": raw_files or [],
             "counts": counts or {},
+            "sanity": report,
+            "warnings": warnings,
             "tables": files,
             "banditbench_version": __version__,
         }

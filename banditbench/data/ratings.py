@@ -23,6 +23,16 @@ from threadpoolctl import threadpool_limits
 from banditbench.errors import UserError
 
 DENSE_SVD_CELLS = 250_000  # below this many matrix cells an exact dense SVD is cheap enough
+MODES = ("paper", "metaban-code", "mcnb-code")  # how the recommendation protocol forms a round
+SERVE = ("groups", "users")  # who a round serves
+
+
+def check_protocol(mode: str, serve: str) -> None:
+    """The recommendation protocol's --mode and --serve, checked when a dataset is prepared for it."""
+    if mode not in MODES:
+        raise UserError(f"unknown --mode {mode!r}; choose from: {', '.join(MODES)}")
+    if serve not in SERVE:
+        raise UserError(f"unknown --serve {serve!r}; choose from: {', '.join(SERVE)}")
 
 
 @dataclass(frozen=True)
@@ -102,10 +112,18 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return np.hstack([unit, np.ones((len(unit), 1))]) / np.sqrt(2.0)
 
 
-def build(ratings: pd.DataFrame, options: RatingOptions, what: str) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """ratings with columns raw_user, raw_item, rating (+ any extra columns) → users, items, interactions tables."""
+def build(ratings: pd.DataFrame, options: RatingOptions,
+          what: str) -> tuple[dict[str, pd.DataFrame], dict[str, int], dict[str, object]]:
+    """ratings with columns raw_user, raw_item, rating (+ any extra columns) → users, items, interactions tables,
+    their counts, and the rows read / kept / dropped (by reason) for the sanity report."""
+    from banditbench.data.sanity import rows_report
+
     options.validate()
-    labelled = select_top(binarise(ratings, options), options.top_users, options.top_items)
+    binary = binarise(ratings, options)
+    labelled = select_top(binary, options.top_users, options.top_items)
+    rows = rows_report(len(ratings), {
+        f"rating between {options.negative_below} and {options.positive_above}": len(ratings) - len(binary),
+        f"outside the top {options.top_users} users and {options.top_items} items": len(binary) - len(labelled)})
     if labelled.empty or not (labelled["label"] > 0).any():
         raise UserError(f"{what}: no ratings left after keeping the top {options.top_users} users and "
                         f"{options.top_items} items with positive = rating > {options.positive_above}")
@@ -135,4 +153,4 @@ def build(ratings: pd.DataFrame, options: RatingOptions, what: str) -> tuple[dic
     counts = {"raw_ratings": len(ratings), "users": len(users), "items": len(items),
               "interactions": len(interactions), "positives": int((label > 0).sum()),
               "negatives": int((label < 0).sum()), "groups": options.groups}
-    return {"users": users, "items": items, "interactions": interactions}, counts
+    return {"users": users, "items": items, "interactions": interactions}, counts, rows
