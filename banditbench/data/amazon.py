@@ -18,6 +18,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 VERSIONS = ("2014", "2018", "2023")
@@ -86,3 +87,16 @@ def prepare(data_dir: Path, *, version: str = DEFAULT_VERSION, category: str = D
     return write_dataset(folder, "amazon", tables, parameters, protocol="recommendation",
                          raw_files=raw.records, counts=counts, force=force,
                          rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "amazon", "Amazon reviews, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION); "
+    "ratings-only CSV or 5-core reviews JSON", "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation",
+    pipeline.with_rating_options(prepare),
+    (Option("version", str, DEFAULT_VERSION, "Release: 2014 | 2018 | 2023.", choices=VERSIONS),
+     Option("category", str, DEFAULT_CATEGORY, "Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), "
+            "Video_Games."),
+     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
+    raw=lambda version=DEFAULT_VERSION, category=DEFAULT_CATEGORY: spec(version, category, True),
+    files="ratings_<Category>.csv or reviews_<Category>_5.json(.gz) (2014); <Category>.csv or "
+          "<Category>_5.json(.gz) (2018); <Category>.csv.gz (2023)"))

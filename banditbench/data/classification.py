@@ -27,6 +27,7 @@ import pandas as pd
 
 from banditbench.data.fetch import Download, RawFiles, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -187,6 +188,7 @@ class Family:
     read: Callable[[RawFiles, str], tuple[np.ndarray, np.ndarray]]
     normalise: str  # default normalisation
     images: bool = False
+    files: str = ""  # the raw files accepted, in words
 
 
 def idx_spec(dataset: str, base: str, hashes: dict[str, str], prefix: str = ""):
@@ -250,39 +252,44 @@ def split_spec(spec_of: Callable[[str], RawSpec], keys: dict[str, str]) -> Calla
 FAMILIES = {
     "mnist": Family("mnist", "MNIST digits, 70k 28×28 images (train + test), 10 classes",
                     idx_spec("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_HASHES),
-                    read_mnist, "meanstd", images=True),
+                    read_mnist, "meanstd", images=True,
+                    files="train-/t10k-{images-idx3,labels-idx1}-ubyte(.gz), in a folder or archive"),
     "fashion-mnist": Family("fashion-mnist", "Fashion-MNIST, 70k 28×28 images, 10 classes",
                             idx_spec("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-                                     FASHION_HASHES), read_mnist, "l2", images=True),
+                                     FASHION_HASHES), read_mnist, "l2", images=True,
+                            files="the four Fashion-MNIST IDX files (MNIST's names)"),
     "emnist-letters": Family("emnist-letters", "EMNIST Letters, 145.6k 28×28 images (transposed on read), 26 classes",
-                             emnist_spec, read_emnist, "l2", images=True),
+                             emnist_spec, read_emnist, "l2", images=True,
+                             files="gzip.zip or emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz"),
     "notmnist": Family("notmnist", "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
                        lambda split: RawSpec("notmnist", (Download(
                            "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz",
                            "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small")}),
-                       read_notmnist, "l2", images=True),
+                       read_notmnist, "l2", images=True,
+                       files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror"),
     "shuttle": Family("shuttle", "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
                       split_spec(uci_spec("shuttle", {"train": ("shuttle.trn", "shuttle.trn.Z"),
                                                       "test": ("shuttle.tst",)}, "statlog/shuttle/"),
                                  {"train": "train", "test": "test"}),
-                      read_shuttle, "l2"),
+                      read_shuttle, "l2", files="shuttle.trn(.Z) and shuttle.tst"),
     "letter": Family("letter", "UCI Letter Recognition, 20k rows, 16 features, 26 classes",
                      uci_spec("letter", {"data": ("letter-recognition.data",)}, "letter-recognition/"),
-                     read_letter, "l2"),
+                     read_letter, "l2", files="letter-recognition.data"),
     "pendigits": Family("pendigits", "UCI Pen-Based Digits, 10,992 rows, 16 features, 10 classes",
                         split_spec(uci_spec("pendigits", {"train": ("pendigits.tra",), "test": ("pendigits.tes",)},
                                             "pendigits/"), {"train": "train", "test": "test"}),
-                        read_pendigits, "l2"),
+                        read_pendigits, "l2", files="pendigits.tra and pendigits.tes"),
     "mushroom": Family("mushroom", "UCI Mushroom, 8124 rows, 22 categorical attributes one-hot, 2 classes",
-                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2"),
+                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2",
+                       files="agaricus-lepiota.data"),
     "magic": Family("magic", "UCI MAGIC Gamma Telescope, 19,020 rows, 10 features, 2 classes",
-                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2"),
+                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2", files="magic04.data"),
     "covertype": Family("covertype", "UCI Covertype, 581,012 rows, 54 features, 7 classes",
                         lambda split: RawSpec("covertype", (Download(
                             "https://ndownloader.figshare.com/files/5976039", "covtype.data.gz",
                             "sha256:614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771"),),
                             {"data": ("covtype.data.gz", "covtype.data")}),
-                        read_covertype, "l2"),
+                        read_covertype, "l2", files="covtype.data(.gz)"),
 }
 
 
@@ -351,3 +358,28 @@ def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = Fa
     counts = {"samples": len(samples), "notmnist": len(tables[0]), "mnist": len(tables[1]), "users": 20}
     return write_dataset(folder, "mnist-notmnist", {"samples": samples}, parameters, protocol="classification",
                          raw_files=[r for p in parts for r in p.manifest["raw_files"]], counts=counts, force=force)
+
+
+def declare(family: Family) -> Dataset:
+    """One `prepare NAME` per family, all with the same options (only the default normalisation differs)."""
+    def run(data_dir, **values):
+        return prepare(data_dir, family.name, **values)
+
+    return Dataset(
+        family.name, family.description, "M-CNB §5.3; Meta-Ban §4.3", "classification", run,
+        (Option("split", str, "all", "all | train | test (where the data has a split).", choices=SPLITS),
+         Option("normalise", str, family.normalise, "meanstd (MNIST 0.1307/0.3081) | l2 (row unit norm, "
+                "Bandit_multi) | none.", choices=NORMALISATIONS),
+         Option("encoding", str, "block", "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
+                choices=ENCODINGS)),
+        raw=family.spec, files=family.files)
+
+
+for _family in FAMILIES.values():
+    register(declare(_family))
+
+register(Dataset(
+    "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
+    "Meta-Ban §4.3; M-CNB §5.3", "classification", prepare_mixture,
+    (Option("encoding", str, "shift", "shift (d + 9 = 793, Meta-Ban) | block (d·K).", choices=ENCODINGS),),
+    reads_raw=False, files="none: built from the prepared mnist and notmnist"))

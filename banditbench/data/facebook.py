@@ -20,6 +20,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import UNVERIFIED, VERIFIED, Download, RawSpec, mismatch, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, register
 from banditbench.errors import UserError
 
 SPEC = RawSpec("facebook", (Download("https://snap.stanford.edu/data/facebook_combined.txt.gz",
@@ -68,3 +69,11 @@ def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, se
     return write_dataset(folder, "facebook", tables, parameters, protocol="recommendation",
                          raw_files=raw.records, counts=counts, force=force,
                          rows=rows, verification=VERIFIED if verify else UNVERIFIED)
+
+
+register(Dataset(
+    "facebook", "SNAP ego-Facebook, 4039 people, 88,234 links: a link is a positive, non-links negatives; "
+    "SVD features, K-means groups", "McAuley & Leskovec 2012; M-CNB §5.2", "recommendation",
+    pipeline.with_rating_options(prepare),
+    (*pipeline.rating_options(without=("positive_above", "negative_below")), pipeline.PROTOCOL_OPTIONS[1]),
+    raw=lambda: SPEC, files="facebook_combined.txt(.gz) or a folder holding it"))

@@ -28,6 +28,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 ZIP = Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip", "hetrec2011-lastfm-2k.zip")
@@ -117,3 +118,17 @@ def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.Rat
     return write_dataset(folder, "lastfm", tables, parameters, protocol="round-robin" if ghosh else "recommendation",
                          raw_files=raw.records, counts=counts, force=force,
                          rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
+    "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)", "Cantador et al. 2011; Ghosh et al. "
+    "2021 §6.2", "recommendation", pipeline.with_rating_options(prepare),
+    (Option("pipeline_name", str, "svd", "svd (rating-matrix pipeline, K = 10) | ghosh (tag tf-idf + PCA-25 artist "
+            "contexts, real users, round-robin protocol, K = 25).", choices=PIPELINES, flag_name="--pipeline"),
+     Option("guaranteed_positive", bool, False, "ghosh: one listened artist in every round (the paper's CLUB "
+            "protocol) instead of 25 random ones."),
+     *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000)),
+    raw=lambda pipeline_name="svd": spec(pipeline_name), other_protocols=("round-robin",),
+    files="hetrec2011-lastfm-2k.zip or its folder: user_artists.dat (svd); also user_taggedartists.dat and "
+          "tags.dat (ghosh)"))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 MIND_BASE = "https://mind201910small.blob.core.windows.net/release/"
@@ -203,3 +204,32 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
     return write_dataset(folder, "movielens-logged", {"news": news, "behaviors": behaviors}, parameters,
                          protocol="ips-simulator", raw_files=raw.records, counts=counts, force=force,
                          verification=raw.verification)
+
+
+register(Dataset(
+    "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
+    "Wu et al. 2020; Two-stage neural contextual bandits", "ips-simulator", prepare_mind,
+    (Option("variant", str, "small", "small | large (train + dev).", choices=("small", "large")),
+     Option("allow_unresolved", bool, False, "Prepare even when fewer than half of the impression or history news "
+            "ids are in news.tsv (the results would mean little).")),
+    raw=lambda variant="small": mind_spec(variant, "train"), other_protocols=("twostage",),
+    files="a folder with MIND<variant>_train.zip and MIND<variant>_dev.zip (or their unpacked folders), each "
+          "holding behaviors.tsv and news.tsv"))
+
+register(Dataset(
+    "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
+    "Two-stage neural contextual bandits (movielen2mind)", "ips-simulator", prepare_movielens_logged,
+    (Option("variant", str, "20m", "MovieLens release (the paper: 20m).", choices=("100k", "1m", "20m", "25m")),
+     Option("history_until", str, "2010-01-01", "History positives before this date."),
+     Option("test_from", str, "2014-06-01", "Train before, test from this date."),
+     Option("negatives", int, 20, "Negatives shown with each positive.", minimum=1),
+     Option("valid_fraction", float, 0.2, "Share of test impressions marked valid.", minimum=0, maximum=1),
+     Option("seed", int, 2021, "Seed of the negative and validation draws.", minimum=0)),
+    raw=lambda variant="20m": movielens_spec(variant), other_protocols=("twostage",),
+    files="as movielens: ml-20m.zip or its folder (ratings.csv, movies.csv)"))
+
+
+def movielens_spec(variant: str) -> RawSpec:
+    from banditbench.data import movielens
+
+    return movielens.spec(variant)

@@ -18,6 +18,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 BASE = "https://files.grouplens.org/datasets/movielens/"
@@ -111,3 +112,14 @@ def prepare(data_dir: Path, *, variant: str = DEFAULT_VARIANT, options: pipeline
     return write_dataset(folder, "movielens", tables, parameters, protocol="recommendation",
                          raw_files=raw.records, counts=counts, force=force,
                          rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "movielens", "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
+    "10-d SVD features, 50 K-means user groups", "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
+    "recommendation", pipeline.with_rating_options(prepare),
+    (Option("variant", str, DEFAULT_VARIANT, "100k | 1m | 20m | 25m (the papers: ML-25M).", choices=tuple(VARIANTS)),
+     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
+    raw=lambda variant=DEFAULT_VARIANT: spec(variant),
+    files="ml-<variant>.zip, or its folder: u.data + u.item (100k), ratings.dat + movies.dat (1m), ratings.csv + "
+          "movies.csv (20m, 25m)"))

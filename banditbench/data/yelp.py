@@ -17,6 +17,7 @@ import pyarrow.json as pajson
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, register
 from banditbench.errors import UserError
 
 SPEC = RawSpec("yelp", (), {"reviews": ("yelp_academic_dataset_review.json",)},
@@ -55,3 +56,10 @@ def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, mo
     return write_dataset(folder, "yelp", tables, parameters, protocol="recommendation",
                          raw_files=raw.records, counts=counts, force=force,
                          rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
+    "M-CNB §5.2; Meta-Ban §4.1", "recommendation", pipeline.with_rating_options(prepare),
+    (*pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS), raw=lambda: SPEC,
+    files="yelp_dataset.tar, its folder, or yelp_academic_dataset_review.json"))
