@@ -4,12 +4,18 @@ M-CNB's "883636 review ratings" match the 2018 ``AMAZON_FASHION`` ratings file, 
 --category AMAZON_FASHION`` is the default; both are recorded in the manifest. Column order differs by
 release and is pinned here: 2014 ``user,item,rating,timestamp``; 2018 ``item,user,rating,timestamp``
 (both without header); 2023 ``user_id,parent_asin,rating,timestamp`` with a header (gzip'ed).
+The 5-core reviews files the M-CNB and Meta-Ban authors used are read as well: 2014
+``reviews_<Category>_5.json(.gz)`` and 2018 ``<Category>_5.json(.gz)``, one review per line with
+``reviewerID``, ``asin``, ``overall`` and ``unixReviewTime`` (the 2014 lines are Python dict literals,
+not strict JSON).
 The McAuley lab publishes no checksums; the 2018 files are pinned to the sha256 listed by the omnirec
 loaders (third party) and ``--no-verify`` skips the check for a re-issued file.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +54,58 @@ def spec(version: str, category: str, verify: bool) -> RawSpec:
         fname = f"{category}.csv.gz"
         url = f"https://mcauleylab.ucsd.edu/public_datasets/data/amazon_2023/benchmark/0core/rating_only/{fname}"
         known = None
-    return RawSpec(f"amazon-{version}-{category}", (Download(url, fname, known),), {"ratings": (fname,)})
+    return RawSpec(f"amazon-{version}-{category}", (Download(url, fname, known),),
+                   {"ratings": (fname, *(f"{stem}{ext}" for stem in five_core_names(version, category)
+                                         for ext in (".gz", "")))})
+
+
+def five_core_names(version: str, category: str) -> tuple[str, ...]:
+    """The 5-core reviews files the M-CNB and Meta-Ban authors used, one JSON object per line."""
+    return {"2014": (f"reviews_{category}_5.json",), "2018": (f"{category}_5.json",),
+            "2023": (f"{category}.jsonl",)}[version]
+
+
+# Keys of a review in each release's JSON: user, item, rating, time.
+REVIEW_KEYS = {"2014": ("reviewerID", "asin", "overall", "unixReviewTime"),
+               "2018": ("reviewerID", "asin", "overall", "unixReviewTime"),
+               "2023": ("user_id", "parent_asin", "rating", "timestamp")}
+
+
+def parse_review_line(line: str) -> dict:
+    """One review: strict JSON, or the Python dict literal of the 2014 files (single quotes)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return ast.literal_eval(line)
+
+
+def read_reviews(path: Path, version: str) -> pd.DataFrame:
+    """5-core reviews JSON(.gz): reviewerID / asin / overall / unixReviewTime (2014, 2018), one review per line."""
+    keys = REVIEW_KEYS[version]
+    rows = []
+    with reading(path, f"Amazon {version} reviews, one JSON object per line with {', '.join(keys[:3])}"), \
+            open_bytes(path) as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.decode("utf-8").strip()
+            if not line:
+                continue
+            try:
+                review = parse_review_line(line)
+                rows.append((str(review[keys[0]]), str(review[keys[1]]), float(review[keys[2]]),
+                             int(review.get(keys[3]) or 0)))
+            except (ValueError, SyntaxError, KeyError, TypeError) as e:
+                raise UserError(f"{path}: line {number} is not a review with {', '.join(keys[:3])} "
+                                f"({type(e).__name__}: {str(e)[:80]})") from None
+    if not rows:
+        raise UserError(f"{path}: no reviews in the file")
+    frame = pd.DataFrame(rows, columns=["raw_user", "raw_item", "rating", "timestamp"])
+    frame["rating"] = frame["rating"].astype(np.float32)
+    return frame
 
 
 def read_ratings(path: Path, version: str) -> pd.DataFrame:
+    if ".json" in path.name:
+        return read_reviews(path, version)
     columns = {"2014": ["raw_user", "raw_item", "rating", "timestamp"],
                "2018": ["raw_item", "raw_user", "rating", "timestamp"]}
     with reading(path, f"the Amazon {version} ratings-only CSV"), open_bytes(path) as f:

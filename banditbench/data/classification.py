@@ -87,7 +87,15 @@ def read_emnist(raw: RawFiles, split: str):
 
 
 def read_notmnist(raw: RawFiles, split: str):
-    """notMNIST_small/{A..J}/*.png, 28×28 grayscale; a few files are corrupt and skipped (as everyone does)."""
+    """notMNIST_small/{A..J}/*.png, 28×28 grayscale (a few files are corrupt and skipped, as everyone does); or
+    the IDX files of the MNIST-format mirrors (MNIST's four file names, letters A..J labelled 0..9)."""
+    if raw.get("images") is None:
+        parts = [part for part in ("train", "test") if raw.get(f"{part}_images") and raw.get(f"{part}_labels")]
+        if not parts:
+            raise UserError("notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
+                            "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair")
+        pairs = [idx_pair(raw, part) for part in parts]
+        return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
     from PIL import Image
 
     path = raw["images"]
@@ -264,7 +272,9 @@ FAMILIES = {
     "notmnist": Family("notmnist", "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
                        lambda split: RawSpec("notmnist", (Download(
                            "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz",
-                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small")}),
+                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small"),
+                                                        **idx_members("", "all")},
+                           optional=("images", *IDX_NAMES)),
                        read_notmnist, "l2", images=True,
                        files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror"),
     "shuttle": Family("shuttle", "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
