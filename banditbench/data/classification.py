@@ -253,7 +253,7 @@ def split_spec(spec_of: Callable[[str], RawSpec], keys: dict[str, str]) -> Calla
         full = spec_of(split)
         wanted = {k: v for k, v in full.members.items() if split == "all" or keys.get(k, split) == split}
         names = {n for v in wanted.values() for n in v}
-        return RawSpec(full.dataset, tuple(d for d in full.downloads if d.fname in names), wanted)
+        return replace(full, downloads=tuple(d for d in full.downloads if d.fname in names), members=wanted)
     return spec
 
 
