@@ -341,7 +341,8 @@ def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | N
     counts = {"samples": len(y), "features": x.shape[1], "classes": int(y.max()) + 1,
               **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
     return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows={"read": len(y), "kept": len(y), "dropped": {}}, verification=raw.verification)
 
 
 def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:
