@@ -161,9 +161,10 @@ def report_prepared(path: Path) -> None:
     import json
 
     manifest = json.loads((path / "manifest.json").read_text())
-    counts = manifest.get("counts", {})
-    console.print(f"[bold]{path.name}[/] is ready in {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()),
-                  highlight=False)
+    counts = manifest.get("counts") or {}
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
+        f"{k}={v}" for k, v in manifest.get("parameters", {}).items())  # generated data: its parameters
+    console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):
         errors.print(f"warning: {path.name}: {warning}")
