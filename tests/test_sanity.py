@@ -1,18 +1,19 @@
 """Bad data is caught at prepare time: the sanity report's thresholds, and one fault fixture per family that
 gets one line (or a warning) and leaves the previously prepared version intact."""
 
+import gzip
 import json
 import zipfile
 
 import numpy as np
 import pytest
 
-from banditbench.data import classification, facebook, lastfm, load_dataset, logged, movielens, yelp
+from banditbench.data import amazon, classification, facebook, lastfm, load_dataset, logged, movielens, yelp
 from banditbench.data.ratings import RatingOptions
 from banditbench.errors import UserError
 from conftest import banditbench
 from fixtures_logged import write_mind_fixture
-from fixtures_raw import ratings_table
+from fixtures_raw import ratings_table, write_idx
 from test_raw_files import ml100k_folder
 
 SMALL = RatingOptions(top_users=40, top_items=60, groups=4)
@@ -127,6 +128,30 @@ def shuttle_folder(tmp_path, sep=" "):
     return folder
 
 
+def yelp_reviews(tmp_path, stars="stars"):
+    path = tmp_path / "yelp_academic_dataset_review.json"
+    path.write_text("".join(json.dumps({"user_id": f"u{u}", "business_id": f"b{i}", stars: float(r),
+                                        "date": "2019-01-01 10:00:00"}) + "\n" for u, i, r, _ in ratings_table()))
+    return path
+
+
+def amazon_csv(tmp_path, sep=","):
+    path = tmp_path / "ratings_Musical_Instruments.csv"
+    path.write_text("".join(f"A{u}{sep}B{i}{sep}{r}.0{sep}{t}\n" for u, i, r, t in ratings_table()))
+    return path
+
+
+def mnist_folder(tmp_path, truncate=False):
+    rng = np.random.default_rng(0)
+    for stem in ("train", "t10k"):
+        write_idx(tmp_path / f"{stem}-images-idx3-ubyte.gz", rng.integers(0, 256, (20, 28, 28)))
+        write_idx(tmp_path / f"{stem}-labels-idx1-ubyte.gz", np.arange(20) % 10)
+    if truncate:
+        path = tmp_path / "t10k-images-idx3-ubyte.gz"
+        path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:5000]))
+    return tmp_path
+
+
 FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture, the one line expected)
     "movielens wrong delimiter": (
         lambda d, s, f: movielens.prepare(d, variant="100k", options=SMALL, source=str(s), offline=True, force=f,
@@ -153,6 +178,16 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
     "shuttle truncated": (
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=f),
         shuttle_folder, shuttle_folder, r"shuttle.trn: checksum mismatch, expected 43,500 lines .* found 40 lines"),
+    "yelp missing column": (
+        lambda d, s, f: yelp.prepare(d, options=SMALL, source=str(s), offline=True, force=f),
+        yelp_reviews, lambda t: yelp_reviews(t, stars="rating"), r"a review lacks user_id, business_id or stars"),
+    "amazon wrong delimiter": (
+        lambda d, s, f: amazon.prepare(d, version="2014", category="Musical_Instruments", options=SMALL,
+                                       source=str(s), offline=True, force=f),
+        amazon_csv, lambda t: amazon_csv(t, sep="\t"), r"cannot read it as the Amazon 2014 ratings-only CSV"),
+    "mnist truncated": (
+        lambda d, s, f: classification.prepare(d, "mnist", source=str(s), offline=True, force=f, verify=False),
+        mnist_folder, lambda t: mnist_folder(t, truncate=True), r"t10k-images-idx3-ubyte.gz: .*the file is truncated"),
 }
 
 

@@ -8,7 +8,7 @@ Each family reads its raw files into features X [n, d] and labels y ∈ {0..K−
   ``Bandit_multi`` loader the M-CNB runner imports (also notMNIST in Meta-Ban);
 - ``none``: pixels/255 for images, the raw values otherwise.
 
-URLs and checksums come from dataset-formats.md (torchvision md5 / TFDS sha256 for the MNIST family,
+URLs and checksums come from other libraries' sources (torchvision md5 / TFDS sha256 for the MNIST family,
 scikit-learn's sha256 for covertype). UCI publishes no checksums: the sha256 of what was read is
 recorded in the manifest.
 """

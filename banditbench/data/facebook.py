@@ -4,7 +4,7 @@ Users and items are both the 4,039 people; an undirected link u–v is a positiv
 v (item u); non-links are the negatives (``negatives = unrated`` in the recommendation protocol).
 Then the rating-matrix pipeline: top users/items by degree, SVD features, K-means groups. SNAP
 publishes no checksum; the decompressed ``facebook_combined.txt`` is pinned to the sha256 of the
-genuine file (dataset-formats.md).
+genuine file.
 """
 
 from __future__ import annotations

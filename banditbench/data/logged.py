@@ -1,5 +1,5 @@
-"""Logged impressions for the IPS-simulator protocol of the two-stage paper (seed 004): MIND and
-MovieLens-20M converted to MIND's form (reference-implementations.md §10.1).
+"""Logged impressions for the IPS-simulator protocol of the two-stage neural contextual
+bandit paper: MIND and MovieLens-20M converted to MIND's form (the authors' movielen2mind).
 
 Two tables, the same for both datasets:
 
@@ -28,7 +28,7 @@ from banditbench.errors import UserError
 
 MIND_BASE = "https://mind201910small.blob.core.windows.net/release/"
 MIND_PARTS = ("train", "dev")
-MIND_SHA256 = {  # extracted MINDsmall files (Git-LFS pointers, dataset-formats.md)
+MIND_SHA256 = {  # extracted MINDsmall files (as published in Git-LFS pointers)
     ("small", "train", "behaviors.tsv"): "a424547c8fa17c9ea4879c2110221c2b2f2709f4f7615ede0b0d8e4765158658",
     ("small", "train", "news.tsv"): "cd49d7da275e9c405f627d75a0de9d4ec6ad43ff8a8db5d23a447591676e09d6",
     ("small", "dev", "behaviors.tsv"): "b6c460e33b1a8693252ded6e626da7d3ccf78920eea2ec11889020bb7d8443ef",
@@ -134,7 +134,7 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
                              test_from: str = "2014-06-01", negatives: int = 20, valid_fraction: float = 0.2,
                              seed: int = 2021, source: str | None = None, offline: bool = False,
                              cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
-    """MovieLens in MIND's form for seed 004 (the authors' movielen2mind): a movie is a "news" item whose topic
+    """MovieLens in MIND's form for the two-stage paper (the authors' movielen2mind): a movie is a "news" item whose topic
     is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
     positive of train/test is one impression with ``negatives`` items drawn with replacement from the
     user's negatives of that split (or, when it has none, from items never positive for the user); users

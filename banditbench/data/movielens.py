@@ -2,7 +2,7 @@
 
 The recommendation papers use ML-25M ("25 million reviews between 1.6×10^5 users and 6×10^4
 movies", M-CNB §5.2 and Meta-Ban §4.1), so ``25m`` is the default variant; the authors' notebook ran
-on ML-20M. URLs and sha256 from tensorflow/datasets ``url_checksums/movielens.txt`` (dataset-formats.md).
+on ML-20M. URLs and sha256 from tensorflow/datasets ``url_checksums/movielens.txt``.
 Raw formats: ml-100k ``u.data`` is TAB-separated and ``u.item`` ``|``-separated Latin-1; ml-1m uses the
 two-character separator ``::`` and Latin-1; ml-20m/25m are CSV files with a header.
 """
@@ -74,7 +74,7 @@ def read_ratings(path: Path, variant: str) -> pd.DataFrame:
 
 
 def read_movies(path: Path, variant: str) -> pd.DataFrame:
-    """raw_item, title, genres ('|'-joined, in the file's order; the first is seed 004's topic)."""
+    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic)."""
     with reading(path, f"the MovieLens {variant} movies file"):
         if variant == "100k":
             frame = pd.read_csv(path, sep="|", header=None, encoding="latin-1", dtype=str, keep_default_na=False)

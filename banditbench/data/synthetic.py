@@ -6,10 +6,10 @@ into M clusters whose sizes are proportional to i^(−z) (z = 0: balanced); each
 "linear" protocol draws K contexts from N(0, I/d) and rewards ⟨θ, x⟩ + N(0, σ²).
 The paper gives K = 25 and d = 15 and leaves the noise unstated; σ = 0.1 is our default.
 
-``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R; seed 003): for m = 1 … M,
+``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R): for m = 1 … M,
 θ_m = e_m when m is odd and θ_m = cos ω e_{m−1} + sin ω e_m when m is even (unit norm, M ≤ d), so
 consecutive pairs are Δ = 2 sin(ω/2) apart; ω = π/4 is our guess for the paper's "similar" scenario (lost).
-``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (bass.md §4.2, the generator
+``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (the generator
 of the authors' bandpy library; the paper's own generator text was lost): K/M arms around each centre,
 x = θ_m + 0.5 ‖θ_m‖ ξ with ξ ~ N(0, I_d), not normalised, served unchanged every round (table ``arms``).
 When M ∤ K the K arms are split as evenly as possible (the first K mod M centres get one more): our choice.
