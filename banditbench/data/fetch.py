@@ -344,7 +344,7 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
                                 f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
                                 "its folder to --source, or prepare once without --offline")
         places = [download(item, cache, offline) for item in spec.downloads]
-    checked = {d.fname for d in spec.downloads if d.known_hash}
+    checked = {d.fname: d.known_hash for d in spec.downloads if d.known_hash}
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
         found = RawFiles({})
         missing = []
@@ -358,7 +358,10 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
             path, origin = hit
             sha256 = sha256_of(path)
             member_checked = check_member(path, path.name, spec, sha256) if verify else False
-            from_checked_archive = verify and Path(origin.split("!")[0]).name in checked
+            if verify and "!" not in origin and path.name in checked:  # a published file, found on its own
+                check_hash(path, checked[path.name])
+                member_checked = True
+            from_checked_archive = verify and "!" in origin and Path(origin.split("!")[0]).name in checked
             verified.append(member_checked or from_checked_archive)
             found.paths[key] = path
             found.records.append({"member": key, "file": path.name, "origin": origin,
