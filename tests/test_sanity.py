@@ -1,9 +1,12 @@
 """Bad data is caught at prepare time: the sanity report's thresholds, and one fault fixture per family that
 gets one line (or a warning) and leaves the previously prepared version intact."""
 
+import errno
 import gzip
 import json
+import os
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,3 +207,29 @@ def test_fault_is_one_line_and_keeps_the_previous_version(tmp_path, fault):
     assert "\n" not in str(caught.value)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert sorted(p.name for p in data.iterdir()) == [folder.name]  # no staging folder left behind
+
+
+def test_prepared_folder_is_readable_like_any_other(tmp_path):
+    folder = facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=3), source=str(facebook_edges(tmp_path)),
+                              offline=True, verify=False)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~mask
+
+
+def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    source = str(facebook_edges(tmp_path))
+    folder = facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=3), source=source, offline=True,
+                              verify=False)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def full(table, path):
+        Path(path).write_bytes(b"PAR1")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("banditbench.data.prepared.write_parquet", full)
+    with pytest.raises(UserError, match=r"ds: no space left on the device; the dataset needs about \d+ MB"):
+        facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=4), source=source, offline=True,
+                         verify=False, force=True)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert [p.name for p in (tmp_path / "ds").iterdir()] == ["facebook"]

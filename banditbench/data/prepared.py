@@ -6,6 +6,7 @@ crash or a bad input never leaves a half-written ``datasets/<name>/`` and never 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -94,10 +95,27 @@ def write_dataset(
             "banditbench_version": __version__,
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes it 0700: readable like any folder the user makes
         swap_into_place(staging, folder)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        needed = sum(table_bytes(t) for t in tables.values()) / 1e6
+        raise UserError(f"{folder.parent}: no space left on the device; the dataset needs about {needed:,.0f} MB "
+                        "(nothing was written; free some space and prepare again)") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def table_bytes(table: pd.DataFrame | pa.Table) -> int:
+    return table.nbytes if isinstance(table, pa.Table) else int(table.memory_usage(deep=True).sum())
 
 
 def swap_into_place(staging: Path, folder: Path) -> None:
@@ -143,5 +161,10 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
     if not manifest_path.is_file():
         hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
         raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first")
-    manifest = json.loads(manifest_path.read_text())
-    return PreparedDataset(name, path, manifest, sha256_of(manifest_path))
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        return PreparedDataset(name, path, manifest, sha256_of(manifest_path))
+    except OSError as e:
+        raise UserError(f"cannot read the prepared dataset {path}: {e.strerror}") from None
+    except ValueError:
+        raise UserError(f"{manifest_path} is not valid JSON; prepare {name} again with --force") from None
