@@ -56,7 +56,8 @@ def read_tsv(path: Path, columns: list[str], expected: str, encoding: str = "utf
 def listens(path: Path) -> pd.DataFrame:
     frame = read_tsv(path, ["userID", "artistID", "weight"], "TAB-separated userID artistID weight with a header")
     with reading(path, "integer user and artist ids and play counts"):
-        out = pd.DataFrame({"raw_user": frame["userID"].astype(np.int64), "raw_item": frame["artistID"].astype(np.int64),
+        out = pd.DataFrame({"raw_user": frame["userID"].astype(np.int64),
+                            "raw_item": frame["artistID"].astype(np.int64),
                             "plays": frame["weight"].astype(np.int64)})
     out["rating"] = np.float32(1.0)  # a listen is a positive under positive_above = 0
     return out

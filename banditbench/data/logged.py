@@ -134,8 +134,8 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
                              test_from: str = "2014-06-01", negatives: int = 20, valid_fraction: float = 0.2,
                              seed: int = 2021, source: str | None = None, offline: bool = False,
                              cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
-    """MovieLens in MIND's form for the two-stage paper (the authors' movielen2mind): a movie is a "news" item whose topic
-    is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
+    """MovieLens in MIND's form for the two-stage paper (the authors' movielen2mind): a movie is a "news" item whose
+    topic is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
     positive of train/test is one impression with ``negatives`` items drawn with replacement from the
     user's negatives of that split (or, when it has none, from items never positive for the user); users
     need activity before history_until and from test_from on plus a positive in train and in test; a

@@ -160,7 +160,8 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
-        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first")
+        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; "
+                        f"run `banditbench prepare {name}{hint}` first")
     try:
         manifest = json.loads(manifest_path.read_text())
         return PreparedDataset(name, path, manifest, sha256_of(manifest_path))

@@ -48,7 +48,8 @@ class RatingOptions:
                 "negative_below": self.negative_below, "dim": self.dim, "groups": self.groups, "seed": self.seed}
 
     def validate(self) -> None:
-        for flag, value in (("--top-users", self.top_users), ("--top-items", self.top_items), ("--groups", self.groups)):
+        for flag, value in (("--top-users", self.top_users), ("--top-items", self.top_items),
+                            ("--groups", self.groups)):
             if value < 1:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
@@ -90,7 +91,8 @@ def with_rating_options(prepare):
 
 
 def binarise(ratings: pd.DataFrame, options: RatingOptions) -> pd.DataFrame:
-    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the middle)."""
+    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the
+    middle)."""
     positive = ratings["rating"].to_numpy() > options.positive_above
     if options.negative_below is None:
         keep = np.ones(len(ratings), bool)

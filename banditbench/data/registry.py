@@ -75,7 +75,8 @@ class Dataset:
     description: str
     paper: str
     protocol: str  # the protocol it is prepared for by default
-    prepare: Callable[..., Path] | None = None  # prepare(data_dir, *, force, **options, [source, offline, cache, verify])
+    # prepare(data_dir, *, force, **options) plus source, offline, cache and verify when it reads raw files
+    prepare: Callable[..., Path] | None = None
     options: tuple[Option, ...] = ()
     raw: Callable[..., RawSpec] | None = None  # the raw files (URLs, checksums) for the options' defaults
     other_protocols: tuple[str, ...] = ()  # protocols a prepare option can choose instead
