@@ -129,8 +129,12 @@ def prepare_command(dataset) -> None:
         data_dir, force = values.pop("data_dir"), values.pop("force")
         checked = dataset.check(values)  # every option within its domain before anything is read
         if dataset.reads_raw:
-            checked.update(source=values["source"], offline=values["offline"], verify=values["verify"],
-                           cache=values["cache_dir"])
+            common = {"source": values["source"], "offline": values["offline"], "verify": values["verify"],
+                      "cache": values["cache_dir"]}
+            accepted = inspect.signature(dataset.prepare).parameters
+            if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+                common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
+            checked.update(common)
         report_prepared(dataset.prepare(data_dir, force=force, **checked))
 
     parameters = [option_parameter(o) for o in dataset.options]

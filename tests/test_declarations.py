@@ -62,7 +62,7 @@ def test_an_option_outside_its_domain_is_refused_before_anything_is_read(tmp_pat
 
 
 def test_a_new_dataset_is_one_declaration(tmp_path):
-    def prepare(data_dir, *, rows, force, source, offline, verify, cache):
+    def prepare(data_dir, *, rows, force, source=None):  # takes only the source keywords it uses
         frame = pd.DataFrame({"x_0": range(rows), "label": [i % 2 for i in range(rows)]})
         return write_dataset(Path(data_dir) / "toy", "toy", {"samples": frame}, {"rows": rows},
                              protocol="classification", force=force)

@@ -17,7 +17,10 @@ MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "ye
 for _module in MODULES:
     importlib.import_module(f"banditbench.data.{_module}")
 
-DatasetInfo = Dataset  # the name the registry had before it held whole declarations
+def DatasetInfo(name: str, description: str, paper: str, protocol: str,  # noqa: N802
+                other_protocols: tuple[str, ...] = ()) -> Dataset:
+    """A listing-only declaration (no prepare command), in the registry's earlier signature."""
+    return Dataset(name, description, paper, protocol, other_protocols=other_protocols)
 
 
 def prepared_protocol(data_dir: Path, name: str) -> str | None:
