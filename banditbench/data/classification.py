@@ -28,6 +28,7 @@ import pandas as pd
 from banditbench.data.fetch import Download, RawFiles, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
+from banditbench.data.sanity import rows_report
 from banditbench.errors import UserError
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -99,7 +100,7 @@ def read_notmnist(raw: RawFiles, split: str):
     from PIL import Image
 
     path = raw["images"]
-    images, labels = [], []
+    images, labels, skipped = [], [], []
 
     def add(name: str, blob: bytes) -> None:
         letter = Path(name).parent.name
@@ -108,10 +109,13 @@ def read_notmnist(raw: RawFiles, split: str):
         try:
             image = np.asarray(Image.open(io.BytesIO(blob)).convert("L"), dtype=np.uint8)
         except Exception:  # noqa: BLE001  corrupt PNGs are part of the published archive
+            skipped.append(name)
             return
         if image.shape == (28, 28):
             images.append(image.reshape(-1))
             labels.append(ord(letter) - ord("A"))
+        else:
+            skipped.append(name)
 
     with reading(path, "the notMNIST tar.gz of A..J/*.png"):
         if path.is_dir():
@@ -124,6 +128,7 @@ def read_notmnist(raw: RawFiles, split: str):
                         add(member.name, archive.extractfile(member).read())
     if not images:
         raise UserError(f"{path}: no 28×28 PNG images in folders A..J")
+    raw.dropped["PNG unreadable or not 28×28"] = len(skipped)
     return np.stack(images).astype(np.float32) / 255.0, np.array(labels, np.int64)
 
 
@@ -342,7 +347,8 @@ def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | N
               **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
     return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
                          raw_files=raw.records, counts=counts, force=force,
-                         rows={"read": len(y), "kept": len(y), "dropped": {}}, verification=raw.verification)
+                         rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+                         verification=raw.verification)
 
 
 def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:

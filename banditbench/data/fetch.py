@@ -80,6 +80,7 @@ class RawFiles:
     paths: dict[str, Path]
     records: list[dict[str, Any]] = field(default_factory=list)
     verification: str = UNPUBLISHED
+    dropped: dict[str, int] = field(default_factory=dict)  # rows a reader skipped, by reason (sanity report)
 
     def __getitem__(self, key: str) -> Path:
         return self.paths[key]
