@@ -131,3 +131,17 @@ def test_each_lastfm_pipeline_needs_only_the_files_it_reads(tmp_path):
         lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, pipeline_name="ghosh", force=True)
     message = str(caught.value)
     assert "lacks 2 files lastfm --pipeline ghosh needs: user_taggedartists.dat; tags.dat" in message
+
+
+def test_mind_names_every_missing_part_at_once(tmp_path):
+    from banditbench.data import logged
+
+    (tmp_path / "mind").mkdir()
+    with pytest.raises(UserError, match=r"lacks MINDsmall_train.zip \(or the folder MINDsmall_train/\) and "
+                                        r"MINDsmall_dev.zip \(or the folder MINDsmall_dev/\)"):
+        logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
+    (tmp_path / "mind" / "MINDsmall_train").mkdir()
+    (tmp_path / "mind" / "MINDsmall_dev").mkdir()
+    (tmp_path / "mind" / "MINDsmall_dev" / "news.tsv").write_text("N1\ta\tb\tc\td\te\t[]\t[]\n")
+    with pytest.raises(UserError, match=r"lacks 2 files MINDsmall_train needs: behaviors.tsv; news.tsv"):
+        logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
