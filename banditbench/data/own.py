@@ -4,8 +4,9 @@
 interaction (columns user, item, reward; optionally a timestamp and item-feature columns) and builds
 the recommendation protocol's pools exactly as for MovieLens (M-CNB §5.2): top users × items by count,
 positive = reward above ``--positive-above``, K-means user groups. Item contexts are the SVD features
-of the interaction matrix, or, when ``--item-features`` names columns, those columns scaled to unit
-norm (a user's features are then the mean of the items it rated positively, scaled the same way).
+of the interaction matrix, or, when ``--item-features`` names columns, those columns (from an item's first
+row) scaled to unit norm; a user's features are then the mean of the items it rated positively, scaled the
+same way. The K-means user groups come from the SVD of the interactions either way.
 
 ``prepare classification --source FILE --target COLUMN --name NAME`` turns any table into the
 classification protocol (M-CNB §5.3: a class is a user, the arms are the classes): the target column
