@@ -23,11 +23,13 @@ shards are the same whichever executor ran them (a unit is a pure function of it
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue as queues
 import resource
 import select
+import signal
 import sys
 import threading
 import time
@@ -124,6 +126,7 @@ def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | 
     die_with(parent)
     limit_threads()
     _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
+    messages.put(("ready", os.getpid()))
 
 
 def _work(unit: Unit) -> tuple[Unit, UnitResult]:
@@ -146,6 +149,23 @@ def pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Hold a Ctrl-C back until the block ends, then raise it. A worker process whose start was cut off by
+    one would print a traceback (its parent gone before it got its start-up data)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 class LocalExecutor(Executor):
     def __init__(self, jobs: int | None = None):
         self.jobs = os.cpu_count() or 1 if jobs is None else jobs
@@ -153,6 +173,7 @@ class LocalExecutor(Executor):
             raise UserError(f"--jobs must be at least 1, got {self.jobs}")
         self.pool = None
         self.messages = None
+        self.ready = 0  # workers that have started
 
     def __exit__(self, *exc) -> None:
         if self.pool is None:
@@ -164,6 +185,7 @@ class LocalExecutor(Executor):
                 process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
+        self.ready = 0
 
     def start(self, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> None:
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. killed when out of
@@ -173,6 +195,22 @@ class LocalExecutor(Executor):
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
                                             initargs=(dataset, self.messages, checkpoints, os.getpid()))
+
+    def await_workers(self, timeout: float = 60.0) -> list[tuple[str, Any]]:
+        """Wait until every started worker has run its initializer (a minute at most); return the other
+        messages that came meanwhile, in order."""
+        early = []
+        deadline = time.monotonic() + timeout
+        while self.ready < len(self.pool._processes) and time.monotonic() < deadline:
+            try:
+                message = self.messages.get(timeout=0.1)
+            except queues.Empty:
+                continue
+            if message[0] == "ready":
+                self.ready += 1
+            else:
+                early.append(message)
+        return early
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
@@ -184,14 +222,17 @@ class LocalExecutor(Executor):
                     on_unit_start(unit)
                 finished(unit, run_one(unit, dataset, progress, checkpoints))
             return
-        self.start(dataset, checkpoints)
+        with deferred_interrupt():  # workers start inside submit: let none be cut off half-born
+            self.start(dataset, checkpoints)
+            futures = [self.pool.submit(_work, unit) for unit in units]
+            early = self.await_workers()
         messages = self.messages
         by_id = {u.id: u for u in units}
 
         def drain() -> None:
             while True:
                 try:
-                    kind, value = messages.get_nowait()
+                    kind, value = early.pop(0) if early else messages.get_nowait()
                 except queues.Empty:
                     return
                 if kind == "start" and on_unit_start is not None:
@@ -199,7 +240,7 @@ class LocalExecutor(Executor):
                 elif kind == "rounds" and progress is not None:
                     progress(value)
 
-        pending = {self.pool.submit(_work, unit) for unit in units}
+        pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             drain()
