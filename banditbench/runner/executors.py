@@ -141,7 +141,7 @@ def pool_context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, "banditbench.runner.worker_signals"])
+    context.set_forkserver_preload(["banditbench.worker_signals", __name__])  # signals first: see that module
     # The server (started once per process) gets one-thread variables, so numpy's BLAS starts there without
     # a thread pool: the server stays single-threaded, which is what makes forking from it safe.
     with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):

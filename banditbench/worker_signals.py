@@ -1,4 +1,5 @@
-"""Imported only by the fork server of a local process pool (its preload list, runner/executors.py).
+"""Imported only by the fork server of a local process pool, first in its preload list (runner/executors.py);
+it lives at the top of the package so that importing it imports nothing else.
 
 A terminal's Ctrl-C sends SIGINT to the whole process group, workers included. The run's own process stops
 its workers; a worker that saw the signal itself would print a traceback, even one still starting. The fork
