@@ -62,6 +62,13 @@ def test_readme_test_command_is_the_one_ci_runs():
     assert '".[test,docs]"' in (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
 
 
+def test_readme_links_every_page_of_the_site():
+    nav = re.findall(r"^\s*-\s[^:#]*:\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert nav, "no pages found in mkdocs.yml's nav"
+    assert not [page for page in nav if f"(docs/{page})" not in readme], "pages the README does not link"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_fenced_block_says_whether_it_runs(page):
     for language, _, line in fenced_blocks(page):
