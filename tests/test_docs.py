@@ -1,8 +1,8 @@
 """The README and docs/ say only what the tool does.
 
-Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``console`` are shown
-and not run, but every ``banditbench`` command in them must name an existing subcommand, options it takes,
-and registered presets and algorithms. The algorithm tables must match the registry's defaults, and the
+Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``shell`` (or
+``console``) are shown and not run, but every ``banditbench`` command in them must name an existing
+subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the registry's defaults, and the
 site must build with ``mkdocs build --strict``.
 """
 
@@ -20,8 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
-#: Fence tags a page may use: bash is run, console is shown only (and its banditbench commands are checked).
-LANGUAGES = {"bash", "console", "text", "toml", "python", "json"}
+#: Fence tags a page may use: bash is run; shell and console are shown only (their banditbench commands are
+#: checked); the others are not commands.
+LANGUAGES = {"bash", "shell", "console", "text", "toml", "python", "json"}
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 
 
@@ -142,7 +143,7 @@ def banditbench_commands(code: str) -> list[list[str]]:
 
 
 SHOWN = [(page, code, line) for page in PAGES for language, code, line in fenced_blocks(page)
-         if language in ("console", "bash") and banditbench_commands(code)]
+         if language in ("bash", "shell", "console") and banditbench_commands(code)]
 
 
 @pytest.mark.parametrize(("page", "code", "line"), SHOWN, ids=[f"{page_id(p)}:{n}" for p, _, n in SHOWN])
