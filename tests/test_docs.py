@@ -2,8 +2,8 @@
 
 Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``shell`` (or
 ``console``) are shown and not run, but every ``banditbench`` command in them must name an existing
-subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the registry's defaults, and the
-site must build with ``mkdocs build --strict``.
+subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the
+registry's defaults, and the site must build with ``mkdocs build --strict``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def fenced_blocks(page: Path) -> list[tuple[str, str, int]]:
             blocks.append((language, "\n".join(lines), start))
             language = None
         elif language is not None:
-            lines.append(line[len(indent):] if line.startswith(indent) else line)
+            lines.append(line[len(indent) :] if line.startswith(indent) else line)
     assert language is None, f"{page.name}: the block opened on line {start} is never closed"
     return blocks
 
@@ -76,17 +76,21 @@ def test_every_fenced_block_says_whether_it_runs(page):
         assert language in LANGUAGES, f"{page_id(page)}:{line}: fence tag {language!r}; use one of {LANGUAGES}"
 
 
-HISTORY = re.compile(r"\bissue \d+|\bseed 00\d|\.md §|\bspecs/|before this work|this session|\bno longer\b",
-                     re.IGNORECASE)
+HISTORY = re.compile(
+    r"\bissue \d+|\bseed 00\d|\.md §|\bspecs/|before this work|this session|\bno longer\b", re.IGNORECASE
+)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_no_development_history_or_internal_references(page):
-    found = [f"{page_id(page)}:{number}: {match.group(0)!r}"
-             for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
-             for match in HISTORY.finditer(line)]
-    assert not found, "development history or internal references (cite papers by author and year):\n" + \
-        "\n".join(found)
+    found = [
+        f"{page_id(page)}:{number}: {match.group(0)!r}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        for match in HISTORY.finditer(line)
+    ]
+    assert not found, "development history or internal references (cite papers by author and year):\n" + "\n".join(
+        found
+    )
 
 
 # ------------------------------------------------------------------------------------ runnable bash blocks
@@ -101,8 +105,12 @@ def shell_env(tmp_path):
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m banditbench "$@"\n')
     shim.chmod(0o755)
     env = {key: value for key, value in os.environ.items() if not key.startswith("BANDITBENCH_")}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", BANDITBENCH_CACHE=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])), COLUMNS="160")
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        BANDITBENCH_CACHE=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        COLUMNS="160",
+    )
     return env
 
 
@@ -114,10 +122,18 @@ def test_runnable_blocks_succeed(page, tmp_path, shell_env):
     for language, code, line in fenced_blocks(page):
         if language != "bash":
             continue
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work, env=shell_env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (f"{page_id(page)}:{line}: block failed with exit code {done.returncode}\n"
-                                      f"{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", code],
+            cwd=work,
+            env=shell_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, (
+            f"{page_id(page)}:{line}: block failed with exit code {done.returncode}\n"
+            f"{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        )
 
 
 # ------------------------------------------------------------------------- shown commands still exist
@@ -142,8 +158,12 @@ def banditbench_commands(code: str) -> list[list[str]]:
     return commands
 
 
-SHOWN = [(page, code, line) for page in PAGES for language, code, line in fenced_blocks(page)
-         if language in ("bash", "shell", "console") and banditbench_commands(code)]
+SHOWN = [
+    (page, code, line)
+    for page in PAGES
+    for language, code, line in fenced_blocks(page)
+    if language in ("bash", "shell", "console") and banditbench_commands(code)
+]
 
 
 @pytest.mark.parametrize(("page", "code", "line"), SHOWN, ids=[f"{page_id(p)}:{n}" for p, _, n in SHOWN])
@@ -230,8 +250,10 @@ def test_algorithm_tables_list_every_registered_algorithm_with_its_defaults():
     from banditbench.algos import ALGORITHMS
 
     rows, groups = algorithm_tables((ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8"))
-    assert set(rows) == set(ALGORITHMS), (f"missing from docs/algorithms.md: {sorted(set(ALGORITHMS) - set(rows))}; "
-                                          f"not registered: {sorted(set(rows) - set(ALGORITHMS))}")
+    assert set(rows) == set(ALGORITHMS), (
+        f"missing from docs/algorithms.md: {sorted(set(ALGORITHMS) - set(rows))}; "
+        f"not registered: {sorted(set(rows) - set(ALGORITHMS))}"
+    )
     problems = []
     for name, (own, links) in rows.items():
         defaults = registry_defaults(ALGORITHMS[name])
@@ -256,8 +278,13 @@ def test_algorithm_tables_list_every_registered_algorithm_with_its_defaults():
 def test_the_site_builds_without_warnings(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
     pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (tmp_path / "site" / "index.html").is_file()
