@@ -9,15 +9,17 @@ from typing import Any
 import numpy as np
 
 from banditbench.envs.round import Budget, RoundView
+from banditbench.algos.state import Stateful
 from banditbench.lazy import resolve
 
 
-class Policy:
+class Policy(Stateful):
     """A bandit policy.
 
     Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
     problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
-    observed reward. All learned state lives inside the policy.
+    observed reward. All learned state lives inside the policy, and ``state_dict`` / ``load_state_dict``
+    (banditbench/algos/state.py) give it as plain data for checkpoints.
     """
 
     #: A privileged policy (only the oracle) is handed the full Round, hidden fields included.

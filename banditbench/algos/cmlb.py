@@ -65,6 +65,11 @@ class CMLB(Policy):
         self.pending_step = -1
         self.played: dict[int, tuple[int, int]] = {}  # cluster → (step, arm): members reuse the cluster's choice
 
+    def load_state_dict(self, state) -> None:
+        if state.get("group") is not None and self.group is None:  # built at the first clustering: make one to fill
+            self.group = RidgeStats(0, self.dim, self.ridge)
+        super().load_state_dict(state)
+
     def _advance(self, step: int) -> None:
         """Apply the previous step's averaged cluster updates once a new step begins."""
         if self.pending and step != self.pending_step:

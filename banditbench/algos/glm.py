@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from banditbench.algos.state import capture, restore_attributes
+
 
 class InverseGram:
     """A⁻¹ for A = I + Σ v vᵀ (``dim`` × ``dim``), rank-m updates by Woodbury = m Sherman–Morrison steps."""
@@ -69,6 +71,14 @@ class DisjointGLM:
         self.gram: dict[int, InverseGram] = {}
         self.model: dict[int, nn.Linear] = {}
         self.b: dict[int, torch.Tensor] = {}  # Σ x r, for the identity link
+
+    def state_dict(self) -> dict:
+        return capture(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        for user in state["gram"]:  # users met so far: make their learners, then fill them
+            self._of(user)
+        restore_attributes(self, state)
 
     def _of(self, user: int) -> tuple[InverseGram, nn.Linear]:
         if user not in self.gram:

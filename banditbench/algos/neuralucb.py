@@ -66,6 +66,11 @@ class NeuralUCB(Policy):
         self.history = History(n_models, input_dim, self.device)
         self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
 
+    def load_state_dict(self, state) -> None:
+        if state.get("mlp") is not None and self.mlp is None:  # NeuA+U built on its first round: build, then fill
+            self._build(state["mlp"]["dim"])
+        super().load_state_dict(state)
+
     def _model(self, user: int) -> int:
         return user if self.per_user else 0
 

@@ -97,6 +97,7 @@ class SlatePolicy(Policy):
 
     slate = True
     two_stage_capable = True
+    transient = ("catalogue",)  # the problem's, set again by ``start``
 
     def __init__(self, *, two_stage: bool = False, dynamic_topics: bool = True, topic_groups: str = "paper",
                  topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,

@@ -34,6 +34,7 @@ from banditbench.simulator.logged import NPRATIO
 
 class NeuralSlatePolicy(SlatePolicy):
     mc_passes = 0  # MC-dropout banks kept besides the plain item vectors (N-Dropout-UCB: 5)
+    transient = ("seed",)  # used once, to seed ``generator`` (whose state is saved)
 
     def __init__(self, *, item_update_every: int = 100, topic_update_every: int = 50,
                  neural_lr: float = ONLINE_LR, threads: int = 1, two_stage: bool = False, dynamic_topics: bool = True,
