@@ -49,7 +49,9 @@ def list_registries(
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        ("Algorithms", [(a.name, a.description, a.paper, ", ".join(f"{k}={v}" for k, v in a.defaults().items()))
+        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper,
+                         ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
+                                   for k, p in a.parameters().items()))
                         for a in ALGORITHMS.values()]),
     ):
         table = Table(title=title, title_justify="left")

@@ -22,6 +22,7 @@ default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper
 from __future__ import annotations
 
 import numpy as np
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
@@ -59,6 +60,9 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 
 
 
 class BASS(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "delta": d.PROBABILITY, "gamma": d.NON_NEGATIVE,
+               "sigma": d.POSITIVE, "S": d.POSITIVE, "epsilon": d.FRACTION, "radius_convention": d.Choice(CONVENTIONS)}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, ridge: float = 1.0, delta: float = 1e-3,
                  gamma: float = 1.0, sigma: float = 1.0, S: float = 1.0, epsilon: float = 0.0,
                  radius_convention: str = "paper"):

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import radius_neighbors_graph
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, oful_radius
 
@@ -43,6 +44,10 @@ def current_step(view) -> int:
 
 
 class CMLB(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
+               "p_star": d.FRACTION, "horizon": d.COUNT, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
+               "averaged_noise": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
                  threshold_scale: float = 3.0, p_star: float = 0.0, horizon: int = 1000, ridge: float = 1.0,
                  sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True):

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms
@@ -62,6 +63,11 @@ NEW_USER_GRAPH = ("copy", "fresh")
 
 
 class COFIBA(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "ridge": d.POSITIVE, "item_pool": d.COUNT,
+               "item_nodes": d.Choice(ITEM_NODES), "new_user_graph": d.Choice(NEW_USER_GRAPH),
+               "random_init_graph": d.FLAG, "reference_ucb": d.FLAG, "reference_threshold": d.FLAG,
+               "frozen_counts": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
                  item_pool: int = 100, item_nodes: str = "contexts", new_user_graph: str = "copy",
                  random_init_graph: bool = False, reference_ucb: bool = False, reference_threshold: bool = False,

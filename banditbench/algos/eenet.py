@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from banditbench.algos import domains as d
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, History, check_choice, is_training_round,
                                       resolve_device, torch_generator, train_adam)
@@ -36,6 +38,10 @@ DECISIONS = ("linear", "neural")
 
 
 class EENet(Policy):
+    domains = {**NETWORK_DOMAINS, "explore_width": d.COUNT, "pool": d.COUNT, "explore_lr": d.POSITIVE,
+               "code_decision": d.FLAG, "decision": d.Choice(DECISIONS), "decision_width": d.COUNT,
+               "decision_warmup": d.STEPS, "decision_lr": d.POSITIVE}
+
     def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
                  init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
                  explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",

@@ -38,6 +38,8 @@ import time
 import numpy as np
 import torch
 
+from banditbench.algos import domains as d
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator, train_adam)
@@ -45,6 +47,11 @@ from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners
 
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
+
+    domains = {**NETWORK_DOMAINS, "gamma": d.NON_NEGATIVE, "nu": d.POSITIVE, "S": d.POSITIVE, "delta": d.PROBABILITY,
+               "eta2": d.POSITIVE, "meta_steps": d.STEPS, "alpha": d.NON_NEGATIVE, "meta_every_10th_in_place": d.FLAG,
+               "group_cap": d.FLAG, "code_exploration": d.FLAG, "code_nu": d.NON_NEGATIVE,
+               "meta_pooled_training": d.FLAG, "code_threshold": d.FLAG, "share_with_cluster": d.FLAG}
 
     def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, S: float = 1.0,
                  delta: float = 0.1, eta2: float = 0.05, meta_steps: int = 1, alpha: float = 1.0,

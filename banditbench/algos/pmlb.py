@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.cmlb import current_step
 from banditbench.algos.ridge import RidgeStats, oful_radius
 
 
 class PMLB(Policy):
+    domains = {"horizon": d.COUNT, "delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
+               "averaged_noise": d.FLAG, "literal": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, horizon: int = 1000, delta: float = 0.4, ridge: float = 1.0,
                  sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True, literal: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)

@@ -8,10 +8,14 @@ phases never leave individual learning, which is why the paper reports CMLB only
 
 from __future__ import annotations
 
+from banditbench.algos import domains as d
 from banditbench.algos.cmlb import CMLB, current_step
 
 
 class SCLB(CMLB):
+    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
+               "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE, "averaged_noise": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
                  threshold_scale: float = 3.0, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0,
                  averaged_noise: bool = True):

@@ -35,6 +35,7 @@ from collections import deque
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.envs.round import Budget, RoundView
 from banditbench.simulator.logged import HISTORY
@@ -98,6 +99,8 @@ class SlatePolicy(Policy):
     slate = True
     two_stage_capable = True
     transient = ("catalogue",)  # the problem's, set again by ``start``
+
+    domains = {"dynamic_topics": d.FLAG, "topic_groups": d.Choice(TOPIC_GROUPS), "topic_min_size": d.Optional(d.COUNT)}
 
     def __init__(self, *, two_stage: bool = False, dynamic_topics: bool = True, topic_groups: str = "paper",
                  topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,
