@@ -71,7 +71,7 @@ register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024", role="p
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
 
 # Slate policies of the two-stage paper (protocol twostage); the "2-" names are its two-stage variants (Alg. 1)
-TWOSTAGE = "Anonymous, Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations (under review)"
+TWOSTAGE = "Zhang et al. 2022, Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations"
 register("slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=False,
          capabilities=replace(SLATE, user_id=False),
          description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
