@@ -50,13 +50,13 @@ class Resumed(Checkpoints):
         return self.loaded
 
 
-def resumes_identically(unit: Unit, dataset, folder: Path) -> None:
+def resumes_identically(unit: Unit, dataset, folder: Path, every: int = EVERY) -> None:
     uninterrupted = run_unit(unit, dataset)
     with pytest.raises(Interrupted):
-        run_unit(unit, dataset, checkpoints=CrashingCheckpoints(folder, EVERY))
-    resumed_from = Resumed(folder, EVERY)
+        run_unit(unit, dataset, checkpoints=CrashingCheckpoints(folder, every))
+    resumed_from = Resumed(folder, every)
     resumed = run_unit(unit, dataset, checkpoints=resumed_from)
-    assert resumed_from.loaded is not None and resumed_from.loaded["t"] == 2 * EVERY
+    assert resumed_from.loaded is not None and resumed_from.loaded["t"] == 2 * every
     assert table_bytes(resumed.outcome) == table_bytes(uninterrupted.outcome), f"{unit.algorithm} resumed differently"
 
 
@@ -68,8 +68,8 @@ def table_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def unit_of(algorithm: str, dataset: str, protocol: str, env=None, budget=None) -> Unit:
-    return Unit(dataset, protocol, algorithm, ALGORITHMS[algorithm].defaults(), 0, 1, ROUNDS, budget,
+def unit_of(algorithm: str, dataset: str, protocol: str, env=None, budget=None, rounds=ROUNDS, **params) -> Unit:
+    return Unit(dataset, protocol, algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, 1, rounds, budget,
                 env=env or {})
 
 
@@ -121,8 +121,12 @@ def mind(tmp_path_factory):
 
 @pytest.mark.parametrize("algorithm", SLATE)
 def test_every_slate_policy_resumes_identically_on_two_stage_rounds(algorithm, mind, tmp_path):
+    """Short units whose neural item and topic models are retrained before and after the checkpoint."""
     settings = {**PROTOCOLS["twostage"].environment.SETTINGS, "users": 4, "slate_size": 3, "pretrain_epochs": 1}
-    resumes_identically(unit_of(algorithm, "mind", "twostage", env=settings, budget=20), mind, tmp_path)
+    often = {k: v for k, v in (("item_update_every", 12), ("topic_update_every", 8))
+             if k in ALGORITHMS[algorithm].defaults()}
+    unit = unit_of(algorithm, "mind", "twostage", env=settings, budget=20, rounds=50, **often)
+    resumes_identically(unit, mind, tmp_path, every=20)
 
 
 def test_every_registered_algorithm_is_covered():
