@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from banditbench.algos import domains as d
-from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, History, check_choice, is_training_round,
                                       resolve_device, torch_generator, train_adam)
 

@@ -39,8 +39,8 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator, train_adam)
 

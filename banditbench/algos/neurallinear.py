@@ -22,8 +22,8 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import domains as d
-from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
                                       torch_generator, train_adam)
 

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.errors import UserError
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History,
                                       check_choice, is_training_round, resolve_device, torch_generator, train_adam)

@@ -50,6 +50,7 @@ def title_features(titles: np.ndarray, vocabulary_size: int, dim: int, seed: int
     dim = min(dim, vocabulary_size - 1, len(titles) - 1)
     return normalize(TruncatedSVD(dim, random_state=seed).fit_transform(tfidf))
 
+
 # The GLM-UCB hyper-parameters of every GLM slate policy: β of the width, Adam's rate and steps per fit.
 GLM_DOMAINS = {"beta": d.NON_NEGATIVE, "glm_lr": d.POSITIVE, "glm_steps": d.STEPS}
 
@@ -109,7 +110,7 @@ class GLMUCB(PerUserGLM, SlatePolicy):
 class NeuralGLMUCB(PerUserGLM, NeuralSlatePolicy):
     """N-GLM (P5), and N-LinUCB (P6) with ``link="identity"``: per-user GLM-UCB on the item model's vectors."""
 
-    domains = {**GLM_DOMAINS}
+    domains = GLM_DOMAINS
 
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 1, link: str = "logistic",
                  **kwargs):
@@ -199,7 +200,7 @@ class SNGBLM(SharedGLMPolicy, NeuralSlatePolicy):
     kind = "bilinear"
     gamma, item_only_ci = 0.5, False  # unused by the bilinear model
 
-    domains = {**GLM_DOMAINS}
+    domains = GLM_DOMAINS
 
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.001, glm_steps: int = 5, **kwargs):
         super().__init__(**kwargs)
