@@ -1,4 +1,4 @@
-"""BASS (Cherkaoui, Barlier & Colin, ICML 2025, Algorithm 1; seed 003): adaptive sample sharing.
+"""BASS (Cherkaoui, Barlier & Colin, ICML 2025, Algorithm 1): adaptive sample sharing.
 
 Every agent i keeps *local* ridge statistics (V_i = λI + Σ x xᵀ over its own pulls, b_i, θ̂_i, log det V_i)
 used only by the separation test, and *shared* statistics over its neighbourhood N_i (its direct

@@ -1,4 +1,4 @@
-"""CMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 2 with Algorithm 3; seed 002).
+"""CMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 2 with Algorithm 3).
 
 Made for synchronous rounds (every user acts on the same contexts each step; ``RoundView.step``):
 1. Individual learning: every user runs its own OFUL(δ) for T_Explore = ⌈C·d·(NT)^{2α}·ln(1/δ)⌉ steps

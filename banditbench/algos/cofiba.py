@@ -33,7 +33,7 @@ Choices where the paper leaves room (ours, documented in the README): the tests 
 round's update (as CLUB here and both authors' codes); a new item cluster's user graph is a copy of the one it
 split from; ``clusters()`` and ``sharing_graph()`` report the user clustering of the largest item cluster.
 
-Switches (the authors' code; Shuai Li's original and Ban's copy, reference-implementations.md §4.3, §15.C):
+Switches (the authors' code; Shuai Li's original and Ban's copy):
 - ``random_init_graph``: user graphs G(n, 3 ln n / n) and item graph G(L, 3 ln L / L) instead of complete graphs.
 - ``new_user_graph="fresh"``: every part of a split item cluster restarts from an initial user graph (the code
   re-draws them all) instead of copying the user graph it split from.

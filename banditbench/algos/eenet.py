@@ -1,4 +1,4 @@
-"""EE-Net, Neural Exploitation and Exploration (Ban, Yan, Banerjee & He, ICLR 2022; specs/reference-implementations.md §7).
+"""EE-Net, Neural Exploitation and Exploration (Ban, Yan, Banerjee & He, ICLR 2022).
 
 Two networks shared by all users (the paper's single-bandit setting):
   exploitation  f1(x; θ1) learns r:                         min Σ ½(f1(x_τ; θ1) − r_τ)²
@@ -9,7 +9,7 @@ Two networks shared by all users (the paper's single-bandit setting):
                 authors' f3) trained like f1 and f2 (Adam, ``decision_lr``) on H_t = {([f1(x_τ), f2(φ(x_τ))], r_τ)}
                 with the pair as it was scored when x_τ was chosen (θ1_{τ−1}, θ2_{τ−1}); the first
                 ``decision_warmup`` = 500 rounds decide by f1 + f2 while H_t fills (the hybrid maker of the paper-era
-                code, specs/reference-implementations.md §7.3, §15.D.20).
+                code).
                 Linear is the default: the paper's regret bound is proved for it, the authors' maintained code runs
                 it (``neural_decision_maker=False``), and the neural maker adds choices (width, warm-up, rate) the
                 paper does not pin down.

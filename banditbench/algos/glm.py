@@ -1,4 +1,4 @@
-"""Generalised linear UCB models of seed 004's slate policies (twostage.md §1.3, §2.0, §2.3): inverse Gram
+"""Generalised linear UCB models of the two-stage slate policies (Zhang et al. 2022): inverse Gram
 matrices updated by Sherman–Morrison, and logistic models fitted by a few Adam steps.
 
 - ``InverseGram``: A⁻¹ of A = I + Σ v vᵀ, kept as a torch tensor; ``add(V)`` folds the m rows of V in with the

@@ -1,4 +1,4 @@
-"""M-CNB, Meta Clustering of Neural Bandits (Ban, Qi, Wei, Liu & He, KDD 2024; seed 000, specs/mcnb.md).
+"""M-CNB, Meta Clustering of Neural Bandits (Ban, Qi, Wei, Liu & He, KDD 2024).
 
 Per round, for every arm x_i at once (Algorithm 1 lines 6–10, batched over arms and users):
   (1) clustering, Eq. 3:  N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν}

@@ -1,5 +1,5 @@
-"""Meta-Ban, Neural Collaborative Filtering Bandits via Meta Learning (Ban, Qi, Wei & He, arXiv 2201.13395;
-seed 001, specs/metaban.md §2).
+"""Meta-Ban, Neural Collaborative Filtering Bandits via Meta Learning (Ban, Qi, Wei & He, arXiv 2201.13395,
+2022).
 
 Per round, for every arm x_i at once (Algorithm 1 lines 5–9, batched over arms and users):
   group, Eq. 4:        N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν}

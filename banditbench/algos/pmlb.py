@@ -1,4 +1,4 @@
-"""PMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 4; seed 002): personalised multi-agent learning.
+"""PMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 4): personalised multi-agent learning.
 
 1. Common representation (steps 0 … ⌊√T⌋−1): one common OFUL; every agent plays its arm and it is
    updated with the average reward over all agents, which estimates θ̄* = (1/N) Σ θ_i*.

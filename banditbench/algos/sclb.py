@@ -1,4 +1,4 @@
-"""SCLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 1; seed 002): successive CMLB refinement.
+"""SCLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 1): successive CMLB refinement.
 
 Phase i = 1, 2, … lasts 2^i steps and runs a *fresh* CMLB (no data carried over) with horizon 2^i,
 γ_i = 3/(N·2^i)^α, δ_i = δ/2^i and cluster-size parameter p*_i = i^(−2); T_Explore is capped at the

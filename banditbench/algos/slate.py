@@ -1,5 +1,5 @@
-"""Slate recommendation under a computational budget (seed 004, "Two-Stage Neural Contextual Bandits"): the
-candidate handling every slate policy shares, one-stage and two-stage (twostage.md §2.1, §2.2, §4).
+"""Slate recommendation under a computational budget (Zhang et al. 2022, "Two-Stage Neural Contextual Bandits"): the
+candidate handling every slate policy shares, one-stage and two-stage.
 
 A policy only supplies its acquisition functions, ``item_scores(user, items)`` (α2) and ``topic_scores(user,
 topics)`` (α1), and what it learns from a slate's clicks (``learn``); this module decides which arms get scored:
@@ -78,7 +78,7 @@ def top_topic_groups(order: np.ndarray, topic_items: list[np.ndarray], topic_of:
 
 def item_budgets(sizes: list[int], remaining: float) -> dict[int, int]:
     """How many items each group may score: groups in ascending size, each min(size, ⌊remaining / slots left⌋),
-    the unspent rest carried to the next (twostage.md §2.1, the budgeted version)."""
+    the unspent rest carried to the next (the budgeted version of the selection)."""
     allowance = {}
     for left, j in zip(range(len(sizes), 0, -1), np.argsort(sizes, kind="stable")):
         k = sizes[j] if remaining == float("inf") else min(sizes[j], int(remaining // left))

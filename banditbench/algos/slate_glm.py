@@ -1,4 +1,4 @@
-"""The GLM-UCB slate policies of seed 004 (twostage.md §2.3 P3–P6, P9, P10, P13, P14; Table 3): per-user
+"""The GLM-UCB slate policies of Zhang et al. 2022 (Table 3): per-user
 (disjoint) GLM-UCB on title features or neural item vectors, and the proposed shared S-N-GALM / S-N-GBLM.
 
 All use β = 0.1 and fold every recommended item (clicked or not) into their confidence matrices by

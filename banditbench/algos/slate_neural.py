@@ -1,4 +1,4 @@
-"""N-Greedy and N-Dropout-UCB of seed 004 (twostage.md §2.0, §2.3 P7, P8, P11, P12), and the neural machinery
+"""N-Greedy and N-Dropout-UCB of Zhang et al. 2022, and the neural machinery
 every "N-" slate policy shares.
 
 Each learner owns an item model (the two-tower of envs/learners.py, 64-d) and, two-stage, a topic model, both
