@@ -36,7 +36,15 @@ class Stateful:
 
     def state_dict(self) -> dict[str, Any]:
         skip = transient_of(type(self))
-        return {name: capture(value) for name, value in vars(self).items() if name not in skip}
+        state = {}
+        for name, value in vars(self).items():
+            if name not in skip:
+                try:
+                    state[name] = capture(value)
+                except TypeError as e:
+                    raise TypeError(f"{type(self).__name__}.{name}: {e} (list it in `transient` if the constructor "
+                                    "rebuilds it)") from None
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         restore_attributes(self, state)

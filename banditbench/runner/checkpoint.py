@@ -41,9 +41,13 @@ class Checkpoints:
         return self.folder / f"{unit.id}{SUFFIX}"
 
     def save(self, unit, state: dict[str, Any]) -> None:
-        """``state``: plain data (``policy`` holds the policy's ``state_dict()``)."""
+        """``state``: plain data; ``policy`` holds the policy's ``state_dict()`` (a policy object given there is
+        turned into it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         torch = torch_or_none()
+        policy = state.get("policy")
+        if hasattr(policy, "state_dict"):
+            state = {**state, "policy": policy.state_dict()}
         state = {**state, "unit": config_text(unit),
                  "torch_rng": None if torch is None else torch.get_rng_state().numpy()}
         path = self.path(unit)
