@@ -5,7 +5,9 @@ when used (banditbench/lazy.py), so that a worker running linucb never imports t
 keep it so when you add a line.
 
 ``role`` marks what the papers compare: "baseline" methods and the "proposed" ones whose improvement over the
-best baseline the report states.
+best baseline the report states. ``capabilities`` (banditbench/algos/base.py, ``Capabilities``) says what the
+algorithm needs from a run (slates, a budget it can plan within, the user id, user features, a device), so that
+the runner never needs to know a name. Hyper-parameters, their defaults and their domains live on the class.
 """
 
 from dataclasses import replace
