@@ -199,3 +199,24 @@ def test_an_attribute_that_is_not_plain_data_is_named():
     policy.seen = {1, 2}
     with pytest.raises(TypeError, match=r"LinUCB.seen: cannot save a set as plain state \(list it in `transient`"):
         policy.state_dict()
+
+
+def test_run_resume_never_runs_a_planted_checkpoint(data_dir, tmp_path):
+    """The attack as a user would meet it: a results folder with a pickle under a checkpoint's name."""
+    args = ["run", "--data-dir", data_dir, "--dataset", "synthetic", "--algos", "linucb-ind", "--rounds", 300,
+            "--seeds", 1, "--jobs", 1, "--checkpoint-every", 100]
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    for folder in (out, clean):
+        assert banditbench(*args, "--out", folder).returncode == 0
+    shard = next((out / "shards").rglob("linucb-ind-seed0.parquet"))
+    shard.unlink()  # as if the run had been killed during this unit
+    planted = Planted()
+    planted.marker = tmp_path / "ran"
+    (out / "checkpoints").mkdir(exist_ok=True)
+    for name in ("linucb-ind-seed0.npz", "linucb-ind-seed0.pkl"):
+        (out / "checkpoints" / name).write_bytes(pickle.dumps({"t": 100, "policy": planted}))
+    done = banditbench(*args, "--out", out, "--resume")
+    assert done.returncode == 0, done.stderr
+    assert not planted.marker.exists()
+    assert "checkpoint" in done.stderr and "restarts from round 0" in done.stderr
+    assert shard.read_bytes() == next((clean / "shards").rglob("linucb-ind-seed0.parquet")).read_bytes()
