@@ -420,7 +420,7 @@ def run(
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
     from banditbench.runner.executors import make_executor
     from banditbench.runner.experiment import execute, plan, prepare_output
-    from banditbench.runner.settings import resolve
+    from banditbench.presets import resolve
 
     flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
              "seed": seed, "budget": parse_budget(budget), "set": assignments, "env": env,

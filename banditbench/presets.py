@@ -10,9 +10,11 @@ reported seeds (the papers tuned on the runs they report).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from banditbench.errors import UserError
+from banditbench.runner.settings import combine, normalise, read_config, table_to_assignments
 
 MCNB = "Ban, Qi, Wei, Liu & He, Meta Clustering of Neural Bandits, KDD 2024"
 METABAN = "Ban, Qi, Wei & He, Neural Collaborative Filtering Bandits via Meta Learning (Meta-Ban), 2022"
@@ -165,8 +167,6 @@ def missing_for(name: str) -> list[str]:
 
 def preset_settings(name: str) -> dict[str, Any]:
     """The run settings of preset ``name``, after checking that everything it needs is registered."""
-    from banditbench.runner.settings import table_to_assignments
-
     if name not in PRESETS:
         raise UserError(f"unknown preset {name!r}; `banditbench list presets` shows them")
     missing = missing_for(name)
@@ -177,3 +177,14 @@ def preset_settings(name: str) -> dict[str, Any]:
     settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
     settings["env"] = spec.get("env", {})
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}
+
+
+def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | None = None) -> dict[str, Any]:
+    """The settings of ``banditbench run``: defaults < preset (``--preset`` or the file's ``preset``) < the
+    ``--config`` file < the flags given. ``flags``: only the flags given (None or [] for the others)."""
+    file_layer = normalise(read_config(config), f"--config {config}") if config is not None else {}
+    preset = preset or file_layer.pop("preset", None)  # --preset wins over the file's
+    file_layer.pop("preset", None)
+    layers = [preset_settings(preset)] if preset else []
+    layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
+    return combine(layers, preset)

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from banditbench.errors import UserError
+from banditbench.report.plots import svg_figures, write_plots
 from banditbench.report.stats import ALPHA
-from banditbench.report.tables import Report, curves, format_mean_std
+from banditbench.report.tables import LoadedExperiment, Report, as_results, build_report, curves, format_mean_std
 
 DAGGER = "†"
 
@@ -266,12 +267,13 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
     if "latex" in formats:
         save("report.tex", to_latex(report))
     if "png" in formats or "svg" in formats:
-        from banditbench.report.plots import write_plots
-
         written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
     if "html" in formats:
-        from banditbench.report.plots import svg_figures
-
         save("report.html", to_html(report, svg_figures(report)))
     return written
 
+
+
+def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
+    """The report of one loaded experiment (or loaded results) in the chosen formats; the files written."""
+    return write_files(build_report(as_results(exp)), Path(out), formats)

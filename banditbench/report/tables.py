@@ -13,7 +13,7 @@ from banditbench.report import stats
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
 
 __all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_experiment", "load_experiment",
-           "load_results", "regret_curves", "regret_table", "write_report"]
+           "load_results", "regret_curves", "regret_table"]
 
 FORMATS = ("md", "csv", "latex", "html", "png", "svg")
 RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
@@ -152,21 +152,15 @@ def format_mean_std(mean: float, std: float) -> str:
 
 
 # The Foundation's single-experiment API, kept for `banditbench run` and older callers.
-def _as_results(exp: LoadedExperiment) -> Results:
+def as_results(exp: LoadedExperiment) -> Results:
     return load_results([exp.folder]) if not isinstance(exp, Results) else exp
 
 
 def regret_table(exp: LoadedExperiment) -> pd.DataFrame:
     """Final cumulative regret per algorithm: mean ± std (ddof = 1) over seeds, and the seed count."""
-    return build_report(_as_results(exp)).summary
+    return build_report(as_results(exp)).summary
 
 
 def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
     """Per round t: mean and std over seeds of the cumulative regret, per algorithm."""
-    return curves(_as_results(exp))
-
-
-def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
-    from banditbench.report.formats import write_files
-
-    return write_files(build_report(_as_results(exp)), Path(out), formats)
+    return curves(as_results(exp))
