@@ -441,7 +441,8 @@ def run(
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
         ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config)},
+                      settings={**s, "config": None if config is None else str(config),
+                                "data": experiment.dataset.manifest.get("parameters", {})},
                       on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
                       on_unit_start=lambda unit: bar.update(task, description=unit.id),
                       progress=lambda n: bar.advance(task, n))

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from banditbench.report import stats
+from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
 
 __all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_experiment", "load_experiment",
@@ -38,6 +39,7 @@ class Report:
     ranks: pd.DataFrame  # average rank per algorithm over datasets
     test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
     friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
+    paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
 
     def value_column(self, dataset: str) -> str:
         return "ctr_mean" if self.results.kinds[dataset] == "ctr" else "regret_mean"
@@ -86,7 +88,8 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
     means = means[~summary["reference"]]
     higher = {d: k == "ctr" for d, k in results.kinds.items()}
     return Report(results, summary, comparisons, stats.win_tie_loss(comparisons, compared),
-                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher))
+                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher),
+                  paper_vs_here(results, summary, comparisons, test))
 
 
 def _value(results: Results, dataset: str) -> str:
