@@ -1,7 +1,7 @@
 """Where does CMLB beat CLUB? Ghosh et al. (2021, §6.1)'s synthetic setting, swept at a reduced size.
 
     .venv/bin/python benchmarks/ghosh_sweep.py [--steps 200 --big-steps 100 --seeds 2 --sigmas 0.1 0.3 1
-        --users 100 500 --out ghosh-sweep.csv]
+        --users 100 500 --zs 0 1 2 --out ghosh-sweep.csv]
 
 For every noise σ ∈ {0.1, 0.3, 1}, number of users N ∈ {100, 500} and cluster imbalance z ∈ {0, 1, 2} (5 clusters,
 K = 25, d = 15, fresh N(0, I/d) contexts, the synchronous protocol) it prepares the dataset and runs, on the same
@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--sigmas", type=float, nargs="+", default=[0.1, 0.3, 1.0])
     parser.add_argument("--users", type=int, nargs="+", default=[100, 500])
+    parser.add_argument("--zs", type=float, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=Path("ghosh-sweep.csv"))
     args = parser.parse_args()
     rows = []
@@ -58,7 +59,7 @@ def main() -> None:
         for sigma in args.sigmas:
             for users in args.users:
                 steps = args.steps if users == 100 else args.big_steps
-                for z in (0, 1, 2):
+                for z in args.zs:
                     data, rounds = Path(tmp) / f"d-{sigma}-{users}-{z}", str(users * steps)
                     banditbench("prepare", "synthetic", "--protocol", "synchronous", "--noise", str(sigma),
                                 "--users", str(users), "--z", str(z), "--data-dir", str(data))
