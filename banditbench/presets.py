@@ -215,7 +215,9 @@ preset("ghosh-synthetic", paper=GHOSH, reproduces="Fig. 1(a)–(d) (synthetic cl
        notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
              "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
              "is ours (the paper tunes on its first 500 rounds without giving it), picked on 3 disjoint tuning "
-             "seeds; prepare one dataset per z with `prepare synthetic --protocol synchronous --noise 1 --z Z`.",
+             "seeds; prepare one dataset per z with `prepare synthetic --protocol synchronous --noise 1 --z Z`. "
+             "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
+             "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
        printed=PaperSide(
            "average regret per user after 1000 steps",
            claims=(Claim("beats", "cmlb", f"\"superior compared to the baseline where each agent is playing an "
