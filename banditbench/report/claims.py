@@ -30,7 +30,9 @@ from banditbench.report.load import Results
 TOLERANCE = 0.10  # relative distance within which a printed value counts as reproduced
 COLUMNS = ["preset", "dataset", "kind", "claim", "paper", "paper_value", "here", "here_mean", "here_ci_low",
            "here_ci_high", "paper_order", "here_order", "verdict", "reason"]
-OFUL_FAMILY = "radius"  # the diagnostic of the policies that explore with OFUL's radius β (mean β used)
+OFUL_FAMILY = "radius"
+SCALES = (("alpha", "α"), ("alpha2", "α₂"), ("nu", "ν"))  # hyper-parameters that scale exploration
+EXPLORATION = {"mcnb": (("alpha", "α"),), "metaban": (("alpha", "α"),)}  # their ν sets the clustering threshold  # the diagnostic of the policies that explore with OFUL's radius β (mean β used)
 
 
 def run_settings(folder) -> dict[str, Any]:
@@ -173,7 +175,7 @@ def exploration_scale(results: Results, summary: pd.DataFrame, dataset: str) -> 
             if np.isfinite(radius):
                 scales[algorithm] = f"β̄ = {radius:.2f}"
             else:
-                named = [f"{symbol} = {params[key]}" for key, symbol in (("alpha", "α"), ("alpha2", "α₂"), ("nu", "ν"))
+                named = [f"{symbol} = {params[key]}" for key, symbol in EXPLORATION.get(algorithm, SCALES)
                          if key in params]
                 if named:
                     scales[algorithm] = ", ".join(named)
