@@ -117,7 +117,8 @@ _mcnb_data = {"movielens": ({"variant": "25m"}, "the top 10 000 users × 10 000 
 
 def _mcnb_printed(dataset: str) -> PaperSide:
     where, values = _mcnb_tables.get(dataset, ("", {}))
-    claims = [Claim("best", "mcnb", f"M-CNB lowest on every panel (Fig. {2 if dataset in _mcnb_improvement else '3–4'})")]
+    figure = 2 if dataset in _mcnb_improvement else "3–4"
+    claims = [Claim("best", "mcnb", f"M-CNB lowest on every panel (Fig. {figure})")]
     if dataset in _mcnb_improvement:
         claims.append(Claim("improvement", "mcnb", f"\"M-CNB improves performance by … "
                             f"{_mcnb_improvement[dataset]}% on {dataset}\" (§6)", value=_mcnb_improvement[dataset]))

@@ -132,8 +132,8 @@ def test_verdicts_follow_the_paired_test_and_the_papers_setting(tmp_path, monkey
         return table.set_index("claim")
 
     same = paper({"linucb-ind": summary["linucb-ind"], "random": summary["random"]},
-                 [presets.Claim("beats", "linucb-ind", "q", b="random"), presets.Claim("beats", "random", "q", b="linucb-ind"),
-                  presets.Claim("best", "linucb-ind", "q")])
+                 [presets.Claim("beats", "linucb-ind", "q", b="random"),
+                  presets.Claim("beats", "random", "q", b="linucb-ind"), presets.Claim("best", "linucb-ind", "q")])
     assert same.loc["linucb-ind: regret", "verdict"] == "agrees"
     assert same.loc["ordering of the printed algorithms, best first", "verdict"] == "agrees"
     assert same.loc["linucb-ind beats random", "verdict"] == "agrees"

@@ -30,9 +30,9 @@ from banditbench.report.load import Results
 TOLERANCE = 0.10  # relative distance within which a printed value counts as reproduced
 COLUMNS = ["preset", "dataset", "kind", "claim", "paper", "paper_value", "here", "here_mean", "here_ci_low",
            "here_ci_high", "paper_order", "here_order", "verdict", "reason"]
-OFUL_FAMILY = "radius"
+OFUL_FAMILY = "radius"  # the diagnostic of the policies that explore with OFUL's radius β (mean β used)
 SCALES = (("alpha", "α"), ("alpha2", "α₂"), ("nu", "ν"))  # hyper-parameters that scale exploration
-EXPLORATION = {"mcnb": (("alpha", "α"),), "metaban": (("alpha", "α"),)}  # their ν sets the clustering threshold  # the diagnostic of the policies that explore with OFUL's radius β (mean β used)
+EXPLORATION = {"mcnb": (("alpha", "α"),), "metaban": (("alpha", "α"),)}  # their ν sets the clustering threshold
 
 
 def run_settings(folder) -> dict[str, Any]:

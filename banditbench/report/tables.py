@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -71,7 +70,8 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
                                   else c.map({d: i for i, d in enumerate(results.datasets)}), kind="stable",
                                   ignore_index=True)
 
-    if "regret_mean" in summary and RANDOM in results.algorithms:  # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
+    # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
+    if "regret_mean" in summary and RANDOM in results.algorithms:
         random_regret = summary[summary["algorithm"] == RANDOM].set_index("dataset")["regret_mean"]
         summary["regret_vs_random"] = summary["regret_mean"] / summary["dataset"].map(random_regret)
 
@@ -138,11 +138,13 @@ def curves(results: Results) -> pd.DataFrame:
         table[f"{metric}_ci_high"] = table[f"{metric}_mean"] + spread
     table["seeds"] = seeds
     table = table.reset_index()
-    if "cumulative_regret" in metrics and RANDOM in results.algorithms:  # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))
+    # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))
+    if "cumulative_regret" in metrics and RANDOM in results.algorithms:
         random = table[table["algorithm"] == RANDOM].set_index(["dataset", "t"])["cumulative_regret_mean"]
         at = pd.MultiIndex.from_frame(table[["dataset", "t"]])
         with np.errstate(divide="ignore", invalid="ignore"):
-            table["cumulative_regret_vs_random"] = table["cumulative_regret_mean"].to_numpy() / random.reindex(at).to_numpy()
+            table["cumulative_regret_vs_random"] = (table["cumulative_regret_mean"].to_numpy()
+                                                    / random.reindex(at).to_numpy())
     order = {a: i for i, a in enumerate(results.algorithms)}
     datasets = {d: i for i, d in enumerate(results.datasets)}
     return table.sort_values(["dataset", "algorithm", "t"], kind="stable", ignore_index=True,
