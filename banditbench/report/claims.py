@@ -153,6 +153,10 @@ def _differences(printed: PaperSide, spec: dict, config: dict, data: dict) -> li
         reasons.append(f"data prepared with {ours}: a stand-in for {printed.data_text or theirs}")
     if config.get("rounds") != spec["rounds"]:
         reasons.append(f"{config.get('rounds')} rounds here, {spec['rounds']} in the paper")
+    env = config.get("env") or {}
+    changed = {k: env.get(k) for k in spec.get("env", {}) if str(env.get(k)) != str(spec["env"][k])}
+    if changed:
+        reasons.append(", ".join(f"{k} = {v} here, {spec['env'][k]} in the paper" for k, v in changed.items()))
     if config.get("dataset") != spec["dataset"]:
         reasons.append(f"dataset {config.get('dataset')} here, {spec['dataset']} in the preset")
     if printed.stand_in:
