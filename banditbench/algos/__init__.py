@@ -49,6 +49,8 @@ register("cmlb", ".cmlb:CMLB", paper=GHOSH2021, role="proposed",
          description="explore, threshold-graph clusters, collaborate on averaged rewards")
 register("sclb", ".sclb:SCLB", paper=GHOSH2021, role="proposed",
          description="CMLB restarted in doubling phases with shrinking thresholds")
+register("oful-ind", ".oful:IndependentOFUL", paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011", role="baseline",
+         description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)")
 register("pmlb", ".pmlb:PMLB", paper=GHOSH2021, role="proposed",
          description="common OFUL on averaged rewards, then personal offsets")
 

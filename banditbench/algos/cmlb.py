@@ -54,6 +54,7 @@ class CMLB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
+        self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
 
     def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
@@ -84,6 +85,8 @@ class CMLB(Policy):
 
     def _oful(self, stats: RidgeStats, learner: int, arms: np.ndarray, sigma: float) -> int:
         beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.phase_delta)
+        self.radius_total += beta
+        self.selections += 1
         return int((arms @ stats.theta[learner] + beta * stats.widths(learner, arms)).argmax())
 
     def select(self, view, budget):
@@ -116,3 +119,6 @@ class CMLB(Policy):
 
     def clusters(self):
         return np.arange(self.n_users) if self.label is None else self.label
+
+    def diagnostics(self):
+        return {"radius": self.radius_total / self.selections if self.selections else np.nan}

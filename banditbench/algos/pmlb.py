@@ -29,6 +29,7 @@ class PMLB(Policy):
                  sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True, literal: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
+        self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
         self.averaged_noise, self.literal = averaged_noise, literal
         self.common_steps = int(np.sqrt(horizon))  # √T, rounded down
         self.common = RidgeStats(1, dim, ridge)
@@ -38,7 +39,10 @@ class PMLB(Policy):
         self.played = (-1, 0)  # (step, arm) of the common OFUL
 
     def _radius(self, stats: RidgeStats, learner: int, sigma: float) -> float:
-        return oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
+        beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
+        self.radius_total += beta
+        self.selections += 1
+        return beta
 
     def select(self, view, budget):
         step = current_step(view)
@@ -70,3 +74,6 @@ class PMLB(Policy):
             self.pending_step = step
             return
         self.personal.update(view.user, x, reward - x @ self.common.theta[0])  # Alg. 4 line 12: shifted reward
+
+    def diagnostics(self):
+        return {"radius": self.radius_total / self.selections if self.selections else np.nan}
