@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, oful_radius
 
 
 class IndependentOFUL(Policy):
+    domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
+
     def __init__(self, *, n_users, n_arms, dim, seed, delta: float = 0.4, ridge: float = 1.0, sigma: float = 1.0,
                  S: float = 1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
