@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch.func import grad, vmap
 
+from banditbench.algos.adam import Adam
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -296,14 +297,13 @@ def train_adam(mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float,
     holds B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
-    optimiser = torch.optim.Adam([theta], lr=lr, fused=True)
+    optimiser = Adam(theta, lr=lr)
     for x, r in minibatches:
         _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
         if anchor is not None:
             c, theta0 = anchor
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
-        theta.grad = gradient
-        optimiser.step()
+        optimiser.step(gradient)
     return theta
 
 
