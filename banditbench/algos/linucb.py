@@ -29,6 +29,7 @@ class LinUCB(Policy):
         self.blocks = blocks
         self.block: int | None = None  # the block width once a block-encoded round is seen, else None
         self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known
+        self._terms = None  # (A⁻¹x, xᵀA⁻¹x, xᵀθ) of every arm, from the last ``scores``
         self._chosen_terms = (-1, -1, None)  # (round, arm, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of the arm select chose
 
     def _models(self) -> int:
