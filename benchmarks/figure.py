@@ -11,8 +11,9 @@ MNIST from DATASETS/mnist-test (its 10 000 test images); Shuttle from DATASETS/u
 Prints the run's wall time and CPU time (the CLI process and its workers, read from /proc every 0.2 s), the load average before and after,
 and per algorithm the number of units, their summed unit seconds (each unit's wall time as its timing shard
 records it), the share of the total and the mean per unit, separately for tuning and reported units; then the
-projection to ``--project-seeds`` reported seeds: tuning unit seconds as measured plus reported unit seconds
-scaled by project-seeds / seeds run, and the run's wall time scaled by the same ratio of unit seconds.
+projection to ``--project-seeds`` reported seeds and the preset's tuning seeds: tuning unit seconds scaled by the
+preset's tuning seeds / tuning seeds run, reported unit seconds by project-seeds / seeds run, and the run's
+wall and CPU time scaled by the same ratio of unit seconds.
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ def main() -> None:
         sys.exit(f"unknown preset {args.preset!r}; see `banditbench list presets`")
     preset = PRESETS[args.preset]
     seeds = args.seeds if args.seeds is not None else preset["seeds"]
+    preset_tune_seeds = preset["tune-seeds"]
+    tune_seeds = args.tune_seeds if args.tune_seeds is not None else preset_tune_seeds
     with tempfile.TemporaryDirectory() as scratch:
         root = args.keep or Path(scratch)
         data_dir, out = root / "datasets", root / "results"
@@ -146,9 +149,11 @@ def main() -> None:
         print(f"{algorithm:<14} {len(tuning):>12} {sum(tuning):>8.1f} {len(reported):>8} {sum(reported):>8.1f} "
               f"{sum(both) / total:>6.1%} {sum(both) / len(both):>7.2f}")
     tuning_total = sum(sum(found[a, True]) for a in algorithms)
-    projected = tuning_total + (total - tuning_total) * args.project_seeds / max(seeds, 1)
-    print(f"unit seconds {total:.1f} (tuning {tuning_total:.1f}); projection for {args.project_seeds} reported "
-          f"seeds: {projected:.1f} unit seconds, wall ≈ {wall * projected / total:.0f} s with --jobs {args.jobs}")
+    projected = (tuning_total * preset_tune_seeds / max(tune_seeds, 1)
+                 + (total - tuning_total) * args.project_seeds / max(seeds, 1))
+    print(f"unit seconds {total:.1f} (tuning {tuning_total:.1f}); projection for {args.project_seeds} reported and "
+          f"{preset_tune_seeds} tuning seeds: {projected:.1f} unit seconds, wall ≈ {wall * projected / total:.0f} s "
+          f"and CPU ≈ {cpu * projected / total:.0f} s with --jobs {args.jobs}")
 
 
 if __name__ == "__main__":
