@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,13 +26,15 @@ from conftest import banditbench  # noqa: E402
 from fixtures_logged import write_mind_fixture  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+# Genuine raw files beside the checkout (../shared/datasets), or where $BANDITBENCH_SHARED_DATASETS points.
+SHARED = Path(os.environ.get("BANDITBENCH_SHARED_DATASETS",
+                             Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
 OUTCOME = ("t", "user", "chosen", "reward", "expected_reward", "best_expected_reward", "regret",
            "slate", "clicked", "clicks")
 ROUNDS, SEEDS = "80", "2"
 
 ONE_ARM = ["random", "linucb-one", "linucb-ind", "oracle", "club", "sclub", "cofiba", "locb", "dynucb", "bass",
-           "cmlb", "sclb", "pmlb", "neuucb-one", "neuucb-ind", "eenet", "neurallinear", "metaban", "mcnb"]
+           "cmlb", "sclb", "pmlb", "oful-ind", "neuucb-one", "neuucb-ind", "eenet", "neurallinear", "metaban", "mcnb"]
 SLATE = ["slate-random", "2-slate-random", "glm-ucb", "2-glm-ucb", "n-glm-ucb", "2-n-glm-ucb", "n-linucb",
          "2-n-linucb", "n-greedy", "2-n-greedy", "n-dropout-ucb", "2-n-dropout-ucb", "s-n-galm-ucb",
          "2-s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-gblm-ucb"]

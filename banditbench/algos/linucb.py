@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats
 
 
 class LinUCB(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "blocks": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0,
                  blocks: bool = True):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
@@ -36,14 +39,22 @@ class LinUCB(Policy):
         return self.n_users if self.per_user else 1
 
     def _prepare(self, view) -> None:
-        if self.stats is not None:
-            return
-        if self.blocks and view.block and self.dim % view.block == 0:
-            self.block = view.block
-            n_blocks = self.dim // view.block
-            self.stats = RidgeStats(self._models() * n_blocks, view.block, self.ridge, raw_sums=False, logdet=False)
-        else:
+        if self.stats is None:
+            usable = self.blocks and view.block and self.dim % view.block == 0
+            self._build(view.block if usable else None)
+
+    def _build(self, block: int | None) -> None:
+        self.block = block
+        if block is None:
             self.stats = RidgeStats(self._models(), self.dim, self.ridge, raw_sums=False, logdet=False)
+        else:
+            n_blocks = self.dim // block
+            self.stats = RidgeStats(self._models() * n_blocks, block, self.ridge, raw_sums=False, logdet=False)
+
+    def load_state_dict(self, state) -> None:
+        if state.get("stats") is not None and self.stats is None:  # built at the first round: build, then fill
+            self._build(state["block"])
+        super().load_state_dict(state)
 
     def _learners(self, user: int, n_arms: int) -> slice:
         """The learners scoring this round's arms: one model, or in block mode its learners of blocks 0 … K−1."""
