@@ -100,9 +100,11 @@ def _classification(encoding="block", n=300, d=6, K=4, seed=0):
     return ClassificationEnvironment(_Samples(x, labels, encoding), np.random.SeedSequence(seed))
 
 
-def _linucb(name, env, blocks):
-    return ALGORITHMS[name].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                  seed=np.random.SeedSequence(0), params={"blocks": blocks})
+def _linucb(name, dim, n_users, n_arms, blocks):
+    policy = ALGORITHMS[name].build(n_users=n_users, n_arms=n_arms, dim=dim, seed=np.random.SeedSequence(0),
+                                    params={})
+    policy.blocks = blocks
+    return policy
 
 
 def test_classification_rounds_declare_their_block_width():
@@ -120,8 +122,7 @@ def test_block_linucb_choices_equal_the_dense_computation(name):
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(1)
     theta = rng.standard_normal((K, d))
-    policies = {blocks: ALGORITHMS[name].build(n_users=n_users, n_arms=K, dim=K * d, seed=np.random.SeedSequence(0),
-                                               params={"blocks": blocks}) for blocks in (True, False)}
+    policies = {blocks: _linucb(name, K * d, n_users, K, blocks) for blocks in (True, False)}
     choices = {True: [], False: []}
     for t in range(600):
         contexts = rng.standard_normal((K, d))
@@ -145,7 +146,7 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
     """Every arm shows the same instance, so arms whose blocks are still untouched tie exactly; the per-block
     scores equal the dense ones to rounding, round after round, and the per-block choice is a dense argmax."""
     env = _classification()
-    block, dense = _linucb(name, env, True), _linucb(name, env, False)
+    block, dense = (_linucb(name, env.dim, env.n_users, env.n_arms, blocks) for blocks in (True, False))
     for rnd in env.rounds(300):
         view = rnd.view(Budget())
         fast, slow = block.scores(view), dense.scores(view)

@@ -8,7 +8,8 @@ Score of arm x for user u:  p = xᵀθ_u + α·sqrt(xᵀ A_u⁻¹ x),  θ_u = A_
 Block-encoded contexts (the classification protocol's x_{t,a} = (0, …, x, …, 0), x in block a, as the round
 declares): every played context lies in one block, so A is block-diagonal and b block-wise, and the model is
 K independent d-dimensional ridge problems, block a scoring arm a with x: the same scores from K d×d matrices
-instead of one dK×dK (MNIST: 10 × 784² instead of 7 840²). ``blocks=False`` keeps the dense computation.
+instead of one dK×dK (MNIST: 10 × 784² instead of 7 840²). Setting the attribute ``blocks`` to False before
+the first round keeps the dense computation (what the tests and benchmarks compare against).
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from banditbench.algos.ridge import RidgeStats
 
 
 class LinUCB(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "blocks": d.FLAG}
+    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
 
-    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0,
-                 blocks: bool = True):
+    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.per_user = per_user
         self.alpha = alpha
         self.ridge = ridge
-        self.blocks = blocks
+        self.blocks = True  # use per-block statistics when rounds declare them; False: the dense computation
         self.block: int | None = None  # the block width once a block-encoded round is seen, else None
         self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known
         self._terms = None  # (A⁻¹x, xᵀA⁻¹x, xᵀθ) of every arm, from the last ``scores``
