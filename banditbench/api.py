@@ -175,9 +175,8 @@ def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, p
         if name in plugins.ORIGINS:
             check_contract(experiment, name)
             if not isinstance(ALGORITHMS[name].source, str) and getattr(executor, "jobs", 1) != 1:
-                raise UserError(f"{name} is defined in {ALGORITHMS[name].policy.__module__} (a notebook or "
-                                "script), which worker processes cannot import; use jobs=1 or move the class "
-                                "into a module")
+                raise UserError(f"{name} is a class that worker processes cannot import (defined in __main__, "
+                                "a notebook, or inside a function); use jobs=1 or move it into a module")
     temporary = None
     if s["out"]:
         out = Path(s["out"])
@@ -298,6 +297,11 @@ class Results:
     @property
     def algorithms(self) -> list[str]:
         return list(self._load().algorithms)
+
+    @property
+    def tables(self):
+        """The full report (banditbench.report.tables.Report): summary, pairwise comparisons, ranks."""
+        return self._built()
 
     def frame(self) -> pd.DataFrame:
         """Every round of every unit: dataset, algorithm, seed, t, user, group, chosen, reward,

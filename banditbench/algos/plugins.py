@@ -93,9 +93,10 @@ def add_entry_point(entry: metadata.EntryPoint) -> str:
 
 
 def importable_path(policy: type) -> type | str:
-    """``module:Class`` when a worker process can import the class again; the class itself otherwise
-    (defined in ``__main__`` or inside a function: it runs only in this process)."""
-    if policy.__module__ == "__main__" or "<locals>" in policy.__qualname__:
+    """``module:Class`` when a worker process can import the class again by that path; the class itself
+    otherwise (defined in ``__main__``, a notebook or a function: it runs only in this process)."""
+    module = sys.modules.get(policy.__module__)
+    if policy.__module__ == "__main__" or getattr(module, policy.__qualname__, None) is not policy:
         return policy
     return f"{policy.__module__}:{policy.__qualname__}"
 
