@@ -62,6 +62,8 @@ def prepare(name: str, *, data_dir: str | Path | None = None, **options: Any) ->
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     if "cache_dir" in options:
         options["cache"] = options.pop("cache_dir")
+    if isinstance(options.get("source"), os.PathLike):  # the readers take a path or URL string
+        options["source"] = os.fspath(options["source"])
     if name == "synthetic":
         from banditbench.data import synthetic
 
