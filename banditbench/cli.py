@@ -438,9 +438,9 @@ def run(
                TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
-        hooks = Hooks(on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
-                      on_unit_start=lambda unit: bar.update(task, description=unit.id),
-                      progress=lambda n: bar.advance(task, n))
+        hooks = Hooks(
+            on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
+            on_unit_start=lambda unit: bar.update(task, description=unit.id), progress=lambda n: bar.advance(task, n))
         results, ran, experiment = run_experiment(flags, config=config, preset=preset, data_dir=data_dir,
                                                   overwrite=overwrite, resume=resume, device=device,
                                                   default_out=default_results_folder, hooks=hooks)
