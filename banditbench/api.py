@@ -20,10 +20,10 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
