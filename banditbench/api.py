@@ -191,7 +191,9 @@ def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, p
     try:
         target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
         ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config)}, on_plan=hooks.on_plan,
+                      settings={**s, "config": None if config is None else str(config),
+                                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS}},
+                      on_plan=hooks.on_plan,
                       on_unit_start=hooks.on_unit_start, progress=hooks.progress)
     except BaseException:
         if temporary is not None:

@@ -3,6 +3,7 @@ and the policy contract checked on the experiment's first rounds before anything
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -63,6 +64,9 @@ def test_import_path_runs_from_the_command_line_under_its_declared_name(data_dir
     assert shards(out) == ["eps-greedy-seed0.parquet", "eps-greedy-seed1.parquet", "linucb-one-seed0.parquet",
                            "linucb-one-seed1.parquet"]
     assert "eps-greedy" in done.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["execution"]["settings"]["plugins"] == {
+        "eps-greedy": "import path examples.my_policy:EpsilonGreedy"}  # where the class came from, for the record
     regret = pq.read_table(out / "shards" / "eps-greedy-seed0.parquet")["regret"].to_numpy()
     random = bb.run(algos="random", dataset="synthetic", rounds=300, seeds=1, data_dir=data_dir).frame()
     assert regret.sum() < 0.6 * random["regret"].sum()  # it learns: well under uniform play's regret
