@@ -19,6 +19,8 @@ from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.base import Policy
 from banditbench.errors import UserError
 
+sys.path.insert(0, str(Path(__file__).parent))  # the tests' fixture modules
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -227,3 +229,31 @@ def test_a_class_defined_in_a_function_cannot_go_to_worker_processes(data_dir):
 
     with pytest.raises(UserError, match="local is a class that worker processes cannot import .*; use jobs=1"):
         bb.run(algos=Local, dataset="synthetic", data_dir=data_dir, rounds=10, seeds=2, jobs=2)
+
+
+def test_a_slate_plugin_must_return_a_slate(tmp_path):
+    from fixtures_logged import write_mind_fixture
+
+    from banditbench.algos.slate import SlatePolicy
+    from banditbench.data import logged
+
+    data = tmp_path / "datasets"
+    logged.prepare_mind(data, source=str(write_mind_fixture(tmp_path / "raw")), offline=True, verify=False)
+    done = cli("simulator", "train", "mind", "--data-dir", data, "--epochs", 1, "--dim", 16)
+    assert done.returncode == 0, done.stderr
+
+    class OneItem(SlatePolicy):
+        name = "one-item"
+
+        def select(self, view, budget):
+            return view.arms.candidates[:1]
+
+        def update(self, view, slate, clicks):
+            pass
+
+    with pytest.raises(UserError) as caught:
+        bb.run(algos=OneItem, dataset="mind", data_dir=data, rounds=20, seeds=1, budget=20,
+               env={"users": 4, "slate_size": 3, "pretrain_epochs": 1}, out=tmp_path / "out")
+    assert str(caught.value).startswith("one-item breaks the policy contract: select() must return a slate of 3 "
+                                        "distinct item ids")
+    assert not (tmp_path / "out").exists()
