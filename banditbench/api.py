@@ -270,21 +270,26 @@ class Results:
     intervals, ``curves()`` mean cumulative regret per round, ``plot()`` a figure, ``report()`` the tables
     as Markdown, CSV, LaTeX or HTML text."""
 
-    def __init__(self, folder: str | Path, *, temporary: str | None = None):
-        self.folder = Path(folder)
+    def __init__(self, *folders: str | Path, temporary: str | None = None, allow_mixed: bool = False):
+        if not folders:
+            raise UserError("load needs at least one results folder")
+        self.folders = [Path(f) for f in folders]
+        self.folder = self.folders[0]
+        self.allow_mixed = allow_mixed
         self._loaded = None
         self._report = None
         if temporary is not None:  # the folder lives as long as this object
             self._cleanup = weakref.finalize(self, shutil.rmtree, temporary, True)
-        if not self.folder.exists():
-            raise UserError(f"results folder {self.folder} does not exist")
+        for folder in self.folders:
+            if not folder.exists():
+                raise UserError(f"results folder {folder} does not exist")
         self._load()  # a folder that is not a results folder fails here, not at first use
 
     def _load(self):
         if self._loaded is None:
             from banditbench.report.tables import load_results
 
-            self._loaded = load_results([self.folder])
+            self._loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
         return self._loaded
 
     def _built(self):
@@ -296,7 +301,7 @@ class Results:
 
     def __repr__(self) -> str:
         loaded = self._load()
-        return (f"Results({str(self.folder)!r}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
+        return (f"Results({', '.join(repr(str(f)) for f in self.folders)}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
                 f"{', '.join(loaded.algorithms)})")
 
     @property
@@ -350,6 +355,8 @@ class Results:
 
     def save(self, path: str | Path) -> Results:
         """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
+        if len(self.folders) > 1:
+            raise UserError("save copies one results folder; these results come from several")
         path = Path(path)
         if path.exists():
             raise UserError(f"{path} already exists; choose a new folder")
@@ -357,6 +364,7 @@ class Results:
         return Results(path)
 
 
-def load(path: str | Path) -> Results:
-    """The results in a folder written by ``run`` or ``banditbench run``."""
-    return Results(path)
+def load(*paths: str | Path, allow_mixed: bool = False) -> Results:
+    """The results in one or more folders written by ``run`` or ``banditbench run`` (several folders: e.g. one
+    per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``)."""
+    return Results(*paths, allow_mixed=allow_mixed)

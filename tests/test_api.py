@@ -4,6 +4,7 @@ and the API give the same outcomes for the same arguments."""
 from __future__ import annotations
 
 import gc
+import shutil
 import sys
 from pathlib import Path
 
@@ -101,6 +102,17 @@ def test_load_reads_the_same_results_back(results):
     again = bb.load(results.folder)
     pd.testing.assert_frame_equal(again.frame(), results.frame())
     pd.testing.assert_frame_equal(again.summary(), results.summary())
+
+
+def test_load_reports_several_folders_side_by_side(data_dir, tmp_path):
+    bb.run(algos="linucb-one", dataset="synthetic", rounds=40, seeds=2, data_dir=data_dir, out=tmp_path / "a")
+    bb.run(algos="random", dataset="synthetic", rounds=40, seeds=2, data_dir=data_dir, out=tmp_path / "b")
+    both = bb.load(tmp_path / "a", tmp_path / "b")
+    assert both.algorithms == ["linucb-one", "random"]
+    assert both.summary()["seeds"].tolist() == [2, 2]
+    shutil.copytree(tmp_path / "a", tmp_path / "c")
+    with pytest.raises(UserError, match="linucb-one seed 0 on 'synthetic' is in both"):
+        bb.load(tmp_path / "a", tmp_path / "c")
 
 
 def test_a_run_without_out_lives_in_a_temporary_folder_until_save(data_dir, tmp_path):
