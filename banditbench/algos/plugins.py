@@ -9,6 +9,7 @@ A plugin class declares itself with class attributes next to the ordinary policy
         paper = "Sutton & Barto 2018, §2.2"
         description = "ε-greedy on per-arm mean rewards"   # default: the docstring's first line
         role = "baseline"                   # or "proposed" (the default)
+        capabilities = ...                  # optional: what it needs from a run, as a registered algorithm declares
 
         def __init__(self, *, epsilon: float = 0.1, n_users, n_arms, dim, seed): ...
 
@@ -127,8 +128,9 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
         raise UserError(f"{name}: role must be one of {', '.join(ROLES)}, got {role!r}")
     doc = (policy.__doc__ or "").strip().splitlines()
     description = getattr(policy, "description", None) or (doc[0] if doc else title)
+    declared = getattr(policy, "capabilities", None)  # what the class declares it needs, as registered ones do
     ALGORITHMS[name] = AlgorithmSpec(name, source, getattr(policy, "paper", None) or "plugin", description,
-                                     role=role)
+                                     role=role, **({"capabilities": declared} if declared is not None else {}))
     ORIGINS[name] = origin
     return name
 
