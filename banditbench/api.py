@@ -53,7 +53,7 @@ SYNTHETIC_DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise
 CLASSIFICATION_NORMALISE = {"mnist": "meanstd"}  # every other family: l2 rows (as `banditbench prepare NAME`)
 
 
-def prepare(name: str, *, data_dir: str | Path | None = None, **options: Any) -> Path:
+def prepare(name: str, /, *, data_dir: str | Path | None = None, **options: Any) -> Path:
     """Build the prepared dataset ``name`` under ``data_dir`` and return its folder.
 
     ``options`` are the options of ``banditbench prepare NAME`` with underscores (``top_users=2000``,
