@@ -48,66 +48,38 @@ def default_data_dir() -> Path:
 
 
 # ---- prepare ---------------------------------------------------------------------------------------------
-RATING_OPTIONS = ("top_users", "top_items", "positive_above", "negative_below", "dim", "groups", "seed")
-SYNTHETIC_DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
-CLASSIFICATION_NORMALISE = {"mnist": "meanstd"}  # every other family: l2 rows (as `banditbench prepare NAME`)
+SOURCE_OPTIONS = ("source", "offline", "verify", "cache_dir")  # every dataset that reads raw files takes these
 
 
-def prepare(name: str, /, *, data_dir: str | Path | None = None, **options: Any) -> Path:
+def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = False, **options: Any) -> Path:
     """Build the prepared dataset ``name`` under ``data_dir`` and return its folder.
 
     ``options`` are the options of ``banditbench prepare NAME`` with underscores (``top_users=2000``,
-    ``source="/data/ml-100k"``, ``offline=True``, ``force=True``, ``cache_dir=...``)."""
+    ``variant="100k"``), plus, for data read from raw files, ``source`` (a local archive, folder or URL),
+    ``offline``, ``verify`` and ``cache_dir``. Each is checked against its declared domain before anything
+    is read or written (banditbench/data/registry.py)."""
     from banditbench.data import DATASETS
 
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    if "cache_dir" in options:
-        options["cache"] = options.pop("cache_dir")
-    if isinstance(options.get("source"), os.PathLike):  # the readers take a path or URL string
-        options["source"] = os.fspath(options["source"])
-    if name == "synthetic":
-        from banditbench.data import synthetic
-
-        return call(synthetic.prepare, name, data_dir, {**SYNTHETIC_DEFAULTS, **options})
-    if name == "mnist-notmnist":
-        from banditbench.data import classification
-
-        return call(classification.prepare_mixture, name, data_dir, options)
-    if name in ("mind", "movielens-logged"):
-        from banditbench.data import logged
-
-        return call(logged.prepare_mind if name == "mind" else logged.prepare_movielens_logged, name, data_dir, options)
-    if name in ("movielens", "yelp", "amazon", "facebook", "lastfm"):
-        import importlib
-
-        from banditbench.data.ratings import RatingOptions
-
-        module = importlib.import_module(f"banditbench.data.{name}")
-        rating = {"positive_above": 0.0} if name in ("facebook", "lastfm") else {}
-        rating.update({"top_items": 20_000} if name == "lastfm" else {})
-        rating.update({key: options.pop(key) for key in RATING_OPTIONS if key in options})
-        if name == "lastfm" and "pipeline" in options:
-            options["pipeline_name"] = options.pop("pipeline")
-        return call(module.prepare, name, data_dir, {**options, "options": RatingOptions(**rating)})
-    from banditbench.data.classification import FAMILIES
-
-    if name in FAMILIES:
-        from banditbench.data import classification
-
-        options.setdefault("normalise", CLASSIFICATION_NORMALISE.get(name, "l2"))
-        return call(classification.prepare, name, data_dir, options, name)
-    raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
-
-
-def call(function: Callable[..., Path], name: str, data_dir: Path, options: dict[str, Any], *args: Any) -> Path:
-    """``function(data_dir, *args, **options)`` after checking every option's name against its signature."""
-    accepted = [p for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    known = {p.name for p in accepted}
+    dataset = DATASETS.get(name)
+    if dataset is None or dataset.prepare is None:
+        preparable = [n for n, d in DATASETS.items() if d.prepare is not None]
+        raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(preparable)}")
+    known = [o.name for o in dataset.options] + (list(SOURCE_OPTIONS) if dataset.reads_raw else [])
     unknown = [key for key in options if key not in known]
     if unknown:
-        shown = sorted((known - {"options"}) | (set(RATING_OPTIONS) if "options" in known else set()))
-        raise UserError(f"prepare {name}: no option {unknown[0]!r}; it has: {', '.join(shown)}")
-    return Path(function(data_dir, *args, **options))
+        raise UserError(f"prepare {name}: no option {unknown[0]!r}; it has: {', '.join(sorted(known))}")
+    checked = dataset.check(options)  # every option within its domain before anything is read
+    if dataset.reads_raw:
+        source = options.get("source")
+        common = {"source": os.fspath(source) if isinstance(source, os.PathLike) else source,
+                  "offline": options.get("offline", False), "verify": options.get("verify", True),
+                  "cache": options.get("cache_dir")}
+        accepted = inspect.signature(dataset.prepare).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
+        checked.update(common)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    return Path(dataset.prepare(data_dir, force=force, **checked))
 
 
 # ---- run -------------------------------------------------------------------------------------------------
@@ -301,7 +273,8 @@ class Results:
 
     def __repr__(self) -> str:
         loaded = self._load()
-        return (f"Results({', '.join(repr(str(f)) for f in self.folders)}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
+        folders = ", ".join(repr(str(f)) for f in self.folders)
+        return (f"Results({folders}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
                 f"{', '.join(loaded.algorithms)})")
 
     @property

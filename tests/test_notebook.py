@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fixtures_raw import SHARED  # noqa: E402
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
@@ -13,10 +17,7 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
-# the shared data beside the checkout (a git worktree sits one folder deeper), or BANDITBENCH_ML100K
-CANDIDATES = [Path(os.environ["BANDITBENCH_ML100K"])] if os.environ.get("BANDITBENCH_ML100K") else \
-    [root / "shared" / "datasets" / "movielens-100k" for root in (ROOT.parent, ROOT.parent.parent)]
-ML100K = next((p for p in CANDIDATES if (p / "u.data").is_file()), CANDIDATES[0])
+ML100K = SHARED / "movielens-100k"
 
 
 @pytest.mark.skipif(not (ML100K / "u.data").is_file(), reason=f"{ML100K} is absent")
