@@ -32,11 +32,11 @@ import pandas as pd
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
 from banditbench.errors import UserError
+from banditbench.presets import resolve
 from banditbench.runner import grid
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
-from banditbench.runner.settings import resolve
 
 __all__ = ["Hooks", "Results", "check_contract", "load", "prepare", "run", "run_experiment"]
 
@@ -164,6 +164,7 @@ def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, p
         target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
         ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
                       settings={**s, "config": None if config is None else str(config),
+                                "data": experiment.dataset.manifest.get("parameters", {}),
                                 "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS}},
                       on_plan=hooks.on_plan,
                       on_unit_start=hooks.on_unit_start, progress=hooks.progress)

@@ -43,7 +43,8 @@ def list_registries(
     from banditbench.envs import PROTOCOLS
 
     def defaults(spec) -> str:
-        return ", ".join(f"{k}={v}" for k, v in spec.defaults().items())
+        return ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
+                         for k, p in spec.parameters().items())
 
     if what == "presets":
         print_presets()
@@ -58,8 +59,8 @@ def list_registries(
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        ("Algorithms", [(a.name, a.description, a.paper, defaults(a)) for a in ALGORITHMS.values()
-                        if a.name not in plugins.ORIGINS]),
+        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper, defaults(a))
+                        for a in ALGORITHMS.values() if a.name not in plugins.ORIGINS]),
         ("Plugins", [(name, ALGORITHMS[name].description, ALGORITHMS[name].paper, defaults(ALGORITHMS[name]),
                       origin) if name in ALGORITHMS else (name, "", "", "", origin) for name, origin in found]),
     ):
