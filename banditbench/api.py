@@ -71,9 +71,12 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     checked = dataset.check(options)  # every option within its domain before anything is read
     if dataset.reads_raw:
         source = options.get("source")
-        common = {"source": os.fspath(source) if isinstance(source, os.PathLike) else source,
-                  "offline": options.get("offline", False), "verify": options.get("verify", True),
-                  "cache": options.get("cache_dir")}
+        common = {
+            "source": os.fspath(source) if isinstance(source, os.PathLike) else source,
+            "offline": options.get("offline", False),
+            "verify": options.get("verify", True),
+            "cache": options.get("cache_dir"),
+        }
         accepted = inspect.signature(dataset.prepare).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
@@ -92,14 +95,30 @@ class Hooks:
     progress: Callable[[int], None] | None = None
 
 
-def run(algos: str | type | Iterable[str | type] | None = None, dataset: str | None = None,
-        rounds: int | None = None, seeds: int | None = None, budget: int | str | None = None,
-        out: str | Path | None = None, jobs: int | None = 1, data_dir: str | Path | None = None, *,
-        seed: int | None = None, tune_seeds: int | None = None, params: dict | list[str] | None = None,
-        env: dict[str, Any] | list[str] | None = None, preset: str | None = None, config: str | Path | None = None,
-        overwrite: bool = False, resume: bool = False, backend: str | None = None, address: str | None = None,
-        gpus_per_unit: float | None = None, checkpoint_every: int | None = None,
-        device: str | None = None) -> Results:
+def run(
+    algos: str | type | Iterable[str | type] | None = None,
+    dataset: str | None = None,
+    rounds: int | None = None,
+    seeds: int | None = None,
+    budget: int | str | None = None,
+    out: str | Path | None = None,
+    jobs: int | None = 1,
+    data_dir: str | Path | None = None,
+    *,
+    seed: int | None = None,
+    tune_seeds: int | None = None,
+    params: dict | list[str] | None = None,
+    env: dict[str, Any] | list[str] | None = None,
+    preset: str | None = None,
+    config: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    backend: str | None = None,
+    address: str | None = None,
+    gpus_per_unit: float | None = None,
+    checkpoint_every: int | None = None,
+    device: str | None = None,
+) -> Results:
     """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
 
     ``algos``: names, plugin names, ``"package.module:Class"`` paths or policy classes (a comma-separated
@@ -111,12 +130,26 @@ def run(algos: str | type | Iterable[str | type] | None = None, dataset: str | N
     worker per core.
     """
     names = None if algos is None else algorithm_names(algos)
-    flags = {"dataset": dataset, "algos": names, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
-             "seed": seed, "budget": budget, "set": params, "env": env, "out": None if out is None else str(out),
-             "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
-             "checkpoint-every": checkpoint_every}
-    results, _, _ = run_experiment(flags, config=config, preset=preset, data_dir=data_dir, overwrite=overwrite,
-                                   resume=resume, device=device)
+    flags = {
+        "dataset": dataset,
+        "algos": names,
+        "rounds": rounds,
+        "seeds": seeds,
+        "tune-seeds": tune_seeds,
+        "seed": seed,
+        "budget": budget,
+        "set": params,
+        "env": env,
+        "out": None if out is None else str(out),
+        "jobs": jobs,
+        "backend": backend,
+        "address": address,
+        "gpus-per-unit": gpus_per_unit,
+        "checkpoint-every": checkpoint_every,
+    }
+    results, _, _ = run_experiment(
+        flags, config=config, preset=preset, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device
+    )
     return results
 
 
@@ -127,10 +160,18 @@ def algorithm_names(algos: str | type | Iterable[str | type]) -> list[str]:
     return [plugins.resolve(a) for a in algos]
 
 
-def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, preset: str | None = None,
-                   data_dir: str | Path | None = None, overwrite: bool = False, resume: bool = False,
-                   device: str | None = None, default_out: Callable[[dict[str, Any]], Path] | None = None,
-                   hooks: Hooks | None = None) -> tuple[Results, list, Experiment]:
+def run_experiment(
+    flags: dict[str, Any],
+    *,
+    config: str | Path | None = None,
+    preset: str | None = None,
+    data_dir: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    device: str | None = None,
+    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    hooks: Hooks | None = None,
+) -> tuple[Results, list, Experiment]:
     """What ``run`` and ``banditbench run`` share: resolve the settings, plan and check everything, then
     write. ``flags``: the run's settings by flag name (None where not given). Without an ``out`` anywhere,
     ``default_out(settings)`` names the folder, or a temporary folder is used. Returns the Results, the
@@ -142,16 +183,29 @@ def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, p
     s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
     if s["checkpoint-every"] < 0:
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
-    experiment = plan(data_dir=data_dir, dataset=s["dataset"], algorithms=s["algos"], rounds=s["rounds"],
-                      seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
-                      tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device, env=s["env"])
+    experiment = plan(
+        data_dir=data_dir,
+        dataset=s["dataset"],
+        algorithms=s["algos"],
+        rounds=s["rounds"],
+        seeds=s["seeds"],
+        master_seed=s["seed"],
+        budget=s["budget"],
+        params=s["set"],
+        tune_seeds=s["tune-seeds"],
+        protocol=s["protocol"],
+        device=device,
+        env=s["env"],
+    )
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
     for name in s["algos"]:
         if name in plugins.ORIGINS:
             check_contract(experiment, name)
             if not isinstance(ALGORITHMS[name].source, str) and getattr(executor, "jobs", 1) != 1:
-                raise UserError(f"{name} is a class that worker processes cannot import (defined in __main__, "
-                                "a notebook, or inside a function); use jobs=1 or move it into a module")
+                raise UserError(
+                    f"{name} is a class that worker processes cannot import (defined in __main__, "
+                    "a notebook, or inside a function); use jobs=1 or move it into a module"
+                )
     temporary = None
     if s["out"]:
         out = Path(s["out"])
@@ -162,12 +216,22 @@ def run_experiment(flags: dict[str, Any], *, config: str | Path | None = None, p
         out = Path(temporary) / "results"
     try:
         target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
-        ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config),
-                                "data": experiment.dataset.manifest.get("parameters", {}),
-                                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS}},
-                      on_plan=hooks.on_plan,
-                      on_unit_start=hooks.on_unit_start, progress=hooks.progress)
+        ran = execute(
+            experiment,
+            target,
+            out,
+            executor=executor,
+            checkpoint_every=s["checkpoint-every"],
+            settings={
+                **s,
+                "config": None if config is None else str(config),
+                "data": experiment.dataset.manifest.get("parameters", {}),
+                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS},
+            },
+            on_plan=hooks.on_plan,
+            on_unit_start=hooks.on_unit_start,
+            progress=hooks.progress,
+        )
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -197,8 +261,10 @@ def check_contract(experiment: Experiment, name: str) -> None:
     try:
         policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=params)
     except TypeError as e:
-        raise UserError(f"{broken} its constructor must take the keywords n_users, n_arms, dim and seed besides "
-                        f"its hyper-parameters ({e})") from None
+        raise UserError(
+            f"{broken} its constructor must take the keywords n_users, n_arms, dim and seed besides "
+            f"its hyper-parameters ({e})"
+        ) from None
     if info.slate:
         policy.start(env.problem)
     for rnd in env.rounds(CONTRACT_ROUNDS):
@@ -215,18 +281,22 @@ def check_contract(experiment: Experiment, name: str) -> None:
             try:
                 chosen = check_slate(chosen, env.slate_size, env.n_arms, name)
             except (RuntimeError, TypeError, ValueError) as e:
-                raise UserError(f"{broken} select() must return a slate of {env.slate_size} distinct item ids "
-                                f"({e})") from None
+                raise UserError(
+                    f"{broken} select() must return a slate of {env.slate_size} distinct item ids ({e})"
+                ) from None
             feedback = env.feedback(rnd, chosen)[0]
         else:
             arms = len(rnd.arms)
             if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
                 shape = f" of shape {chosen.shape}" if isinstance(chosen, np.ndarray) else ""
-                raise UserError(f"{broken} select() must return one arm index (an int), got "
-                                f"{type(chosen).__name__}{shape}: {chosen!r}")
+                raise UserError(
+                    f"{broken} select() must return one arm index (an int), got "
+                    f"{type(chosen).__name__}{shape}: {chosen!r}"
+                )
             if not 0 <= chosen < arms:
-                raise UserError(f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms "
-                                f"(0..{arms - 1})")
+                raise UserError(
+                    f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
+                )
             feedback = float(rnd.rewards[chosen])
         try:
             policy.update(view, chosen, feedback)
@@ -275,8 +345,10 @@ class Results:
     def __repr__(self) -> str:
         loaded = self._load()
         folders = ", ".join(repr(str(f)) for f in self.folders)
-        return (f"Results({folders}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
-                f"{', '.join(loaded.algorithms)})")
+        return (
+            f"Results({folders}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
+            f"{', '.join(loaded.algorithms)})"
+        )
 
     @property
     def algorithms(self) -> list[str]:

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-SHARED = next((p / "shared" / "datasets" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "datasets").is_dir()), Path("shared/datasets"))
+SHARED = next(
+    (p / "shared" / "datasets" for p in Path(__file__).resolve().parents if (p / "shared" / "datasets").is_dir()),
+    Path("shared/datasets"),
+)
 
 
 def play(dataset, algorithm: str, rounds: int, blocks: bool = True) -> tuple[np.ndarray, float, float, float]:
@@ -33,8 +35,9 @@ def play(dataset, algorithm: str, rounds: int, blocks: bool = True) -> tuple[np.
     from banditbench.envs import PROTOCOLS, Budget
 
     env = PROTOCOLS["classification"].environment(dataset, np.random.SeedSequence(1))
-    policy = ALGORITHMS[algorithm].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                         seed=np.random.SeedSequence(2), params={})
+    policy = ALGORITHMS[algorithm].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(2), params={}
+    )
     policy.blocks = blocks  # LinUCB's switch between per-block and dense statistics (other policies ignore it)
     choices, reward = [], 0.0
     wall, cpu = time.perf_counter(), time.process_time()
@@ -60,26 +63,35 @@ def main() -> None:
     limit_threads()  # as in the executors' workers: one BLAS thread per unit
 
     with tempfile.TemporaryDirectory() as data_dir:
-        classification.prepare(Path(data_dir), "mnist", split="test", source=str(args.datasets / "mnist-test"),
-                               offline=True)
+        classification.prepare(
+            Path(data_dir), "mnist", split="test", source=str(args.datasets / "mnist-test"), offline=True
+        )
         dataset = load_dataset(Path(data_dir), "mnist")
         print(f"MNIST test set, block encoding (d = 7840), load average {os.getloadavg()[0]:.1f}")
         print(f"{'algorithm':<12} {'statistics':<10} {'rounds':>6} {'r/s wall':>9} {'r/CPU-s':>8} {'reward':>7}")
         for algorithm in ("linucb-one", "linucb-ind"):
             dense, d_wall, d_cpu, d_reward = play(dataset, algorithm, args.dense_rounds, blocks=False)
             block, b_wall, b_cpu, b_reward = play(dataset, algorithm, args.rounds)
-            print(f"{algorithm:<12} {'dense':<10} {args.dense_rounds:>6} {args.dense_rounds / d_wall:>9.1f} "
-                  f"{args.dense_rounds / d_cpu:>8.1f} {d_reward:>7.0f}")
-            print(f"{algorithm:<12} {'per block':<10} {args.rounds:>6} {args.rounds / b_wall:>9.1f} "
-                  f"{args.rounds / b_cpu:>8.1f} {b_reward:>7.0f}")
-            same = dense == block[:len(dense)]
-            print(f"  speed-up {(args.rounds / b_cpu) / (args.dense_rounds / d_cpu):.0f}× per CPU second; choices "
-                  f"equal in {same.sum()} of the first {len(dense)} rounds"
-                  + ("" if same.all() else f" (first difference at round {int(np.flatnonzero(~same)[0])})"))
+            print(
+                f"{algorithm:<12} {'dense':<10} {args.dense_rounds:>6} {args.dense_rounds / d_wall:>9.1f} "
+                f"{args.dense_rounds / d_cpu:>8.1f} {d_reward:>7.0f}"
+            )
+            print(
+                f"{algorithm:<12} {'per block':<10} {args.rounds:>6} {args.rounds / b_wall:>9.1f} "
+                f"{args.rounds / b_cpu:>8.1f} {b_reward:>7.0f}"
+            )
+            same = dense == block[: len(dense)]
+            print(
+                f"  speed-up {(args.rounds / b_cpu) / (args.dense_rounds / d_cpu):.0f}× per CPU second; choices "
+                f"equal in {same.sum()} of the first {len(dense)} rounds"
+                + ("" if same.all() else f" (first difference at round {int(np.flatnonzero(~same)[0])})")
+            )
         if args.neural_rounds:
             _, wall, cpu, reward = play(dataset, "neuucb-one", args.neural_rounds)
-            print(f"{'neuucb-one':<12} {'dense':<10} {args.neural_rounds:>6} {args.neural_rounds / wall:>9.1f} "
-                  f"{args.neural_rounds / cpu:>8.1f} {reward:>7.0f}")
+            print(
+                f"{'neuucb-one':<12} {'dense':<10} {args.neural_rounds:>6} {args.neural_rounds / wall:>9.1f} "
+                f"{args.neural_rounds / cpu:>8.1f} {reward:>7.0f}"
+            )
 
 
 if __name__ == "__main__":

@@ -8,13 +8,12 @@ The preset's dataset is prepared from DATASETS first (not timed): MovieLens from
 MNIST from DATASETS/mnist-test (its 10 000 test images); Shuttle from DATASETS/uci-shuttle. ``--seeds``,
 ``--tune-seeds`` and ``--rounds`` shrink the run (default: the preset's own).
 
-Prints the run's wall time and CPU time (the CLI process and its workers, read from /proc every 0.2 s), the load average before and after,
-and per algorithm the number of units, their summed unit seconds (each unit's wall time as its timing shard
-records it), the share of the total and the mean per unit, separately for tuning and reported units; then the
-projection to ``--project-seeds`` reported seeds and the preset's tuning seeds: tuning unit seconds scaled by the
-preset's tuning seeds / tuning seeds run, reported unit seconds by project-seeds / seeds run, and the run's
-wall and CPU time scaled by the same ratio of unit seconds.
-"""
+Prints the run's wall time and CPU time (the CLI process and its workers, read from /proc every 0.2 s), the load
+average before and after, and per algorithm the number of units, their summed unit seconds (each unit's wall time as
+its timing shard records it), the share of the total and the mean per unit, separately for tuning and reported
+units; then the projection to ``--project-seeds`` reported seeds and the preset's tuning seeds: tuning unit seconds
+scaled by the preset's tuning seeds / tuning seeds run, reported unit seconds by project-seeds / seeds run, and the
+run's wall and CPU time scaled by the same ratio of unit seconds."""
 
 from __future__ import annotations
 
@@ -31,8 +30,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 # the project's shared genuine data: the nearest ancestor folder holding shared/datasets (main checkout or worktree)
-SHARED = next((p / "shared" / "datasets" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "datasets").is_dir()), Path("shared/datasets"))
+SHARED = next(
+    (p / "shared" / "datasets" for p in Path(__file__).resolve().parents if (p / "shared" / "datasets").is_dir()),
+    Path("shared/datasets"),
+)
 CLI = [sys.executable, "-m", "banditbench"]
 
 
@@ -53,8 +54,9 @@ def prepare(dataset: str, data_dir: Path, datasets: Path) -> str:
         sys.exit(f"figure.py prepares movielens, mnist and shuttle only; {dataset!r} is none of them")
     if not source.is_dir():
         sys.exit(f"no {source}: cannot prepare {dataset}")
-    subprocess.run(CLI + args + ["--source", str(source), "--data-dir", str(data_dir)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        CLI + args + ["--source", str(source), "--data-dir", str(data_dir)], check=True, stdout=subprocess.DEVNULL
+    )
     return note
 
 
@@ -117,8 +119,18 @@ def main() -> None:
         root = args.keep or Path(scratch)
         data_dir, out = root / "datasets", root / "results"
         note = prepare(preset["dataset"], data_dir, args.datasets)
-        command = CLI + ["run", "--preset", args.preset, "--jobs", str(args.jobs), "--data-dir", str(data_dir),
-                         "--out", str(out), "--overwrite"]
+        command = CLI + [
+            "run",
+            "--preset",
+            args.preset,
+            "--jobs",
+            str(args.jobs),
+            "--data-dir",
+            str(data_dir),
+            "--out",
+            str(out),
+            "--overwrite",
+        ]
         for flag, value in (("--seeds", args.seeds), ("--tune-seeds", args.tune_seeds), ("--rounds", args.rounds)):
             if value is not None:
                 command += [flag, str(value)]
@@ -137,23 +149,31 @@ def main() -> None:
 
     print(f"preset {args.preset}: {note}")
     print(f"command: {' '.join(command[2:])}")
-    print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (CPU/wall {cpu / wall:.2f}), load average {load_before:.1f} before, "
-          f"{load_after:.1f} after")
+    print(
+        f"wall {wall:.1f} s, CPU {cpu:.1f} s (CPU/wall {cpu / wall:.2f}), load average {load_before:.1f} before, "
+        f"{load_after:.1f} after"
+    )
     total = sum(sum(v) for v in found.values())
     algorithms = list(dict.fromkeys(a for a, _ in found))
-    print(f"{'algorithm':<14} {'tuning units':>12} {'unit s':>8} {'reported':>8} {'unit s':>8} {'share':>6} "
-          f"{'s/unit':>7}")
+    print(
+        f"{'algorithm':<14} {'tuning units':>12} {'unit s':>8} {'reported':>8} {'unit s':>8} {'share':>6} {'s/unit':>7}"
+    )
     for algorithm in sorted(algorithms, key=lambda a: -sum(found[a, False] + found[a, True])):
         tuning, reported = found[algorithm, True], found[algorithm, False]
         both = tuning + reported
-        print(f"{algorithm:<14} {len(tuning):>12} {sum(tuning):>8.1f} {len(reported):>8} {sum(reported):>8.1f} "
-              f"{sum(both) / total:>6.1%} {sum(both) / len(both):>7.2f}")
+        print(
+            f"{algorithm:<14} {len(tuning):>12} {sum(tuning):>8.1f} {len(reported):>8} {sum(reported):>8.1f} "
+            f"{sum(both) / total:>6.1%} {sum(both) / len(both):>7.2f}"
+        )
     tuning_total = sum(sum(found[a, True]) for a in algorithms)
-    projected = (tuning_total * preset_tune_seeds / max(tune_seeds, 1)
-                 + (total - tuning_total) * args.project_seeds / max(seeds, 1))
-    print(f"unit seconds {total:.1f} (tuning {tuning_total:.1f}); projection for {args.project_seeds} reported and "
-          f"{preset_tune_seeds} tuning seeds: {projected:.1f} unit seconds, wall ≈ {wall * projected / total:.0f} s "
-          f"and CPU ≈ {cpu * projected / total:.0f} s with --jobs {args.jobs}")
+    projected = tuning_total * preset_tune_seeds / max(tune_seeds, 1) + (
+        total - tuning_total
+    ) * args.project_seeds / max(seeds, 1)
+    print(
+        f"unit seconds {total:.1f} (tuning {tuning_total:.1f}); projection for {args.project_seeds} reported and "
+        f"{preset_tune_seeds} tuning seeds: {projected:.1f} unit seconds, wall ≈ {wall * projected / total:.0f} s "
+        f"and CPU ≈ {cpu * projected / total:.0f} s with --jobs {args.jobs}"
+    )
 
 
 if __name__ == "__main__":

@@ -50,17 +50,19 @@ def test_equal_to_torch_default_adam_and_to_algorithm_1_at_1e_6():
         g = g.double()
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g * g
-        theta = theta - lr * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)).sqrt() + eps)
+        theta = theta - lr * (m / (1 - beta1**t)) / ((v / (1 - beta2**t)).sqrt() + eps)
     # float32 rounding accumulated over 300 steps of parameters of order 1 (each step's error ≈ 1e-7)
     torch.testing.assert_close(direct.double(), theta, rtol=0, atol=1e-5)
     assert math.isfinite(float(direct.abs().max())) and not torch.equal(direct, theta0)
 
 
 def test_training_never_imports_torch_compiler_stack():
-    code = ("import sys, torch\n"
-            "from banditbench.algos.adam import Adam\n"
-            "theta = torch.zeros(4); Adam(theta, lr=0.1).step(torch.ones(4))\n"
-            "assert float(theta[0]) < 0\n"
-            "print('torch._dynamo' in sys.modules)")
+    code = (
+        "import sys, torch\n"
+        "from banditbench.algos.adam import Adam\n"
+        "theta = torch.zeros(4); Adam(theta, lr=0.1).step(torch.ones(4))\n"
+        "assert float(theta[0]) < 0\n"
+        "print('torch._dynamo' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

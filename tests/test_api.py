@@ -21,8 +21,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import banditbench  # noqa: E402
 from test_golden import digest  # noqa: E402
 
-OUTCOME = ["dataset", "algorithm", "seed", "t", "user", "group", "chosen", "reward", "expected_reward",
-           "best_expected_reward", "regret", "budget_spent", "cumulative_regret"]
+OUTCOME = [
+    "dataset",
+    "algorithm",
+    "seed",
+    "t",
+    "user",
+    "group",
+    "chosen",
+    "reward",
+    "expected_reward",
+    "best_expected_reward",
+    "regret",
+    "budget_spent",
+    "cumulative_regret",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -39,8 +52,7 @@ def registry():
 def results(tmp_path_factory):
     data = tmp_path_factory.mktemp("api") / "datasets"
     bb.prepare("synthetic", users=20, clusters=2, dim=5, arms=10, data_dir=data)
-    return bb.run(algos=["random", "linucb-ind", "oracle"], dataset="synthetic", rounds=120, seeds=3,
-                  data_dir=data)
+    return bb.run(algos=["random", "linucb-ind", "oracle"], dataset="synthetic", rounds=120, seeds=3, data_dir=data)
 
 
 def test_prepare_returns_the_folder_with_the_options_given(tmp_path):
@@ -52,7 +64,7 @@ def test_prepare_returns_the_folder_with_the_options_given(tmp_path):
 
 def test_frame_holds_every_round_of_every_unit(results):
     frame = results.frame()
-    assert list(frame.columns[:len(OUTCOME) - 1]) == OUTCOME[:-1] and "cumulative_regret" in frame
+    assert list(frame.columns[: len(OUTCOME) - 1]) == OUTCOME[:-1] and "cumulative_regret" in frame
     assert len(frame) == 3 * 3 * 120
     unit = frame[(frame["algorithm"] == "linucb-ind") & (frame["seed"] == 1)]
     assert unit["t"].tolist() == list(range(120))
@@ -91,8 +103,10 @@ def test_plot_is_a_figure_with_one_curve_per_algorithm(results):
     assert [line.get_label() for line in axes.get_lines()] == ["random", "linucb-ind", "oracle"]
 
 
-@pytest.mark.parametrize("fmt, marker", [("md", "| linucb-ind |"), ("csv", "dataset,algorithm"),
-                                         ("latex", r"\begin{tabular}"), ("html", "<svg")])
+@pytest.mark.parametrize(
+    "fmt, marker",
+    [("md", "| linucb-ind |"), ("csv", "dataset,algorithm"), ("latex", r"\begin{tabular}"), ("html", "<svg")],
+)
 def test_report_text_in_each_format(results, fmt, marker):
     text = results.report(fmt)
     assert marker in text and "linucb-ind" in text
@@ -127,22 +141,26 @@ def test_a_run_without_out_lives_in_a_temporary_folder_until_save(data_dir, tmp_
     assert (tmp_path / "kept" / "manifest.json").is_file()
 
 
-@pytest.mark.parametrize("arguments, flags", [
-    ({"dataset": "nope"}, ["--dataset", "nope"]),
-    ({"rounds": 0}, ["--rounds", "0"]),
-    ({"params": ["linucb-one.alpha=x"]}, ["--set", "linucb-one.alpha=x"]),
-    ({"params": {"club.alpha": 1.0}}, ["--set", "club.alpha=1.0"]),
-    ({"env": {"users": 3}}, ["--env", "users=3"]),
-    ({"budget": 0}, ["--budget", "0"]),
-    ({"algos": "linucb-one,linucb-one"}, ["--algos", "linucb-one,linucb-one"]),
-])
+@pytest.mark.parametrize(
+    "arguments, flags",
+    [
+        ({"dataset": "nope"}, ["--dataset", "nope"]),
+        ({"rounds": 0}, ["--rounds", "0"]),
+        ({"params": ["linucb-one.alpha=x"]}, ["--set", "linucb-one.alpha=x"]),
+        ({"params": {"club.alpha": 1.0}}, ["--set", "club.alpha=1.0"]),
+        ({"env": {"users": 3}}, ["--env", "users=3"]),
+        ({"budget": 0}, ["--budget", "0"]),
+        ({"algos": "linucb-one,linucb-one"}, ["--algos", "linucb-one,linucb-one"]),
+    ],
+)
 def test_bad_arguments_raise_the_cli_message_and_write_nothing(arguments, flags, data_dir, tmp_path):
     settings = {"algos": "linucb-one", "dataset": "synthetic", "rounds": 10, "seeds": 1}
     with pytest.raises(UserError) as caught:
         bb.run(**{**settings, **arguments}, data_dir=data_dir, out=tmp_path / "api")
     given = {f"--{key}": str(value) for key, value in settings.items()}
-    cli = banditbench("run", *[x for item in given.items() for x in item], *flags, "--data-dir", data_dir,
-                      "--out", tmp_path / "cli")
+    cli = banditbench(
+        "run", *[x for item in given.items() for x in item], *flags, "--data-dir", data_dir, "--out", tmp_path / "cli"
+    )
     assert cli.returncode == 2
     assert f"error: {caught.value}" == cli.stderr.strip()  # one line, the same words
     assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()
@@ -165,14 +183,18 @@ def test_other_errors_are_user_errors_too(tmp_path, results):
 def test_cli_and_api_give_the_same_outcome_columns(data_dir, tmp_path):
     arguments = {"algos": "random,linucb-ind,club", "dataset": "synthetic", "rounds": 150, "seeds": 2, "seed": 7}
     flags = [x for key, value in arguments.items() for x in (f"--{key}", value)]
-    done = banditbench("run", *flags, "--set", "club.alpha=0.5", "--data-dir", data_dir, "--out", tmp_path / "cli",
-                       "--jobs", 1)
+    done = banditbench(
+        "run", *flags, "--set", "club.alpha=0.5", "--data-dir", data_dir, "--out", tmp_path / "cli", "--jobs", 1
+    )
     assert done.returncode == 0, done.stderr
     api = bb.run(**arguments, params=["club.alpha=0.5"], data_dir=data_dir, out=tmp_path / "api")
 
     def digests(folder: Path) -> dict[str, str]:
-        return {p.name: digest(p) for p in sorted((folder / "shards").glob("*.parquet"))
-                if not p.name.endswith(".timing.parquet")}
+        return {
+            p.name: digest(p)
+            for p in sorted((folder / "shards").glob("*.parquet"))
+            if not p.name.endswith(".timing.parquet")
+        }
 
     cli = digests(tmp_path / "cli")
     assert len(cli) == 6 and cli == digests(api.folder)

@@ -27,8 +27,9 @@ def test_quickstart_notebook_runs_and_shows_its_results(tmp_path, monkeypatch):
     monkeypatch.setenv("BANDITBENCH_QUICKSTART_ROUNDS", "300")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = [cell.get("outputs", []) for cell in notebook.cells if cell.cell_type == "code"]
     text = "\n".join(str(o.get("data", {}).get("text/plain", o.get("text", ""))) for cell in outputs for o in cell)
     assert "Results(" in text and "linucb-ind" in text and "club" in text

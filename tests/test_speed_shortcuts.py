@@ -14,7 +14,7 @@ from banditbench.envs import PROTOCOLS, Budget, Round
 def _outer_product_statistics(policy):
     """A_u = λI + Σ φφᵀ and b_u = Σ rφ summed one sample at a time (the definition)."""
     x, r = policy.history.all_rows()
-    users = policy.user_of_row[:len(r)]
+    users = policy.user_of_row[: len(r)]
     phi = policy._embed(x)
     m = phi.shape[1]
     A = torch.eye(m, dtype=torch.float64).mul(policy.lam).repeat(policy.n_users, 1, 1)
@@ -41,8 +41,9 @@ def _cosine(tmp_path, users=8):
 
 
 def _neurallinear(env, seed=4, **params):
-    return ALGORITHMS["neurallinear"].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                            seed=np.random.SeedSequence(seed), params=params)
+    return ALGORITHMS["neurallinear"].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(seed), params=params
+    )
 
 
 def test_neurallinear_per_user_statistics_equal_the_outer_product_sums(tmp_path):
@@ -101,8 +102,7 @@ def _classification(encoding="block", n=300, d=6, K=4, seed=0):
 
 
 def _linucb(name, dim, n_users, n_arms, blocks):
-    policy = ALGORITHMS[name].build(n_users=n_users, n_arms=n_arms, dim=dim, seed=np.random.SeedSequence(0),
-                                    params={})
+    policy = ALGORITHMS[name].build(n_users=n_users, n_arms=n_arms, dim=dim, seed=np.random.SeedSequence(0), params={})
     policy.blocks = blocks
     return policy
 
@@ -112,7 +112,7 @@ def test_classification_rounds_declare_their_block_width():
     assert rnd.block == 6 and rnd.view(Budget()).block == 6
     for a in range(4):
         outside = np.delete(rnd.arms[a], np.arange(a * 6, a * 6 + 6))
-        assert not outside.any() and rnd.arms[a, a * 6:a * 6 + 6].any()
+        assert not outside.any() and rnd.arms[a, a * 6 : a * 6 + 6].any()
     assert next(_classification("shift").rounds(1)).block is None
 
 
@@ -128,7 +128,7 @@ def test_block_linucb_choices_equal_the_dense_computation(name):
         contexts = rng.standard_normal((K, d))
         arms = np.zeros((K, K * d))
         for a in range(K):
-            arms[a, a * d:(a + 1) * d] = contexts[a]
+            arms[a, a * d : (a + 1) * d] = contexts[a]
         rewards = (contexts * theta).sum(1) + 0.1 * rng.standard_normal(K)
         rnd = Round(t, t % n_users, arms, rewards, rewards, block=d)
         for blocks, policy in policies.items():

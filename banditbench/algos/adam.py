@@ -19,8 +19,7 @@ import torch
 class Adam:
     """Adam on θ (any shape, updated in place): ``step(gradient)`` applies one update of Algorithm 1."""
 
-    def __init__(self, theta: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8):
+    def __init__(self, theta: torch.Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.theta, self.lr, self.eps = theta, lr, eps
         self.beta1, self.beta2 = betas
         self.m = torch.zeros_like(theta)  # first moment m_t
@@ -29,6 +28,18 @@ class Adam:
 
     def step(self, gradient: torch.Tensor) -> None:
         self.t += 1
-        torch._fused_adam_([self.theta], [gradient], [self.m], [self.v], [], [self.t], lr=self.lr,
-                           beta1=self.beta1, beta2=self.beta2, weight_decay=0.0, eps=self.eps, amsgrad=False,
-                           maximize=False)
+        torch._fused_adam_(
+            [self.theta],
+            [gradient],
+            [self.m],
+            [self.v],
+            [],
+            [self.t],
+            lr=self.lr,
+            beta1=self.beta1,
+            beta2=self.beta2,
+            weight_decay=0.0,
+            eps=self.eps,
+            amsgrad=False,
+            maximize=False,
+        )

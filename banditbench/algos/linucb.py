@@ -100,7 +100,7 @@ class LinUCB(Policy):
         learner = self._learners(view.user, chosen + 1).stop - 1
         x = view.arms[chosen]
         if self.block is not None:
-            x = x[chosen * self.block:(chosen + 1) * self.block]
+            x = x[chosen * self.block : (chosen + 1) * self.block]
         self.stats.update(learner, x, reward, known if (t, selected) == (view.t, chosen) else None)
 
     def clusters(self):

@@ -23,9 +23,17 @@ from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
-from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
-                                      torch_generator, train_adam)
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    History,
+    check_choice,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+    train_adam,
+)
 
 
 def confidence(count: torch.Tensor) -> torch.Tensor:
@@ -37,10 +45,27 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 class NeuralLinear(Policy):
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.1, alpha2: float = 1.0, lam: float = 1.0,
-                 width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper", lr: float = 1e-2,
-                 train_steps: int = 50, batch_size: int = 32, schedule: str = "paper", device: str = "cpu",
-                 threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 0.1,
+        alpha2: float = 1.0,
+        lam: float = 1.0,
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        lr: float = 1e-2,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.alpha, self.alpha2, self.lam = alpha, alpha2, lam
@@ -103,7 +128,7 @@ class NeuralLinear(Policy):
         """Every user's A and b from its stored samples under the new embedding: A_u = λI + Φ_uᵀ Φ_u with Φ_u the
         user's rows, one matmul per user over the rows grouped by user (no [rows, m, m] outer products)."""
         x, r = self.history.all_rows()
-        users = self.user_of_row[:len(r)]
+        users = self.user_of_row[: len(r)]
         phi = self._embed(x)
         m = phi.shape[1]
         self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)

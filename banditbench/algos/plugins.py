@@ -45,8 +45,9 @@ def resolve(reference: str | type) -> str:
     """The registry name of ``reference``: a registered name, an installed plugin's name, an import path
     ``package.module:Class`` or a class. A plugin is added to ``ALGORITHMS`` on first use."""
     if isinstance(reference, type):
-        return add(reference, f"class {reference.__module__}.{reference.__qualname__}",
-                   source=importable_path(reference))
+        return add(
+            reference, f"class {reference.__module__}.{reference.__qualname__}", source=importable_path(reference)
+        )
     if not isinstance(reference, str):
         raise UserError(f"an algorithm is a name, a 'package.module:Class' path or a class, got {reference!r}")
     if reference in ALGORITHMS:
@@ -56,8 +57,10 @@ def resolve(reference: str | type) -> str:
     for entry in entry_points():
         if entry.name == reference:
             return add_entry_point(entry)
-    raise UserError(f"unknown algorithm {reference!r}; choose from: {', '.join(ALGORITHMS)} "
-                    f"(or an installed plugin, or a 'package.module:Class' import path)")
+    raise UserError(
+        f"unknown algorithm {reference!r}; choose from: {', '.join(ALGORITHMS)} "
+        f"(or an installed plugin, or a 'package.module:Class' import path)"
+    )
 
 
 def load_path(path: str) -> type:
@@ -85,8 +88,9 @@ def add_entry_point(entry: metadata.EntryPoint) -> str:
     try:
         policy = entry.load()
     except Exception as e:  # a broken plugin must not take the others down with a traceback
-        raise UserError(f"plugin {entry.name!r} ({entry.value}, from {dist}) cannot be loaded: "
-                        f"{type(e).__name__}: {e}") from None
+        raise UserError(
+            f"plugin {entry.name!r} ({entry.value}, from {dist}) cannot be loaded: {type(e).__name__}: {e}"
+        ) from None
     name = add(policy, f"plugin from {dist}", source=entry.value)
     if name != entry.name:
         raise UserError(f"plugin {entry.value} is registered as {entry.name!r} but its class says name = {name!r}")
@@ -107,20 +111,25 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
     title = getattr(policy, "__qualname__", repr(policy))
     name = getattr(policy, "name", None)
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise UserError(f"{title} does not declare a name: give the class a short lower-case `name` attribute "
-                        f"such as name = \"my-policy\" (letters, digits, - and _), got {name!r}")
+        raise UserError(
+            f"{title} does not declare a name: give the class a short lower-case `name` attribute "
+            f'such as name = "my-policy" (letters, digits, - and _), got {name!r}'
+        )
     if not issubclass(policy, Policy):
         raise UserError(f"{name} breaks the policy contract: {title} must subclass banditbench.algos.base.Policy")
     for method in ("select", "update"):
         if getattr(policy, method) is getattr(Policy, method):
             raise UserError(f"{name} breaks the policy contract: {title} has no {method}() method")
     if policy.privileged:
-        raise UserError(f"{name} breaks the policy contract: only the oracle may see a round's hidden fields "
-                        "(privileged = True)")
+        raise UserError(
+            f"{name} breaks the policy contract: only the oracle may see a round's hidden fields (privileged = True)"
+        )
     known = ALGORITHMS.get(name)
     if known is not None and not same_class(known.policy, policy):
-        raise UserError(f"{title} is named {name!r}, which is taken by "
-                        f"{ORIGINS.get(name, 'a built-in algorithm')}; choose another name")
+        raise UserError(
+            f"{title} is named {name!r}, which is taken by "
+            f"{ORIGINS.get(name, 'a built-in algorithm')}; choose another name"
+        )
     if known is not None and known.policy is policy:
         return name
     role = getattr(policy, "role", "proposed")
@@ -129,8 +138,14 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
     doc = (policy.__doc__ or "").strip().splitlines()
     description = getattr(policy, "description", None) or (doc[0] if doc else title)
     declared = getattr(policy, "capabilities", None)  # what the class declares it needs, as registered ones do
-    ALGORITHMS[name] = AlgorithmSpec(name, source, getattr(policy, "paper", None) or "plugin", description,
-                                     role=role, **({"capabilities": declared} if declared is not None else {}))
+    ALGORITHMS[name] = AlgorithmSpec(
+        name,
+        source,
+        getattr(policy, "paper", None) or "plugin",
+        description,
+        role=role,
+        **({"capabilities": declared} if declared is not None else {}),
+    )
     ORIGINS[name] = origin
     return name
 

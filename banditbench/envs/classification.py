@@ -60,9 +60,16 @@ class ClassificationEnvironment:
             arms = np.zeros((K, self.dim))
             for a in range(K):
                 start = a * d if self.encoding == "block" else a
-                arms[a, start:start + d] = self.x[i]
+                arms[a, start : start + d] = self.x[i]
             rewards = np.zeros(K)
             rewards[self.y[i]] = 1.0
             source = int(self.source[i])
-            yield Round(t, source * K + int(self.y[i]), arms, rewards, rewards.copy(),
-                        source if self.true_groups is not None else -1, block=block)
+            yield Round(
+                t,
+                source * K + int(self.y[i]),
+                arms,
+                rewards,
+                rewards.copy(),
+                source if self.true_groups is not None else -1,
+                block=block,
+            )

@@ -147,5 +147,6 @@ class Round:
     block: int | None = None  # block-encoded contexts: arm a is zero outside coordinates [a·block, (a+1)·block)
 
     def view(self, budget: Budget) -> RoundView:
-        return RoundView(self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step,
-                         self.block)
+        return RoundView(
+            self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step, self.block
+        )
