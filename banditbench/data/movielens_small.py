@@ -10,7 +10,7 @@ predictions to integers.
 Here the table is filled by :func:`als`, a ridge alternating-least-squares factorisation of the centred ratings
 (rank, λ and iterations are prepare options; the start is drawn from ``--seed``, so the table is a deterministic
 function of the raw files and the options). Observed ratings are kept; every missing (user, arm) entry is the
-prediction, clipped to the rating scale [0.5, 5].
+prediction, clipped to the rating scale [0.5, 5] (then rounded under ``--compat bandpy``).
 
 Arms are the first K movies by id. ``--compat none`` (default) takes an arm's features and its rewards from the
 same movie. ``--compat bandpy`` reproduces the authors' loader: the rewards of arm k are those of movie id k
@@ -115,9 +115,9 @@ def build(ratings: pd.DataFrame, movies: pd.DataFrame, *, arms: int, dim: int, f
     columns = np.where(known, np.searchsorted(item_ids, reward_movies), 0)
     table = mean + P @ Q[columns].T  # [n_users, K]
     table[:, ~known] = mean  # a movie id absent from the files: the mean rating
-    if compat == "bandpy":
-        table = np.rint(table)
     table = np.clip(table, *RATING_RANGE)
+    if compat == "bandpy":  # predictions clipped to the rating scale, then rounded (0.5 rounds to 0)
+        table = np.rint(table)
     observed = pd.DataFrame({"user": users, "raw_item": ratings["raw_item"].to_numpy(), "rating": values})
     observed = observed[observed["raw_item"].isin(reward_movies)].drop_duplicates(["user", "raw_item"], keep="last")
     arm_of = {movie: k for k, movie in enumerate(reward_movies.tolist())}
@@ -138,7 +138,7 @@ def build(ratings: pd.DataFrame, movies: pd.DataFrame, *, arms: int, dim: int, f
     reward_table = pd.DataFrame(table, columns=[f"r_{k}" for k in range(arms)])
     reward_table.insert(0, "user", np.arange(len(user_ids)))
     reward_table.insert(1, "raw_user", user_ids)
-    fit = {"mean_rating": mean, "train_rmse": rmse, "observed_entries": int(len(observed)),
+    fit = {"mean_rating": mean, "train_rmse": rmse, "observed_entries": len(observed),
            "filled_entries": int(table.size - len(observed))}
     return {"rewards": reward_table, "arms": arm_table}, fit
 
