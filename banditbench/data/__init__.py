@@ -12,7 +12,8 @@ from banditbench.data.prepared import MANIFEST, PreparedDataset, load_dataset
 from banditbench.data.registry import DATASETS, Dataset, Option, register
 from banditbench.errors import UserError
 
-MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "yelp", "amazon", "logged", "own")
+MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "yelp", "amazon", "logged", "own",
+           "movielens_small")
 
 for _module in MODULES:
     importlib.import_module(f"banditbench.data.{_module}")

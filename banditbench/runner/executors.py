@@ -38,6 +38,7 @@ from multiprocessing import forkserver
 from typing import Any, Callable
 from unittest import mock
 
+from banditbench.algos import plugins
 from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
@@ -122,9 +123,10 @@ def die_with(parent: int) -> None:
         threading.Thread(target=watch, name="banditbench-parent-watch", daemon=True).start()
 
 
-def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, parent: int) -> None:
+def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, added: dict, parent: int) -> None:
     die_with(parent)
     limit_threads()
+    plugins.install(added)  # algorithms registered in the parent from import paths or plugins
     _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
     messages.put(("ready", os.getpid()))
 
@@ -194,7 +196,8 @@ class LocalExecutor(Executor):
             context = pool_context()
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
-                                            initargs=(dataset, self.messages, checkpoints, os.getpid()))
+                                            initargs=(dataset, self.messages, checkpoints, plugins.added(),
+                                                      os.getpid()))
 
     def await_workers(self, timeout: float = 60.0) -> list[tuple[str, Any]]:
         """Wait until every started worker has run its initializer (a minute at most); return the other
@@ -252,8 +255,9 @@ class LocalExecutor(Executor):
 _datasets: dict[tuple[str, str], PreparedDataset] = {}  # per Ray worker: datasets already loaded
 
 
-def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> UnitResult:
+def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None, added: dict) -> UnitResult:
     limit_threads()
+    plugins.install(added)
     dataset = _datasets.setdefault((str(dataset.path), dataset.manifest_sha256), dataset)
     result = run_one(unit, dataset, None, checkpoints)
     result.peak_rss_mb = peak_rss_mb()
@@ -298,9 +302,10 @@ class RayExecutor(Executor):
 
         task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
         shared = ray.put(dataset)
+        added = plugins.added()
         pending = {}
         for unit in units:
-            pending[task.remote(unit, shared, checkpoints)] = unit
+            pending[task.remote(unit, shared, checkpoints, added)] = unit
             if on_unit_start is not None:
                 on_unit_start(unit)
         while pending:
