@@ -253,6 +253,24 @@ def prepare_yelp(
                                                                      negative_below, dim, groups, seed)))
 
 
+@prepare_app.command("authors-pools")
+def prepare_authors_pools(
+    source: Path = typer.Option(..., "--source", help="Folder with <name>_<U>users_<I>items_entry.npy and the "
+                                                      "user / item feature arrays (a checkout of banyikun/MCNB)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Which dataset of the folder (yelp, movie…) if several."),
+    mode: str = typer.Option("mcnb-code", "--mode", help="mcnb-code (100 groups, [item, rater] contexts) | "
+                                                          "metaban-code (50 groups, item contexts) | paper."),
+    groups: Optional[int] = typer.Option(None, "--groups", help="K-means user groups [default: 100 for mcnb-code, "
+                                                                 "50 otherwise, as the authors' loaders]."),
+    seed: int = KMEANS_SEED, data_dir: Path = DATA_DIR, force: bool = FORCE,
+) -> None:
+    """The authors' preprocessed arm pools → the recommendation protocol in their code mode (parity checks)."""
+    from banditbench.data import authors
+
+    report_prepared(authors.prepare(data_dir, source=source, name=name, mode=mode, groups=groups, seed=seed,
+                                    force=force))
+
+
 @prepare_app.command("amazon")
 def prepare_amazon(
     version: str = typer.Option("2018", "--version", help="Release: 2014 | 2018 | 2023."),

@@ -72,3 +72,7 @@ DATASETS["mind"] = DatasetInfo(
 DATASETS["movielens-logged"] = DatasetInfo(
     "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
     "two-stage neural CB (seed 004), movielen2mind", "ips-simulator", ("twostage",))
+DATASETS["authors-pools"] = DatasetInfo(
+    "authors-pools", "the Ban-family repositories' preprocessed arrays (<name>_<U>users_<I>items_entry.npy and "
+    "feature arrays, --source DIR) served in the authors' code mode (mcnb-code | metaban-code)",
+    "M-CNB §5.2 (banyikun/MCNB); Meta-Ban §4.1", "recommendation")

@@ -113,6 +113,9 @@ class RecommendationEnvironment:
         self.eligible = np.flatnonzero(eligible)
         # Code modes draw a real user and serve its group, so pools are weighted by their eligible members.
         self.served_users = np.flatnonzero(eligible[pool_of_user])
+        first = params.get("draw_first_users")  # M-CNB's loader draws u among the first n real users only
+        if first:
+            self.served_users = self.served_users[self.served_users < first]
         self.pool_of_user = pool_of_user
         self.dim = self.item_features.shape[1] * (2 if self.mode == "mcnb-code" else 1)
         # The code modes' Gaussian-pdf map is elementwise, so it is applied to the feature tables once.
