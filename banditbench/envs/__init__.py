@@ -29,24 +29,24 @@ PROTOCOLS = {
         "linear",
         ".linear:LinearEnvironment",
         "one random user per round, K fresh contexts ~ N(0, I/d), reward ⟨θ_user, x⟩ + N(0, σ²)",
-        "Ghosh et al. 2021 §6.1 (seed 002); BASS asynchronous rounds (seed 003)",
+        "Ghosh et al. 2021 §6.1; Cherkaoui et al. 2025 (BASS), asynchronous rounds",
     ),
     "synchronous": ProtocolInfo(
         "synchronous",
         ".synchronous:SynchronousEnvironment",
         "every step all N users act on the same K fresh contexts ~ N(0, I/d), independent noise per user",
-        "Ghosh et al. 2021 §3, §6.1 (seed 002); BASS synchronous pulling (seed 003, theory)",
+        "Ghosh et al. 2021 §3, §6.1; Cherkaoui et al. 2025 (BASS), synchronous pulling",
     ),
     "cosine": ProtocolInfo(
         "cosine",
         ".nonlinear:CosineEnvironment",
         "as linear, but reward cos(3⟨θ_user, x⟩) + N(0, σ²): non-linear, clustered users",
-        "NeuralUCB's cos(3aᵀx) (Zhou et al. 2020 §7.1) on the clustered users of seed 002",
+        "NeuralUCB's cos(3aᵀx) (Zhou et al. 2020 §7.1) on the clustered users of Ghosh et al. 2021",
     ),
 }
 
 # Protocols named differently in prepared manifests: logged impressions are prepared for "ips-simulator" and run
-# under seed 004's two-stage protocol.
+# under the two-stage protocol of Zhang et al. 2022.
 PROTOCOL_ALIASES = {"ips-simulator": "twostage"}
 
 __all__ = ["PROTOCOLS", "PROTOCOL_ALIASES", "ProtocolInfo", "ArmPool", "Budget", "BudgetExceeded", "Round", "RoundView"]
@@ -56,7 +56,7 @@ PROTOCOLS["recommendation"] = ProtocolInfo(
     ".recommendation:RecommendationEnvironment",
     "a K-means user group (or user) per round; K = 10 arms: 1 item it liked (rating > 4) + 9 it rated otherwise, "
     "SVD item features; modes paper | metaban-code | mcnb-code",
-    "M-CNB §5.2 (seed 000); Meta-Ban §4.1 (seed 001)",
+    "Ban et al. 2024 (M-CNB) §5.2; Ban et al. 2022 (Meta-Ban) §4.1",
 )
 
 PROTOCOLS["classification"] = ProtocolInfo(
@@ -64,7 +64,7 @@ PROTOCOLS["classification"] = ProtocolInfo(
     ".classification:ClassificationEnvironment",
     "one instance per round, arm a = class a (reward 1 iff right), block (d·K) or shift (d+K−1) contexts; "
     "user = class, which tells per-user learners the label",
-    "M-CNB §5.3 (seed 000); Meta-Ban §4.3 (seed 001); NeuralUCB's Bandit_multi",
+    "Ban et al. 2024 (M-CNB) §5.3; Ban et al. 2022 (Meta-Ban) §4.3; NeuralUCB's Bandit_multi",
 )
 
 PROTOCOLS["round-robin"] = ProtocolInfo(
@@ -72,7 +72,7 @@ PROTOCOLS["round-robin"] = ProtocolInfo(
     ".roundrobin:RoundRobinEnvironment",
     "real users pulled in turn; each step all users see the same 25 random artists (reward 1 if listened); "
     "option: one listened artist guaranteed per round (the paper's CLUB protocol)",
-    "Ghosh et al. 2021 §6.2, Fig. 1(e) (seed 002), Last.FM",
+    "Ghosh et al. 2021 §6.2, Fig. 1(e), Last.FM",
 )
 
 PROTOCOLS["twostage"] = ProtocolInfo(
@@ -80,6 +80,6 @@ PROTOCOLS["twostage"] = ProtocolInfo(
     ".twostage:TwoStageEnvironment",
     "logged data (mind, movielens-logged): a user of the trial's set per iteration, a slate of m items, clicks "
     "from the IPS simulator (threshold + 10 % flips); budget B items scored per iteration; --env users, slate_size",
-    "Two-stage neural contextual bandits (seed 004) §4–§5",
+    "Two-stage neural contextual bandits (Zhang et al. 2022) §4–§5",
     slate=True,
 )

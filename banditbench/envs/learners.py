@@ -1,4 +1,4 @@
-"""The learners' neural models of seed 004 and their pre-training on the known split (twostage.md §2.0).
+"""The learners' neural models of Zhang et al. 2022 and their pre-training on the known split (§5).
 
 Models (one set per learner; the simulator is a separate, larger model):
 - item model: the two-tower click model of ``banditbench/simulator/encoders.py`` (64-d, as the paper's learners),

@@ -1,4 +1,5 @@
-"""A non-linear protocol on the clustered synthetic users, for the neural bandits (issue 5).
+"""A non-linear protocol on the clustered synthetic users, for the neural bandits
+(the reward of Zhou et al. 2020, §7.1).
 
 Same rounds as ``linear`` (one uniform user, K contexts x ~ N(0, I/d), N(0, σ²) noise, the environment's
 own stream), but the expected reward is h_u(x) = cos(3⟨θ_u, x⟩), the non-linear reward NeuralUCB's

@@ -19,7 +19,7 @@ class BudgetExceeded(RuntimeError):
 
 class Budget:
     __slots__ = ("limit", "spent", "is_open")
-    """The number of arms a policy may score in one round (seed 004's computational budget).
+    """The number of arms a policy may score in one round (the computational budget of Zhang et al. 2022).
 
     ``limit=None`` means unlimited. Spending is counted only while the budget is open, that is
     during ``select``; the runner closes it before ``update`` (learning from the chosen arm is free).
@@ -79,7 +79,7 @@ class CatalogPool:
     """A large catalogue's arms as item ids plus a feature lookup (DESIGN.md, "Round"): nothing is copied per round.
 
     ``catalogue`` (the items' static data: titles, topics, the items of each topic) and ``candidates`` (the
-    item ids the environment sampled for this round, seed 004's "B items sampled uniformly") are free to read.
+    item ids the environment sampled for this round, Zhang et al. 2022's "B items sampled uniformly") are free to read.
     An acquisition score is computed only through ``score`` / ``score_topics``, which spend one unit of the
     round's budget per item or topic scored, before computing anything, so overspending raises.
     """
@@ -117,7 +117,7 @@ class RoundView:
 
 @dataclass(slots=True)
 class SlateRound:
-    """One iteration of a slate protocol (seed 004): a user, the sampled candidates and, hidden, the
+    """One iteration of a slate protocol (Zhang et al. 2022): a user, the sampled candidates and, hidden, the
     uniforms [m] that decide which of the slate's m simulated clicks are flipped (drawn before the
     policy acts, so every policy of a trial sees the same flips)."""
 

@@ -1,4 +1,4 @@
-"""The round-robin protocol of Ghosh, Sankararaman & Ramchandran (2021 §6.2, Fig. 1(e); ghosh.md §5.2) on Last.FM.
+"""The round-robin protocol of Ghosh, Sankararaman & Ramchandran (2021 §6.2, Fig. 1(e)) on Last.FM.
 
 Prepared by ``banditbench prepare lastfm --pipeline ghosh``: real users, artists with 25-d tag tf-idf PCA contexts,
 reward 1 when the user listened to the artist, 0 otherwise. Users are pulled in turn (0, 1, …, N−1, 0, …); every

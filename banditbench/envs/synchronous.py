@@ -1,4 +1,4 @@
-"""The synchronous linear protocol of Ghosh, Sankararaman & Ramchandran (2021, §3 and §6.1; seed 002).
+"""The synchronous linear protocol of Ghosh, Sankararaman & Ramchandran (2021, §3 and §6.1).
 
 Each step, K fresh contexts x_k ~ N(0, I/d) are shown to *every* user; all N users act on them, each
 receiving ⟨θ_user, x_k⟩ plus its own independent N(0, σ²) noise. A step is emitted as N consecutive

@@ -1,4 +1,4 @@
-"""The ``twostage`` protocol of seed 004 ("Two-Stage Neural Contextual Bandits", twostage.md §1, §4, §5.3) over
+"""The ``twostage`` protocol of Zhang et al. 2022 ("Two-Stage Neural Contextual Bandits", §1, §4, §5) over
 the logged datasets ``mind`` and ``movielens-logged``, with clicks from their trained IPS simulator.
 
 Trial = seed index. A trial draws its user set U_τ (``users`` of them, uniformly without replacement from the users
@@ -13,7 +13,7 @@ of the 80 % of training clicks after the known split, as the authors' code); eve
 Users, candidates and flip uniforms come from the environment's stream only, so every policy of a trial sees the
 same users, candidates and flips (common random numbers), and the stream never depends on the policy.
 
-Metrics per iteration (runner/slate.py): clicks y_t, CTR_t = y_t / m, and regret against seed 004's optimum
+Metrics per iteration (runner/slate.py): clicks y_t, CTR_t = y_t / m, and regret against Zhang et al. 2022's optimum
 1 − flip = 0.9 per slot: regret_t = 0.9 − the slate's expected CTR, where an item's expected click is 1 − flip if
 its label is 1 and flip otherwise (the paper's cumulative regret 0.9·t − Σ CTR uses realised clicks; the report
 computes that one from the ``ctr`` column).

@@ -1,4 +1,4 @@
-"""Seed 004's off-policy user-choice simulator and its shared foundation.
+"""The off-policy user-choice simulator of Zhang et al. 2022 and its shared foundation.
 
 - ``logged``: a prepared logged dataset (MIND / MovieLens-logged) as integer arrays, the known split, click rows;
 - ``encoders``: the light two-tower click model (simulator and learners each have their own instance);

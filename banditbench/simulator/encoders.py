@@ -1,5 +1,5 @@
-"""A light two-tower click model for seed 004, used by the IPS simulator and by the learners (each with its own
-instance and weights): ``score(u, i) = f_user(u)ᵀ f_item(i)``, a dot product (twostage.md §2.0).
+"""A light two-tower click model for Zhang et al. 2022, used by the IPS simulator and by the learners (each with its own
+instance and weights): ``score(u, i) = f_user(u)ᵀ f_item(i)``, a dot product (NRMS-style two towers, Wu et al. 2019).
 
 Item tower: learned word embeddings of the title tokens (dropout) → additive attention over the words
 (``word_pooling="attention"``, default) or their mean (``"mean"``, a bag of words over the real words only,

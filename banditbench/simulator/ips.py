@@ -1,4 +1,5 @@
-"""Inverse-propensity weighting of the simulator's logistic loss (seed 004 §4; twostage.md §3.2 items 4–5).
+"""Inverse-propensity weighting of the simulator's logistic loss
+(Zhang et al. 2022, §4: inverse-frequency propensities).
 
 Empirical propensity (the authors' ``compute_empirical_ips``): p(u, i) = n(u, i) / n(u), with n(u) the number of
 logged impressions of user u and n(u, i) the number of those that showed item i (clicked or not); p = 1 for a
@@ -63,6 +64,6 @@ def row_weights(variant: str, propensity: EmpiricalPropensity, users: np.ndarray
 
 
 def weighted_logistic_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """mean over rows and candidates of BCE-with-logits · weight (twostage.md §3.2 item 5)."""
+    """mean over rows and candidates of BCE-with-logits · weight."""
     bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
     return (bce * weights).mean()

@@ -1,5 +1,5 @@
 """A prepared logged dataset (``prepare mind`` / ``prepare movielens-logged``) as integer arrays, shared by the
-IPS simulator and the two-stage learners (seed 004; twostage.md §2.0, §3.2, §5.2).
+IPS simulator and the two-stage learners (Zhang et al. 2022, §4–§5).
 
 ``load_logged(dataset)`` reads the ``news`` and ``behaviors`` tables once (Arrow, vectorised; MIND-large has
 2.2 M training impressions) into a :class:`LoggedData`:
@@ -17,7 +17,7 @@ IPS simulator and the two-stage learners (seed 004; twostage.md §2.0, §3.2, §
 On top of that:
 
 - ``initial_histories(data, length)``: each user's logged history, the history field of the user's earliest
-  training impression (the learners' initial state and the personalised simulator's user, twostage.md §2.0).
+  training impression (the learners' initial state and the personalised simulator's user).
 - ``known_split(data, fraction, exclude_users)``: the "known" pre-training clicks S_known (first ε = 20 % of
   training clicks by time, stable, so file order among equal or missing times), minus a trial's users, and
   ``candidate_users`` (the users of the remaining 80 %, from which trials draw U_τ).
@@ -210,7 +210,8 @@ def initial_histories(data: LoggedData, length: int = HISTORY) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KnownSplit:
-    """S_known of twostage.md §2.0: one row per click of the first ``fraction`` of training clicks."""
+    """The known split S_known (Zhang et al. 2022, §5): one row per click of the first ``fraction`` of
+    training clicks."""
 
     impression: np.ndarray  # [R] int64 impression of the click
     item: np.ndarray  # [R] int32 clicked item

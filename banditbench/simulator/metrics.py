@@ -1,5 +1,5 @@
-"""Held-out metrics of a click model (seed 004's simulator selection and threshold): mean per-impression AUC
-(the authors' checkpoint criterion), global AUC, log-loss, score quantiles of positives and negatives, a text
+"""Held-out metrics of a click model (Zhang et al. 2022, §4: simulator selection and threshold): mean per-impression
+AUC (the authors' checkpoint criterion), global AUC, log-loss, score quantiles of positives and negatives, a text
 histogram, and the F1-maximising threshold of the precision–recall curve (how the paper's THRES were picked)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The trained user-choice simulator as the environment uses it (seed 004 §4; twostage.md §3.2 item 8).
+"""The trained user-choice simulator as the environment uses it (Zhang et al. 2022, §4; the click
+rule of the authors' CB4Rec code).
 
     sim = Simulator.load(dataset)                      # a PreparedDataset (or its folder); optional overrides
     p = sim.click_probabilities(users, items)          # σ(z_u · x_i), [U, K] for users [U] and items [K] or [U, K]

@@ -1,4 +1,4 @@
-"""`banditbench simulator train`: the off-policy user-choice simulator of seed 004 (§4; twostage.md §3).
+"""`banditbench simulator train`: the off-policy user-choice simulator of Zhang et al. 2022 (§4).
 
 What is trained: a two-tower click model (banditbench/simulator/encoders.py; the simulator's own instance,
 larger than the learners': ``dim`` 128 by default) on every click of the prepared *training* impressions. A
@@ -50,7 +50,7 @@ from banditbench.simulator.metrics import at_threshold, click_metrics, text_hist
 FOLDER = "simulator"
 MODEL_FILE = "model.pt"
 METADATA_FILE = "simulator.json"
-# THRES of seed 004 §4 (the F1-maximising thresholds of the authors' simulators); "f1" uses this model's own.
+# THRES of Zhang et al. 2022, §4 (the F1-maximising thresholds of the authors' simulators); "f1" uses this model's own.
 PAPER_THRESHOLDS = {"mind": 0.384, "movielens-logged": 0.855}
 USER_HISTORIES = ("true", "true+clicks", "empty")
 
