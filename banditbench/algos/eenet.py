@@ -62,6 +62,7 @@ class EENet(Policy):
             self.theta3 = self.f3.init(self.generator, self.device)[None]
             self.decision_data = History(1, 2, self.device)  # H_t
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
+        self._decisions = self._overturns = 0  # since the last diagnostics sample
 
     def _phi(self, G: torch.Tensor) -> torch.Tensor:
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
@@ -82,8 +83,17 @@ class EENet(Policy):
         else:
             score = f1 + f2  # linear decision maker f3
         chosen = int(torch.argmax(score))
+        self._decisions += 1
+        self._overturns += chosen != int(torch.argmax(f1))  # f2 changed exploitation's choice
         self._x, self._phi_all, self._f1, self._pair = x[chosen], phi, float(f1[chosen]), pairs[chosen]
         return chosen
+
+    def diagnostics(self) -> dict[str, float]:
+        """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
+        arm than f1 alone would have (exploration at work; it should fall as f2 learns the gains)."""
+        share = self._overturns / self._decisions if self._decisions else float("nan")
+        self._decisions = self._overturns = 0
+        return {"overturn_share": share}
 
     def update(self, view, chosen, reward):
         self.exploit_data.add(self.one, self._x, reward)
