@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure regret
         [--algos mcnb,neuucb-one,club] [--rounds 10000] [--runs 10] [--variant default,code,custom]
-        [--ours-params '{"share_with_cluster": true}'] [--out FILE.json]
+        [--ours-params '{"share_with_cluster": false}'] [--out FILE.json]
     .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure speed [--runs 3] ...
 
 REF is a local checkout of the authors' repository: banyikun/MCNB at cf79294 (M-CNB, CLUB, LOCB, SCLUB, COFIBA,
@@ -63,8 +63,8 @@ REFERENCE = {
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
     "mcnb": {"meta_every_10th_in_place": True, "group_cap": True, "code_exploration": True,
-             "meta_pooled_training": True, "code_threshold": True, "lr": 1e-3},
-    "club": {"reference_ucb": True},
+             "meta_pooled_training": True, "code_threshold": True, "share_with_cluster": False, "lr": 1e-3},
+    "club": {"reference_ucb": True, "served_pairs_only": True},
     "locb": {"reference_ucb": True},
     "sclub": {"reference_ucb": True},
     "cofiba": {"reference_ucb": True, "reference_threshold": True},
@@ -313,6 +313,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "banditbench-parity",
                         help="where ours keeps the prepared pools")
     parser.add_argument("--out", type=Path, help="write every run's figures and the summaries as JSON")
+    parser.add_argument("--reuse-reference", type=Path, help="an --out file of an earlier regret run with the same "
+                        "--rounds: take their runs' figures from it instead of running their code again")
     parser.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
@@ -354,8 +356,9 @@ def main() -> None:
         common = ["--reference-dir", str(args.reference_dir.resolve()), "--pools", str(pools), "--algos", algorithm,
                   "--rounds", str(args.rounds), "--data-dir", str(args.data_dir)]
         theirs, ours = [], {v: [] for v in variants}
+        earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
         for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
-            theirs.append(spawn(["--worker", "theirs", "--seed", str(run), *common]))
+            theirs.append(earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common]))
             line = f"{algorithm} run {run}: theirs {theirs[-1]['regret'][-1]:.0f} ({theirs[-1]['loop_seconds']:.1f} s)"
             for v in variants:
                 ours[v].append(spawn(["--worker", "ours", "--seed", str(run), *common, "--params",
@@ -387,6 +390,23 @@ def main() -> None:
         report["algorithms"][algorithm] = entry
         if args.out:
             args.out.write_text(json.dumps(report, indent=1, default=float))
+
+
+def reused_runs(path: Path, algorithm: str, rounds: int) -> list[dict]:
+    """Their runs as an earlier --out file recorded them: final regret, regret at T/10 and the window means."""
+    earlier = json.loads(path.read_text())
+    entry = earlier["algorithms"].get(algorithm)
+    if entry is None or earlier["rounds"] != rounds:
+        raise SystemExit(f"{path} has no {algorithm} runs of {rounds} rounds")
+    windows = next(iter(entry["variants"].values()))["theirs_windows"]
+    runs = []
+    for final, tenth, seconds in zip(entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"]):
+        regret = np.full(rounds, np.nan)  # only the figures the summaries read, and the windows' cumulative sums
+        edges = np.linspace(0, rounds, 11).astype(int)
+        regret[edges[1:] - 1] = np.cumsum(np.array(windows) * np.diff(edges))
+        regret[max(rounds // 10, 1) - 1], regret[-1] = tenth, final
+        runs.append({"regret": regret.tolist(), "loop_seconds": seconds})
+    return runs
 
 
 def window_means(runs: list[dict], rounds: int) -> list[float]:
