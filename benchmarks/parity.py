@@ -68,9 +68,10 @@ CODE = {
     "locb": {"reference_ucb": True},
     "sclub": {"reference_ucb": True},
     "cofiba": {"reference_ucb": True, "reference_threshold": True},
-    "neuucb-one": {"lam": 1e-3, "nu": 0.1, "lr": 1e-3},
-    "neuucb-ind": {"lam": 1.0, "nu": 0.01, "lr": 1e-3},
-    "metaban": {"ucb": "grad_norm", "gamma": 0.32, "lr": 1e-4},
+    # their bonus sqrt(λν·Σ g²/U), U = λ + Σ g² (no 1/m) is ours ν'·sqrt(Σ g²/(m λ' + Σ g²)) with λ' = λ/m, ν' = √(λν)
+    "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch"},
+    "neuucb-ind": {"lam": 1e-2, "nu": 0.1, "bias": True, "init": "torch", "train_served_only": True},
+    "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
 }
 PARITY_MEAN, PARITY_CI = 0.03, 0.06
 
