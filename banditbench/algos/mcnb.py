@@ -8,12 +8,12 @@ Per round, for every arm x_i at once (Algorithm 1 lines 6–10, batched over arm
                       + sqrt((S+1)/(2μ^{u_t})) + sqrt(2 log(1/δ)/μ^{u_t})
 then Θ_t = Θ_{t,î} (line 13). User-learners train with Adam on the schedule of §6 (every user whose T^u grew).
 
-Lines 14–17 give (x_t, r_t) to every member of the chosen arm's cluster N̂_î (``share_with_cluster=True``).
-Taken literally with θ^u_0 = Θ_0 for all u (line 2), this never clusters anything: at round 1 all learners are
-equal, so every cluster is all of N, every T^u receives every sample, and the learners stay (up to minibatch
-noise) copies of one another for ever — we measured one inferred cluster (ARI 0) on synthetic-cosine. So by
-default (``share_with_cluster=False``) T^u and μ^u grow only on the rounds u is served, as in the authors'
-code at HEAD; the cluster still decides which members' data adapt Θ (Alg. 2).
+Lines 14–17 give (x_t, r_t) to every member of the chosen arm's cluster N̂_î: μ^u grows and T^u gains the sample
+for each of them (default, ``share_with_cluster=True``). With θ^u_0 = Θ_0 for every u (line 2) all learners agree
+at round 1, so early clusters are all of N and the early samples reach every T^u; the learners then differ only
+through their own minibatch noise. ``share_with_cluster=False`` is the other reading, the authors' code at HEAD:
+T^u and μ^u grow only on the rounds u is served; the cluster still decides which members' data adapt Θ (Alg. 2).
+The two play alike on the authors' Yelp pools (docs/fidelity.md), so the paper's reading is the default.
 
 Choices the paper leaves open (documented defaults): η₂ = ``eta2`` (0.05, one step, ``meta_steps`` more);
 the draw of one sample per user is shared by the K arms of a round (all K adaptations are then one matrix
@@ -52,7 +52,7 @@ class MCNB(Policy):
                  width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
                  meta_every_10th_in_place: bool = False, group_cap: bool = False, code_exploration: bool = False,
                  code_nu: float = 1e-4, meta_pooled_training: bool = False, code_threshold: bool = False,
-                 share_with_cluster: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
+                 share_with_cluster: bool = True, gradients: str = "closed", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.threshold = (nu - 1.0) / nu * gamma  # 0.32 with the paper's ν = 5, γ = 0.4
