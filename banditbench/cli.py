@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from datetime import datetime
@@ -34,7 +35,8 @@ DATA_DIR = typer.Option(Path("datasets"), "--data-dir", envvar="BANDITBENCH_DATA
 
 @app.command("list")
 def list_registries(
-    what: Optional[str] = typer.Argument(None, help="presets: the papers' experiments instead of the registries."),
+    what: Optional[str] = typer.Argument(None, help="presets: the papers' experiments; datasets: every dataset's "
+                                         "options and the files it reads."),
 ) -> None:
     """Show the datasets, protocols and algorithms banditbench knows, with their papers (or the presets)."""
     from banditbench.algos import ALGORITHMS
@@ -44,8 +46,12 @@ def list_registries(
     if what == "presets":
         print_presets()
         return
+    if what == "datasets":
+        print_datasets()
+        return
     if what is not None:
-        raise UserError(f"unknown list {what!r}; `banditbench list` or `banditbench list presets`")
+        raise UserError(f"unknown list {what!r}; `banditbench list`, `banditbench list datasets` or "
+                        "`banditbench list presets`")
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
@@ -58,6 +64,20 @@ def list_registries(
         for row in rows:
             table.add_row(*row)
         console.print(table)
+
+
+def print_datasets() -> None:
+    from banditbench.data import DATASETS
+
+    table = Table(title="Datasets (banditbench prepare NAME; every one that reads files also takes --source, "
+                  "--offline, --no-verify, --cache-dir, --data-dir, --force)", title_justify="left")
+    for column in ("name", "protocol", "reads", "options (default, domain)"):
+        table.add_column(column, overflow="fold")
+    for d in DATASETS.values():
+        options = "; ".join(f"{o.flag} {o.default} ({o.domain()})" for o in d.options)
+        command = "" if d.prepare is not None else " (no prepare command of its own)"
+        table.add_row(d.name, d.protocol, (d.files or "") + command, options)
+    console.print(table)
 
 
 def print_presets() -> None:
@@ -77,260 +97,120 @@ def print_presets() -> None:
         console.print(f"{short}: {paper}", highlight=False)
 
 
-@prepare_app.command("synthetic")
-def prepare_synthetic(
-    users: int = typer.Option(100, "--users", help="Number of users N."),
-    clusters: int = typer.Option(5, "--clusters", help="Number of ground-truth clusters M."),
-    dim: int = typer.Option(15, "--dim", help="Context dimension d (Ghosh et al.: 15)."),
-    arms: int = typer.Option(25, "--arms", help="Arms K per round (Ghosh et al.: 25)."),
-    noise: float = typer.Option(0.1, "--noise", help="Reward noise standard deviation σ."),
-    z: float = typer.Option(0.0, "--z", help="Cluster sizes ∝ i^(−z); 0 gives balanced clusters."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the users and their parameters."),
-    centres: str = typer.Option("sphere", "--centres",
-                                help="Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + sin ω e_m)."),
-    omega: float = typer.Option(0.7853981633974483, "--omega", help="Angle ω of --centres bass (default π/4)."),
-    protocol: str = typer.Option("linear", "--protocol",
-                                 help="linear (one random user per round), synchronous (all users each step) or "
-                                      "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine)."),
-    arm_set: str = typer.Option("fresh", "--arm-set",
-                                help="fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
-                                     "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ)."),
-    data_dir: Path = DATA_DIR,
-    force: bool = typer.Option(False, "--force", help="Replace an existing prepared dataset."),
-) -> None:
-    """Clustered linear users with θ on the unit sphere (Ghosh et al. 2021; BASS). No download."""
-    from banditbench.data import synthetic
-
-    path = synthetic.prepare(data_dir, users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z,
-                             seed=seed, force=force, centres=centres, omega=omega, protocol=protocol, arm_set=arm_set)
-    console.print(f"[bold]{synthetic.dataset_name(protocol)}[/] is ready in {path}: "
-                  f"{users} users in {clusters} clusters, d={dim}, K={arms} ({arm_set} arms)")
-
-
 SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")
 OFFLINE = typer.Option(False, "--offline", help="Never touch the network; say what is missing.")
 FORCE = typer.Option(False, "--force", help="Replace an existing prepared dataset.")
+VERIFY = typer.Option(True, "--verify/--no-verify", help="Check the published checksums or row counts; --no-verify "
+                      "accepts a different release at your own risk (the dataset is marked unverified).")
 CACHE = typer.Option(None, "--cache-dir", envvar="BANDITBENCH_CACHE",
-                     help="Cache of raw downloads [default: ~/.cache/banditbench].")
+                     help="Cache of raw downloads \\[default: ~/.cache/banditbench].")
+COMMON = {"source": (Optional[str], SOURCE), "offline": (bool, OFFLINE), "verify": (bool, VERIFY),
+          "cache_dir": (Optional[Path], CACHE)}
 
 
-def rating_options(top_users: int, top_items: int, positive_above: float, negative_below: Optional[float],
-                   dim: int, groups: int, seed: int):
-    from banditbench.data.ratings import RatingOptions
-
-    return RatingOptions(top_users=top_users, top_items=top_items, positive_above=positive_above,
-                         negative_below=negative_below, dim=dim, groups=groups, seed=seed)
-
-
-TOP_USERS = typer.Option(10_000, "--top-users", help="Users kept by rating count (M-CNB 10000; Meta-Ban 2000).")
-TOP_ITEMS = typer.Option(10_000, "--top-items", help="Items kept by rating count (both papers: 10000).")
-POSITIVE_ABOVE = typer.Option(4.0, "--positive-above", help="A rating above this is a positive (reward 1).")
-NEGATIVE_BELOW = typer.Option(None, "--negative-below",
-                              help="Only ratings below this are negatives, the middle is dropped (authors' code: 2) "
-                                   "[default: every other rating is a negative, as the papers say].")
-DIM = typer.Option(10, "--dim", help="SVD feature dimension d of users and items.")
-GROUPS = typer.Option(50, "--groups", help="K-means user groups (the bandit's users).")
-KMEANS_SEED = typer.Option(0, "--seed", help="K-means random_state (the authors use 0).")
-MODE = typer.Option("paper", "--mode", help="recommendation protocol: paper | metaban-code | mcnb-code.")
-SERVE = typer.Option("groups", "--serve", help="Who a round serves: groups (K-means pre-clusters) | users.")
+def option_parameter(option) -> inspect.Parameter:
+    """A declared dataset option as a typer parameter (bools are on/off flags, the rest typed values)."""
+    help_text = option.help
+    if option.choices and " | ".join(map(str, option.choices)) not in option.help:
+        help_text += f" [{option.domain()}]"
+    help_text = help_text.replace("[", "\\[")  # rich would read [default: …] as markup
+    if option.type is bool:
+        flag = option.flag if not option.default else f"{option.flag}/--no-{option.flag[2:]}"
+        return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                 default=typer.Option(option.default, flag, help=help_text))
+    kind = Optional[option.type] if option.default is None else option.type
+    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                             default=typer.Option(option.default, option.flag, help=help_text))
 
 
-@prepare_app.command("movielens")
-def prepare_movielens(
-    variant: str = typer.Option("25m", "--variant", help="100k | 1m | 20m | 25m (the papers: ML-25M)."),
-    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
-    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
-    mode: str = MODE, serve: str = SERVE,
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """MovieLens ratings → top users × items, binary rewards, SVD features, K-means groups (M-CNB, Meta-Ban)."""
-    from banditbench.data import movielens
+def prepare_command(dataset) -> None:
+    """`banditbench prepare NAME`, generated from the dataset's declaration (data/registry.py)."""
+    def command(**values) -> None:
+        data_dir, force = values.pop("data_dir"), values.pop("force")
+        checked = dataset.check(values)  # every option within its domain before anything is read
+        if dataset.reads_raw:
+            common = {"source": values["source"], "offline": values["offline"], "verify": values["verify"],
+                      "cache": values["cache_dir"]}
+            accepted = inspect.signature(dataset.prepare).parameters
+            if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+                common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
+            checked.update(common)
+        report_prepared(dataset.prepare(data_dir, force=force, **checked))
 
-    path = movielens.prepare(data_dir, variant=variant, mode=mode, serve=serve, source=source, offline=offline,
-                             cache=cache_dir, force=force,
-                             options=rating_options(top_users, top_items, positive_above, negative_below, dim,
-                                                    groups, seed))
-    report_prepared(path)
-
-
-def prepare_classification(name: str, split: str, normalise: Optional[str], encoding: str, verify: bool,
-                           source: Optional[str], data_dir: Path, offline: bool, force: bool,
-                           cache_dir: Optional[Path]) -> None:
-    from banditbench.data import classification
-
-    report_prepared(classification.prepare(data_dir, name, split=split, normalise=normalise, encoding=encoding,
-                                           verify=verify, source=source, offline=offline, cache=cache_dir,
-                                           force=force))
+    parameters = [option_parameter(o) for o in dataset.options]
+    if dataset.reads_raw:
+        parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                       for name, (kind, default) in COMMON.items()]
+    parameters += [inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, annotation=Path, default=DATA_DIR),
+                   inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=FORCE)]
+    command.__signature__ = inspect.Signature(parameters)
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    files = f" Reads: {dataset.files}." if dataset.files else ""
+    command.__doc__ = f"{dataset.description} ({dataset.paper}).{files}"
+    prepare_app.command(dataset.name)(command)
 
 
-def classification_command(name: str, default_normalise: str) -> None:
-    """One `prepare NAME` command per classification family, all with the same options."""
-    from banditbench.data.classification import FAMILIES
+def add_prepare_commands() -> None:
+    from banditbench.data import DATASETS
 
-    def command(
-        split: str = typer.Option("all", "--split", help="all | train | test (where the data has a split)."),
-        normalise: str = typer.Option(default_normalise, "--normalise", help="meanstd (MNIST 0.1307/0.3081) | l2 "
-                                      "(row unit norm, Bandit_multi) | none."),
-        encoding: str = typer.Option("block", "--encoding", help="Arm contexts: block (d·K, M-CNB) | shift "
-                                     "(d + K − 1, Meta-Ban's code)."),
-        verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the published checksums."),
-        source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-        cache_dir: Optional[Path] = CACHE,
-    ) -> None:
-        prepare_classification(name, split, normalise, encoding, verify, source, data_dir, offline, force, cache_dir)
-
-    command.__doc__ = f"{FAMILIES[name].description} → classification protocol (user = class)."
-    prepare_app.command(name)(command)
+    for dataset in DATASETS.values():
+        if dataset.prepare is not None:
+            prepare_command(dataset)
 
 
-for _name, _normalise in (("mnist", "meanstd"), ("fashion-mnist", "l2"), ("emnist-letters", "l2"),
-                          ("notmnist", "l2"), ("shuttle", "l2"), ("letter", "l2"), ("pendigits", "l2"),
-                          ("mushroom", "l2"), ("magic", "l2"), ("covertype", "l2")):
-    classification_command(_name, _normalise)
-
-
-@prepare_app.command("mnist-notmnist")
-def prepare_mnist_notmnist(
-    encoding: str = typer.Option("shift", "--encoding", help="shift (d + 9 = 793, Meta-Ban) | block (d·K)."),
-    data_dir: Path = DATA_DIR, force: bool = FORCE,
-) -> None:
-    """MNIST + notMNIST mixture, 20 users in 2 groups (Meta-Ban); needs `prepare mnist` and `prepare notmnist`."""
-    from banditbench.data import classification
-
-    report_prepared(classification.prepare_mixture(data_dir, encoding=encoding, force=force))
-
-
-@prepare_app.command("facebook")
-def prepare_facebook(
-    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, dim: int = DIM, groups: int = GROUPS,
-    seed: int = KMEANS_SEED, serve: str = SERVE,
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the edge list's pinned sha256."),
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """SNAP ego-Facebook: a link is a positive, non-links are negatives; SVD features, K-means groups (M-CNB)."""
-    from banditbench.data import facebook
-
-    report_prepared(facebook.prepare(data_dir, serve=serve, verify=verify, source=source, offline=offline,
-                                     cache=cache_dir, force=force,
-                                     options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
-
-
-@prepare_app.command("lastfm")
-def prepare_lastfm(
-    pipeline: str = typer.Option("svd", "--pipeline", help="svd (rating-matrix pipeline, K = 10) | ghosh "
-                                 "(tag tf-idf + PCA-25 artist contexts, real users, round-robin protocol, K = 25)."),
-    guaranteed_positive: bool = typer.Option(False, "--guaranteed-positive", help="ghosh: one listened artist in "
-                                             "every round (the paper's CLUB protocol) instead of 25 random ones."),
-    top_users: int = TOP_USERS,
-    top_items: int = typer.Option(20_000, "--top-items", help="Artists kept by listener count [default: all]."),
-    dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """Last.fm HetRec 2011: a listen is a positive; SVD pipeline or Ghosh et al.'s tag tf-idf + PCA-25."""
-    from banditbench.data import lastfm
-
-    report_prepared(lastfm.prepare(data_dir, pipeline_name=pipeline, source=source, offline=offline, cache=cache_dir,
-                                   force=force, guaranteed_positive=guaranteed_positive,
-                                   options=rating_options(top_users, top_items, 0.0, None, dim, groups, seed)))
-
-
-@prepare_app.command("yelp")
-def prepare_yelp(
-    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
-    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
-    mode: str = MODE, serve: str = SERVE,
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """Yelp reviews (terms-gated: --source yelp_dataset.tar) → rating-matrix pipeline (M-CNB, Meta-Ban)."""
-    from banditbench.data import yelp
-
-    report_prepared(yelp.prepare(data_dir, mode=mode, serve=serve, source=source, offline=offline, cache=cache_dir,
-                                 force=force, options=rating_options(top_users, top_items, positive_above,
-                                                                     negative_below, dim, groups, seed)))
-
-
-@prepare_app.command("authors-pools")
-def prepare_authors_pools(
-    source: Path = typer.Option(..., "--source", help="Folder with <name>_<U>users_<I>items_entry.npy and the "
-                                                      "user / item feature arrays (a checkout of banyikun/MCNB)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Which dataset of the folder (yelp, movie…) if several."),
-    mode: str = typer.Option("mcnb-code", "--mode", help="mcnb-code (100 groups, [item, rater] contexts) | "
-                                                          "metaban-code (50 groups, item contexts) | paper."),
-    groups: Optional[int] = typer.Option(None, "--groups", help="K-means user groups [default: 100 for mcnb-code, "
-                                                                 "50 otherwise, as the authors' loaders]."),
-    seed: int = KMEANS_SEED, data_dir: Path = DATA_DIR, force: bool = FORCE,
-) -> None:
-    """The authors' preprocessed arm pools → the recommendation protocol in their code mode (parity checks)."""
-    from banditbench.data import authors
-
-    report_prepared(authors.prepare(data_dir, source=source, name=name, mode=mode, groups=groups, seed=seed,
-                                    force=force))
-
-
-@prepare_app.command("amazon")
-def prepare_amazon(
-    version: str = typer.Option("2018", "--version", help="Release: 2014 | 2018 | 2023."),
-    category: str = typer.Option("AMAZON_FASHION", "--category",
-                                 help="Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), Video_Games."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 (2018 files)."),
-    top_users: int = TOP_USERS, top_items: int = TOP_ITEMS, positive_above: float = POSITIVE_ABOVE,
-    negative_below: Optional[float] = NEGATIVE_BELOW, dim: int = DIM, groups: int = GROUPS, seed: int = KMEANS_SEED,
-    mode: str = MODE, serve: str = SERVE,
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """Amazon ratings-only file of one release and category → rating-matrix pipeline (M-CNB)."""
-    from banditbench.data import amazon
-
-    report_prepared(amazon.prepare(data_dir, version=version, category=category, verify=verify, mode=mode,
-                                   serve=serve, source=source, offline=offline, cache=cache_dir, force=force,
-                                   options=rating_options(top_users, top_items, positive_above, negative_below, dim,
-                                                          groups, seed)))
-
-
-@prepare_app.command("mind")
-def prepare_mind(
-    variant: str = typer.Option("small", "--variant", help="small | large (train + dev)."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Check the pinned sha256 of MINDsmall files."),
-    source: Optional[str] = typer.Option(None, "--source", help="Folder with MIND{small,large}_{train,dev} zips "
-                                         "or their unpacked folders."),
-    data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE, cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """MIND news + impression logs for the IPS-simulator protocol (two-stage paper, seed 004)."""
-    from banditbench.data import logged
-
-    report_prepared(logged.prepare_mind(data_dir, variant=variant, verify=verify, source=source, offline=offline,
-                                        cache=cache_dir, force=force))
-
-
-@prepare_app.command("movielens-logged")
-def prepare_movielens_logged(
-    variant: str = typer.Option("20m", "--variant", help="MovieLens release (the paper: 20m)."),
-    history_until: str = typer.Option("2010-01-01", "--history-until", help="History positives before this date."),
-    test_from: str = typer.Option("2014-06-01", "--test-from", help="Train before, test from this date."),
-    negatives: int = typer.Option(20, "--negatives", help="Negatives shown with each positive."),
-    valid_fraction: float = typer.Option(0.2, "--valid-fraction", help="Share of test impressions marked valid."),
-    seed: int = typer.Option(2021, "--seed", help="Seed of the negative and validation draws."),
-    source: Optional[str] = SOURCE, data_dir: Path = DATA_DIR, offline: bool = OFFLINE, force: bool = FORCE,
-    cache_dir: Optional[Path] = CACHE,
-) -> None:
-    """MovieLens in MIND's logged form (rating ≥ 4 positive, first genre as topic, time split; seed 004)."""
-    from banditbench.data import logged
-
-    report_prepared(logged.prepare_movielens_logged(
-        data_dir, variant=variant, history_until=history_until, test_from=test_from, negatives=negatives,
-        valid_fraction=valid_fraction, seed=seed, source=source, offline=offline, cache=cache_dir, force=force))
+add_prepare_commands()
 
 
 def report_prepared(path: Path) -> None:
     import json
 
-    counts = json.loads((path / "manifest.json").read_text()).get("counts", {})
-    console.print(f"[bold]{path.name}[/] is ready in {path}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    manifest = json.loads((path / "manifest.json").read_text())
+    counts = manifest.get("counts") or {}
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
+        f"{k}={v}" for k, v in manifest.get("parameters", {}).items())  # generated data: its parameters
+    console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    for warning in manifest.get("warnings", []):
+        errors.print(f"warning: {path.name}: {warning}")
+
+
+@app.command()
+def info(
+    dataset: str = typer.Argument(..., help="A prepared dataset (its folder name under --data-dir)."),
+    data_dir: Path = DATA_DIR,
+) -> None:
+    """Show a prepared dataset's sanity report: rows read / kept / dropped, users, items, positives per user,
+    references resolved, arms per pool, verification and warnings."""
+    from banditbench.data import load_dataset
+
+    manifest = load_dataset(data_dir, dataset).manifest
+    sanity = dict(manifest.get("sanity", {}))
+    table = Table(title=f"{dataset} ({manifest['protocol']} protocol) in {data_dir / dataset}", title_justify="left",
+                  show_header=False)
+    table.add_column("what", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_row("verification", manifest.get("verification", "not recorded (prepared by an older banditbench)"))
+    rows = sanity.pop("rows", None)
+    if rows:
+        table.add_row("rows", f"{rows['read']:,} read, {rows['kept']:,} kept")
+        for reason, n in rows["dropped"].items():
+            table.add_row("", f"{n:,} dropped: {reason}")
+    from banditbench.data.sanity import QUANTILES
+
+    for key, value in sanity.items():
+        if isinstance(value, dict):  # quantiles, in their order (the manifest sorts keys)
+            value = ", ".join(f"{k} {value[k]:g}" for k in QUANTILES if k in value)
+        elif isinstance(value, float):
+            value = f"{value:.1%}" if key.startswith("resolved") else f"{value:g}"
+        table.add_row(key.replace("_", " "), str(value))
+    table.add_row("parameters", ", ".join(f"{k}={v}" for k, v in manifest.get("parameters", {}).items()))
+    for record in manifest.get("raw_files", []):
+        table.add_row("raw file", f"{record['origin']} ({record['bytes']:,} B, sha256 {record['sha256'][:16]}…)")
+    console.print(table)
+    for warning in manifest.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    if not manifest.get("warnings"):
+        console.print("no warnings", highlight=False)
 
 
 simulator_app = typer.Typer(help="The IPS-trained user-choice simulator of seed 004 (logged datasets).",

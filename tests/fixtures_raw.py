@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+# Genuine raw files beside the checkout (../shared/datasets), or where $BANDITBENCH_SHARED_DATASETS points.
+SHARED = Path(os.environ.get("BANDITBENCH_SHARED_DATASETS",
+                            Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
 def ratings_table(n_users: int = 40, n_items: int = 60, seed: int = 0) -> np.ndarray:

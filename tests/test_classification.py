@@ -69,8 +69,11 @@ def test_notmnist_tar_skips_corrupt_pngs(tmp_path):
                 info = tarfile.TarInfo(f"notMNIST_small/{letter}/img{j}.png")
                 info.size = len(blob)
                 tar.addfile(info, io.BytesIO(blob))
-    x, y = features(prepare(tmp_path, "notmnist", path, normalise="none"))
+    dataset = prepare(tmp_path, "notmnist", path, normalise="none")
+    x, y = features(dataset)
     assert len(y) == 19 and np.bincount(y).tolist() == [2, 2, 2, 1, 2, 2, 2, 2, 2, 2]
+    assert dataset.manifest["sanity"]["rows"] == {"read": 20, "kept": 19,
+                                                  "dropped": {"PNG unreadable or not 28×28": 1}}
     np.testing.assert_allclose(x[y == 4][1], 41 / 255, rtol=1e-6)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from conftest import banditbench  # noqa: E402
 from fixtures_logged import write_mind_fixture  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+# Genuine raw files beside the checkout (../shared/datasets), or where $BANDITBENCH_SHARED_DATASETS points.
+SHARED = Path(os.environ.get("BANDITBENCH_SHARED_DATASETS",
+                             Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
 OUTCOME = ("t", "user", "chosen", "reward", "expected_reward", "best_expected_reward", "regret",
            "slate", "clicked", "clicks")
 ROUNDS, SEEDS = "80", "2"

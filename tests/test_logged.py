@@ -23,7 +23,7 @@ def test_mind_news_and_impressions(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     write_mind(raw, "train")
-    with pytest.raises(UserError, match="no MINDsmall_dev.zip or MINDsmall_dev/"):
+    with pytest.raises(UserError, match=r"lacks MINDsmall_dev.zip \(or the folder MINDsmall_dev/\)"):
         logged.prepare_mind(tmp_path / "ds", source=str(raw), offline=True)
     write_mind(raw, "dev")
     with pytest.raises(UserError, match="behaviors.tsv: checksum mismatch, expected sha256 a424547c"):

@@ -1,78 +1,49 @@
-"""Dataset registry: each family is one module here; ``banditbench list`` and ``prepare`` read this table."""
+"""Datasets: each family is one module here that declares itself with ``register(Dataset(...))``.
 
-from dataclasses import dataclass
+``banditbench list``, the ``prepare`` commands and their options are generated from ``DATASETS``
+(data/registry.py). Adding a dataset: write its module and add its name to ``MODULES``.
+"""
 
-from banditbench.data.prepared import PreparedDataset, load_dataset
+import importlib
+import json
+from pathlib import Path
+
+from banditbench.data.prepared import MANIFEST, PreparedDataset, load_dataset
+from banditbench.data.registry import DATASETS, Dataset, Option, register
+from banditbench.errors import UserError
+
+MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "yelp", "amazon", "logged", "own",
+           "authors")
+
+for _module in MODULES:
+    importlib.import_module(f"banditbench.data.{_module}")
+
+def DatasetInfo(name: str, description: str, paper: str, protocol: str,  # noqa: N802
+                other_protocols: tuple[str, ...] = ()) -> Dataset:
+    """A listing-only declaration (no prepare command), in the registry's earlier signature."""
+    return Dataset(name, description, paper, protocol, other_protocols=other_protocols)
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    name: str
-    description: str
-    paper: str
-    protocol: str  # the protocol it is prepared for by default
-    other_protocols: tuple[str, ...] = ()  # protocols a prepare option can choose instead
+def prepared_protocol(data_dir: Path, name: str) -> str | None:
+    """The protocol named in ``data_dir/name/manifest.json``, or None when there is no readable manifest."""
+    manifest = Path(data_dir) / name / MANIFEST
+    try:
+        return json.loads(manifest.read_text())["protocol"] if manifest.is_file() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
-DATASETS = {
-    "synthetic": DatasetInfo(
-        "synthetic",
-        "clustered linear users, θ on the unit sphere, cluster sizes ∝ i^(−z); built in, no download",
-        "Ghosh et al. 2021 §6.1 (seed 002); BASS (seed 003)",
-        "linear",
-        ("synchronous",),
-    ),
-    "synthetic-cosine": DatasetInfo(
-        "synthetic-cosine",
-        "the same clustered users with the non-linear reward cos(3⟨θ, x⟩) (`prepare synthetic --protocol cosine`)",
-        "NeuralUCB §7.1 reward (Zhou et al. 2020) on seed 002's users",
-        "cosine",
-    ),
-}
+def check_dataset_name(data_dir: Path, name: str, protocols) -> None:
+    """A registered dataset, or a folder under ``data_dir`` prepared (e.g. from the user's own data with
+    ``prepare interactions --name``) for a protocol in ``protocols``; otherwise a one-line error."""
+    if name in DATASETS:
+        return
+    protocol = prepared_protocol(data_dir, name)
+    if protocol is not None and protocol in protocols:
+        return
+    raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}, or a dataset of your own "
+                    f"prepared in {data_dir}/ (`banditbench prepare interactions --name {name}`)")
 
-__all__ = ["DATASETS", "DatasetInfo", "PreparedDataset", "load_dataset"]
 
-DATASETS["movielens"] = DatasetInfo(
-    "movielens",
-    "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
-    "10-d SVD features, 50 K-means user groups",
-    "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
-    "recommendation",
-)
-
-from banditbench.data.classification import FAMILIES as _CLASSIFICATION  # noqa: E402
-
-for _family in _CLASSIFICATION.values():
-    DATASETS[_family.name] = DatasetInfo(_family.name, _family.description, "M-CNB §5.3; Meta-Ban §4.3",
-                                         "classification")
-
-DATASETS["mnist-notmnist"] = DatasetInfo(
-    "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
-    "Meta-Ban §4.3 (seed 001); M-CNB §5.3", "classification")
-
-DATASETS["facebook"] = DatasetInfo(
-    "facebook", "SNAP ego-Facebook, 4039 people, 88,234 links: a link is a positive, non-links negatives; "
-    "SVD features, K-means groups", "McAuley & Leskovec 2012; M-CNB §5.2", "recommendation")
-
-DATASETS["lastfm"] = DatasetInfo(
-    "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
-    "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)", "Cantador et al. 2011; Ghosh et al. "
-    "2021 §6.2", "recommendation", other_protocols=("round-robin",))
-
-DATASETS["yelp"] = DatasetInfo(
-    "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
-    "M-CNB §5.2; Meta-Ban §4.1", "recommendation")
-DATASETS["amazon"] = DatasetInfo(
-    "amazon", "Amazon ratings-only file, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION)",
-    "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation")
-
-DATASETS["mind"] = DatasetInfo(
-    "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
-    "Wu et al. 2020; two-stage neural CB (seed 004)", "ips-simulator", ("twostage",))
-DATASETS["movielens-logged"] = DatasetInfo(
-    "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
-    "two-stage neural CB (seed 004), movielen2mind", "ips-simulator", ("twostage",))
-DATASETS["authors-pools"] = DatasetInfo(
-    "authors-pools", "the Ban-family repositories' preprocessed arrays (<name>_<U>users_<I>items_entry.npy and "
-    "feature arrays, --source DIR) served in the authors' code mode (mcnb-code | metaban-code)",
-    "M-CNB §5.2 (banyikun/MCNB); Meta-Ban §4.1", "recommendation")
+__all__ = ["DATASETS", "Dataset", "DatasetInfo", "Option", "PreparedDataset", "check_dataset_name", "load_dataset",
+           "prepared_protocol", "register"]

@@ -4,12 +4,18 @@ M-CNB's "883636 review ratings" match the 2018 ``AMAZON_FASHION`` ratings file, 
 --category AMAZON_FASHION`` is the default; both are recorded in the manifest. Column order differs by
 release and is pinned here: 2014 ``user,item,rating,timestamp``; 2018 ``item,user,rating,timestamp``
 (both without header); 2023 ``user_id,parent_asin,rating,timestamp`` with a header (gzip'ed).
+The 5-core reviews files the M-CNB and Meta-Ban authors used are read as well: 2014
+``reviews_<Category>_5.json(.gz)`` and 2018 ``<Category>_5.json(.gz)``, one review per line with
+``reviewerID``, ``asin``, ``overall`` and ``unixReviewTime`` (the 2014 lines are Python dict literals,
+not strict JSON).
 The McAuley lab publishes no checksums; the 2018 files are pinned to the sha256 listed by the omnirec
 loaders (third party) and ``--no-verify`` skips the check for a re-issued file.
 """
 
 from __future__ import annotations
 
+import ast
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +24,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 VERSIONS = ("2014", "2018", "2023")
@@ -47,10 +54,58 @@ def spec(version: str, category: str, verify: bool) -> RawSpec:
         fname = f"{category}.csv.gz"
         url = f"https://mcauleylab.ucsd.edu/public_datasets/data/amazon_2023/benchmark/0core/rating_only/{fname}"
         known = None
-    return RawSpec(f"amazon-{version}-{category}", (Download(url, fname, known),), {"ratings": (fname,)})
+    return RawSpec(f"amazon-{version}-{category}", (Download(url, fname, known),),
+                   {"ratings": (fname, *(f"{stem}{ext}" for stem in five_core_names(version, category)
+                                         for ext in (".gz", "")))})
+
+
+def five_core_names(version: str, category: str) -> tuple[str, ...]:
+    """The 5-core reviews files the M-CNB and Meta-Ban authors used, one JSON object per line."""
+    return {"2014": (f"reviews_{category}_5.json",), "2018": (f"{category}_5.json",),
+            "2023": (f"{category}.jsonl",)}[version]
+
+
+# Keys of a review in each release's JSON: user, item, rating, time.
+REVIEW_KEYS = {"2014": ("reviewerID", "asin", "overall", "unixReviewTime"),
+               "2018": ("reviewerID", "asin", "overall", "unixReviewTime"),
+               "2023": ("user_id", "parent_asin", "rating", "timestamp")}
+
+
+def parse_review_line(line: str) -> dict:
+    """One review: strict JSON, or the Python dict literal of the 2014 files (single quotes)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return ast.literal_eval(line)
+
+
+def read_reviews(path: Path, version: str) -> pd.DataFrame:
+    """5-core reviews JSON(.gz): reviewerID / asin / overall / unixReviewTime (2014, 2018), one review per line."""
+    keys = REVIEW_KEYS[version]
+    rows = []
+    with reading(path, f"Amazon {version} reviews, one JSON object per line with {', '.join(keys[:3])}"), \
+            open_bytes(path) as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.decode("utf-8").strip()
+            if not line:
+                continue
+            try:
+                review = parse_review_line(line)
+                rows.append((str(review[keys[0]]), str(review[keys[1]]), float(review[keys[2]]),
+                             int(review.get(keys[3]) or 0)))
+            except (ValueError, SyntaxError, KeyError, TypeError) as e:
+                raise UserError(f"{path}: line {number} is not a review with {', '.join(keys[:3])} "
+                                f"({type(e).__name__}: {str(e)[:80]})") from None
+    if not rows:
+        raise UserError(f"{path}: no reviews in the file")
+    frame = pd.DataFrame(rows, columns=["raw_user", "raw_item", "rating", "timestamp"])
+    frame["rating"] = frame["rating"].astype(np.float32)
+    return frame
 
 
 def read_ratings(path: Path, version: str) -> pd.DataFrame:
+    if ".json" in path.name:
+        return read_reviews(path, version)
     columns = {"2014": ["raw_user", "raw_item", "rating", "timestamp"],
                "2018": ["raw_item", "raw_user", "rating", "timestamp"]}
     with reading(path, f"the Amazon {version} ratings-only CSV"), open_bytes(path) as f:
@@ -70,20 +125,32 @@ def read_ratings(path: Path, version: str) -> pd.DataFrame:
 def prepare(data_dir: Path, *, version: str = DEFAULT_VERSION, category: str = DEFAULT_CATEGORY, verify: bool = True,
             options: pipeline.RatingOptions | None = None, mode: str = "paper", serve: str = "groups",
             source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
-
     if version not in VERSIONS:
         raise UserError(f"unknown --version {version!r}; choose from: {', '.join(VERSIONS)}")
     options = options or pipeline.RatingOptions()
     options.validate()
-    check_protocol(mode, serve)
+    pipeline.check_protocol(mode, serve)
     parameters = {"version": version, "category": category, **options.as_dict(), "mode": mode, "serve": serve,
                   "arms": 10}
     folder = Path(data_dir) / "amazon"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(spec(version, category, verify), source, offline, cache) as raw:
+    with raw_files(spec(version, category, verify), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], version)
-    tables, counts = pipeline.build(ratings, options, str(raw["ratings"]))
+    tables, counts, rows = pipeline.build(ratings, options, str(raw["ratings"]))
     return write_dataset(folder, "amazon", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "amazon", "Amazon reviews, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION); "
+    "ratings-only CSV or 5-core reviews JSON", "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation",
+    pipeline.with_rating_options(prepare),
+    (Option("version", str, DEFAULT_VERSION, "Release: 2014 | 2018 | 2023.", choices=VERSIONS),
+     Option("category", str, DEFAULT_CATEGORY, "Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), "
+            "Video_Games."),
+     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
+    raw=lambda version=DEFAULT_VERSION, category=DEFAULT_CATEGORY: spec(version, category, True),
+    files="ratings_<Category>.csv or reviews_<Category>_5.json(.gz) (2014); <Category>.csv or "
+          "<Category>_5.json(.gz) (2018); <Category>.csv.gz (2023)"))

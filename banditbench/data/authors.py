@@ -29,6 +29,8 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from banditbench.data.prepared import sha256_of, up_to_date, write_dataset
+from banditbench.data.ratings import MODES
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 PATTERN = re.compile(r"^(?P<name>[A-Za-z0-9-]+)_(?P<users>\d+)users_(?P<items>\d+)items_entry\.npy$")
@@ -83,11 +85,14 @@ def read_arrays(paths: dict[str, Path]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return entry, users.astype(np.float64), items.astype(np.float64)
 
 
-def prepare(data_dir: Path, *, source: str | Path, name: str | None = None, mode: str = "mcnb-code",
+def prepare(data_dir: Path, *, source: str | Path | None, name: str | None = None, mode: str = "mcnb-code",
             groups: int | None = None, seed: int = 0, force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
+    from banditbench.data.ratings import check_protocol
 
     check_protocol(mode, "groups")
+    if source is None:
+        raise UserError("--source is required: the folder with <name>_<U>users_<I>items_entry.npy and the user and "
+                        "item feature arrays (e.g. a checkout of banyikun/MCNB)")
     source = Path(source).expanduser()
     family, paths = find_family(source, name)
     groups = DEFAULT_GROUPS[mode] if groups is None else groups
@@ -115,3 +120,17 @@ def prepare(data_dir: Path, *, source: str | Path, name: str | None = None, mode
               "groups": groups}
     return write_dataset(folder, f"authors-{family}", {"users": users, "items": items, "interactions": interactions},
                          parameters, protocol="recommendation", raw_files=records, counts=counts, force=force)
+
+
+register(Dataset(
+    "authors-pools", "the Ban-family repositories' preprocessed arrays (<name>_<U>users_<I>items_entry.npy and "
+    "feature arrays, --source DIR) served in the authors' code mode (mcnb-code | metaban-code); written as "
+    "authors-<name>", "M-CNB §5.2 (banyikun/MCNB); Meta-Ban §4.1", "recommendation", prepare,
+    (Option("name", str, None, "Which dataset of the folder (yelp, movie…) when it holds several.", optional=True),
+     Option("mode", str, "mcnb-code", "mcnb-code (100 groups, [item, rater] contexts) | metaban-code (50 groups, "
+            "item contexts) | paper.", choices=MODES),
+     Option("groups", int, None, "K-means user groups [default: 100 for mcnb-code, 50 otherwise, as the authors' "
+            "loaders].", optional=True, minimum=1),
+     Option("seed", int, 0, "K-means random_state (the authors use 0).", minimum=0)),
+    files="a folder with <name>_<U>users_<I>items_entry.npy, <name>_<U>users_<I>items_features.npy and "
+          "<name>_<I>items_<U>users_features.npy"))

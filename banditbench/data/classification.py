@@ -8,7 +8,7 @@ Each family reads its raw files into features X [n, d] and labels y ∈ {0..K−
   ``Bandit_multi`` loader the M-CNB runner imports (also notMNIST in Meta-Ban);
 - ``none``: pixels/255 for images, the raw values otherwise.
 
-URLs and checksums come from dataset-formats.md (torchvision md5 / TFDS sha256 for the MNIST family,
+URLs and checksums come from other libraries' sources (torchvision md5 / TFDS sha256 for the MNIST family,
 scikit-learn's sha256 for covertype). UCI publishes no checksums: the sha256 of what was read is
 recorded in the manifest.
 """
@@ -27,6 +27,8 @@ import pandas as pd
 
 from banditbench.data.fetch import Download, RawFiles, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
+from banditbench.data.sanity import rows_report
 from banditbench.errors import UserError
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -86,11 +88,19 @@ def read_emnist(raw: RawFiles, split: str):
 
 
 def read_notmnist(raw: RawFiles, split: str):
-    """notMNIST_small/{A..J}/*.png, 28×28 grayscale; a few files are corrupt and skipped (as everyone does)."""
+    """notMNIST_small/{A..J}/*.png, 28×28 grayscale (a few files are corrupt and skipped, as everyone does); or
+    the IDX files of the MNIST-format mirrors (MNIST's four file names, letters A..J labelled 0..9)."""
+    if raw.get("images") is None:
+        parts = [part for part in ("train", "test") if raw.get(f"{part}_images") and raw.get(f"{part}_labels")]
+        if not parts:
+            raise UserError("notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
+                            "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair")
+        pairs = [idx_pair(raw, part) for part in parts]
+        return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
     from PIL import Image
 
     path = raw["images"]
-    images, labels = [], []
+    images, labels, skipped = [], [], []
 
     def add(name: str, blob: bytes) -> None:
         letter = Path(name).parent.name
@@ -99,10 +109,13 @@ def read_notmnist(raw: RawFiles, split: str):
         try:
             image = np.asarray(Image.open(io.BytesIO(blob)).convert("L"), dtype=np.uint8)
         except Exception:  # noqa: BLE001  corrupt PNGs are part of the published archive
+            skipped.append(name)
             return
         if image.shape == (28, 28):
             images.append(image.reshape(-1))
             labels.append(ord(letter) - ord("A"))
+        else:
+            skipped.append(name)
 
     with reading(path, "the notMNIST tar.gz of A..J/*.png"):
         if path.is_dir():
@@ -115,6 +128,7 @@ def read_notmnist(raw: RawFiles, split: str):
                         add(member.name, archive.extractfile(member).read())
     if not images:
         raise UserError(f"{path}: no 28×28 PNG images in folders A..J")
+    raw.dropped["PNG unreadable or not 28×28"] = len(skipped)
     return np.stack(images).astype(np.float32) / 255.0, np.array(labels, np.int64)
 
 
@@ -187,6 +201,7 @@ class Family:
     read: Callable[[RawFiles, str], tuple[np.ndarray, np.ndarray]]
     normalise: str  # default normalisation
     images: bool = False
+    files: str = ""  # the raw files accepted, in words
 
 
 def idx_spec(dataset: str, base: str, hashes: dict[str, str], prefix: str = ""):
@@ -223,10 +238,17 @@ def emnist_spec(split: str) -> RawSpec:
     return RawSpec("emnist-letters", (zipped,), members)
 
 
+# UCI publishes no checksums, but its .names files give the row counts; a file with fewer or more
+# lines is refused (unless --no-verify).
+UCI_ROWS = {"shuttle.trn": 43_500, "shuttle.trn.Z": 43_500, "shuttle.tst": 14_500, "letter-recognition.data": 20_000,
+            "pendigits.tra": 7_494, "pendigits.tes": 3_498, "agaricus-lepiota.data": 8_124, "magic04.data": 19_020}
+
+
 def uci_spec(dataset: str, files: dict[str, tuple[str, ...]], path: str) -> Callable[[str], RawSpec]:
     def spec(split: str) -> RawSpec:
         downloads = tuple(Download(UCI + path + names[-1], names[-1]) for names in files.values())
-        return RawSpec(dataset, downloads, files)
+        rows = {n: UCI_ROWS[n] for names in files.values() for n in names if n in UCI_ROWS}
+        return RawSpec(dataset, downloads, files, member_rows=rows)
     return spec
 
 
@@ -236,46 +258,53 @@ def split_spec(spec_of: Callable[[str], RawSpec], keys: dict[str, str]) -> Calla
         full = spec_of(split)
         wanted = {k: v for k, v in full.members.items() if split == "all" or keys.get(k, split) == split}
         names = {n for v in wanted.values() for n in v}
-        return RawSpec(full.dataset, tuple(d for d in full.downloads if d.fname in names), wanted)
+        return replace(full, downloads=tuple(d for d in full.downloads if d.fname in names), members=wanted)
     return spec
 
 
 FAMILIES = {
     "mnist": Family("mnist", "MNIST digits, 70k 28×28 images (train + test), 10 classes",
                     idx_spec("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_HASHES),
-                    read_mnist, "meanstd", images=True),
+                    read_mnist, "meanstd", images=True,
+                    files="train-/t10k-{images-idx3,labels-idx1}-ubyte(.gz), in a folder or archive"),
     "fashion-mnist": Family("fashion-mnist", "Fashion-MNIST, 70k 28×28 images, 10 classes",
                             idx_spec("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-                                     FASHION_HASHES), read_mnist, "l2", images=True),
+                                     FASHION_HASHES), read_mnist, "l2", images=True,
+                            files="the four Fashion-MNIST IDX files (MNIST's names)"),
     "emnist-letters": Family("emnist-letters", "EMNIST Letters, 145.6k 28×28 images (transposed on read), 26 classes",
-                             emnist_spec, read_emnist, "l2", images=True),
+                             emnist_spec, read_emnist, "l2", images=True,
+                             files="gzip.zip or emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz"),
     "notmnist": Family("notmnist", "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
                        lambda split: RawSpec("notmnist", (Download(
                            "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz",
-                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small")}),
-                       read_notmnist, "l2", images=True),
+                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small"),
+                                                        **idx_members("", "all")},
+                           optional=("images", *IDX_NAMES)),
+                       read_notmnist, "l2", images=True,
+                       files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror"),
     "shuttle": Family("shuttle", "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
                       split_spec(uci_spec("shuttle", {"train": ("shuttle.trn", "shuttle.trn.Z"),
                                                       "test": ("shuttle.tst",)}, "statlog/shuttle/"),
                                  {"train": "train", "test": "test"}),
-                      read_shuttle, "l2"),
+                      read_shuttle, "l2", files="shuttle.trn(.Z) and shuttle.tst"),
     "letter": Family("letter", "UCI Letter Recognition, 20k rows, 16 features, 26 classes",
                      uci_spec("letter", {"data": ("letter-recognition.data",)}, "letter-recognition/"),
-                     read_letter, "l2"),
+                     read_letter, "l2", files="letter-recognition.data"),
     "pendigits": Family("pendigits", "UCI Pen-Based Digits, 10,992 rows, 16 features, 10 classes",
                         split_spec(uci_spec("pendigits", {"train": ("pendigits.tra",), "test": ("pendigits.tes",)},
                                             "pendigits/"), {"train": "train", "test": "test"}),
-                        read_pendigits, "l2"),
+                        read_pendigits, "l2", files="pendigits.tra and pendigits.tes"),
     "mushroom": Family("mushroom", "UCI Mushroom, 8124 rows, 22 categorical attributes one-hot, 2 classes",
-                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2"),
+                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2",
+                       files="agaricus-lepiota.data"),
     "magic": Family("magic", "UCI MAGIC Gamma Telescope, 19,020 rows, 10 features, 2 classes",
-                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2"),
+                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2", files="magic04.data"),
     "covertype": Family("covertype", "UCI Covertype, 581,012 rows, 54 features, 7 classes",
                         lambda split: RawSpec("covertype", (Download(
                             "https://ndownloader.figshare.com/files/5976039", "covtype.data.gz",
                             "sha256:614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771"),),
                             {"data": ("covtype.data.gz", "covtype.data")}),
-                        read_covertype, "l2"),
+                        read_covertype, "l2", files="covtype.data(.gz)"),
 }
 
 
@@ -311,16 +340,15 @@ def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | N
     folder = Path(data_dir) / name
     if up_to_date(folder, parameters, force):
         return folder
-    spec = family.spec(split)
-    if not verify:  # a re-issued or self-made file with a published name
-        spec = replace(spec, downloads=tuple(replace(d, known_hash=None) for d in spec.downloads))
-    with raw_files(spec, source, offline, cache) as raw:
+    with raw_files(family.spec(split), source, offline, cache, verify) as raw:
         x, y = family.read(raw, split)
     x = apply_normalisation(x, normalisation, family.images)
     counts = {"samples": len(y), "features": x.shape[1], "classes": int(y.max()) + 1,
               **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
     return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+                         verification=raw.verification)
 
 
 def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:
@@ -347,3 +375,28 @@ def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = Fa
     counts = {"samples": len(samples), "notmnist": len(tables[0]), "mnist": len(tables[1]), "users": 20}
     return write_dataset(folder, "mnist-notmnist", {"samples": samples}, parameters, protocol="classification",
                          raw_files=[r for p in parts for r in p.manifest["raw_files"]], counts=counts, force=force)
+
+
+def declare(family: Family) -> Dataset:
+    """One `prepare NAME` per family, all with the same options (only the default normalisation differs)."""
+    def run(data_dir, **values):
+        return prepare(data_dir, family.name, **values)
+
+    return Dataset(
+        family.name, family.description, "M-CNB §5.3; Meta-Ban §4.3", "classification", run,
+        (Option("split", str, "all", "all | train | test (where the data has a split).", choices=SPLITS),
+         Option("normalise", str, family.normalise, "meanstd (MNIST 0.1307/0.3081) | l2 (row unit norm, "
+                "Bandit_multi) | none.", choices=NORMALISATIONS),
+         Option("encoding", str, "block", "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
+                choices=ENCODINGS)),
+        raw=family.spec, files=family.files)
+
+
+for _family in FAMILIES.values():
+    register(declare(_family))
+
+register(Dataset(
+    "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
+    "Meta-Ban §4.3; M-CNB §5.3", "classification", prepare_mixture,
+    (Option("encoding", str, "shift", "shift (d + 9 = 793, Meta-Ban) | block (d·K).", choices=ENCODINGS),),
+    reads_raw=False, files="none: built from the prepared mnist and notmnist"))

@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,10 @@ class RawSpec:
     members: dict[str, tuple[str, ...]]  # key → accepted file names (first is the canonical one)
     gated: str | None = None  # for data behind a terms form: what to download and where to point --source
     optional: tuple[str, ...] = ()  # member keys a dataset can do without
+    # Published per-file sha256 and line counts of the members, by file name: a folder or a re-packed
+    # archive is verified file by file, so a truncated or edited file is refused like a bad download.
+    member_sha256: dict[str, str] = field(default_factory=dict)
+    member_rows: dict[str, int] = field(default_factory=dict)
 
     def where(self) -> str:
         if self.gated:
@@ -62,12 +66,21 @@ class RawSpec:
         return "download " + ", ".join(d.url for d in self.downloads) + " and pass the file or its folder to --source"
 
 
+VERIFIED, UNVERIFIED, UNPUBLISHED = "verified", "unverified", "no published checksum"
+
+
 @dataclass
 class RawFiles:
-    """The located members of one prepare: ``raw[key]`` is a local path; ``records`` go to the manifest."""
+    """The located members of one prepare: ``raw[key]`` is a local path; ``records`` go to the manifest.
+
+    ``verification`` is ``verified`` when every file read was checked against a published checksum or
+    row count, ``unverified`` when the user passed ``--no-verify``, and ``no published checksum`` when
+    the publisher gives none (the sha256 of what was read is recorded either way)."""
 
     paths: dict[str, Path]
     records: list[dict[str, Any]] = field(default_factory=list)
+    verification: str = UNPUBLISHED
+    dropped: dict[str, int] = field(default_factory=dict)  # rows a reader skipped, by reason (sanity report)
 
     def __getitem__(self, key: str) -> Path:
         return self.paths[key]
@@ -148,12 +161,40 @@ def hash_matches(path: Path, known_hash: str | None) -> bool:
     return pooch.file_hash(str(path), alg=algorithm) == value.lower()
 
 
+def mismatch(path: Path | str, expected: str, found: str) -> UserError:
+    """The one line for a file that is not the published one: which file, expected, found, and the way out."""
+    return UserError(f"{path}: checksum mismatch, expected {expected}, found {found}; the file is truncated, "
+                     "corrupt or a different release; --no-verify accepts a different release at your own risk "
+                     "(the dataset is then marked unverified in its manifest and in every report)")
+
+
 def check_hash(path: Path, known_hash: str | None) -> None:
     if not hash_matches(path, known_hash):
         algorithm, _, value = known_hash.partition(":")
-        actual = pooch.file_hash(str(path), alg=algorithm)
-        raise UserError(f"{path}: checksum mismatch, expected {algorithm} {value} but the file has {actual}; "
-                        "the file is corrupt or a different release: delete it and prepare again")
+        raise mismatch(path, f"{algorithm} {value}", f"{algorithm} {pooch.file_hash(str(path), alg=algorithm)}")
+
+
+def count_lines(path: Path) -> int:
+    """Lines of a (possibly compressed) text file; a last line without its newline counts too."""
+    lines, last = 0, b"\n"
+    with open_bytes(path) as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            lines, last = lines + block.count(b"\n"), block[-1:]
+    return lines + (last != b"\n")
+
+
+def check_member(path: Path, name: str, spec: RawSpec, sha256: str) -> bool:
+    """Verify a located member against its published sha256 or row count; False when none is published."""
+    if name in spec.member_sha256:
+        if sha256 != spec.member_sha256[name]:
+            raise mismatch(path, f"sha256 {spec.member_sha256[name]} (the published {name})", f"sha256 {sha256}")
+        return True
+    if name in spec.member_rows:
+        rows = count_lines(path)
+        if rows != spec.member_rows[name]:
+            raise mismatch(path, f"{spec.member_rows[name]:,} lines (the published {name})", f"{rows:,} lines")
+        return True
+    return False
 
 
 def download(item: Download, cache: Path, offline: bool) -> Path:
@@ -180,20 +221,52 @@ def download(item: Download, cache: Path, offline: bool) -> Path:
 
 # ---------------------------------------------------------------- locating members
 
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+
+
 def is_archive(path: Path) -> bool:
-    return path.is_file() and (zipfile.is_zipfile(path) or path.name.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2")))
+    """A zip or tar by content, or a file named like one (so that a truncated archive is called corrupt)."""
+    return path.is_file() and (zipfile.is_zipfile(path) or path.name.lower().endswith(ARCHIVE_SUFFIXES))
+
+
+def unsafe(name: str) -> bool:
+    """A member name that would land outside the folder it is extracted into: absolute, or with '..'."""
+    posix = name.replace("\\", "/")
+    return posix.startswith("/") or (len(posix) > 1 and posix[1] == ":") or ".." in posix.split("/")
 
 
 def archive_names(path: Path) -> list[str]:
-    with reading(path, "a zip or tar archive"):
+    """The file members of an archive, after refusing the whole archive if any member is unsafe (an absolute
+    or '..' name, or a link pointing outside the archive): checked before anything is extracted."""
+    try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as z:
-                return [n for n in z.namelist() if not n.endswith("/")]
-        with tarfile.open(path) as t:
-            return [m.name for m in t.getmembers() if m.isfile()]
+                names = z.namelist()
+                bad = [n for n in names if unsafe(n)]
+                files = [n for n in names if not n.endswith("/")]
+        else:
+            with tarfile.open(path) as t:
+                members = t.getmembers()
+            bad = [m.name for m in members if unsafe(m.name)]
+            for m in members:
+                if m.issym() or m.islnk():
+                    # a hard link names a member; a symbolic link is relative to its own folder
+                    target = m.linkname if m.islnk() else os.path.join(os.path.dirname(m.name), m.linkname)
+                    if os.path.isabs(m.linkname) or unsafe(os.path.normpath(target)):
+                        bad.append(f"{m.name} -> {m.linkname}")
+            files = [m.name for m in members if m.isfile()]
+    except READ_ERRORS as e:
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UserError(f"{path}: corrupt archive ({detail[:200]}); download it again") from None
+    if bad:
+        raise UserError(f"{path}: refused, the archive has members that would be written outside its folder "
+                        f"({', '.join(bad[:3])})")
+    return files
 
 
 def extract(path: Path, name: str, into: Path) -> Path:
+    if unsafe(name):
+        raise UserError(f"{path}: refused, member {name} would be written outside {into}")
     target = into / path.name / name
     target.parent.mkdir(parents=True, exist_ok=True)
     with reading(path, "a complete zip or tar archive"):
@@ -231,7 +304,7 @@ def find_member(places: list[Path], names: tuple[str, ...], scratch: Path) -> tu
     return None
 
 
-def source_places(spec: RawSpec, source: str, cache: Path, offline: bool) -> list[Path]:
+def source_places(spec: RawSpec, source: str, cache: Path, offline: bool, verify: bool = True) -> list[Path]:
     if source.startswith(("http://", "https://", "ftp://")):
         if offline:
             raise UserError(f"--offline: --source {source} is a URL; pass a local file or folder instead")
@@ -241,7 +314,7 @@ def source_places(spec: RawSpec, source: str, cache: Path, offline: bool) -> lis
     path = Path(source).expanduser()
     if not path.exists():
         raise UserError(f"--source {source} does not exist; {spec.where()}")
-    for item in spec.downloads:  # a local copy of a published archive must still match its checksum
+    for item in spec.downloads if verify else ():  # a local copy of a published archive must match its checksum
         if path.is_file() and path.name == item.fname:
             check_hash(path, item.known_hash)
         elif path.is_dir() and (path / item.fname).is_file():
@@ -251,13 +324,18 @@ def source_places(spec: RawSpec, source: str, cache: Path, offline: bool) -> lis
 
 @contextlib.contextmanager
 def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
-              cache: Path | None = None) -> Iterator[RawFiles]:
-    """Locate every member of ``spec``; extracted members live in a temporary folder until the block ends."""
+              cache: Path | None = None, verify: bool = True) -> Iterator[RawFiles]:
+    """Locate every member of ``spec``; extracted members live in a temporary folder until the block ends.
+
+    ``verify=False`` (``--no-verify``) skips the published checksums and row counts and marks the files
+    unverified. Every missing member is named in one error, each by its exact file name."""
     cache = cache_dir(cache)
+    if not verify:
+        spec = replace(spec, downloads=tuple(replace(d, known_hash=None) for d in spec.downloads))
     if source is None and spec.gated:
         raise UserError(f"{spec.dataset} cannot be downloaded automatically: {spec.gated}")
     if source is not None:
-        places = source_places(spec, source, cache, offline)
+        places = source_places(spec, source, cache, offline, verify)
     else:
         if offline:  # name every missing file at once, not just the first
             missing = [item for item in spec.downloads
@@ -267,17 +345,35 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
                                 f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
                                 "its folder to --source, or prepare once without --offline")
         places = [download(item, cache, offline) for item in spec.downloads]
+    checked = {d.fname: d.known_hash for d in spec.downloads if d.known_hash}
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
         found = RawFiles({})
+        missing = []
+        verified = []
         for key, names in spec.members.items():
             hit = find_member(places, names, Path(scratch))
             if hit is None:
-                if key in spec.optional:
-                    continue
-                where = ", ".join(map(str, places))
-                raise UserError(f"{where} has no {' or '.join(names)}, which {spec.dataset} needs; {spec.where()}")
+                if key not in spec.optional:
+                    missing.append(" or ".join(names))
+                continue
             path, origin = hit
+            sha256 = sha256_of(path)
+            member_checked = check_member(path, path.name, spec, sha256) if verify else False
+            if verify and "!" not in origin and path.name in checked:  # a published file, found on its own
+                check_hash(path, checked[path.name])
+                member_checked = True
+            from_checked_archive = verify and "!" in origin and Path(origin.split("!")[0]).name in checked
+            verified.append(member_checked or from_checked_archive)
             found.paths[key] = path
             found.records.append({"member": key, "file": path.name, "origin": origin,
-                                  "bytes": path.stat().st_size, "sha256": sha256_of(path)})
+                                  "bytes": path.stat().st_size, "sha256": sha256,
+                                  "verified": bool(member_checked or from_checked_archive)})
+        if missing:
+            where = ", ".join(map(str, places))
+            raise UserError(f"{where} lacks {len(missing)} file{'s' if len(missing) > 1 else ''} {spec.dataset} "
+                            f"needs: {'; '.join(missing)}; {spec.where()}")
+        if not verify:
+            found.verification = UNVERIFIED
+        elif verified and all(verified):
+            found.verification = VERIFIED
         yield found

@@ -28,11 +28,17 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
-SPEC = RawSpec("lastfm", (Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip",
-                                   "hetrec2011-lastfm-2k.zip"),),
-               {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)})
+ZIP = Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip", "hetrec2011-lastfm-2k.zip")
+# Each pipeline asks only for the files it reads: svd the listens; ghosh also the tag assignments and names.
+MEMBERS = {"svd": {"listens": ("user_artists.dat",)},
+           "ghosh": {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)}}
+
+
+def spec(pipeline_name: str) -> RawSpec:
+    return RawSpec(f"lastfm --pipeline {pipeline_name}", (ZIP,), MEMBERS[pipeline_name])
 PIPELINES = ("svd", "ghosh")
 PCA_DIM = 25
 
@@ -50,7 +56,8 @@ def read_tsv(path: Path, columns: list[str], expected: str, encoding: str = "utf
 def listens(path: Path) -> pd.DataFrame:
     frame = read_tsv(path, ["userID", "artistID", "weight"], "TAB-separated userID artistID weight with a header")
     with reading(path, "integer user and artist ids and play counts"):
-        out = pd.DataFrame({"raw_user": frame["userID"].astype(np.int64), "raw_item": frame["artistID"].astype(np.int64),
+        out = pd.DataFrame({"raw_user": frame["userID"].astype(np.int64),
+                            "raw_item": frame["artistID"].astype(np.int64),
                             "plays": frame["weight"].astype(np.int64)})
     out["rating"] = np.float32(1.0)  # a listen is a positive under positive_above = 0
     return out
@@ -83,7 +90,7 @@ def tfidf_pca(documents: pd.Series, dim: int) -> np.ndarray:
 
 def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.RatingOptions | None = None,
             source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False,
-            guaranteed_positive: bool = False) -> Path:
+            guaranteed_positive: bool = False, verify: bool = True) -> Path:
     if pipeline_name not in PIPELINES:
         raise UserError(f"unknown --pipeline {pipeline_name!r}; choose from: {', '.join(PIPELINES)}")
     ghosh = pipeline_name == "ghosh"
@@ -97,17 +104,32 @@ def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.Rat
     folder = Path(data_dir) / "lastfm"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(SPEC, source, offline, cache) as raw:
+    with raw_files(spec(pipeline_name), source, offline, cache, verify) as raw:
         played = listens(raw["listens"])
         words = artist_words(raw["tagged"], raw["tags"]) if ghosh else None
     if ghosh:  # only artists with tag words have a context
         words = words[words.map(len) > 0]
         played = played[played["raw_item"].isin(words.index)]
-    tables, counts = pipeline.build(played, options, str(raw["listens"]))
+    tables, counts, rows = pipeline.build(played, options, str(raw["listens"]))
     del counts["negatives"]
     if ghosh:
         items = tables["items"][["item", "raw_item"]].copy()
         items[[f"f_{j}" for j in range(PCA_DIM)]] = tfidf_pca(words.loc[items["raw_item"]], PCA_DIM)
         tables["items"] = items
     return write_dataset(folder, "lastfm", tables, parameters, protocol="round-robin" if ghosh else "recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
+    "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)", "Cantador et al. 2011; Ghosh et al. "
+    "2021 §6.2", "recommendation", pipeline.with_rating_options(prepare),
+    (Option("pipeline_name", str, "svd", "svd (rating-matrix pipeline, K = 10) | ghosh (tag tf-idf + PCA-25 artist "
+            "contexts, real users, round-robin protocol, K = 25).", choices=PIPELINES, flag_name="--pipeline"),
+     Option("guaranteed_positive", bool, False, "ghosh: one listened artist in every round (the paper's CLUB "
+            "protocol) instead of 25 random ones."),
+     *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000)),
+    raw=lambda pipeline_name="svd": spec(pipeline_name), other_protocols=("round-robin",),
+    files="hetrec2011-lastfm-2k.zip or its folder: user_artists.dat (svd); also user_taggedartists.dat and "
+          "tags.dat (ghosh)"))

@@ -1,5 +1,5 @@
-"""Logged impressions for the IPS-simulator protocol of the two-stage paper (seed 004): MIND and
-MovieLens-20M converted to MIND's form (reference-implementations.md §10.1).
+"""Logged impressions for the IPS-simulator protocol of the two-stage neural contextual
+bandit paper: MIND and MovieLens-20M converted to MIND's form (the authors' movielen2mind).
 
 Two tables, the same for both datasets:
 
@@ -23,11 +23,12 @@ import pandas as pd
 
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 MIND_BASE = "https://mind201910small.blob.core.windows.net/release/"
 MIND_PARTS = ("train", "dev")
-MIND_SHA256 = {  # extracted MINDsmall files (Git-LFS pointers, dataset-formats.md)
+MIND_SHA256 = {  # extracted MINDsmall files (as published in Git-LFS pointers)
     ("small", "train", "behaviors.tsv"): "a424547c8fa17c9ea4879c2110221c2b2f2709f4f7615ede0b0d8e4765158658",
     ("small", "train", "news.tsv"): "cd49d7da275e9c405f627d75a0de9d4ec6ad43ff8a8db5d23a447591676e09d6",
     ("small", "dev", "behaviors.tsv"): "b6c460e33b1a8693252ded6e626da7d3ccf78920eea2ec11889020bb7d8443ef",
@@ -40,24 +41,31 @@ BEHAVIOR_COLUMNS = ["impression_id", "user_id", "time", "history", "impressions"
 
 def mind_spec(variant: str, part: str) -> RawSpec:
     name = f"MIND{variant}_{part}.zip"
-    return RawSpec(f"mind-{variant}-{part}", (Download(MIND_BASE + name, name),),
-                   {"behaviors": ("behaviors.tsv",), "news": ("news.tsv",)},
-                   gated=None)
+    pinned = {file: sha for (v, p, file), sha in MIND_SHA256.items() if (v, p) == (variant, part)}
+    return RawSpec(f"MIND{variant}_{part}", (Download(MIND_BASE + name, name),),
+                   {"behaviors": ("behaviors.tsv",), "news": ("news.tsv",)}, member_sha256=pinned)
 
 
-def mind_part_source(source: str | None, variant: str, part: str) -> str | None:
-    """In a --source folder, the zip MIND{variant}_{part}.zip or its unpacked folder of the same stem."""
+def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
+    """In a --source folder, each part's zip MIND{variant}_{part}.zip or its unpacked folder; every missing
+    part is named at once."""
     if source is None:
-        return None
+        return {part: None for part in MIND_PARTS}
     root = Path(source).expanduser()
     if not root.is_dir():
         raise UserError(f"--source {source} must be a folder holding MIND{variant}_train and MIND{variant}_dev "
                         "(zips or unpacked folders)")
-    for candidate in (root / f"MIND{variant}_{part}.zip", root / f"MIND{variant}_{part}"):
-        if candidate.exists():
-            return str(candidate)
-    raise UserError(f"--source {source} has no MIND{variant}_{part}.zip or MIND{variant}_{part}/; download them "
-                    f"from https://msnews.github.io (after accepting the licence) into that folder")
+    found, missing = {}, []
+    for part in MIND_PARTS:
+        candidates = [c for c in (root / f"MIND{variant}_{part}.zip", root / f"MIND{variant}_{part}") if c.exists()]
+        if candidates:
+            found[part] = str(candidates[0])
+        else:
+            missing.append(f"MIND{variant}_{part}.zip (or the folder MIND{variant}_{part}/)")
+    if missing:
+        raise UserError(f"--source {source} lacks {' and '.join(missing)}; download them from "
+                        "https://msnews.github.io (after accepting the licence) into that folder")
+    return found
 
 
 def read_mind_news(path: Path) -> pd.DataFrame:
@@ -92,22 +100,19 @@ def with_topics(news: pd.DataFrame) -> pd.DataFrame:
 
 
 def prepare_mind(data_dir: Path, *, variant: str = "small", verify: bool = True, source: str | None = None,
-                 offline: bool = False, cache: Path | None = None, force: bool = False) -> Path:
+                 offline: bool = False, cache: Path | None = None, force: bool = False,
+                 allow_unresolved: bool = False) -> Path:
     if variant not in ("small", "large"):
         raise UserError(f"unknown --variant {variant!r}; choose from: small, large")
     parameters = {"variant": variant, "topic": "subcategory", "verify": verify}
     folder = Path(data_dir) / "mind"
     if up_to_date(folder, parameters, force):
         return folder
-    news, behaviors, records = [], [], []
-    sources = {part: mind_part_source(source, variant, part) for part in MIND_PARTS}
+    news, behaviors, records, verification = [], [], [], []
+    sources = mind_sources(source, variant)
     for part in MIND_PARTS:
-        with raw_files(mind_spec(variant, part), sources[part], offline, cache) as raw:
-            for record in raw.records:
-                pinned = MIND_SHA256.get((variant, part, record["file"])) if verify else None
-                if pinned and record["sha256"] != pinned:
-                    raise UserError(f"{record['origin']}: checksum mismatch, expected sha256 {pinned} for "
-                                    f"MIND{variant}_{part}/{record['file']}")
+        with raw_files(mind_spec(variant, part), sources[part], offline, cache, verify) as raw:
+            verification.append(raw.verification)
             news.append(read_mind_news(raw["news"]))
             behaviors.append(read_mind_behaviors(raw["behaviors"], part))
             records += [{**r, "part": part} for r in raw.records]
@@ -117,16 +122,20 @@ def prepare_mind(data_dir: Path, *, variant: str = "small", verify: bool = True,
               "impressions": len(behavior_table), "users": behavior_table["user_id"].nunique(),
               "shown": int(behavior_table["shown"].map(len).sum()),
               "clicks": int(behavior_table["clicked"].map(np.sum).sum())}
+    rows = {"read": len(behavior_table), "kept": len(behavior_table), "dropped": {}}
     return write_dataset(folder, "mind", {"news": news_table, "behaviors": behavior_table}, parameters,
-                         protocol="ips-simulator", raw_files=records, counts=counts, force=force)
+                         protocol="ips-simulator", raw_files=records, counts=counts, force=force, rows=rows,
+                         verification=min(verification, key=("unverified", "no published checksum",
+                                                             "verified").index),
+                         allow_unresolved=allow_unresolved)
 
 
 def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_until: str = "2010-01-01",
                              test_from: str = "2014-06-01", negatives: int = 20, valid_fraction: float = 0.2,
                              seed: int = 2021, source: str | None = None, offline: bool = False,
-                             cache: Path | None = None, force: bool = False) -> Path:
-    """MovieLens in MIND's form for seed 004 (the authors' movielen2mind): a movie is a "news" item whose topic
-    is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
+                             cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
+    """MovieLens in MIND's form for the two-stage paper (the authors' movielen2mind): a movie is a "news" item whose
+    topic is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
     positive of train/test is one impression with ``negatives`` items drawn with replacement from the
     user's negatives of that split (or, when it has none, from items never positive for the user); users
     need activity before history_until and from test_from on plus a positive in train and in test; a
@@ -148,7 +157,7 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
     folder = Path(data_dir) / "movielens-logged"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(movielens.spec(variant), source, offline, cache) as raw:
+    with raw_files(movielens.spec(variant), source, offline, cache, verify) as raw:
         ratings = movielens.read_ratings(raw["ratings"], variant)
         movies = movielens.read_movies(raw["movies"], variant)
     ratings["positive"] = ratings["rating"] >= 4.0  # RATING_THRESHOLD = 4 of movielen2mind
@@ -193,4 +202,34 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
               "users": len(keep), "train_impressions": int((behaviors["split"] == "train").sum()),
               "test_impressions": len(test), "valid_impressions": len(valid)}
     return write_dataset(folder, "movielens-logged", {"news": news, "behaviors": behaviors}, parameters,
-                         protocol="ips-simulator", raw_files=raw.records, counts=counts, force=force)
+                         protocol="ips-simulator", raw_files=raw.records, counts=counts, force=force,
+                         verification=raw.verification)
+
+
+register(Dataset(
+    "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
+    "Wu et al. 2020; Two-stage neural contextual bandits", "ips-simulator", prepare_mind,
+    (Option("variant", str, "small", "small | large (train + dev).", choices=("small", "large")),
+     Option("allow_unresolved", bool, False, "Prepare even when fewer than half of the impression or history news "
+            "ids are in news.tsv (the results would mean little).")),
+    raw=lambda variant="small": mind_spec(variant, "train"), other_protocols=("twostage",),
+    files="a folder with MIND<variant>_train.zip and MIND<variant>_dev.zip (or their unpacked folders), each "
+          "holding behaviors.tsv and news.tsv"))
+
+register(Dataset(
+    "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
+    "Two-stage neural contextual bandits (movielen2mind)", "ips-simulator", prepare_movielens_logged,
+    (Option("variant", str, "20m", "MovieLens release (the paper: 20m).", choices=("100k", "1m", "20m", "25m")),
+     Option("history_until", str, "2010-01-01", "History positives before this date."),
+     Option("test_from", str, "2014-06-01", "Train before, test from this date."),
+     Option("negatives", int, 20, "Negatives shown with each positive.", minimum=1),
+     Option("valid_fraction", float, 0.2, "Share of test impressions marked valid.", minimum=0, maximum=1),
+     Option("seed", int, 2021, "Seed of the negative and validation draws.", minimum=0)),
+    raw=lambda variant="20m": movielens_spec(variant), other_protocols=("twostage",),
+    files="as movielens: ml-20m.zip or its folder (ratings.csv, movies.csv)"))
+
+
+def movielens_spec(variant: str) -> RawSpec:
+    from banditbench.data import movielens
+
+    return movielens.spec(variant)

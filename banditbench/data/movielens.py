@@ -2,7 +2,7 @@
 
 The recommendation papers use ML-25M ("25 million reviews between 1.6×10^5 users and 6×10^4
 movies", M-CNB §5.2 and Meta-Ban §4.1), so ``25m`` is the default variant; the authors' notebook ran
-on ML-20M. URLs and sha256 from tensorflow/datasets ``url_checksums/movielens.txt`` (dataset-formats.md).
+on ML-20M. URLs and sha256 from tensorflow/datasets ``url_checksums/movielens.txt``.
 Raw formats: ml-100k ``u.data`` is TAB-separated and ``u.item`` ``|``-separated Latin-1; ml-1m uses the
 two-character separator ``::`` and Latin-1; ml-20m/25m are CSV files with a header.
 """
@@ -18,6 +18,7 @@ import pandas as pd
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 BASE = "https://files.grouplens.org/datasets/movielens/"
@@ -37,13 +38,18 @@ FILES = {"100k": ("u.data", "u.item"), "1m": ("ratings.dat", "movies.dat"),
 GENRES_100K = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
                "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller",
                "War", "Western")
+# Per-file sha256 of the files inside the published ml-100k.zip (genuine copy hashed):
+# a folder --source is verified file by file, so a truncated u.data is refused.
+MEMBER_SHA256 = {"100k": {"u.data": "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
+                          "u.item": "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701"}}
 RATING_COLUMNS = ["raw_user", "raw_item", "rating", "timestamp"]
 RATING_TYPES = {"raw_user": np.int64, "raw_item": np.int64, "rating": np.float32, "timestamp": np.int64}
 
 
 def spec(variant: str) -> RawSpec:
     ratings_file, movies_file = FILES[variant]
-    return RawSpec(f"movielens-{variant}", (VARIANTS[variant],), {"ratings": (ratings_file,), "movies": (movies_file,)})
+    return RawSpec(f"movielens-{variant}", (VARIANTS[variant],), {"ratings": (ratings_file,), "movies": (movies_file,)},
+                   member_sha256=MEMBER_SHA256.get(variant, {}))
 
 
 def read_ratings(path: Path, variant: str) -> pd.DataFrame:
@@ -68,7 +74,7 @@ def read_ratings(path: Path, variant: str) -> pd.DataFrame:
 
 
 def read_movies(path: Path, variant: str) -> pd.DataFrame:
-    """raw_item, title, genres ('|'-joined, in the file's order; the first is seed 004's topic)."""
+    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic)."""
     with reading(path, f"the MovieLens {variant} movies file"):
         if variant == "100k":
             frame = pd.read_csv(path, sep="|", header=None, encoding="latin-1", dtype=str, keep_default_na=False)
@@ -88,22 +94,32 @@ def read_movies(path: Path, variant: str) -> pd.DataFrame:
 
 def prepare(data_dir: Path, *, variant: str = DEFAULT_VARIANT, options: pipeline.RatingOptions | None = None,
             mode: str = "paper", serve: str = "groups", source: str | None = None, offline: bool = False,
-            cache: Path | None = None, force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
-
+            cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
     if variant not in VARIANTS:
         raise UserError(f"unknown --variant {variant!r}; choose from: {', '.join(VARIANTS)}")
     options = options or pipeline.RatingOptions()
     options.validate()
-    check_protocol(mode, serve)
+    pipeline.check_protocol(mode, serve)
     parameters = {"variant": variant, **options.as_dict(), "mode": mode, "serve": serve, "arms": 10}
     folder = Path(data_dir) / "movielens"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(spec(variant), source, offline, cache) as raw:
+    with raw_files(spec(variant), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], variant)
         movies = read_movies(raw["movies"], variant)
-        tables, counts = pipeline.build(ratings, options, f"{raw['ratings']}")
+        tables, counts, rows = pipeline.build(ratings, options, f"{raw['ratings']}")
     tables["items"] = tables["items"].merge(movies, on="raw_item", how="left")
     return write_dataset(folder, "movielens", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "movielens", "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
+    "10-d SVD features, 50 K-means user groups", "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
+    "recommendation", pipeline.with_rating_options(prepare),
+    (Option("variant", str, DEFAULT_VARIANT, "100k | 1m | 20m | 25m (the papers: ML-25M).", choices=tuple(VARIANTS)),
+     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
+    raw=lambda variant=DEFAULT_VARIANT: spec(variant),
+    files="ml-<variant>.zip, or its folder: u.data + u.item (100k), ratings.dat + movies.dat (1m), ratings.csv + "
+          "movies.csv (20m, 25m)"))

@@ -6,6 +6,7 @@ crash or a bad input never leaves a half-written ``datasets/<name>/`` and never 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -51,12 +52,25 @@ def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
 def write_dataset(
     folder: Path, name: str, tables: dict[str, pd.DataFrame | pa.Table], parameters: dict[str, Any], *,
     protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
-    force: bool = False,
+    force: bool = False, rows: dict[str, Any] | None = None, verification: str | None = None,
+    allow_unresolved: bool = False,
 ) -> Path:
-    """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``."""
+    """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
+
+    The manifest carries the sanity report (``sanity``: ``rows`` read/kept/dropped and the protocol's
+    figures, see data/sanity.py), its ``warnings`` (one-line strings that run and report repeat) and
+    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``)."""
+    from banditbench.data import sanity
+
     folder = Path(folder)
     if folder.exists() and not force:
         raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
+    report, warnings = sanity.analyse(protocol, tables, allow_unresolved=allow_unresolved)  # may refuse the data
+    if rows is not None:
+        report = {"rows": rows, **report}
+    if verification == "unverified":
+        warnings = ["unverified: prepared with --no-verify from files that do not match (or were not checked "
+                    "against) the published checksums", *warnings]
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -70,18 +84,38 @@ def write_dataset(
             files[table_name] = {"file": path.name, "rows": len(frame), "sha256": sha256_of(path)}
         manifest = {
             "name": name,
+            "verification": verification or "no raw files",
             "protocol": protocol,
             "parameters": parameters,
             "raw_files": raw_files or [],
             "counts": counts or {},
+            "sanity": report,
+            "warnings": warnings,
             "tables": files,
             "banditbench_version": __version__,
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp makes it 0700: readable like any folder the user makes
         swap_into_place(staging, folder)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        needed = sum(table_bytes(t) for t in tables.values()) / 1e6
+        raise UserError(f"{folder.parent}: no space left on the device; the dataset needs about {needed:,.0f} MB "
+                        "(nothing was written; free some space and prepare again)") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def table_bytes(table: pd.DataFrame | pa.Table) -> int:
+    return table.nbytes if isinstance(table, pa.Table) else int(table.memory_usage(deep=True).sum())
 
 
 def swap_into_place(staging: Path, folder: Path) -> None:
@@ -126,6 +160,12 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
-        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first")
-    manifest = json.loads(manifest_path.read_text())
-    return PreparedDataset(name, path, manifest, sha256_of(manifest_path))
+        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; "
+                        f"run `banditbench prepare {name}{hint}` first")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        return PreparedDataset(name, path, manifest, sha256_of(manifest_path))
+    except OSError as e:
+        raise UserError(f"cannot read the prepared dataset {path}: {e.strerror}") from None
+    except ValueError:
+        raise UserError(f"{manifest_path} is not valid JSON; prepare {name} again with --force") from None

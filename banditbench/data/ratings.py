@@ -10,19 +10,25 @@ of dimension d for users and items → K-means user groups. Written as three tab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.linalg import svds
-from sklearn.cluster import KMeans
-from sklearn.utils.extmath import svd_flip
-from threadpoolctl import threadpool_limits
 
+from banditbench.data.registry import Option
 from banditbench.errors import UserError
 
 DENSE_SVD_CELLS = 250_000  # below this many matrix cells an exact dense SVD is cheap enough
+MODES = ("paper", "metaban-code", "mcnb-code")  # how the recommendation protocol forms a round
+SERVE = ("groups", "users")  # who a round serves
+
+
+def check_protocol(mode: str, serve: str) -> None:
+    """The recommendation protocol's --mode and --serve, checked when a dataset is prepared for it."""
+    if mode not in MODES:
+        raise UserError(f"unknown --mode {mode!r}; choose from: {', '.join(MODES)}")
+    if serve not in SERVE:
+        raise UserError(f"unknown --serve {serve!r}; choose from: {', '.join(SERVE)}")
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,8 @@ class RatingOptions:
                 "negative_below": self.negative_below, "dim": self.dim, "groups": self.groups, "seed": self.seed}
 
     def validate(self) -> None:
-        for flag, value in (("--top-users", self.top_users), ("--top-items", self.top_items), ("--groups", self.groups)):
+        for flag, value in (("--top-users", self.top_users), ("--top-items", self.top_items),
+                            ("--groups", self.groups)):
             if value < 1:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
@@ -52,8 +59,40 @@ class RatingOptions:
                             f"({self.positive_above})")
 
 
+RATING_OPTIONS = (
+    Option("top_users", int, 10_000, "Users kept by rating count (M-CNB 10000; Meta-Ban 2000).", minimum=1),
+    Option("top_items", int, 10_000, "Items kept by rating count (both papers: 10000).", minimum=1),
+    Option("positive_above", float, 4.0, "A rating above this is a positive (reward 1)."),
+    Option("negative_below", float, None, "Only ratings below this are negatives, the middle is dropped (authors' "
+           "code: 2) [default: every other rating is a negative, as the papers say].", optional=True),
+    Option("dim", int, 10, "SVD feature dimension d of users and items.", minimum=2),
+    Option("groups", int, 50, "K-means user groups (the bandit's users).", minimum=1),
+    Option("seed", int, 0, "K-means random_state (the authors use 0).", minimum=0),
+)
+PROTOCOL_OPTIONS = (
+    Option("mode", str, "paper", "recommendation protocol: paper | metaban-code | mcnb-code.", choices=MODES),
+    Option("serve", str, "groups", "Who a round serves: groups (K-means pre-clusters) | users.", choices=SERVE),
+)
+
+
+def rating_options(*, without: tuple[str, ...] = (), **defaults) -> tuple[Option, ...]:
+    """The rating-matrix options of a dataset: some left out (links have no rating), some defaults changed."""
+    return tuple(replace(o, default=defaults.get(o.name, o.default)) for o in RATING_OPTIONS if o.name not in without)
+
+
+def with_rating_options(prepare):
+    """A prepare function taking ``options=RatingOptions(...)``, called with the options as separate keywords."""
+    names = [o.name for o in RATING_OPTIONS]
+
+    def declared(data_dir, **values):
+        fields = {name: values.pop(name) for name in names if name in values}
+        return prepare(data_dir, options=RatingOptions(**fields), **values)
+    return declared
+
+
 def binarise(ratings: pd.DataFrame, options: RatingOptions) -> pd.DataFrame:
-    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the middle)."""
+    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the
+    middle)."""
     positive = ratings["rating"].to_numpy() > options.positive_above
     if options.negative_below is None:
         keep = np.ones(len(ratings), bool)
@@ -79,9 +118,12 @@ def select_top(labelled: pd.DataFrame, top_users: int, top_items: int) -> pd.Dat
     return kept[kept["raw_user"].isin(top_by_count(kept["raw_user"], top_users))]
 
 
-def svd_features(matrix: sp.csr_matrix, dim: int) -> tuple[np.ndarray, np.ndarray]:
+def svd_features(matrix, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """[rownorm(U[:, :d−1]), 1]/√2 for users and the same from V for items: unit-norm rows whose last
     coordinate is 1/√2 (the authors' ExtractFeatures, verified on their shipped files)."""
+    from scipy.sparse.linalg import svds
+    from sklearn.utils.extmath import svd_flip
+
     k = dim - 1
     if min(matrix.shape) <= k or matrix.shape[0] * matrix.shape[1] <= DENSE_SVD_CELLS:
         u, s, vt = np.linalg.svd(matrix.toarray(), full_matrices=False)
@@ -102,10 +144,22 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return np.hstack([unit, np.ones((len(unit), 1))]) / np.sqrt(2.0)
 
 
-def build(ratings: pd.DataFrame, options: RatingOptions, what: str) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """ratings with columns raw_user, raw_item, rating (+ any extra columns) → users, items, interactions tables."""
+def build(ratings: pd.DataFrame, options: RatingOptions,
+          what: str) -> tuple[dict[str, pd.DataFrame], dict[str, int], dict[str, object]]:
+    """ratings with columns raw_user, raw_item, rating (+ any extra columns) → users, items, interactions tables,
+    their counts, and the rows read / kept / dropped (by reason) for the sanity report."""
+    import scipy.sparse as sp
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    from banditbench.data.sanity import rows_report
+
     options.validate()
-    labelled = select_top(binarise(ratings, options), options.top_users, options.top_items)
+    binary = binarise(ratings, options)
+    labelled = select_top(binary, options.top_users, options.top_items)
+    rows = rows_report(len(ratings), {
+        f"rating between {options.negative_below} and {options.positive_above}": len(ratings) - len(binary),
+        f"outside the top {options.top_users} users and {options.top_items} items": len(binary) - len(labelled)})
     if labelled.empty or not (labelled["label"] > 0).any():
         raise UserError(f"{what}: no ratings left after keeping the top {options.top_users} users and "
                         f"{options.top_items} items with positive = rating > {options.positive_above}")
@@ -135,4 +189,4 @@ def build(ratings: pd.DataFrame, options: RatingOptions, what: str) -> tuple[dic
     counts = {"raw_ratings": len(ratings), "users": len(users), "items": len(items),
               "interactions": len(interactions), "positives": int((label > 0).sum()),
               "negatives": int((label < 0).sum()), "groups": options.groups}
-    return {"users": users, "items": items, "interactions": interactions}, counts
+    return {"users": users, "items": items, "interactions": interactions}, counts, rows

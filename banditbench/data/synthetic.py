@@ -6,10 +6,10 @@ into M clusters whose sizes are proportional to i^(−z) (z = 0: balanced); each
 "linear" protocol draws K contexts from N(0, I/d) and rewards ⟨θ, x⟩ + N(0, σ²).
 The paper gives K = 25 and d = 15 and leaves the noise unstated; σ = 0.1 is our default.
 
-``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R; seed 003): for m = 1 … M,
+``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R): for m = 1 … M,
 θ_m = e_m when m is odd and θ_m = cos ω e_{m−1} + sin ω e_m when m is even (unit norm, M ≤ d), so
 consecutive pairs are Δ = 2 sin(ω/2) apart; ω = π/4 is our guess for the paper's "similar" scenario (lost).
-``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (bass.md §4.2, the generator
+``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (the generator
 of the authors' bandpy library; the paper's own generator text was lost): K/M arms around each centre,
 x = θ_m + 0.5 ‖θ_m‖ ξ with ξ ~ N(0, I_d), not normalised, served unchanged every round (table ``arms``).
 When M ∤ K the K arms are split as evenly as possible (the first K mod M centres get one more): our choice.
@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data.prepared import existing_parameters, write_dataset
+from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
 DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
@@ -121,3 +122,28 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
     table, arm_table = generate(users, clusters, dim, z, seed, centres, omega, arms if arm_set == "fixed" else 0)
     tables = {"users": table} if arm_table is None else {"users": table, "arms": arm_table}
     return write_dataset(folder, name, tables, parameters, protocol=protocol, force=force)
+
+
+register(Dataset(
+    "synthetic", "clustered linear users, θ on the unit sphere, cluster sizes ∝ i^(−z); built in, no download",
+    "Ghosh et al. 2021 §6.1; BASS (Cherkaoui et al. 2025)", "linear", prepare,
+    (Option("users", int, 100, "Number of users N.", minimum=1),
+     Option("clusters", int, 5, "Number of ground-truth clusters M.", minimum=1),
+     Option("dim", int, 15, "Context dimension d (Ghosh et al.: 15).", minimum=1),
+     Option("arms", int, 25, "Arms K per round (Ghosh et al.: 25).", minimum=1),
+     Option("noise", float, 0.1, "Reward noise standard deviation σ.", minimum=0),
+     Option("z", float, 0.0, "Cluster sizes ∝ i^(−z); 0 gives balanced clusters.", minimum=0),
+     Option("seed", int, 0, "Seed of the users and their parameters.", minimum=0),
+     Option("centres", str, "sphere", "Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + "
+            "sin ω e_m).", choices=CENTRES),
+     Option("omega", float, EXTRA_DEFAULTS["omega"], "Angle ω of --centres bass (default π/4)."),
+     Option("protocol", str, "linear", "linear (one random user per round), synchronous (all users each step) or "
+            "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine).", choices=SYNTHETIC_PROTOCOLS),
+     Option("arm_set", str, "fresh", "fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
+            "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ).", choices=ARM_SETS)),
+    other_protocols=("synchronous",), reads_raw=False, files="none: generated"))
+
+register(Dataset(
+    "synthetic-cosine", "the same clustered users with the non-linear reward cos(3⟨θ, x⟩) "
+    "(`prepare synthetic --protocol cosine`)", "NeuralUCB §7.1 reward (Zhou et al. 2020) on Ghosh et al.'s users",
+    "cosine", reads_raw=False, files="none: generated"))

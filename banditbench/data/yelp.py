@@ -17,6 +17,7 @@ import pyarrow.json as pajson
 from banditbench.data import ratings as pipeline
 from banditbench.data.fetch import RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, register
 from banditbench.errors import UserError
 
 SPEC = RawSpec("yelp", (), {"reviews": ("yelp_academic_dataset_review.json",)},
@@ -41,18 +42,24 @@ def read_reviews(path: Path):
 
 def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, mode: str = "paper",
             serve: str = "groups", source: str | None = None, offline: bool = False, cache: Path | None = None,
-            force: bool = False) -> Path:
-    from banditbench.envs.recommendation import check_protocol
-
+            force: bool = False, verify: bool = True) -> Path:
     options = options or pipeline.RatingOptions()
     options.validate()
-    check_protocol(mode, serve)
+    pipeline.check_protocol(mode, serve)
     parameters = {**options.as_dict(), "mode": mode, "serve": serve, "arms": 10}
     folder = Path(data_dir) / "yelp"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(SPEC, source, offline, cache) as raw:
+    with raw_files(SPEC, source, offline, cache, verify) as raw:
         reviews = read_reviews(raw["reviews"])
-    tables, counts = pipeline.build(reviews, options, str(raw["reviews"]))
+    tables, counts, rows = pipeline.build(reviews, options, str(raw["reviews"]))
     return write_dataset(folder, "yelp", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force)
+                         raw_files=raw.records, counts=counts, force=force,
+                         rows=rows, verification=raw.verification)
+
+
+register(Dataset(
+    "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
+    "M-CNB §5.2; Meta-Ban §4.1", "recommendation", pipeline.with_rating_options(prepare),
+    (*pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS), raw=lambda: SPEC,
+    files="yelp_dataset.tar, its folder, or yelp_academic_dataset_review.json"))

@@ -30,20 +30,12 @@ import numpy as np
 from scipy.stats import norm
 
 from banditbench.data.prepared import PreparedDataset
+from banditbench.data.ratings import MODES, SERVE, check_protocol  # noqa: F401  (the protocol's choices)
 from banditbench.envs.round import Round
 from banditbench.envs.sampling import integer_then_choice
 from banditbench.errors import UserError
 
-MODES = ("paper", "metaban-code", "mcnb-code")
-SERVE = ("groups", "users")
 BLOCK = 1024
-
-
-def check_protocol(mode: str, serve: str) -> None:
-    if mode not in MODES:
-        raise UserError(f"unknown --mode {mode!r}; choose from: {', '.join(MODES)}")
-    if serve not in SERVE:
-        raise UserError(f"unknown --serve {serve!r}; choose from: {', '.join(SERVE)}")
 
 
 def features(frame) -> np.ndarray:

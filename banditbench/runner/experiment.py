@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from banditbench import __version__
 from banditbench.algos import ALGORITHMS
-from banditbench.data import DATASETS, PreparedDataset, load_dataset
+from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.shards import shard_path, write_shard
@@ -61,8 +61,7 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
     hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
     protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``."""
-    if dataset not in DATASETS:
-        raise UserError(f"unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
+    check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
         raise UserError(f"unknown algorithm {unknown[0]!r}; choose from: {', '.join(ALGORITHMS)}")

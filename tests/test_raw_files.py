@@ -1,0 +1,147 @@
+"""Raw files: unsafe archives are refused before anything is written, folders are verified file by file,
+every missing file is named at once, and a checksum failure says what to do."""
+
+import io
+import json
+import shutil
+import tarfile
+import zipfile
+
+import pytest
+
+from banditbench.data import lastfm, load_dataset, movielens
+from banditbench.data.fetch import RawSpec, raw_files
+from banditbench.data.ratings import RatingOptions
+from banditbench.errors import UserError
+from fixtures_raw import SHARED, ratings_table
+
+SMALL = RatingOptions(top_users=40, top_items=60, groups=4)
+SPEC = RawSpec("fixture", (), {"data": ("u.data",)})
+
+
+def ml100k_folder(tmp_path):
+    """A self-made ml-100k folder: the published names, not the published bytes."""
+    folder = tmp_path / "ml-100k"
+    folder.mkdir()
+    rows = ratings_table()
+    (folder / "u.data").write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
+    genres = "|".join(["0"] * 18 + ["1"])
+    (folder / "u.item").write_bytes("".join(f"{i}|Film {i} (1995)|01-Jan-1995||http://x|{genres}\n"
+                                            for i in range(1, 61)).encode("latin-1"))
+    return folder
+
+
+@pytest.mark.parametrize("name", ["../escaped.txt", "/tmp/banditbench-escaped.txt", "a/../../escaped.txt"])
+def test_zip_slip_is_refused_before_anything_is_written(tmp_path, name):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("u.data", "1\t1\t5\t1\n")
+        z.writestr(name, "owned")
+    with pytest.raises(UserError, match="evil.zip: refused.*outside"):
+        with raw_files(SPEC, str(archive), offline=True):
+            pass
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path.parent / "escaped.txt").exists()
+
+
+def tar_with(path, members):
+    with tarfile.open(path, "w:gz") as t:
+        for info, data in members:
+            t.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def test_tar_slip_and_links_pointing_outside_are_refused(tmp_path):
+    payload = b"1\t1\t5\t1\n"
+    good = tarfile.TarInfo("u.data")
+    good.size = len(payload)
+    escape = tarfile.TarInfo("../../escaped.txt")
+    escape.size = 5
+    tar_with(tmp_path / "slip.tar.gz", [(good, payload), (escape, b"owned")])
+    with pytest.raises(UserError, match="slip.tar.gz: refused"):
+        with raw_files(SPEC, str(tmp_path / "slip.tar.gz"), offline=True):
+            pass
+    link = tarfile.TarInfo("data/link")
+    link.type, link.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
+    tar_with(tmp_path / "link.tar.gz", [(good, payload), (link, None)])
+    with pytest.raises(UserError, match=r"link.tar.gz: refused.*data/link -> ../../../etc/passwd"):
+        with raw_files(SPEC, str(tmp_path / "link.tar.gz"), offline=True):
+            pass
+    assert not (tmp_path.parent / "escaped.txt").exists()
+    inside = tarfile.TarInfo("data/ok")  # a link that stays inside is fine
+    inside.type, inside.linkname = tarfile.SYMTYPE, "../u.data"
+    tar_with(tmp_path / "fine.tar.gz", [(good, payload), (inside, None)])
+    with raw_files(SPEC, str(tmp_path / "fine.tar.gz"), offline=True) as raw:
+        assert raw["data"].read_bytes() == payload
+
+
+def test_truncated_zip_is_a_corrupt_archive_not_a_missing_file(tmp_path):
+    archive = tmp_path / "ml-100k-copy.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("ml-100k/u.data", "1\t1\t5\t1\n" * 5000)
+    archive.write_bytes(archive.read_bytes()[:400])
+    with pytest.raises(UserError, match=r"ml-100k-copy.zip: corrupt archive") as caught:
+        with raw_files(SPEC, str(archive), offline=True):
+            pass
+    assert "has no" not in str(caught.value) and "lacks" not in str(caught.value)
+
+
+def test_folder_source_is_verified_file_by_file_and_no_verify_marks_it(tmp_path):
+    folder = ml100k_folder(tmp_path)
+    with pytest.raises(UserError) as caught:
+        movielens.prepare(tmp_path / "ds", variant="100k", options=SMALL, source=str(folder), offline=True)
+    message = str(caught.value)
+    assert "u.data: checksum mismatch, expected sha256 06416e59" in message  # names the file and the expected
+    assert "found sha256 " in message and "--no-verify accepts a different release at your own risk" in message
+    assert "delete it" not in message and "\n" not in message
+    assert not (tmp_path / "ds" / "movielens").exists()
+    movielens.prepare(tmp_path / "ds", variant="100k", options=SMALL, source=str(folder), offline=True,
+                      verify=False)
+    manifest = load_dataset(tmp_path / "ds", "movielens").manifest
+    assert manifest["verification"] == "unverified"
+    assert manifest["warnings"][0].startswith("unverified")
+    assert all(record["verified"] is False for record in manifest["raw_files"])
+
+
+@pytest.mark.skipif(not (SHARED / "movielens-100k" / "u.data").is_file(), reason="genuine ml-100k not available")
+def test_genuine_ml100k_half_truncated_is_refused_and_whole_is_verified(tmp_path):
+    folder = tmp_path / "ml-100k"
+    shutil.copytree(SHARED / "movielens-100k", folder)
+    data = (folder / "u.data").read_bytes()
+    (folder / "u.data").write_bytes(data[: len(data) // 2])
+    with pytest.raises(UserError, match="u.data: checksum mismatch"):
+        movielens.prepare(tmp_path / "ds", variant="100k", source=str(folder), offline=True)
+    (folder / "u.data").write_bytes(data)
+    movielens.prepare(tmp_path / "ds", variant="100k", source=str(folder), offline=True)
+    manifest = json.loads((tmp_path / "ds" / "movielens" / "manifest.json").read_text())
+    assert manifest["verification"] == "verified"
+
+
+def write_lastfm_listens_only(tmp_path):
+    path = tmp_path / "lastfm-listens.zip"
+    rows = ["userID\tartistID\tweight"] + [f"{u}\t{a}\t{u * a}" for u in range(2, 32) for a in range(1, 30, 1 + u % 3)]
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("user_artists.dat", "\r\n".join(rows) + "\r\n")
+    return path
+
+
+def test_each_lastfm_pipeline_needs_only_the_files_it_reads(tmp_path):
+    path = write_lastfm_listens_only(tmp_path)
+    lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, options=RatingOptions(groups=3))
+    assert load_dataset(tmp_path / "ds", "lastfm").manifest["counts"]["users"] == 30
+    with pytest.raises(UserError) as caught:
+        lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, pipeline_name="ghosh", force=True)
+    message = str(caught.value)
+    assert "lacks 2 files lastfm --pipeline ghosh needs: user_taggedartists.dat; tags.dat" in message
+
+
+def test_mind_names_every_missing_part_at_once(tmp_path):
+    from banditbench.data import logged
+
+    (tmp_path / "mind").mkdir()
+    with pytest.raises(UserError, match=r"lacks MINDsmall_train.zip \(or the folder MINDsmall_train/\) and "
+                                        r"MINDsmall_dev.zip \(or the folder MINDsmall_dev/\)"):
+        logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
+    (tmp_path / "mind" / "MINDsmall_train").mkdir()
+    (tmp_path / "mind" / "MINDsmall_dev").mkdir()
+    (tmp_path / "mind" / "MINDsmall_dev" / "news.tsv").write_text("N1\ta\tb\tc\td\te\t[]\t[]\n")
+    with pytest.raises(UserError, match=r"lacks 2 files MINDsmall_train needs: behaviors.tsv; news.tsv"):
+        logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
