@@ -55,7 +55,9 @@ def list_registries(
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        ("Algorithms", [(a.name, a.description, a.paper, ", ".join(f"{k}={v}" for k, v in a.defaults().items()))
+        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper,
+                         ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
+                                   for k, p in a.parameters().items()))
                         for a in ALGORITHMS.values()]),
     ):
         table = Table(title=title, title_justify="left")
@@ -318,7 +320,7 @@ def run(
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
     from banditbench.runner.executors import make_executor
     from banditbench.runner.experiment import execute, plan, prepare_output
-    from banditbench.runner.settings import resolve
+    from banditbench.presets import resolve
 
     flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
              "seed": seed, "budget": parse_budget(budget), "set": assignments, "env": env,
@@ -339,7 +341,8 @@ def run(
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
         ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config)},
+                      settings={**s, "config": None if config is None else str(config),
+                                "data": experiment.dataset.manifest.get("parameters", {})},
                       on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
                       on_unit_start=lambda unit: bar.update(task, description=unit.id),
                       progress=lambda n: bar.advance(task, n))

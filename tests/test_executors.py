@@ -78,14 +78,14 @@ def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_di
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:  # kill once a unit is done and one is midway
         if len(shards(killed) if (killed / "shards").exists() else {}) >= 1 and \
-                list(killed.glob("checkpoints/*.pkl")):
+                list(killed.glob("checkpoints/*.npz")):
             break
         time.sleep(0.02)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     partial = shards(killed)
     assert 1 <= len(partial) < 4, "the run was not interrupted partway; make its units longer"
-    assert list(killed.glob("checkpoints/*.pkl"))  # a unit had been interrupted between checkpoints
+    assert list(killed.glob("checkpoints/*.npz"))  # a unit had been interrupted between checkpoints
     resumed = subprocess.run([*command, "--out", str(killed), "--resume"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     clean = plan(data_dir=data_dir, dataset="synthetic", algorithms=["linucb-ind", "linucb-one"], rounds=4000,

@@ -34,7 +34,7 @@ OUTCOME = ("t", "user", "chosen", "reward", "expected_reward", "best_expected_re
 ROUNDS, SEEDS = "80", "2"
 
 ONE_ARM = ["random", "linucb-one", "linucb-ind", "oracle", "club", "sclub", "cofiba", "locb", "dynucb", "bass",
-           "cmlb", "sclb", "pmlb", "neuucb-one", "neuucb-ind", "eenet", "neurallinear", "metaban", "mcnb"]
+           "cmlb", "sclb", "pmlb", "oful-ind", "neuucb-one", "neuucb-ind", "eenet", "neurallinear", "metaban", "mcnb"]
 SLATE = ["slate-random", "2-slate-random", "glm-ucb", "2-glm-ucb", "n-glm-ucb", "2-n-glm-ucb", "n-linucb",
          "2-n-linucb", "n-greedy", "2-n-greedy", "n-dropout-ucb", "2-n-dropout-ucb", "s-n-galm-ucb",
          "2-s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-gblm-ucb"]

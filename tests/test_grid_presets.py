@@ -11,7 +11,7 @@ from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
-from banditbench.runner.settings import resolve
+from banditbench.presets import resolve
 from conftest import banditbench
 
 

@@ -5,24 +5,32 @@ when used (banditbench/lazy.py), so that a worker running linucb never imports t
 keep it so when you add a line.
 
 ``role`` marks what the papers compare: "baseline" methods and the "proposed" ones whose improvement over the
-best baseline the report states.
+best baseline the report states. ``capabilities`` (banditbench/algos/base.py, ``Capabilities``) says what the
+algorithm needs from a run (slates, a budget it can plan within, the user id, user features, a device), so that
+the runner never needs to know a name. Hyper-parameters, their defaults and their domains live on the class.
 """
 
-from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Policy, register
+from dataclasses import replace
+
+from banditbench.algos.base import ALGORITHMS, AlgorithmSpec, Capabilities, Parameter, Policy, register
 
 LI2010 = "Li, Chu, Langford & Schapire, WWW 2010"
 ZHOU2020 = "Zhou, Li & Gu, ICML 2020 (as run by M-CNB, KDD 2024)"
-GHOSH2021 = "Ghosh, Sankararaman & Ramchandran 2021 (seed 002)"
+GHOSH2021 = "Ghosh, Sankararaman & Ramchandran, 2021"
+
+SHARED = Capabilities(user_id=False)  # one model for every user: the user id is not read
+NEURAL = Capabilities(device=True)
+SLATE = Capabilities(slate=True, budget=True)
 
 # Simple baselines
-register("random", ".random_policy:RandomPolicy", paper="baseline", role="baseline",
+register("random", ".random_policy:RandomPolicy", paper="baseline", role="baseline", capabilities=SHARED,
          description="uniformly random arm; scores nothing")
 register("linucb-one", ".linucb:LinUCB", paper=LI2010, description="one LinUCB shared by all users", per_user=False,
-         role="baseline")
+         role="baseline", capabilities=SHARED)
 register("linucb-ind", ".linucb:LinUCB", paper=LI2010, description="one independent LinUCB per user", per_user=True,
          role="baseline")
 register("oracle", ".oracle:Oracle", paper="baseline", description="knows the expected rewards; regret 0",
-         role="baseline")
+         role="baseline", capabilities=SHARED)
 
 # Clustering of bandits and multi-agent linear bandits
 register("club", ".club:CLUB", paper="Gentile, Li & Zappella, ICML 2014", role="baseline",
@@ -35,38 +43,44 @@ register("locb", ".locb:LOCB", paper="Ban & He, NeurIPS 2021", role="baseline",
          description="overlapping local clusters grown around random seed users")
 register("dynucb", ".dynucb:DynUCB", paper="Nguyen & Lauw, CIKM 2014", role="baseline",
          description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster")
-register("bass", ".bass:BASS", paper="Cherkaoui, Barlier & Colin, ICML 2025 (seed 003)", role="proposed",
+register("bass", ".bass:BASS", paper="Cherkaoui, Barlier & Colin, ICML 2025", role="proposed",
          description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test")
 register("cmlb", ".cmlb:CMLB", paper=GHOSH2021, role="proposed",
          description="explore, threshold-graph clusters, collaborate on averaged rewards")
 register("sclb", ".sclb:SCLB", paper=GHOSH2021, role="proposed",
          description="CMLB restarted in doubling phases with shrinking thresholds")
+register("oful-ind", ".oful:IndependentOFUL", paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011", role="baseline",
+         description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)")
 register("pmlb", ".pmlb:PMLB", paper=GHOSH2021, role="proposed",
          description="common OFUL on averaged rewards, then personal offsets")
 
 # Neural bandits
 register("neuucb-one", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network for all users",
-         per_user=False, user_features=False, role="baseline")
+         per_user=False, user_features=False, role="baseline", capabilities=Capabilities(user_id=False, device=True))
 register("neuucb-ind", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network per user",
-         per_user=True, user_features=False, role="baseline")
+         per_user=True, user_features=False, role="baseline", capabilities=NEURAL)
 register("neu-au", ".neuralucb:NeuralUCB", paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
          description="one NeuralUCB network on arm and user features concatenated (needs user features)",
-         per_user=False, user_features=True, role="baseline")
+         per_user=False, user_features=True, role="baseline", capabilities=Capabilities(user_id=False, device=True))
 register("eenet", ".eenet:EENet", paper="Ban, Yan, Banerjee & He, ICLR 2022", role="baseline",
+         capabilities=Capabilities(user_id=False, device=True),
          description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision")
 register("neurallinear", ".neurallinear:NeuralLinear",
-         paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)", role="baseline",
+         paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)", role="baseline", capabilities=NEURAL,
          description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top")
-register("metaban", ".metaban:MetaBan", paper="Ban, Qi, Wei & He, arXiv 2201.13395 (seed 001)", role="proposed",
+register("metaban", ".metaban:MetaBan", paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022", role="proposed",
+         capabilities=NEURAL,
          description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
-register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024 (seed 000)", role="proposed",
+register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024", role="proposed", capabilities=NEURAL,
          description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
 
-# Slate policies of seed 004 (protocol twostage); the "2-" names are the two-stage variants (Algorithm 1)
-TWOSTAGE = "Two-stage neural contextual bandits (seed 004)"
+# Slate policies of the two-stage paper (protocol twostage); the "2-" names are its two-stage variants (Alg. 1)
+TWOSTAGE = "Zhang et al. 2022, Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations"
 register("slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=False,
+         capabilities=replace(SLATE, user_id=False),
          description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
 register("2-slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=True,
+         capabilities=replace(SLATE, user_id=False),
          description="2-Random: m topics uniform, then one item uniform from each; scores nothing")
 
 for _name, _policy, _role, _fixed, _what in (
@@ -81,8 +95,8 @@ for _name, _policy, _role, _fixed, _what in (
         ("s-n-gblm-ucb", ".slate_glm:SNGBLM", "proposed", {},
          "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)")):
     register(_name, _policy, paper=TWOSTAGE, role=_role, description=_what + " (one-stage)", two_stage=False,
-             **_fixed)
-    register(f"2-{_name}", _policy, paper=TWOSTAGE, role=_role, two_stage=True, **_fixed,
+             capabilities=SLATE, **_fixed)
+    register(f"2-{_name}", _policy, paper=TWOSTAGE, role=_role, two_stage=True, capabilities=SLATE, **_fixed,
              description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)")
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "Policy", "register"]
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]

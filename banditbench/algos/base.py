@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from banditbench.envs.round import Budget, RoundView
+from banditbench.algos.domains import Domain
+from banditbench.algos.state import Stateful
 from banditbench.lazy import resolve
 
 
-class Policy:
+class Policy(Stateful):
     """A bandit policy.
 
     Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
     problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
-    observed reward. All learned state lives inside the policy.
+    observed reward. All learned state lives inside the policy, and ``state_dict`` / ``load_state_dict``
+    (banditbench/algos/state.py) give it as plain data for checkpoints.
     """
 
     #: A privileged policy (only the oracle) is handed the full Round, hidden fields included.
@@ -27,6 +30,9 @@ class Policy:
     #: and user training); after every round the runner copies ``self.last_timings[name]`` into the column
     #: ``<name>_seconds`` of the timing sidecar (never the outcome shard, which must stay bit-identical).
     timing_columns: tuple[str, ...] = ()
+
+    #: The values each hyper-parameter may take (banditbench/algos/domains.py), beside the constructor's defaults.
+    domains: dict[str, Domain] = {}
 
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         self.n_users = n_users
@@ -56,8 +62,45 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What an algorithm needs from a run and offers to it, declared once where it is registered, so that the
+    runner and ``plan`` read these flags instead of knowing algorithm names or special settings."""
+
+    #: recommends a slate of m items per round (slate protocols) instead of one arm
+    slate: bool = False
+    #: picks topics first, then one item per topic group (two-stage selection); implies ``slate``
+    two_stage: bool = False
+    #: chooses what to score within a per-round scoring budget; without it, every arm of the pool is scored and
+    #: the budget must cover the pool
+    budget: bool = False
+    #: keeps state per user, so the round's user id matters
+    user_id: bool = True
+    #: reads the round's user features (needs a protocol that gives them)
+    user_features: bool = False
+    #: can learn from a batch of rounds at once
+    batch_update: bool = False
+    #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
+    device: bool = False
+    #: can run many seeds in lockstep as one batched computation
+    lockstep: bool = False
+    #: gives its state as plain data (``state_dict``), so a long unit can be checkpointed and resumed
+    checkpoint: bool = True
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A hyper-parameter a user may set: its default and the values it may take."""
+
+    default: Any
+    domain: Domain | None  # None only for a plug-in that declares none (its values are cast to the default's type)
+
+
+@dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm: a policy class, its paper, and hyper-parameters fixed by the name."""
+    """The one declaration of an algorithm: its name, policy class, paper (author, year), description, role,
+    the hyper-parameters fixed by the name and its capabilities. Its settable hyper-parameters, with defaults
+    and domains, are read from the class (``parameters()``). Plugins declare theirs the same way (``register``).
+    """
 
     name: str
     source: type[Policy] | str  # the class, or ".module:Class" imported when first needed (banditbench/lazy.py)
@@ -66,6 +109,7 @@ class AlgorithmSpec:
     fixed: dict[str, Any] = field(default_factory=dict)
     #: "baseline" or "proposed": the report states each proposed method's improvement over the best baseline.
     role: str = "proposed"
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     @property
     def policy(self) -> type[Policy]:
@@ -86,6 +130,22 @@ class AlgorithmSpec:
                 break
         return found
 
+    def domains(self) -> dict[str, Domain]:
+        """The domain of every settable hyper-parameter, from the classes' ``domains`` (a subclass's wins)."""
+        declared: dict[str, Domain] = {}
+        for kind in reversed(self.policy.__mro__):
+            declared.update(vars(kind).get("domains", {}))
+        return {name: declared[name] for name in self.defaults() if name in declared}
+
+    def parameters(self) -> dict[str, Parameter]:
+        """Every settable hyper-parameter with its default and domain."""
+        domains = self.domains()
+        return {name: Parameter(default, domains.get(name)) for name, default in self.defaults().items()}
+
+    def needs(self) -> list[str]:
+        """The capabilities that are set, by name (for ``banditbench list``)."""
+        return [name.replace("_", " ") for name, value in vars(self.capabilities).items() if value]
+
     def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
 
@@ -97,11 +157,15 @@ ROLES = ("baseline", "proposed")
 
 
 def register(name: str, policy: type[Policy] | str, *, paper: str, description: str, role: str = "proposed",
-             **fixed: Any) -> None:
+             capabilities: Capabilities | None = None, **fixed: Any) -> AlgorithmSpec:
     """``policy``: the class, or where to import it from when first used (``".linucb:LinUCB"``, relative
-    to banditbench.algos, or ``"package.module:Class"``)."""
+    to banditbench.algos, or ``"package.module:Class"``). ``capabilities`` defaults to a per-user one-arm
+    policy; the ``two_stage`` and ``user_features`` settings fixed by the name are reflected in it."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} registered twice")
     if role not in ROLES:
         raise ValueError(f"algorithm {name!r}: role must be one of {ROLES}, got {role!r}")
-    ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role)
+    capabilities = replace(capabilities or Capabilities(), **{key: bool(fixed[key]) for key in
+                                                              ("two_stage", "user_features") if key in fixed})
+    spec = ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role, capabilities)
+    return spec

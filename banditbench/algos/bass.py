@@ -1,4 +1,4 @@
-"""BASS (Cherkaoui, Barlier & Colin, ICML 2025, Algorithm 1; seed 003): adaptive sample sharing.
+"""BASS (Cherkaoui, Barlier & Colin, ICML 2025, Algorithm 1): adaptive sample sharing.
 
 Every agent i keeps *local* ridge statistics (V_i = λI + Σ x xᵀ over its own pulls, b_i, θ̂_i, log det V_i)
 used only by the separation test, and *shared* statistics over its neighbourhood N_i (its direct
@@ -22,6 +22,7 @@ default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper
 from __future__ import annotations
 
 import numpy as np
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
@@ -59,6 +60,9 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 
 
 
 class BASS(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "delta": d.PROBABILITY, "gamma": d.NON_NEGATIVE,
+               "sigma": d.POSITIVE, "S": d.POSITIVE, "epsilon": d.FRACTION, "radius_convention": d.Choice(CONVENTIONS)}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, ridge: float = 1.0, delta: float = 1e-3,
                  gamma: float = 1.0, sigma: float = 1.0, S: float = 1.0, epsilon: float = 0.0,
                  radius_convention: str = "paper"):

@@ -1,4 +1,4 @@
-"""CMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 2 with Algorithm 3; seed 002).
+"""CMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 2 with Algorithm 3).
 
 Made for synchronous rounds (every user acts on the same contexts each step; ``RoundView.step``):
 1. Individual learning: every user runs its own OFUL(δ) for T_Explore = ⌈C·d·(NT)^{2α}·ln(1/δ)⌉ steps
@@ -22,6 +22,7 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import radius_neighbors_graph
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, oful_radius
 
@@ -43,12 +44,17 @@ def current_step(view) -> int:
 
 
 class CMLB(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
+               "p_star": d.FRACTION, "horizon": d.COUNT, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
+               "averaged_noise": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
                  threshold_scale: float = 3.0, p_star: float = 0.0, horizon: int = 1000, ridge: float = 1.0,
                  sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
+        self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
 
     def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
@@ -65,6 +71,11 @@ class CMLB(Policy):
         self.pending_step = -1
         self.played: dict[int, tuple[int, int]] = {}  # cluster → (step, arm): members reuse the cluster's choice
 
+    def load_state_dict(self, state) -> None:
+        if state.get("group") is not None and self.group is None:  # built at the first clustering: make one to fill
+            self.group = RidgeStats(0, self.dim, self.ridge)
+        super().load_state_dict(state)
+
     def _advance(self, step: int) -> None:
         """Apply the previous step's averaged cluster updates once a new step begins."""
         if self.pending and step != self.pending_step:
@@ -74,6 +85,8 @@ class CMLB(Policy):
 
     def _oful(self, stats: RidgeStats, learner: int, arms: np.ndarray, sigma: float) -> int:
         beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.phase_delta)
+        self.radius_total += beta
+        self.selections += 1
         return int((arms @ stats.theta[learner] + beta * stats.widths(learner, arms)).argmax())
 
     def select(self, view, budget):
@@ -106,3 +119,6 @@ class CMLB(Policy):
 
     def clusters(self):
         return np.arange(self.n_users) if self.label is None else self.label
+
+    def diagnostics(self):
+        return {"radius": self.radius_total / self.selections if self.selections else np.nan}

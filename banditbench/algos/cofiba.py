@@ -33,7 +33,7 @@ Choices where the paper leaves room (ours, documented in the README): the tests 
 round's update (as CLUB here and both authors' codes); a new item cluster's user graph is a copy of the one it
 split from; ``clusters()`` and ``sharing_graph()`` report the user clustering of the largest item cluster.
 
-Switches (the authors' code; Shuai Li's original and Ban's copy, reference-implementations.md §4.3, §15.C):
+Switches (the authors' code; Shuai Li's original and Ban's copy):
 - ``random_init_graph``: user graphs G(n, 3 ln n / n) and item graph G(L, 3 ln L / L) instead of complete graphs.
 - ``new_user_graph="fresh"``: every part of a split item cluster restarts from an initial user graph (the code
   re-draws them all) instead of copying the user graph it split from.
@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms
@@ -62,6 +63,11 @@ NEW_USER_GRAPH = ("copy", "fresh")
 
 
 class COFIBA(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "ridge": d.POSITIVE, "item_pool": d.COUNT,
+               "item_nodes": d.Choice(ITEM_NODES), "new_user_graph": d.Choice(NEW_USER_GRAPH),
+               "random_init_graph": d.FLAG, "reference_ucb": d.FLAG, "reference_threshold": d.FLAG,
+               "frozen_counts": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
                  item_pool: int = 100, item_nodes: str = "contexts", new_user_graph: str = "copy",
                  random_init_graph: bool = False, reference_ucb: bool = False, reference_threshold: bool = False,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats, distances, log_ucb_scores, quadratic_forms
 from banditbench.errors import UserError
@@ -25,6 +26,9 @@ CENTROIDS = ("ridge", "mean")
 
 
 class DynUCB(Policy):
+    domains = {"n_clusters": d.COUNT, "alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "centroid": d.Choice(CENTROIDS),
+               "reference_ucb": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, n_clusters: int = 4, alpha: float = 1.0, ridge: float = 1.0,
                  centroid: str = "ridge", reference_ucb: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)

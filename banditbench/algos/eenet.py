@@ -1,4 +1,4 @@
-"""EE-Net, Neural Exploitation and Exploration (Ban, Yan, Banerjee & He, ICLR 2022; specs/reference-implementations.md §7).
+"""EE-Net, Neural Exploitation and Exploration (Ban, Yan, Banerjee & He, ICLR 2022).
 
 Two networks shared by all users (the paper's single-bandit setting):
   exploitation  f1(x; θ1) learns r:                         min Σ ½(f1(x_τ; θ1) − r_τ)²
@@ -9,7 +9,7 @@ Two networks shared by all users (the paper's single-bandit setting):
                 authors' f3) trained like f1 and f2 (Adam, ``decision_lr``) on H_t = {([f1(x_τ), f2(φ(x_τ))], r_τ)}
                 with the pair as it was scored when x_τ was chosen (θ1_{τ−1}, θ2_{τ−1}); the first
                 ``decision_warmup`` = 500 rounds decide by f1 + f2 while H_t fills (the hybrid maker of the paper-era
-                code, specs/reference-implementations.md §7.3, §15.D.20).
+                code).
                 Linear is the default: the paper's regret bound is proved for it, the authors' maintained code runs
                 it (``neural_decision_maker=False``), and the neural maker adds choices (width, warm-up, rate) the
                 paper does not pin down.
@@ -28,7 +28,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, History, check_choice, is_training_round,
                                       resolve_device, torch_generator, train_adam)
 
@@ -36,6 +38,10 @@ DECISIONS = ("linear", "neural")
 
 
 class EENet(Policy):
+    domains = {**NETWORK_DOMAINS, "explore_width": d.COUNT, "pool": d.COUNT, "explore_lr": d.POSITIVE,
+               "code_decision": d.FLAG, "decision": d.Choice(DECISIONS), "decision_width": d.COUNT,
+               "decision_warmup": d.STEPS, "decision_lr": d.POSITIVE}
+
     def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
                  init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
                  explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",

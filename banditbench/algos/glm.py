@@ -1,4 +1,4 @@
-"""Generalised linear UCB models of seed 004's slate policies (twostage.md §1.3, §2.0, §2.3): inverse Gram
+"""Generalised linear UCB models of the two-stage slate policies (Zhang et al. 2022): inverse Gram
 matrices updated by Sherman–Morrison, and logistic models fitted by a few Adam steps.
 
 - ``InverseGram``: A⁻¹ of A = I + Σ v vᵀ, kept as a torch tensor; ``add(V)`` folds the m rows of V in with the
@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+
+from banditbench.algos.state import capture, restore_attributes
 
 
 class InverseGram:
@@ -69,6 +71,14 @@ class DisjointGLM:
         self.gram: dict[int, InverseGram] = {}
         self.model: dict[int, nn.Linear] = {}
         self.b: dict[int, torch.Tensor] = {}  # Σ x r, for the identity link
+
+    def state_dict(self) -> dict:
+        return capture(vars(self))
+
+    def load_state_dict(self, state: dict) -> None:
+        for user in state["gram"]:  # users met so far: make their learners, then fill them
+            self._of(user)
+        restore_attributes(self, state)
 
     def _of(self, user: int) -> tuple[InverseGram, nn.Linear]:
         if user not in self.gram:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import RidgeStats
 
 
 class LinUCB(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
+
     def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.per_user = per_user

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class LOCB(Policy):
+    domains = {"num_seeds": d.COUNT, "gamma": d.NON_NEGATIVE, "alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE,
+               "reference_ucb": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, num_seeds: int = 20, gamma: float = 0.2, alpha: float = 1.0,
                  ridge: float = 1.0, reference_ucb: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)

@@ -1,4 +1,4 @@
-"""M-CNB, Meta Clustering of Neural Bandits (Ban, Qi, Wei, Liu & He, KDD 2024; seed 000, specs/mcnb.md).
+"""M-CNB, Meta Clustering of Neural Bandits (Ban, Qi, Wei, Liu & He, KDD 2024).
 
 Per round, for every arm x_i at once (Algorithm 1 lines 6–10, batched over arms and users):
   (1) clustering, Eq. 3:  N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν}
@@ -38,13 +38,20 @@ import time
 import numpy as np
 import torch
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator, train_adam)
 
 
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
+
+    domains = {**NETWORK_DOMAINS, "gamma": d.NON_NEGATIVE, "nu": d.POSITIVE, "S": d.POSITIVE, "delta": d.PROBABILITY,
+               "eta2": d.POSITIVE, "meta_steps": d.STEPS, "alpha": d.NON_NEGATIVE, "meta_every_10th_in_place": d.FLAG,
+               "group_cap": d.FLAG, "code_exploration": d.FLAG, "code_nu": d.NON_NEGATIVE,
+               "meta_pooled_training": d.FLAG, "code_threshold": d.FLAG, "share_with_cluster": d.FLAG}
 
     def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, S: float = 1.0,
                  delta: float = 0.1, eta2: float = 0.05, meta_steps: int = 1, alpha: float = 1.0,

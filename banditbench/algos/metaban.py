@@ -1,5 +1,5 @@
-"""Meta-Ban, Neural Collaborative Filtering Bandits via Meta Learning (Ban, Qi, Wei & He, arXiv 2201.13395;
-seed 001, specs/metaban.md §2).
+"""Meta-Ban, Neural Collaborative Filtering Bandits via Meta Learning (Ban, Qi, Wei & He, arXiv 2201.13395,
+2022).
 
 Per round, for every arm x_i at once (Algorithm 1 lines 5–9, batched over arms and users):
   group, Eq. 4:        N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν}
@@ -36,12 +36,24 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
                                       is_training_round, resolve_device, torch_generator)
 
+META_UPDATES = ("fomaml", "pooled")
+GROUP_MODES = ("per_arm", "last_arm", "union")
+UCBS = ("paper", "grad_norm")
+USER_STARTS = ("own", "initial", "meta")
+
 
 class MetaBan(Policy):
+    domains = {**NETWORK_DOMAINS, "gamma": d.NON_NEGATIVE, "nu": d.POSITIVE, "alpha": d.NON_NEGATIVE,
+               "lam": d.POSITIVE, "eta2": d.POSITIVE, "meta_steps": d.STEPS, "meta_update": d.Choice(META_UPDATES),
+               "group_mode": d.Choice(GROUP_MODES), "ucb": d.Choice(UCBS), "code_lam_nu": d.NON_NEGATIVE,
+               "share_data_with_group": d.FLAG, "user_start": d.Choice(USER_STARTS)}
+
     def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, alpha: float = 0.1,
                  lam: float = 0.01, eta2: float = 0.05, meta_steps: int = 1, meta_update: str = "pooled",
                  group_mode: str = "per_arm", ucb: str = "paper", code_lam_nu: float = 1e-5,
@@ -50,14 +62,14 @@ class MetaBan(Policy):
                  bias: bool = False, init: str = "paper", gradients: str = "closed", device: str = "cpu",
                  threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
-        self.meta_update = check_choice("meta_update", meta_update, ("fomaml", "pooled"))
-        self.group_mode = check_choice("group_mode", group_mode, ("per_arm", "last_arm", "union"))
-        self.ucb = check_choice("ucb", ucb, ("paper", "grad_norm"))
+        self.meta_update = check_choice("meta_update", meta_update, META_UPDATES)
+        self.group_mode = check_choice("group_mode", group_mode, GROUP_MODES)
+        self.ucb = check_choice("ucb", ucb, UCBS)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.threshold = (nu - 1.0) / nu * gamma
         self.alpha, self.lam, self.eta2, self.meta_steps = alpha, lam, eta2, meta_steps
         self.code_lam_nu, self.share_data_with_group, self.batch_size = code_lam_nu, share_data_with_group, batch_size
-        self.user_start = check_choice("user_start", user_start, ("own", "initial", "meta"))
+        self.user_start = check_choice("user_start", user_start, USER_STARTS)
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
         self.mlp = MLP(dim, width, depth, bias, init, gradients)

@@ -17,12 +17,18 @@ import numpy as np
 import torch
 from torch.func import grad, vmap
 
+from banditbench.algos import domains as d
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
 SCHEDULES = ("paper", "every-round")
 INITS = ("paper", "torch")
 GRADIENTS = ("closed", "batched", "vmap")
+
+# The network and training hyper-parameters every neural policy shares, with their domains.
+NETWORK_DOMAINS = {"width": d.COUNT, "depth": d.COUNT, "bias": d.FLAG, "init": d.Choice(INITS), "lr": d.POSITIVE,
+                   "train_steps": d.STEPS, "batch_size": d.COUNT, "schedule": d.Choice(SCHEDULES),
+                   "gradients": d.Choice(GRADIENTS), "device": d.Choice(DEVICES), "threads": d.COUNT}
 
 
 def resolve_device(name: str) -> torch.device:

@@ -21,7 +21,9 @@ import numpy as np
 import torch
 from scipy.sparse.csgraph import connected_components
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
                                       torch_generator, train_adam)
 
@@ -33,6 +35,8 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 
 
 class NeuralLinear(Policy):
+    domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.1, alpha2: float = 1.0, lam: float = 1.0,
                  width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper", lr: float = 1e-2,
                  train_steps: int = 50, batch_size: int = 32, schedule: str = "paper", device: str = "cpu",

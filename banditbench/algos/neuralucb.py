@@ -23,20 +23,27 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.neural import NETWORK_DOMAINS
 from banditbench.errors import UserError
 from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History,
                                       check_choice, is_training_round, resolve_device, torch_generator, train_adam)
 
+COVARIANCES = ("diagonal", "full")
+
 
 class NeuralUCB(Policy):
+    domains = {**NETWORK_DOMAINS, "nu": d.NON_NEGATIVE, "lam": d.POSITIVE, "covariance": d.Choice(COVARIANCES),
+               "max_covariance_gb": d.POSITIVE, "train_served_only": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = False, nu: float = 0.1, lam: float = 0.1,
                  covariance: str = "diagonal", max_covariance_gb: float = 2.0, width: int = 100, depth: int = 2,
                  bias: bool = False, init: str = "paper", lr: float = 1e-2, train_steps: int = 50,
                  batch_size: int = 32, schedule: str = "paper", train_served_only: bool = False,
                  user_features: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
-        check_choice("covariance", covariance, ("diagonal", "full"))
+        check_choice("covariance", covariance, COVARIANCES)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.per_user, self.nu, self.lam, self.lr = per_user, nu, lam, lr
         self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
@@ -65,6 +72,11 @@ class NeuralUCB(Policy):
                   FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb))
         self.history = History(n_models, input_dim, self.device)
         self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
+
+    def load_state_dict(self, state) -> None:
+        if state.get("mlp") is not None and self.mlp is None:  # NeuA+U built on its first round: build, then fill
+            self._build(state["mlp"]["dim"])
+        super().load_state_dict(state)
 
     def _model(self, user: int) -> int:
         return user if self.per_user else 0

@@ -1,4 +1,4 @@
-"""PMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 4; seed 002): personalised multi-agent learning.
+"""PMLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 4): personalised multi-agent learning.
 
 1. Common representation (steps 0 … ⌊√T⌋−1): one common OFUL; every agent plays its arm and it is
    updated with the average reward over all agents, which estimates θ̄* = (1/N) Σ θ_i*.
@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.cmlb import current_step
 from banditbench.algos.ridge import RidgeStats, oful_radius
 
 
 class PMLB(Policy):
+    domains = {"horizon": d.COUNT, "delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
+               "averaged_noise": d.FLAG, "literal": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, horizon: int = 1000, delta: float = 0.4, ridge: float = 1.0,
                  sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True, literal: bool = False):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
+        self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
         self.averaged_noise, self.literal = averaged_noise, literal
         self.common_steps = int(np.sqrt(horizon))  # √T, rounded down
         self.common = RidgeStats(1, dim, ridge)
@@ -34,7 +39,10 @@ class PMLB(Policy):
         self.played = (-1, 0)  # (step, arm) of the common OFUL
 
     def _radius(self, stats: RidgeStats, learner: int, sigma: float) -> float:
-        return oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
+        beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
+        self.radius_total += beta
+        self.selections += 1
+        return beta
 
     def select(self, view, budget):
         step = current_step(view)
@@ -66,3 +74,6 @@ class PMLB(Policy):
             self.pending_step = step
             return
         self.personal.update(view.user, x, reward - x @ self.common.theta[0])  # Alg. 4 line 12: shifted reward
+
+    def diagnostics(self):
+        return {"radius": self.radius_total / self.selections if self.selections else np.nan}

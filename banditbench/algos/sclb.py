@@ -1,4 +1,4 @@
-"""SCLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 1; seed 002): successive CMLB refinement.
+"""SCLB (Ghosh, Sankararaman & Ramchandran 2021, Algorithm 1): successive CMLB refinement.
 
 Phase i = 1, 2, … lasts 2^i steps and runs a *fresh* CMLB (no data carried over) with horizon 2^i,
 γ_i = 3/(N·2^i)^α, δ_i = δ/2^i and cluster-size parameter p*_i = i^(−2); T_Explore is capped at the
@@ -8,10 +8,14 @@ phases never leave individual learning, which is why the paper reports CMLB only
 
 from __future__ import annotations
 
+from banditbench.algos import domains as d
 from banditbench.algos.cmlb import CMLB, current_step
 
 
 class SCLB(CMLB):
+    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
+               "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE, "averaged_noise": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
                  threshold_scale: float = 3.0, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0,
                  averaged_noise: bool = True):

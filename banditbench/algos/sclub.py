@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class SCLUB(Policy):
+    domains = {"alpha": d.NON_NEGATIVE, "alpha1": d.NON_NEGATIVE, "alpha_p": d.NON_NEGATIVE, "ridge": d.POSITIVE,
+               "reset_checks": d.FLAG, "reference_ucb": d.FLAG}
+
     def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha1: float = 1.0,
                  alpha_p: float = 1.4142135623730951, ridge: float = 1.0, reset_checks: bool = True,
                  reference_ucb: bool = False):

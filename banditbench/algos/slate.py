@@ -1,5 +1,5 @@
-"""Slate recommendation under a computational budget (seed 004, "Two-Stage Neural Contextual Bandits"): the
-candidate handling every slate policy shares, one-stage and two-stage (twostage.md §2.1, §2.2, §4).
+"""Slate recommendation under a computational budget (Zhang et al. 2022, "Two-Stage Neural Contextual Bandits"): the
+candidate handling every slate policy shares, one-stage and two-stage.
 
 A policy only supplies its acquisition functions, ``item_scores(user, items)`` (α2) and ``topic_scores(user,
 topics)`` (α1), and what it learns from a slate's clicks (``learn``); this module decides which arms get scored:
@@ -35,6 +35,7 @@ from collections import deque
 
 import numpy as np
 
+from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.envs.round import Budget, RoundView
 from banditbench.simulator.logged import HISTORY
@@ -77,7 +78,7 @@ def top_topic_groups(order: np.ndarray, topic_items: list[np.ndarray], topic_of:
 
 def item_budgets(sizes: list[int], remaining: float) -> dict[int, int]:
     """How many items each group may score: groups in ascending size, each min(size, ⌊remaining / slots left⌋),
-    the unspent rest carried to the next (twostage.md §2.1, the budgeted version)."""
+    the unspent rest carried to the next (the budgeted version of the selection)."""
     allowance = {}
     for left, j in zip(range(len(sizes), 0, -1), np.argsort(sizes, kind="stable")):
         k = sizes[j] if remaining == float("inf") else min(sizes[j], int(remaining // left))
@@ -97,6 +98,9 @@ class SlatePolicy(Policy):
 
     slate = True
     two_stage_capable = True
+    transient = ("catalogue",)  # the problem's, set again by ``start``
+
+    domains = {"dynamic_topics": d.FLAG, "topic_groups": d.Choice(TOPIC_GROUPS), "topic_min_size": d.Optional(d.COUNT)}
 
     def __init__(self, *, two_stage: bool = False, dynamic_topics: bool = True, topic_groups: str = "paper",
                  topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,

@@ -1,4 +1,4 @@
-"""The GLM-UCB slate policies of seed 004 (twostage.md §2.3 P3–P6, P9, P10, P13, P14; Table 3): per-user
+"""The GLM-UCB slate policies of Zhang et al. 2022 (Table 3): per-user
 (disjoint) GLM-UCB on title features or neural item vectors, and the proposed shared S-N-GALM / S-N-GBLM.
 
 All use β = 0.1 and fold every recommended item (clicked or not) into their confidence matrices by
@@ -34,6 +34,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
+from banditbench.algos import domains as d
 from banditbench.algos.glm import DisjointGLM, SharedGLM, balanced_rows
 from banditbench.algos.slate import SlatePolicy
 from banditbench.algos.slate_neural import NeuralSlatePolicy
@@ -48,6 +49,10 @@ def title_features(titles: np.ndarray, vocabulary_size: int, dim: int, seed: int
     tfidf = TfidfTransformer().fit_transform(counts)
     dim = min(dim, vocabulary_size - 1, len(titles) - 1)
     return normalize(TruncatedSVD(dim, random_state=seed).fit_transform(tfidf))
+
+
+# The GLM-UCB hyper-parameters of every GLM slate policy: β of the width, Adam's rate and steps per fit.
+GLM_DOMAINS = {"beta": d.NON_NEGATIVE, "glm_lr": d.POSITIVE, "glm_steps": d.STEPS}
 
 
 class PerUserGLM:
@@ -78,6 +83,8 @@ class PerUserGLM:
 class GLMUCB(PerUserGLM, SlatePolicy):
     """GLM (P3): per-user GLM-UCB on LSA title features (see the module docstring)."""
 
+    domains = {**GLM_DOMAINS, "text_dim": d.COUNT}
+
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 5, text_dim: int = 300,
                  **kwargs):
         super().__init__(**kwargs)
@@ -102,6 +109,8 @@ class GLMUCB(PerUserGLM, SlatePolicy):
 
 class NeuralGLMUCB(PerUserGLM, NeuralSlatePolicy):
     """N-GLM (P5), and N-LinUCB (P6) with ``link="identity"``: per-user GLM-UCB on the item model's vectors."""
+
+    domains = GLM_DOMAINS
 
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 1, link: str = "logistic",
                  **kwargs):
@@ -176,6 +185,8 @@ class SNGALM(SharedGLMPolicy, NeuralSlatePolicy):
 
     kind = "additive"
 
+    domains = {**GLM_DOMAINS, "gamma": d.FRACTION, "item_only_ci": d.FLAG}
+
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 5, gamma: float = 0.5,
                  item_only_ci: bool = False, **kwargs):
         super().__init__(**kwargs)
@@ -188,6 +199,8 @@ class SNGBLM(SharedGLMPolicy, NeuralSlatePolicy):
 
     kind = "bilinear"
     gamma, item_only_ci = 0.5, False  # unused by the bilinear model
+
+    domains = GLM_DOMAINS
 
     def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.001, glm_steps: int = 5, **kwargs):
         super().__init__(**kwargs)

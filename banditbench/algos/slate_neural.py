@@ -1,4 +1,4 @@
-"""N-Greedy and N-Dropout-UCB of seed 004 (twostage.md §2.0, §2.3 P7, P8, P11, P12), and the neural machinery
+"""N-Greedy and N-Dropout-UCB of Zhang et al. 2022, and the neural machinery
 every "N-" slate policy shares.
 
 Each learner owns an item model (the two-tower of envs/learners.py, 64-d) and, two-stage, a topic model, both
@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from banditbench.algos.neural import torch_generator
+from banditbench.algos import domains as d
 from banditbench.algos.slate import SlatePolicy
 from banditbench.envs.learners import (ONLINE_LR, TopicModel, new_item_model, train_items, train_topics)
 from banditbench.simulator.logged import NPRATIO
@@ -34,6 +35,10 @@ from banditbench.simulator.logged import NPRATIO
 
 class NeuralSlatePolicy(SlatePolicy):
     mc_passes = 0  # MC-dropout banks kept besides the plain item vectors (N-Dropout-UCB: 5)
+    transient = ("seed",)  # used once, to seed ``generator`` (whose state is saved)
+
+    domains = {"item_update_every": d.COUNT, "topic_update_every": d.COUNT, "neural_lr": d.NON_NEGATIVE,
+               "threads": d.COUNT}
 
     def __init__(self, *, item_update_every: int = 100, topic_update_every: int = 50,
                  neural_lr: float = ONLINE_LR, threads: int = 1, two_stage: bool = False, dynamic_topics: bool = True,
@@ -163,6 +168,8 @@ class NeuralDropoutUCB(NeuralSlatePolicy):
     """N-Dropout-UCB (P8) and 2-N-Dropout-UCB (P12): mean + β·std over 5 MC-dropout passes."""
 
     mc_passes = 5
+
+    domains = {"beta": d.NON_NEGATIVE}
 
     def __init__(self, *, beta: float = 0.1, **kwargs):
         super().__init__(**kwargs)

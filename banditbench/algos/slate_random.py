@@ -1,4 +1,4 @@
-"""Random and 2-Random of seed 004 (twostage.md §2.3 P1, P2): the reference rows of Tables 4 and 5.
+"""Random and 2-Random of Zhang et al. 2022: the reference rows of Tables 4 and 5.
 
 - ``slate-random``: m items uniformly without replacement from the iteration's sampled candidates (in
   expectation uniform over the catalogue); scores nothing, so it spends no budget.

@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from banditbench.errors import UserError
+from banditbench.report.plots import svg_figures, write_plots
+from banditbench.report.claims import TOLERANCE
 from banditbench.report.stats import ALPHA
-from banditbench.report.tables import Report, curves, format_mean_std
+from banditbench.report.tables import LoadedExperiment, Report, as_results, build_report, curves, format_mean_std
 
 DAGGER = "†"
 
@@ -92,6 +94,7 @@ def sections(report: Report) -> list[Section]:
         columns = list(lines[0])
         lines = [[cells[c] for c in columns] for cells in lines]
         out.append(Section(title, columns, lines, note, right=set(range(1, len(columns) - 1))))
+        out += _paper_sections(report, dataset)
 
         timing = results.timing_columns
         cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
@@ -105,14 +108,16 @@ def sections(report: Report) -> list[Section]:
 
         diagnostics = [c for c in results.diagnostic_columns if rows[c].notna().any()]
         if diagnostics:
-            named = {"diag_ari": "ARI", "diag_nmi": "NMI", "diag_pair_f1": "pair F1", "diag_n_clusters": "clusters"}
+            named = {"diag_ari": "ARI", "diag_nmi": "NMI", "diag_pair_f1": "pair F1", "diag_n_clusters": "clusters",
+                     "diag_radius": "mean OFUL radius β"}
             shown = [c for c in named if c in diagnostics] + [c for c in diagnostics if c not in named]
             diag_rows = [[Cell(row["algorithm"])] + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f"))
                                                      for c in shown]
                          for _, row in rows.iterrows() if row[shown].notna().any()]
-            out.append(Section(f"{dataset}: clustering diagnostics", ["algorithm"]
+            out.append(Section(f"{dataset}: clustering and exploration diagnostics", ["algorithm"]
                                + [named.get(c, c.removeprefix("diag_")) for c in shown], diag_rows,
-                               "Final value of each unit (its last sample), mean over seeds.", level=3,
+                               "Final value of each unit (its last sample), mean over seeds; the OFUL radius is "
+                               "the mean β over the unit's selections.", level=3,
                                right=set(range(1, len(shown) + 1))))
 
     comparisons = report.comparisons
@@ -138,6 +143,27 @@ def sections(report: Report) -> list[Section]:
                            "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
                            + _friedman_note(report.friedman), right={1, 2}))
     return out
+
+
+def _paper_sections(report: Report, dataset: str) -> list[Section]:
+    """The "paper vs here" table of a dataset run with a preset; its notes (exploration scale, known facts) below."""
+    paper = report.paper
+    if paper is None or paper.empty:
+        return []
+    rows = paper[paper["dataset"] == dataset]
+    if rows.empty:
+        return []
+    from_presets = rows["preset"].iloc[0]
+    judged = rows[rows["kind"] != "note"]
+    notes = [f"{r.claim}: {r.here}" for r in rows[rows["kind"] == "note"].itertuples()]
+    note = (f"Preset `{from_presets}`. A printed value is compared only on the paper's own setting (within the "
+            f"95 % interval here or {TOLERANCE:.0%} of the paper's value); orderings and stated comparisons are "
+            f"judged by the paired test of this report on any setting, the reason naming a stand-in. "
+            + " ".join(f"{n}." if not n.endswith(".") else n for n in notes))
+    table = [[Cell(r.claim), Cell(r.paper), Cell(r.here), Cell(r.verdict, bold=r.verdict == "disagrees"),
+              Cell(r.reason)] for r in judged.itertuples()]
+    return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note,
+                    level=3)]
 
 
 def _friedman_note(friedman: dict | None) -> str:
@@ -263,15 +289,18 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
         save("win_tie_loss.csv", report.win_tie_loss.to_csv())
         save("ranks.csv", report.ranks.to_csv(index=False))
         save("curves.csv", curves(report.results).to_csv(index=False))
+        if report.paper is not None and not report.paper.empty:
+            save("paper_vs_here.csv", report.paper.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
     if "png" in formats or "svg" in formats:
-        from banditbench.report.plots import write_plots
-
         written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
     if "html" in formats:
-        from banditbench.report.plots import svg_figures
-
         save("report.html", to_html(report, svg_figures(report)))
     return written
 
+
+
+def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
+    """The report of one loaded experiment (or loaded results) in the chosen formats; the files written."""
+    return write_files(build_report(as_results(exp)), Path(out), formats)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
 from banditbench.report import stats
+from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
 
 __all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_experiment", "load_experiment",
-           "load_results", "regret_curves", "regret_table", "write_report"]
+           "load_results", "regret_curves", "regret_table"]
 
 FORMATS = ("md", "csv", "latex", "html", "png", "svg")
 RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
@@ -38,6 +38,7 @@ class Report:
     ranks: pd.DataFrame  # average rank per algorithm over datasets
     test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
     friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
+    paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
 
     def value_column(self, dataset: str) -> str:
         return "ctr_mean" if self.results.kinds[dataset] == "ctr" else "regret_mean"
@@ -69,7 +70,8 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
                                   else c.map({d: i for i, d in enumerate(results.datasets)}), kind="stable",
                                   ignore_index=True)
 
-    if "regret_mean" in summary and RANDOM in results.algorithms:  # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
+    # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
+    if "regret_mean" in summary and RANDOM in results.algorithms:
         random_regret = summary[summary["algorithm"] == RANDOM].set_index("dataset")["regret_mean"]
         summary["regret_vs_random"] = summary["regret_mean"] / summary["dataset"].map(random_regret)
 
@@ -86,7 +88,8 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
     means = means[~summary["reference"]]
     higher = {d: k == "ctr" for d, k in results.kinds.items()}
     return Report(results, summary, comparisons, stats.win_tie_loss(comparisons, compared),
-                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher))
+                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher),
+                  paper_vs_here(results, summary, comparisons, test))
 
 
 def _value(results: Results, dataset: str) -> str:
@@ -135,11 +138,13 @@ def curves(results: Results) -> pd.DataFrame:
         table[f"{metric}_ci_high"] = table[f"{metric}_mean"] + spread
     table["seeds"] = seeds
     table = table.reset_index()
-    if "cumulative_regret" in metrics and RANDOM in results.algorithms:  # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))
+    # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))
+    if "cumulative_regret" in metrics and RANDOM in results.algorithms:
         random = table[table["algorithm"] == RANDOM].set_index(["dataset", "t"])["cumulative_regret_mean"]
         at = pd.MultiIndex.from_frame(table[["dataset", "t"]])
         with np.errstate(divide="ignore", invalid="ignore"):
-            table["cumulative_regret_vs_random"] = table["cumulative_regret_mean"].to_numpy() / random.reindex(at).to_numpy()
+            table["cumulative_regret_vs_random"] = (table["cumulative_regret_mean"].to_numpy()
+                                                    / random.reindex(at).to_numpy())
     order = {a: i for i, a in enumerate(results.algorithms)}
     datasets = {d: i for i, d in enumerate(results.datasets)}
     return table.sort_values(["dataset", "algorithm", "t"], kind="stable", ignore_index=True,
@@ -152,21 +157,15 @@ def format_mean_std(mean: float, std: float) -> str:
 
 
 # The Foundation's single-experiment API, kept for `banditbench run` and older callers.
-def _as_results(exp: LoadedExperiment) -> Results:
+def as_results(exp: LoadedExperiment) -> Results:
     return load_results([exp.folder]) if not isinstance(exp, Results) else exp
 
 
 def regret_table(exp: LoadedExperiment) -> pd.DataFrame:
     """Final cumulative regret per algorithm: mean ± std (ddof = 1) over seeds, and the seed count."""
-    return build_report(_as_results(exp)).summary
+    return build_report(as_results(exp)).summary
 
 
 def regret_curves(exp: LoadedExperiment) -> pd.DataFrame:
     """Per round t: mean and std over seeds of the cumulative regret, per algorithm."""
-    return curves(_as_results(exp))
-
-
-def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
-    from banditbench.report.formats import write_files
-
-    return write_files(build_report(_as_results(exp)), Path(out), formats)
+    return curves(as_results(exp))

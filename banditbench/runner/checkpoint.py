@@ -1,25 +1,35 @@
 """Checkpoints inside a long unit, so that a resumed unit continues instead of restarting.
 
-The contract is small, so that any policy fits it:
-- the policy is pickled whole (numpy state, its own ``np.random.Generator``, torch modules and
-  optimisers all pickle), together with the columns recorded so far and torch's global RNG state
-  (for policies that draw from it, e.g. dropout);
-- the environment is not pickled: it is rebuilt from its seed and its stream replayed up to the
-  checkpoint round. Drawing rounds is cheap and, as DESIGN.md requires, an environment's rounds do
-  not depend on the policy's choices, so the replayed stream is the one the unit saw.
-A checkpoint is written to a temporary name and renamed, so a kill never leaves a torn file; it is
-deleted once the unit's shard exists. Resuming therefore gives the same shard as an uninterrupted run.
+What is saved: the unit's configuration, the round reached, the columns recorded so far, the policy's
+``state_dict()`` (plain arrays, tensors and numbers: banditbench/algos/state.py) and torch's global RNG state
+(for policies that draw from it, e.g. dropout). The environment is not saved: it is rebuilt from its seed and
+its stream replayed up to the checkpoint round. Drawing rounds is cheap and, as DESIGN.md requires, an
+environment's rounds do not depend on the policy's choices, so the replayed stream is the one the unit saw.
+
+The format cannot run code: one ``.npz`` file (a zip of ``.npy`` arrays, read with ``allow_pickle=False``)
+whose entry ``tree`` is UTF-8 JSON describing the nesting, with the arrays referred to by name. Nothing is ever
+unpickled, so a planted file can at worst be rejected. A checkpoint is written to a temporary name and renamed,
+so a kill never leaves a torn file; one that is unreadable anyway (a truncated copy, a foreign file) is
+discarded with a one-line warning and the unit starts again from round 0. A checkpoint is deleted once the
+unit's shard exists. Resuming therefore gives the same shard as an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import pickle
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from banditbench.algos.state import torch_or_none
+
 CHECKPOINTS = "checkpoints"
+SUFFIX = ".npz"
 
 
 class Checkpoints:
@@ -28,32 +38,138 @@ class Checkpoints:
         self.every = every
 
     def path(self, unit) -> Path:
-        return self.folder / f"{unit.id}.pkl"
+        return self.folder / f"{unit.id}{SUFFIX}"
 
     def save(self, unit, state: dict[str, Any]) -> None:
+        """``state``: plain data; ``policy`` holds the policy's ``state_dict()`` (a policy object given there is
+        turned into it)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        torch = sys.modules.get("torch")
-        state = {**state, "unit": unit.config(), "torch_rng": None if torch is None else torch.get_rng_state()}
+        torch = torch_or_none()
+        policy = state.get("policy")
+        if hasattr(policy, "state_dict"):
+            state = {**state, "policy": policy.state_dict()}
+        state = {**state, "unit": config_text(unit),
+                 "torch_rng": None if torch is None else torch.get_rng_state().numpy()}
         path = self.path(unit)
         partial = path.with_name(f".{path.name}.partial")
         with open(partial, "wb") as f:
-            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            write(f, state)
         os.replace(partial, path)
 
     def load(self, unit) -> dict[str, Any] | None:
-        """The saved state of ``unit``, or None; a checkpoint of another configuration is ignored."""
+        """The saved state of ``unit``, or None; a checkpoint of another configuration is ignored and an
+        unreadable one discarded with a warning."""
         path = self.path(unit)
         if not path.exists():
             return None
-        with open(path, "rb") as f:
-            state = pickle.load(f)
-        if state["unit"] != unit.config():
+        try:
+            state = read(path)
+            if not isinstance(state, dict) or not {"t", "policy", "columns", "unit"} <= state.keys():
+                raise ValueError("entries missing")
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            print(f"warning: checkpoint {path} is unreadable ({reason}); unit {unit.id} restarts from round 0",
+                  file=sys.stderr)
+            path.unlink(missing_ok=True)
             return None
-        if state["torch_rng"] is not None:
+        if state["unit"] != config_text(unit):
+            return None
+        if state.get("torch_rng") is not None:
             import torch
 
-            torch.set_rng_state(state["torch_rng"])
+            torch.set_rng_state(torch.from_numpy(state["torch_rng"]))
         return state
 
     def clear(self, unit) -> None:
         self.path(unit).unlink(missing_ok=True)
+
+
+def config_text(unit) -> str:
+    return json.dumps(unit.config(), sort_keys=True)
+
+
+# -- the file format: JSON for the nesting and the numbers, .npy entries for the arrays -------------------------
+
+def write(f, tree: Any) -> None:
+    """Write plain data (see banditbench/algos/state.py) to the binary file ``f``."""
+    arrays: dict[str, np.ndarray] = {}
+    seen: dict[int, dict] = {}  # an array held twice is stored once and comes back as one object
+
+    def encode(value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return {"f": repr(value)} if value != value or value in (float("inf"), float("-inf")) else value
+        if isinstance(value, list):
+            return [encode(v) for v in value]
+        if isinstance(value, tuple):
+            return {"tuple": [encode(v) for v in value]}
+        if isinstance(value, dict):
+            return {"dict": [[encode(k), encode(v)] for k, v in value.items()]}
+        if id(value) in seen:
+            return seen[id(value)]
+        torch = torch_or_none()
+        if isinstance(value, np.ndarray):
+            tag, array = "array", value
+        elif isinstance(value, np.generic):
+            tag, array = "scalar", np.asarray(value)
+        elif torch is not None and isinstance(value, torch.Tensor):
+            tag, array = "tensor", value.detach().cpu().numpy()
+        else:
+            raise TypeError(f"cannot checkpoint a {type(value).__name__}")
+        if array.dtype.hasobject:
+            raise TypeError("cannot checkpoint an array of Python objects")
+        name = f"a{len(arrays)}"
+        arrays[name] = array
+        seen[id(value)] = ref = {tag: name}
+        return ref
+
+    text = json.dumps(encode(tree), allow_nan=False).encode()
+    np.savez(f, tree=np.frombuffer(text, np.uint8), **arrays)
+
+
+def read(path: Path) -> Any:
+    """Read what ``write`` wrote; never unpickles (``allow_pickle=False``)."""
+    with np.load(path, allow_pickle=False) as npz:
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError("not a checkpoint archive")
+        tree = json.loads(npz["tree"].tobytes().decode())
+        loaded: dict[str, Any] = {}
+
+        def decode(value: Any) -> Any:
+            if isinstance(value, list):
+                return [decode(v) for v in value]
+            if not isinstance(value, dict):
+                return value
+            (tag, inner), = value.items()
+            if tag == "f":
+                return float(inner)
+            if tag == "tuple":
+                return tuple(decode(v) for v in inner)
+            if tag == "dict":
+                return {decode(k): decode(v) for k, v in inner}
+            if inner not in loaded:
+                array = npz[inner]
+                if tag == "scalar":
+                    loaded[inner] = array[()]
+                elif tag == "tensor":
+                    import torch
+
+                    loaded[inner] = torch.from_numpy(array)
+                elif tag == "array":
+                    loaded[inner] = array
+                else:
+                    raise ValueError(f"unknown entry {tag!r}")
+            return loaded[inner]
+
+        return decode(tree)
+
+
+def to_bytes(tree: Any) -> bytes:
+    """``tree`` serialised as ``write`` does (for measuring a state's size)."""
+    buffer = io.BytesIO()
+    write(buffer, tree)
+    return buffer.getvalue()
+
+
+__all__ = ["CHECKPOINTS", "Checkpoints", "read", "to_bytes", "write"]

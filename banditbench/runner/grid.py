@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.domains import Domain
 from banditbench.errors import UserError
 
 Assignments = dict[str, dict[str, list[Any]]]  # algorithm → hyper-parameter → values (one value: an override)
@@ -34,9 +35,15 @@ def merge(*layers: Assignments) -> Assignments:
     return merged
 
 
-def cast(algo: str, name: str, value: Any, default: Any, flag: str = "--set") -> Any:
-    """A CLI string or a TOML value → the type of the default (an int is accepted where a float is expected)."""
+def cast(algo: str, name: str, value: Any, default: Any, flag: str = "--set", domain: Domain | None = None) -> Any:
+    """A CLI string or a TOML value → a value of the hyper-parameter's ``domain`` (its type, range or allowed
+    values), or without one, of the type of the default (an int is accepted where a float is expected)."""
     where = f"{algo}.{name}={value!r}" if flag == "--set" else f"{name}={value!r}"
+    if domain is not None:
+        try:
+            return domain.parse(value)
+        except ValueError:
+            raise UserError(f"{flag} {where}: {name} must be {domain.describe()}") from None
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -72,11 +79,12 @@ def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[s
     resolved = {}
     for algo in algorithms:
         defaults = ALGORITHMS[algo].defaults()
+        domains = ALGORITHMS[algo].domains()  # a plug-in without declared domains is cast by its defaults' types
         params: dict[str, Any] = dict(defaults)
         for name, values in assignments.get(algo, {}).items():
             if name not in defaults:
                 raise UserError(f"{algo} has no hyper-parameter {name!r}; it has: {', '.join(defaults) or 'none'}")
-            values = [cast(algo, name, v, defaults[name]) for v in values]
+            values = [cast(algo, name, v, defaults[name], domain=domains.get(name)) for v in values]
             if len(set(map(repr, values))) != len(values):
                 raise UserError(f"--set {algo}.{name} lists a value twice")
             params[name] = values[0] if len(values) == 1 else values

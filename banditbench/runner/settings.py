@@ -26,7 +26,8 @@ merge name by name, so ``--set club.alpha=1`` overrides the file's ``club.alpha`
     slate_size = 5
 
 Protocol settings merge name by name like hyper-parameters; they are checked against the protocol's
-``SETTINGS`` (names and defaults) in ``plan``.
+``SETTINGS`` (names and defaults) in ``plan``. The preset layer comes from ``banditbench.presets.resolve``, which
+sits above this module and stacks the three layers with :func:`combine`.
 """
 
 from __future__ import annotations
@@ -123,15 +124,9 @@ def read_config(path: Path) -> dict[str, Any]:
         raise UserError(f"--config {path} is not valid TOML: {e}") from None
 
 
-def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | None = None) -> dict[str, Any]:
-    """The run's settings. ``flags``: only the flags given (None or [] for the others)."""
-    from banditbench.presets import preset_settings
-
-    file_layer = normalise(read_config(config), f"--config {config}") if config is not None else {}
-    preset = preset or file_layer.pop("preset", None)  # --preset wins over the file's
-    file_layer.pop("preset", None)
-    layers = [preset_settings(preset)] if preset else []
-    layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
+def combine(layers: list[dict[str, Any]], preset: str | None) -> dict[str, Any]:
+    """The run's settings: the defaults overridden by each layer in turn (``set`` and ``env`` merged name by
+    name), with the preset's name recorded (it ends up in the manifest, where the report finds it)."""
     settings = dict(DEFAULTS)
     for layer in layers:
         for key, value in layer.items():

@@ -36,18 +36,19 @@ def run_slate_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int
     env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
     env = PROTOCOLS[unit.protocol].environment(dataset, env_seed, unit.env, unit.budget)
     T, m = unit.rounds, env.slate_size
-    state = checkpoints.load(unit) if checkpoints is not None else None
+    policy = ALGORITHMS[unit.algorithm].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
+                                              seed=policy_seed, params=unit.params)
+    policy.start(env.problem)
+    state = checkpoints.load(unit) if checkpoints is not None else None  # after the build: torch's RNG
     if state is None:
-        policy = ALGORITHMS[unit.algorithm].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                                  seed=policy_seed, params=unit.params)
-        policy.start(env.problem)
         columns = {"user": np.empty(T, np.int64), "slate": np.empty((T, m), np.int64),
                    "clicked": np.empty((T, m), np.int8), "expected_reward": np.empty(T),
                    "budget_spent": np.empty(T, np.int64), "select_seconds": np.empty(T),
                    "update_seconds": np.empty(T), **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns}}
         start, wall_before = 0, 0.0
     else:
-        policy, columns = state["policy"], state["columns"]
+        policy.load_state_dict(state["policy"])
+        columns = state["columns"]
         start, wall_before = state["t"], state["wall_seconds"]
         if progress is not None:
             progress(start - start % PROGRESS_EVERY)
@@ -78,7 +79,7 @@ def run_slate_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
-            checkpoints.save(unit, {"t": t + 1, "policy": policy, "columns": columns,
+            checkpoints.save(unit, {"t": t + 1, "policy": policy.state_dict(), "columns": columns,
                                     "wall_seconds": wall_before + clock() - started})
     wall = wall_before + clock() - started
     if progress is not None:

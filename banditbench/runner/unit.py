@@ -82,17 +82,18 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
     env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
     env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
     T = unit.rounds
-    state = checkpoints.load(unit) if checkpoints is not None else None
+    spec = ALGORITHMS[unit.algorithm]
+    policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
+    state = checkpoints.load(unit) if checkpoints is not None else None  # after the build: torch's RNG
     if state is None:
-        spec = ALGORITHMS[unit.algorithm]
-        policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params)
         columns = {**{name: np.empty(T, np.int64) for name in INT_COLUMNS},
                    **{name: np.empty(T) for name in FLOAT_COLUMNS},
                    **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns}}
         diagnostics: dict[str, np.ndarray] = {}
         start, wall_before = 0, 0.0
     else:
-        policy, columns, diagnostics = state["policy"], state["columns"], state["diagnostics"]
+        policy.load_state_dict(state["policy"])
+        columns, diagnostics = state["columns"], state["diagnostics"]
         start, wall_before = state["t"], state["wall_seconds"]
         if progress is not None:
             progress(start - start % PROGRESS_EVERY)  # the loop reports the rest of this block
@@ -134,8 +135,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
-            checkpoints.save(unit, {"t": t + 1, "policy": policy, "columns": columns, "diagnostics": diagnostics,
-                                    "wall_seconds": wall_before + clock() - started})
+            checkpoints.save(unit, {"t": t + 1, "policy": policy.state_dict(), "columns": columns,
+                                    "diagnostics": diagnostics, "wall_seconds": wall_before + clock() - started})
     wall = wall_before + clock() - started
     if progress is not None:
         progress(T % PROGRESS_EVERY)

@@ -1,0 +1,147 @@
+"""A policy's learned state as plain data, so that a checkpoint never has to store (or run) code.
+
+``state_dict()`` returns a tree of plain values only: numpy arrays and scalars, torch tensors, ``None``, bools,
+ints, floats, strings, and lists, tuples and dicts of those. It is built from the object's attributes:
+
+- an ``np.random.Generator`` becomes its ``bit_generator.state`` (plain ints), a ``torch.Generator`` its state
+  tensor (uint8), a torch module or optimiser its own ``state_dict()``;
+- a helper object (a learner, a history buffer) becomes the dict of its attributes, or its own ``state_dict()``;
+- configuration that cannot change (functions, torch devices and dtypes) is written as its name and left as
+  built on restore.
+
+``load_state_dict(state)`` is called on a freshly built object with the same hyper-parameters and dimensions,
+and writes the saved values into it: arrays and tensors of unchanged shape are copied in place (so attributes
+that share an array still share it), the rest are replaced. Every attribute is saved unless the class lists it
+in ``transient`` (data rebuilt identically by the constructor or ``start``, e.g. a slate policy's catalogue),
+so an attribute added later is saved without anyone remembering to declare it.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+CONSTANT = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial, type)
+
+
+class Stateful:
+    """Mixin: ``state_dict`` / ``load_state_dict`` over the instance's attributes (see the module docstring)."""
+
+    #: Attributes not saved: rebuilt identically when the object is constructed (and started) again.
+    transient: tuple[str, ...] = ()
+
+    def state_dict(self) -> dict[str, Any]:
+        skip = transient_of(type(self))
+        state = {}
+        for name, value in vars(self).items():
+            if name not in skip:
+                try:
+                    state[name] = capture(value)
+                except TypeError as e:
+                    raise TypeError(f"{type(self).__name__}.{name}: {e} (list it in `transient` if the constructor "
+                                    "rebuilds it)") from None
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        restore_attributes(self, state)
+
+
+def transient_of(kind: type) -> set[str]:
+    return {name for base in kind.__mro__ for name in vars(base).get("transient", ())}
+
+
+def torch_or_none():
+    return sys.modules.get("torch")  # torch is never imported here: a numpy-only policy never pays for it
+
+
+def capture(value: Any) -> Any:
+    """``value`` as plain data (arrays and tensors are not copied: serialise the result before changing them)."""
+    if value is None or isinstance(value, (bool, int, float, str, np.ndarray, np.generic)):
+        return value
+    if isinstance(value, np.random.Generator):
+        return value.bit_generator.state
+    torch = torch_or_none()
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            return value.detach()
+        if isinstance(value, torch.Generator):
+            return value.get_state()
+        if isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+            return capture(value.state_dict())
+        if isinstance(value, (torch.device, torch.dtype)):
+            return str(value)
+    if isinstance(value, CONSTANT):
+        return getattr(value, "__qualname__", repr(value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(capture(v) for v in value) if type(value) in (list, tuple) else [capture(v) for v in value]
+    if isinstance(value, dict):
+        return {k: capture(v) for k, v in value.items()}
+    if hasattr(value, "state_dict"):
+        return value.state_dict()
+    if hasattr(value, "__dict__"):
+        return {name: capture(v) for name, v in vars(value).items()}
+    raise TypeError(f"cannot save a {type(value).__name__} as plain state")
+
+
+def restore(current: Any, saved: Any) -> Any:
+    """The value to hold after loading ``saved`` into ``current`` (the freshly built value, updated in place
+    where possible)."""
+    if isinstance(current, np.random.Generator):
+        current.bit_generator.state = saved
+        return current
+    torch = torch_or_none()
+    if torch is not None:
+        if isinstance(current, torch.Generator):
+            current.set_state(saved)
+            return current
+        if isinstance(current, (torch.nn.Module, torch.optim.Optimizer)):
+            current.load_state_dict(restore(None, saved))
+            return current
+        if isinstance(current, (torch.device, torch.dtype)):
+            return current
+        if isinstance(saved, torch.Tensor):
+            if isinstance(current, torch.Tensor) and current.shape == saved.shape and current.dtype == saved.dtype:
+                with torch.no_grad():
+                    current.copy_(saved)
+                return current
+            if isinstance(current, torch.Tensor):
+                return saved.to(current.device)
+            return saved
+    if isinstance(current, CONSTANT):
+        return current
+    if isinstance(saved, np.ndarray):
+        if isinstance(current, np.ndarray) and current.shape == saved.shape and current.dtype == saved.dtype \
+                and current.flags.writeable and current.ndim:
+            current[...] = saved
+            return current
+        return saved
+    if isinstance(saved, dict):
+        if isinstance(current, dict):
+            loaded = {k: restore(current.get(k), v) for k, v in saved.items()}
+            current.clear()
+            current.update(loaded)
+            return current
+        if current is not None and not isinstance(current, (list, tuple)):
+            if hasattr(current, "load_state_dict"):
+                current.load_state_dict(saved)
+            else:
+                restore_attributes(current, saved)
+            return current
+        return {k: restore(None, v) for k, v in saved.items()}
+    if isinstance(saved, (list, tuple)):
+        same = isinstance(current, (list, tuple)) and len(current) == len(saved)
+        loaded = [restore(current[i] if same else None, v) for i, v in enumerate(saved)]
+        if isinstance(current, list) and type(saved) is list:
+            current[:] = loaded
+            return current
+        return type(saved)(loaded)
+    return saved
+
+
+def restore_attributes(target: Any, state: dict[str, Any]) -> None:
+    for name, saved in state.items():
+        setattr(target, name, restore(getattr(target, name, None), saved))
