@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up banditbench in ./.venv (or $BANDITBENCH_VENV): torch first, then the package with its test tools.
+# Set up banditbench in ./.venv (or $BANDITBENCH_VENV): torch first, then the package with its test and docs tools.
 #
 # torch is resolved before the package so pip never pulls a multi-GB CUDA build by accident:
 # - a torch already in the environment is kept (install your own CUDA build there first if you want one);
@@ -19,5 +19,5 @@ if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
         "${pip[@]}" install torch --index-url "${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
     fi
 fi
-"${pip[@]}" install -e ".[test]"
+"${pip[@]}" install -e ".[test,docs]"
 "$venv/bin/banditbench" --help >/dev/null

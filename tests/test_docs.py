@@ -1,0 +1,290 @@
+"""The README and docs/ say only what the tool does.
+
+Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``shell`` (or
+``console``) are shown and not run, but every ``banditbench`` command in them must name an existing
+subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the
+registry's defaults, and the site must build with ``mkdocs build --strict``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+#: Fence tags a page may use: bash is run; shell and console are shown only (their banditbench commands are
+#: checked); the others are not commands.
+LANGUAGES = {"bash", "shell", "console", "text", "toml", "python", "json"}
+FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+
+
+def fenced_blocks(page: Path) -> list[tuple[str, str, int]]:
+    """(language, code, first line number) of every fenced block of a Markdown page."""
+    blocks, language, lines, start, indent = [], None, [], 0, ""
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        match = FENCE.match(line)
+        if language is None and match:
+            language, lines, start, indent = match.group(2), [], number, match.group(1)
+        elif language is not None and line.strip() == "```":
+            blocks.append((language, "\n".join(lines), start))
+            language = None
+        elif language is not None:
+            lines.append(line[len(indent) :] if line.startswith(indent) else line)
+    assert language is None, f"{page.name}: the block opened on line {start} is never closed"
+    return blocks
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+RUNNABLE = [page for page in PAGES if any(lang == "bash" for lang, _, _ in fenced_blocks(page))]
+
+
+# ---------------------------------------------------------------------------------------------- the pages
+
+
+def test_readme_is_a_front_door_of_at_most_12_kb():
+    assert len((ROOT / "README.md").read_bytes()) <= 12 * 1024
+
+
+def test_readme_test_command_is_the_one_ci_runs():
+    command = "bash scripts/setup.sh && .venv/bin/python -m pytest"
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert '".[test,docs]"' in (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+
+
+def test_readme_links_every_page_of_the_site():
+    nav = re.findall(r"^\s*-\s[^:#]*:\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert nav, "no pages found in mkdocs.yml's nav"
+    assert not [page for page in nav if f"(docs/{page})" not in readme], "pages the README does not link"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_fenced_block_says_whether_it_runs(page):
+    for language, _, line in fenced_blocks(page):
+        assert language in LANGUAGES, f"{page_id(page)}:{line}: fence tag {language!r}; use one of {LANGUAGES}"
+
+
+HISTORY = re.compile(
+    r"\bissue \d+|\bseed 00\d|\.md §|\bspecs/|before this work|this session|\bno longer\b", re.IGNORECASE
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_no_development_history_or_internal_references(page):
+    found = [
+        f"{page_id(page)}:{number}: {match.group(0)!r}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        for match in HISTORY.finditer(line)
+    ]
+    assert not found, "development history or internal references (cite papers by author and year):\n" + "\n".join(
+        found
+    )
+
+
+# ------------------------------------------------------------------------------------ runnable bash blocks
+
+
+@pytest.fixture()
+def shell_env(tmp_path):
+    """A PATH whose `banditbench` is this checkout's, and no data or cache folder outside tmp_path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "banditbench"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m banditbench "$@"\n')
+    shim.chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("BANDITBENCH_")}
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        BANDITBENCH_CACHE=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        COLUMNS="160",
+    )
+    return env
+
+
+@pytest.mark.slow  # one `banditbench` process per command: a few minutes in all
+@pytest.mark.parametrize("page", RUNNABLE, ids=page_id)
+def test_runnable_blocks_succeed(page, tmp_path, shell_env):
+    work = tmp_path / "work"
+    work.mkdir()
+    for language, code, line in fenced_blocks(page):
+        if language != "bash":
+            continue
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", code],
+            cwd=work,
+            env=shell_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, (
+            f"{page_id(page)}:{line}: block failed with exit code {done.returncode}\n"
+            f"{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        )
+
+
+# ------------------------------------------------------------------------- shown commands still exist
+
+
+def banditbench_commands(code: str) -> list[list[str]]:
+    """The argument lists of every `banditbench …` command in a shell block (comments and pipes removed)."""
+    commands = []
+    for line in code.replace("\\\n", " ").splitlines():
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        current: list[str] = []
+        for token in [*tokens, "&&"]:
+            if token in ("&&", "||", ";", "|"):
+                if current and Path(current[0]).name == "banditbench":
+                    commands.append(current[1:])
+                current = []
+            else:
+                current.append(token)
+    return commands
+
+
+SHOWN = [
+    (page, code, line)
+    for page in PAGES
+    for language, code, line in fenced_blocks(page)
+    if language in ("bash", "shell", "console") and banditbench_commands(code)
+]
+
+
+@pytest.mark.parametrize(("page", "code", "line"), SHOWN, ids=[f"{page_id(p)}:{n}" for p, _, n in SHOWN])
+def test_shown_commands_name_existing_subcommands_options_presets_and_algorithms(page, code, line):
+    import typer
+
+    from banditbench.algos import ALGORITHMS
+    from banditbench.cli import app
+    from banditbench.presets import PRESETS
+
+    root = typer.main.get_command(app)
+    for args in banditbench_commands(code):
+        where = f"{page_id(page)}:{line}: banditbench {' '.join(args)}"
+        command, rest = root, list(args)
+        while rest and hasattr(command, "commands") and not rest[0].startswith("-"):
+            assert rest[0] in command.commands, f"{where}: no subcommand {rest[0]!r}"
+            command = command.commands[rest.pop(0)]
+        options = {"--help", *(opt for param in command.params for opt in (*param.opts, *param.secondary_opts))}
+        for i, token in enumerate(rest):
+            if not token.startswith("-") or token == "-":
+                continue
+            name = token.split("=", 1)[0]
+            assert name in options, f"{where}: {command.name} takes no option {name}"
+            value = token.split("=", 1)[1] if "=" in token else (rest[i + 1] if i + 1 < len(rest) else "")
+            if name == "--preset":
+                assert value in PRESETS, f"{where}: no preset {value!r}"
+            if name == "--algos":
+                unknown = set(value.split(",")) - set(ALGORITHMS)
+                assert not unknown, f"{where}: unknown algorithms {sorted(unknown)}"
+
+
+# --------------------------------------------------------------------------- the algorithm tables
+
+
+def registry_defaults(spec) -> dict:
+    defaults = spec.defaults
+    return dict(defaults() if callable(defaults) else defaults)
+
+
+def same_value(documented: str, value) -> bool:
+    if value is None:
+        return documented in ("None", "none")
+    if isinstance(value, bool):
+        return documented in (str(value), str(value).lower())
+    if isinstance(value, (int, float)):
+        try:
+            return math.isclose(float(documented), float(value), rel_tol=1e-4)
+        except ValueError:
+            return False
+    return documented == str(value)
+
+
+def slug(heading: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
+
+
+def algorithm_tables(text: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """Rows of the tables headed `| name |` (names → documented defaults, shared groups resolved later) and
+    the `k=v` settings under each heading (anchor → settings)."""
+    rows: dict[str, tuple[dict[str, str], list[str]]] = {}
+    groups: dict[str, dict[str, str]] = {}
+    heading, in_table = "", False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            heading, in_table = slug(line.lstrip("#")), False
+            continue
+        if line.startswith("| name |"):
+            in_table = True
+            continue
+        if not line.startswith("|"):
+            in_table = False
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if in_table and len(cells) >= 3 and not set(cells[0]) <= {"-", " "}:
+            own = dict(re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)=([^`]*)`", cells[2]))
+            for name in re.findall(r"`([a-z0-9-]+)`", cells[0]):
+                rows[name] = (own, re.findall(r"\(#([a-z0-9-]+)\)", cells[2]))
+        elif not in_table:  # a settings table: `k=v` in its first column, the rest explains
+            groups.setdefault(heading, {}).update(re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)=([^`]*)`", cells[0]))
+    return rows, groups
+
+
+def test_algorithm_tables_list_every_registered_algorithm_with_its_defaults():
+    from banditbench.algos import ALGORITHMS
+
+    rows, groups = algorithm_tables((ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8"))
+    assert set(rows) == set(ALGORITHMS), (
+        f"missing from docs/algorithms.md: {sorted(set(ALGORITHMS) - set(rows))}; "
+        f"not registered: {sorted(set(rows) - set(ALGORITHMS))}"
+    )
+    problems = []
+    for name, (own, links) in rows.items():
+        defaults = registry_defaults(ALGORITHMS[name])
+        shared = {key: value for link in links for key, value in groups.get(link, {}).items()}
+        for key, documented in own.items():
+            if key not in defaults:
+                problems.append(f"{name}: documents {key}={documented}, which is not a hyper-parameter")
+            elif not same_value(documented, defaults[key]):
+                problems.append(f"{name}: documents {key}={documented}, the default is {defaults[key]!r}")
+        for key, value in defaults.items():
+            documented = own.get(key, shared.get(key))
+            if documented is None:
+                problems.append(f"{name}: {key}={value!r} is not documented")
+            elif key not in own and not same_value(documented, value):
+                problems.append(f"{name}: shared setting {key}={documented}, the default is {value!r}")
+    assert not problems, "docs/algorithms.md disagrees with the registry:\n" + "\n".join(problems)
+
+
+# ------------------------------------------------------------------------------------------ the site
+
+
+def test_the_site_builds_without_warnings(tmp_path):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "site" / "index.html").is_file()
