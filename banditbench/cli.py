@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -39,9 +38,13 @@ def list_registries(
                                          "options and the files it reads."),
 ) -> None:
     """Show the datasets, protocols and algorithms banditbench knows, with their papers (or the presets)."""
-    from banditbench.algos import ALGORITHMS
+    from banditbench.algos import ALGORITHMS, plugins
     from banditbench.data import DATASETS
     from banditbench.envs import PROTOCOLS
+
+    def defaults(spec) -> str:
+        return ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
+                         for k, p in spec.parameters().items())
 
     if what == "presets":
         print_presets()
@@ -52,16 +55,20 @@ def list_registries(
     if what is not None:
         raise UserError(f"unknown list {what!r}; `banditbench list`, `banditbench list datasets` or "
                         "`banditbench list presets`")
+    found = plugins.discover()  # installed through the entry-point group banditbench.algorithms
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper,
-                         ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
-                                   for k, p in a.parameters().items()))
-                        for a in ALGORITHMS.values()]),
+        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper, defaults(a))
+                        for a in ALGORITHMS.values() if a.name not in plugins.ORIGINS]),
+        ("Plugins", [(name, ALGORITHMS[name].description, ALGORITHMS[name].paper, defaults(ALGORITHMS[name]),
+                      origin) if name in ALGORITHMS else (name, "", "", "", origin) for name, origin in found]),
     ):
+        if not rows:
+            continue
         table = Table(title=title, title_justify="left")
-        for column in ("name", "description", "paper", "defaults" if title == "Algorithms" else "notes"):
+        for column in ("name", "description", "paper", "defaults" if title in ("Algorithms", "Plugins") else "notes",
+                       *(["source"] if title == "Plugins" else [])):
             table.add_column(column, overflow="fold")
         for row in rows:
             table.add_row(*row)
@@ -128,16 +135,10 @@ def option_parameter(option) -> inspect.Parameter:
 def prepare_command(dataset) -> None:
     """`banditbench prepare NAME`, generated from the dataset's declaration (data/registry.py)."""
     def command(**values) -> None:
+        from banditbench.api import prepare
+
         data_dir, force = values.pop("data_dir"), values.pop("force")
-        checked = dataset.check(values)  # every option within its domain before anything is read
-        if dataset.reads_raw:
-            common = {"source": values["source"], "offline": values["offline"], "verify": values["verify"],
-                      "cache": values["cache_dir"]}
-            accepted = inspect.signature(dataset.prepare).parameters
-            if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-                common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
-            checked.update(common)
-        report_prepared(dataset.prepare(data_dir, force=force, **checked))
+        report_prepared(prepare(dataset.name, data_dir=data_dir, force=force, **values))
 
     parameters = [option_parameter(o) for o in dataset.options]
     if dataset.reads_raw:
@@ -318,42 +319,28 @@ def run(
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
-    from banditbench.runner.executors import make_executor
-    from banditbench.runner.experiment import execute, plan, prepare_output
-    from banditbench.presets import resolve
+    from banditbench.api import Hooks, default_results_folder, run_experiment
+    from banditbench.report.formats import to_rich
 
     flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
              "seed": seed, "budget": parse_budget(budget), "set": assignments, "env": env,
              "out": None if out is None else str(out),
              "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
              "checkpoint-every": checkpoint_every}
-    s = resolve(flags, config, preset)
-    if s["checkpoint-every"] < 0:
-        raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
-    experiment = plan(data_dir=data_dir, dataset=s["dataset"], algorithms=s["algos"], rounds=s["rounds"],
-                      seeds=s["seeds"], master_seed=s["seed"], budget=s["budget"], params=s["set"],
-                      tune_seeds=s["tune-seeds"], protocol=s["protocol"], device=device, env=s["env"])
-    executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
-    out = Path(s["out"]) if s["out"] else Path("results") / f"{s['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
-    target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
-        ran = execute(experiment, target, out, executor=executor, checkpoint_every=s["checkpoint-every"],
-                      settings={**s, "config": None if config is None else str(config),
-                                "data": experiment.dataset.manifest.get("parameters", {})},
-                      on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
-                      on_unit_start=lambda unit: bar.update(task, description=unit.id),
-                      progress=lambda n: bar.advance(task, n))
+        hooks = Hooks(
+            on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
+            on_unit_start=lambda unit: bar.update(task, description=unit.id), progress=lambda n: bar.advance(task, n))
+        results, ran, experiment = run_experiment(flags, config=config, preset=preset, data_dir=data_dir,
+                                                  overwrite=overwrite, resume=resume, device=device,
+                                                  default_out=default_results_folder, hooks=hooks)
     tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
     console.print(f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
-                  f"results in {out}")
-    from banditbench.report.formats import to_rich
-    from banditbench.report.tables import build_report, load_results
-
-    report = build_report(load_results([out]))
-    for table in to_rich(report)[:1]:  # the regret table; `banditbench report` shows the rest
+                  f"results in {results.folder}")
+    for table in to_rich(results.tables)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
 
 

@@ -51,15 +51,21 @@ print(time.perf_counter() - started)
 
 
 def shards(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((folder / "shards").glob("*.parquet"))
-            if not p.name.endswith(".timing.parquet")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((folder / "shards").glob("*.parquet"))
+        if not p.name.endswith(".timing.parquet")
+    }
 
 
 def seconds_in_units(folder: Path) -> float:
     from banditbench.results.shards import read_timing
 
-    return sum(read_timing(p)["wall_seconds"] for p in (folder / "shards").glob("*.parquet")
-               if not p.name.endswith(".timing.parquet"))
+    return sum(
+        read_timing(p)["wall_seconds"]
+        for p in (folder / "shards").glob("*.parquet")
+        if not p.name.endswith(".timing.parquet")
+    )
 
 
 def cpu_seconds() -> float:
@@ -71,16 +77,34 @@ def cpu_seconds() -> float:
 def timed_run(data_dir: Path, out: Path, executor, args) -> dict:
     from banditbench.runner.experiment import execute, plan, prepare_output
 
-    experiment = plan(data_dir=data_dir, dataset="synthetic", algorithms=[args.algo], rounds=args.rounds,
-                      seeds=args.units, master_seed=0, budget=None, params=[])
+    experiment = plan(
+        data_dir=data_dir,
+        dataset="synthetic",
+        algorithms=[args.algo],
+        rounds=args.rounds,
+        seeds=args.units,
+        master_seed=0,
+        budget=None,
+        params=[],
+    )
     first_start = []
     cpu, started = cpu_seconds(), time.perf_counter()
-    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out, executor=executor,
-            on_unit_start=lambda unit: first_start or first_start.append(time.perf_counter() - started))
+    execute(
+        experiment,
+        prepare_output(out, experiment, overwrite=False, resume=False),
+        out,
+        executor=executor,
+        on_unit_start=lambda unit: first_start or first_start.append(time.perf_counter() - started),
+    )
     wall = time.perf_counter() - started
     stop_forkserver()
-    return {"wall": wall, "cpu": cpu_seconds() - cpu, "units": seconds_in_units(out), "first": first_start[0],
-            "shards": shards(out)}
+    return {
+        "wall": wall,
+        "cpu": cpu_seconds() - cpu,
+        "units": seconds_in_units(out),
+        "first": first_start[0],
+        "shards": shards(out),
+    }
 
 
 def stop_forkserver() -> None:
@@ -94,17 +118,38 @@ def stop_forkserver() -> None:
 
 def bare_processes(data_dir: Path, args) -> dict:
     """The same units split over ``--jobs`` plain processes started together."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1]),
-                                                                     os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])),
+    }
     cpu, started = cpu_seconds(), time.perf_counter()
-    processes = [subprocess.Popen([sys.executable, "-c", BARE, str(data_dir), args.algo, str(args.rounds),
-                                   *map(str, range(i, args.units, args.jobs))], stdout=subprocess.PIPE, text=True, env=env)
-                 for i in range(args.jobs)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                BARE,
+                str(data_dir),
+                args.algo,
+                str(args.rounds),
+                *map(str, range(i, args.units, args.jobs)),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(args.jobs)
+    ]
     in_units = [float(p.communicate()[0]) for p in processes]
     if any(p.returncode for p in processes):
         raise SystemExit("a bare process failed")
-    return {"wall": time.perf_counter() - started, "cpu": cpu_seconds() - cpu, "units": sum(in_units), "first": None,
-            "shards": None}
+    return {
+        "wall": time.perf_counter() - started,
+        "cpu": cpu_seconds() - cpu,
+        "units": sum(in_units),
+        "first": None,
+        "shards": None,
+    }
 
 
 def ray_run(data_dir: Path, out: Path, args) -> dict:
@@ -143,18 +188,24 @@ def main() -> None:
     if importlib.util.find_spec("ray") is None:
         print("ray skipped: Ray is not installed (pip install 'banditbench-lab[ray]')")
         args.no_ray = True
-    print(f"{args.units} units of {args.algo}, T = {args.rounds}; {os.cpu_count()} cores; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'run':<4} {'executor':<22} {'wall s':>7} {'CPU s':>7} {'in units':>9} {'to 1st':>7} {'speed-up':>9} "
-          f"{'same shards':>12}")
+    print(
+        f"{args.units} units of {args.algo}, T = {args.rounds}; {os.cpu_count()} cores; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'run':<4} {'executor':<22} {'wall s':>7} {'CPU s':>7} {'in units':>9} {'to 1st':>7} {'speed-up':>9} "
+        f"{'same shards':>12}"
+    )
     speedups: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         synthetic.prepare(tmp / "datasets", **synthetic.DEFAULTS)
         data = tmp / "datasets"
-        runs = {"local --jobs 1": lambda out: timed_run(data, out, LocalExecutor(1), args),
-                f"local --jobs {args.jobs}": lambda out: timed_run(data, out, LocalExecutor(args.jobs), args),
-                f"{args.jobs} bare processes": lambda out: bare_processes(data, args)}
+        runs = {
+            "local --jobs 1": lambda out: timed_run(data, out, LocalExecutor(1), args),
+            f"local --jobs {args.jobs}": lambda out: timed_run(data, out, LocalExecutor(args.jobs), args),
+            f"{args.jobs} bare processes": lambda out: bare_processes(data, args),
+        }
         if not args.no_ray:
             runs[f"ray ({args.jobs} CPUs)"] = lambda out: ray_run(data, out, args)
         for repetition in range(1, args.repeat + 1):
@@ -165,15 +216,19 @@ def main() -> None:
                 speedup = baseline["wall"] / result["wall"]
                 speedups.setdefault(name, []).append(speedup)
                 same = "–" if result["shards"] is None else str(result["shards"] == baseline["shards"])
-                print(f"{repetition:<4} {name:<22} {result['wall']:>7.1f} {figure(result['cpu'], '.1f'):>7} "
-                      f"{result['units']:>9.1f} {figure(result['first'], '.2f'):>7} {speedup:>8.2f}× {same:>12}",
-                      flush=True)
+                print(
+                    f"{repetition:<4} {name:<22} {result['wall']:>7.1f} {figure(result['cpu'], '.1f'):>7} "
+                    f"{result['units']:>9.1f} {figure(result['first'], '.2f'):>7} {speedup:>8.2f}× {same:>12}",
+                    flush=True,
+                )
                 if "ray" in result:
                     ray = result["ray"]
                     speedups.setdefault("ray without init/shutdown", []).append(baseline["wall"] / ray["on ray"])
-                    print(f"     Ray's own fixed cost: import + ray.init {ray['init']:.1f} s, ray.shutdown "
-                          f"{ray['shutdown']:.1f} s; the experiment on the running Ray {ray['on ray']:.1f} s "
-                          f"({baseline['wall'] / ray['on ray']:.2f}×)")
+                    print(
+                        f"     Ray's own fixed cost: import + ray.init {ray['init']:.1f} s, ray.shutdown "
+                        f"{ray['shutdown']:.1f} s; the experiment on the running Ray {ray['on ray']:.1f} s "
+                        f"({baseline['wall'] / ray['on ray']:.2f}×)"
+                    )
             print(f"     load average {os.getloadavg()[0]:.1f}", flush=True)
     print("speed-up over --jobs 1, median (min–max) of", args.repeat, "runs:")
     for name, values in speedups.items():

@@ -40,7 +40,8 @@ def finals(out: Path) -> dict[str, tuple[float, float]]:
         table = pq.read_table(out / "shards" / f"{unit}.parquet").to_pandas()
         radius = table["diag_radius"].dropna().iloc[-1] if "diag_radius" in table else np.nan
         by_label.setdefault(manifest["labels"].get(unit, unit.rsplit("-seed", 1)[0]), []).append(
-            (float(table["regret"].sum()), float(radius)))
+            (float(table["regret"].sum()), float(radius))
+        )
     return {label: tuple(np.mean(values, axis=0)) for label, values in by_label.items()}
 
 
@@ -61,26 +62,70 @@ def main() -> None:
                 steps = args.steps if users == 100 else args.big_steps
                 for z in args.zs:
                     data, rounds = Path(tmp) / f"d-{sigma}-{users}-{z}", str(users * steps)
-                    banditbench("prepare", "synthetic", "--protocol", "synchronous", "--noise", str(sigma),
-                                "--users", str(users), "--z", str(z), "--data-dir", str(data))
-                    common = ["run", "--data-dir", str(data), "--dataset", "synthetic", "--rounds", rounds,
-                              "--seeds", str(args.seeds), "--jobs", "1"]
+                    banditbench(
+                        "prepare",
+                        "synthetic",
+                        "--protocol",
+                        "synchronous",
+                        "--noise",
+                        str(sigma),
+                        "--users",
+                        str(users),
+                        "--z",
+                        str(z),
+                        "--data-dir",
+                        str(data),
+                    )
+                    common = [
+                        "run",
+                        "--data-dir",
+                        str(data),
+                        "--dataset",
+                        "synthetic",
+                        "--rounds",
+                        rounds,
+                        "--seeds",
+                        str(args.seeds),
+                        "--jobs",
+                        "1",
+                    ]
                     radius = [f"{a}.sigma={sigma}" for a in ("cmlb", "oful-ind")] + [f"cmlb.horizon={steps}"]
                     first = Path(tmp) / f"r1-{sigma}-{users}-{z}"
-                    banditbench(*common, "--algos", "cmlb,oful-ind,linucb-ind,club", "--out", str(first),
-                                *[f"--set={s}" for s in radius + ["club.alpha=1", "club.alpha2=1"]])
+                    banditbench(
+                        *common,
+                        "--algos",
+                        "cmlb,oful-ind,linucb-ind,club",
+                        "--out",
+                        str(first),
+                        *[f"--set={s}" for s in radius + ["club.alpha=1", "club.alpha2=1"]],
+                    )
                     result = finals(first)
                     beta = result["oful-ind"][1]
                     second = Path(tmp) / f"r2-{sigma}-{users}-{z}"
-                    banditbench(*common, "--algos", "club", "--out", str(second),
-                                f"--set=club.alpha={beta:.3f}", "--set=club.alpha2=1")
+                    banditbench(
+                        *common,
+                        "--algos",
+                        "club",
+                        "--out",
+                        str(second),
+                        f"--set=club.alpha={beta:.3f}",
+                        "--set=club.alpha2=1",
+                    )
                     result["club (α = β̄)"] = finals(second)["club"]
                     scale = {"cmlb": None, "oful-ind": None, "linucb-ind": 1.0, "club": 1.0, "club (α = β̄)": beta}
                     for label, (regret, used) in result.items():
-                        rows.append({"sigma": sigma, "users": users, "z": z, "steps": steps, "algorithm": label,
-                                     "regret_per_user": regret / users,
-                                     "exploration_scale": used if scale[label] is None else scale[label]})
-                    line = ", ".join(f"{r['algorithm']} {r['regret_per_user']:.1f}" for r in rows[-len(result):])
+                        rows.append(
+                            {
+                                "sigma": sigma,
+                                "users": users,
+                                "z": z,
+                                "steps": steps,
+                                "algorithm": label,
+                                "regret_per_user": regret / users,
+                                "exploration_scale": used if scale[label] is None else scale[label],
+                            }
+                        )
+                    line = ", ".join(f"{r['algorithm']} {r['regret_per_user']:.1f}" for r in rows[-len(result) :])
                     print(f"σ={sigma} N={users} z={z} steps={steps}: {line}", flush=True)
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

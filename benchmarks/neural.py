@@ -32,8 +32,10 @@ FLOOR_SECONDS = {"mcnb": 60.0, "metaban": 60.0, "neuucb-one": 30.0, "neuucb-ind"
 MNIST_FLOOR_SECONDS = 300.0
 STAND_IN = {"users": 50, "clusters": 5, "dim": 10, "arms": 10, "noise": 0.1, "z": 0.0, "seed": 0}
 # the project's shared genuine data: the nearest ancestor folder holding shared/datasets (main checkout or worktree)
-SHARED = next((p / "shared" / "datasets" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "datasets").is_dir()), Path("shared/datasets"))
+SHARED = next(
+    (p / "shared" / "datasets" for p in Path(__file__).resolve().parents if (p / "shared" / "datasets").is_dir()),
+    Path("shared/datasets"),
+)
 
 
 def measure(algorithm: str, data_dir: str, name: str, protocol: str, rounds: int) -> dict:
@@ -47,10 +49,17 @@ def measure(algorithm: str, data_dir: str, name: str, protocol: str, rounds: int
     result = run_unit(unit, dataset)
     cpu = time.process_time() - cpu
     timing = result.timing.to_pandas()
-    split = {c.removesuffix("_seconds"): float(timing[c].sum()) for c in timing.columns
-             if c not in ("t", "select_seconds", "update_seconds")}
-    return {"rate": rounds / result.wall_seconds, "cpu_per_10k": cpu * 10_000 / rounds, "split": split,
-            "regret": float(result.outcome.column("regret").to_numpy().sum())}
+    split = {
+        c.removesuffix("_seconds"): float(timing[c].sum())
+        for c in timing.columns
+        if c not in ("t", "select_seconds", "update_seconds")
+    }
+    return {
+        "rate": rounds / result.wall_seconds,
+        "cpu_per_10k": cpu * 10_000 / rounds,
+        "split": split,
+        "regret": float(result.outcome.column("regret").to_numpy().sum()),
+    }
 
 
 def prepare(data_dir: str, datasets: Path) -> tuple[str, str]:
@@ -76,26 +85,35 @@ def main() -> None:
         name, protocol = prepare(data_dir, args.datasets)
         if name != "movielens":
             print(f"no {args.datasets / 'movielens-100k'}: the synthetic stand-in (50 users, K = 10, d = 10) instead")
-        runs += [(algorithm, name, protocol, args.rounds, REFERENCE.get(algorithm), FLOOR_SECONDS.get(algorithm))
-                 for algorithm in args.algos.split(",")]
+        runs += [
+            (algorithm, name, protocol, args.rounds, REFERENCE.get(algorithm), FLOOR_SECONDS.get(algorithm))
+            for algorithm in args.algos.split(",")
+        ]
         if args.mnist_rounds and (args.datasets / "mnist-test" / "t10k-images-idx3-ubyte.gz").is_file():
             from banditbench.data import classification
-            classification.prepare(Path(data_dir), "mnist", split="test", source=str(args.datasets / "mnist-test"),
-                                   offline=True)
+
+            classification.prepare(
+                Path(data_dir), "mnist", split="test", source=str(args.datasets / "mnist-test"), offline=True
+            )
             runs.append(("neuucb-one", "mnist", "classification", args.mnist_rounds, None, MNIST_FLOOR_SECONDS))
         elif args.mnist_rounds:
             print(f"no {args.datasets / 'mnist-test'}: MNIST figure skipped")
         context = multiprocessing.get_context("spawn")
-        print(f"{'dataset':<17} {'algorithm':<11} {'rounds':>6} {'rounds/s':>8} {'CPU s/10k':>9} {'× ref':>6} "
-              f"{'floor s':>7} {'regret':>8} {'load':>5}  time split (s)")
+        print(
+            f"{'dataset':<17} {'algorithm':<11} {'rounds':>6} {'rounds/s':>8} {'CPU s/10k':>9} {'× ref':>6} "
+            f"{'floor s':>7} {'regret':>8} {'load':>5}  time split (s)"
+        )
         for algorithm, name, protocol, rounds, reference, floor in runs:
             load = os.getloadavg()[0]
             with context.Pool(1) as pool:
                 row = pool.apply(measure, (algorithm, data_dir, name, protocol, rounds))
             ratio = f"{row['rate'] / reference:.1f}" if reference else "–"
             split = ", ".join(f"{k} {v:.1f}" for k, v in row["split"].items())
-            print(f"{name:<17} {algorithm:<11} {rounds:>6} {row['rate']:>8,.0f} {row['cpu_per_10k']:>9.1f} {ratio:>6} "
-                  f"{floor:>7.0f} {row['regret']:>8.1f} {load:>5.1f}  {split}", flush=True)
+            print(
+                f"{name:<17} {algorithm:<11} {rounds:>6} {row['rate']:>8,.0f} {row['cpu_per_10k']:>9.1f} {ratio:>6} "
+                f"{floor:>7.0f} {row['regret']:>8.1f} {load:>5.1f}  {split}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -39,11 +39,16 @@ def write_ratings(folder: Path, rows: int, seed: int = 0) -> None:
         f.write(b"userId,movieId,rating,timestamp\n")
         for start in range(0, rows, 5_000_000):
             n = min(5_000_000, rows - start)
-            table = pa.table({
-                "userId": zipf_ids(rng, USERS, n), "movieId": zipf_ids(rng, MOVIES, n),
-                "rating": rng.choice(np.arange(1, 11) / 2, size=n, p=np.array([1, 3, 2, 7, 5, 20, 13, 26, 8, 15]) / 100),
-                "timestamp": rng.integers(789_652_009, 1_574_327_703, size=n),
-            })
+            table = pa.table(
+                {
+                    "userId": zipf_ids(rng, USERS, n),
+                    "movieId": zipf_ids(rng, MOVIES, n),
+                    "rating": rng.choice(
+                        np.arange(1, 11) / 2, size=n, p=np.array([1, 3, 2, 7, 5, 20, 13, 26, 8, 15]) / 100
+                    ),
+                    "timestamp": rng.integers(789_652_009, 1_574_327_703, size=n),
+                }
+            )
             pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False))
     movies = [f'{i},"Movie {i}, The (19{i % 100:02d})",Drama|Comedy' for i in range(1, MOVIES + 1)]
     (folder / "movies.csv").write_text("movieId,title,genres\n" + "\n".join(movies) + "\n")
@@ -59,19 +64,37 @@ def main() -> None:
         raw.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         write_ratings(raw, args.rows)
-        print(f"wrote {args.rows:,} synthetic ratings ({(raw / 'ratings.csv').stat().st_size / 1e6:,.0f} MB) "
-              f"in {time.perf_counter() - started:.1f} s")
+        print(
+            f"wrote {args.rows:,} synthetic ratings ({(raw / 'ratings.csv').stat().st_size / 1e6:,.0f} MB) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "banditbench", "prepare", "movielens", "--variant", "25m",
-                               "--source", str(raw), "--data-dir", str(Path(scratch) / "datasets"), "--force"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "banditbench",
+                "prepare",
+                "movielens",
+                "--variant",
+                "25m",
+                "--source",
+                str(raw),
+                "--data-dir",
+                str(Path(scratch) / "datasets"),
+                "--force",
+            ],
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - started
-        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2  # kB on Linux
+        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2  # kB on Linux
         if done.returncode:
             sys.exit(f"prepare failed: {done.stderr.strip()}")
         print(done.stdout.strip())
-        print(f"prepare movielens --variant 25m: {wall:.1f} s wall, {peak_gb:.2f} GB peak RSS "
-              f"(targets: ≤ 180 s, ≤ 6 GB)")
+        print(
+            f"prepare movielens --variant 25m: {wall:.1f} s wall, {peak_gb:.2f} GB peak RSS (targets: ≤ 180 s, ≤ 6 GB)"
+        )
 
 
 if __name__ == "__main__":

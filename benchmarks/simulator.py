@@ -30,10 +30,28 @@ from pathlib import Path
 import numpy as np
 
 # First-genre counts of ML-20M's 27,278 movies (twostage.md §5.2).
-GENRES = {"IMAX": 1, "War": 35, "Film-Noir": 38, "Musical": 94, "Fantasy": 137, "Romance": 145, "Mystery": 146,
-          "Sci-Fi": 168, "Western": 215, "(no genres listed)": 246, "Thriller": 279, "Children": 414,
-          "Animation": 571, "Adventure": 1357, "Horror": 1380, "Crime": 1617, "Documentary": 2247, "Action": 3520,
-          "Comedy": 6793, "Drama": 7875}
+GENRES = {
+    "IMAX": 1,
+    "War": 35,
+    "Film-Noir": 38,
+    "Musical": 94,
+    "Fantasy": 137,
+    "Romance": 145,
+    "Mystery": 146,
+    "Sci-Fi": 168,
+    "Western": 215,
+    "(no genres listed)": 246,
+    "Thriller": 279,
+    "Children": 414,
+    "Animation": 571,
+    "Adventure": 1357,
+    "Horror": 1380,
+    "Crime": 1617,
+    "Documentary": 2247,
+    "Action": 3520,
+    "Comedy": 6793,
+    "Drama": 7875,
+}
 
 
 def ragged(rng: np.random.Generator, lengths: np.ndarray, pools: list[np.ndarray], owner: np.ndarray):
@@ -58,10 +76,21 @@ def write_logged(data_dir: Path, users: int, train_impressions: int, seed: int =
     genre = np.repeat(np.array(list(GENRES)), list(GENRES.values()))
     n = len(genre)
     words = np.array([f"w{k}" for k in range(20_000)])
-    titles = [" ".join(words[rng.zipf(1.3, size=rng.integers(2, 7)) % len(words)]) + f" ({rng.integers(1920, 2015)})"
-              for _ in range(n)]
-    news = with_topics(pd.DataFrame({"news_id": [f"M{i}" for i in range(1, n + 1)], "title": titles,
-                                     "category": genre, "subcategory": genre, "abstract": ""}))
+    titles = [
+        " ".join(words[rng.zipf(1.3, size=rng.integers(2, 7)) % len(words)]) + f" ({rng.integers(1920, 2015)})"
+        for _ in range(n)
+    ]
+    news = with_topics(
+        pd.DataFrame(
+            {
+                "news_id": [f"M{i}" for i in range(1, n + 1)],
+                "title": titles,
+                "category": genre,
+                "subcategory": genre,
+                "abstract": "",
+            }
+        )
+    )
     names = pa.array(news["news_id"].to_numpy())
     topic = news["topic"].to_numpy()
     by_topic = [np.flatnonzero(topic == t) for t in range(topic.max() + 1)]
@@ -78,15 +107,27 @@ def write_logged(data_dir: Path, users: int, train_impressions: int, seed: int =
     shown_offsets = np.arange(0, 21 * total + 1, 21, dtype=np.int32)
     clicked = np.tile(np.r_[1, np.zeros(20)].astype(np.int8), total)
     valid = (split == "test") & (rng.random(total) < 0.2)
-    behaviors = pa.table({
-        "impression_id": np.arange(1, total + 1), "user_id": np.char.add("U", user.astype(str)),
-        "time": 1_262_304_000 + np.sort(rng.integers(0, 140_000_000, total)), "split": split,
-        "history": pa.ListArray.from_arrays(history_offsets, names.take(history)),
-        "shown": pa.ListArray.from_arrays(shown_offsets, names.take(shown)),
-        "clicked": pa.ListArray.from_arrays(shown_offsets, pa.array(clicked)), "valid": valid})
-    write_dataset(data_dir / "movielens-logged", "movielens-logged", {"news": news, "behaviors": behaviors},
-                  {"generated": "benchmarks/simulator.py", "users": users, "train_impressions": train_impressions},
-                  protocol="ips-simulator", counts={"news": n, "impressions": total}, force=True)
+    behaviors = pa.table(
+        {
+            "impression_id": np.arange(1, total + 1),
+            "user_id": np.char.add("U", user.astype(str)),
+            "time": 1_262_304_000 + np.sort(rng.integers(0, 140_000_000, total)),
+            "split": split,
+            "history": pa.ListArray.from_arrays(history_offsets, names.take(history)),
+            "shown": pa.ListArray.from_arrays(shown_offsets, names.take(shown)),
+            "clicked": pa.ListArray.from_arrays(shown_offsets, pa.array(clicked)),
+            "valid": valid,
+        }
+    )
+    write_dataset(
+        data_dir / "movielens-logged",
+        "movielens-logged",
+        {"news": news, "behaviors": behaviors},
+        {"generated": "benchmarks/simulator.py", "users": users, "train_impressions": train_impressions},
+        protocol="ips-simulator",
+        counts={"news": n, "impressions": total},
+        force=True,
+    )
 
 
 def main() -> None:
@@ -108,22 +149,36 @@ def main() -> None:
         data_dir = args.keep or Path(tmp)
         started = time.perf_counter()
         write_logged(data_dir, args.users, args.train_impressions)
-        print(f"generated {args.train_impressions:,} training impressions (+ {args.train_impressions // 5:,} test) "
-              f"of {args.users:,} users over 27,278 movies in {time.perf_counter() - started:.0f} s")
+        print(
+            f"generated {args.train_impressions:,} training impressions (+ {args.train_impressions // 5:,} test) "
+            f"of {args.users:,} users over 27,278 movies in {time.perf_counter() - started:.0f} s"
+        )
         started, cpu = time.perf_counter(), time.process_time()
         data = load_logged(load_dataset(data_dir, "movielens-logged"))
-        print(f"read into arrays: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU; "
-              f"{len(data.impressions):,} impressions, {len(data.impressions.shown):,} candidates, "
-              f"{len(data.vocabulary):,} words")
+        print(
+            f"read into arrays: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU; "
+            f"{len(data.impressions):,} impressions, {len(data.impressions.shown):,} candidates, "
+            f"{len(data.vocabulary):,} words"
+        )
         settings = TrainSettings(epochs=args.epochs, threads=args.threads)
-        done = train_simulator(data_dir, "movielens-logged", settings, force=True, progress=lambda r: print(
-            f"  epoch {r['epoch']}: loss {r['train_loss']:.4f}, AUC/impression {r['auc_mean_per_impression']:.4f}, "
-            f"{r['seconds']:.0f} s", flush=True))
+        done = train_simulator(
+            data_dir,
+            "movielens-logged",
+            settings,
+            force=True,
+            progress=lambda r: print(
+                f"  epoch {r['epoch']}: loss {r['train_loss']:.4f}, AUC/impression {r['auc_mean_per_impression']:.4f}, "
+                f"{r['seconds']:.0f} s",
+                flush=True,
+            ),
+        )
         timing = done["timing"]
-        print(f"training: {timing['wall_seconds'] / 60:.1f} min wall, {timing['cpu_seconds'] / 60:.1f} min CPU, "
-              f"{len(done['epochs'])} epochs of {done['training_rows']:,} rows, threads {args.threads}; peak RSS "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; best AUC/impression "
-              f"{done['metrics']['auc_mean_per_impression']:.4f}")
+        print(
+            f"training: {timing['wall_seconds'] / 60:.1f} min wall, {timing['cpu_seconds'] / 60:.1f} min CPU, "
+            f"{len(done['epochs'])} epochs of {done['training_rows']:,} rows, threads {args.threads}; peak RSS "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; best AUC/impression "
+            f"{done['metrics']['auc_mean_per_impression']:.4f}"
+        )
 
         started = time.perf_counter()
         sim = Simulator.load(load_dataset(data_dir, "movielens-logged"), data)
@@ -134,16 +189,20 @@ def main() -> None:
         repeats, started = 50, time.perf_counter()
         for _ in range(repeats):
             sim.click_probabilities(np.array([0]), items)
-        print(f"click probabilities of 100,000 items for one user: "
-              f"{(time.perf_counter() - started) / repeats * 1000:.1f} ms")
+        print(
+            f"click probabilities of 100,000 items for one user: "
+            f"{(time.perf_counter() - started) / repeats * 1000:.1f} ms"
+        )
         users = rng.integers(0, data.n_users, 2000)
         slates = rng.integers(1, data.n_items + 1, (2000, 5))
         started = time.perf_counter()
         sim.user_vectors(np.unique(users))  # a trial's users, in one batched call
         for u, slate in zip(users, slates):
             sim.clicks(int(u), slate, rng)
-        print(f"clicks of 5-item slates, 2,000 rounds over {len(np.unique(users))} users (user vectors in "
-              f"one call): {2000 / (time.perf_counter() - started):,.0f} rounds/s")
+        print(
+            f"clicks of 5-item slates, 2,000 rounds over {len(np.unique(users))} users (user vectors in "
+            f"one call): {2000 / (time.perf_counter() - started):,.0f} rounds/s"
+        )
     print(f"load average after: {os.getloadavg()}")
 
 

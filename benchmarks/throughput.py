@@ -31,8 +31,14 @@ import time
 from pathlib import Path
 
 # ../shared/datasets/movielens-100k beside the checkout (a worktree sits one level deeper)
-MOVIELENS_100K = next((p / "shared" / "datasets" / "movielens-100k" for p in Path(__file__).resolve().parents[2:4]
-                       if (p / "shared" / "datasets" / "movielens-100k").is_dir()), Path("movielens-100k"))
+MOVIELENS_100K = next(
+    (
+        p / "shared" / "datasets" / "movielens-100k"
+        for p in Path(__file__).resolve().parents[2:4]
+        if (p / "shared" / "datasets" / "movielens-100k").is_dir()
+    ),
+    Path("movielens-100k"),
+)
 
 
 # Rounds per second of the authors' code, environment included (reference-speed.md; 10 000 rounds):
@@ -41,9 +47,9 @@ REFERENCE = {"club": 1300, "locb": 950, "sclub": 240, "cofiba": 77, "bass": 2100
 
 
 def measure(algorithm: str, data_dir: str, name: str, rounds: int) -> dict:
+    from banditbench.algos import ALGORITHMS
     from banditbench.data import load_dataset
     from banditbench.runner import Unit, run_unit
-    from banditbench.algos import ALGORITHMS
     from banditbench.runner.executors import limit_threads
 
     limit_threads()  # one BLAS thread, as in the executors' workers: OpenBLAS threads only slow down d = 10 products
@@ -69,9 +75,28 @@ def prepare_movielens(source: Path, data_dir: str) -> bool:
     if not (source / "u.data").is_file():
         print(f"no MovieLens-100K at {source}: using the synthetic stand-in --users 50 --arms 10 --dim 10")
         return False
-    subprocess.run([sys.executable, "-m", "banditbench", "prepare", "movielens", "--variant", "100k", "--source",
-                    str(source), "--groups", "50", "--dim", "10", "--data-dir", data_dir, "--offline"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "banditbench",
+            "prepare",
+            "movielens",
+            "--variant",
+            "100k",
+            "--source",
+            str(source),
+            "--groups",
+            "50",
+            "--dim",
+            "10",
+            "--data-dir",
+            data_dir,
+            "--offline",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return True
 
 
@@ -83,8 +108,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--algos", default=",".join(ALGORITHMS))
     parser.add_argument("--repeat", type=int, default=3, help="runs per algorithm; the fastest is printed")
-    parser.add_argument("--movielens", nargs="?", const=str(MOVIELENS_100K), default=None, metavar="FOLDER",
-                        help="MovieLens-100K raw folder (u.data): run on the recommendation protocol")
+    parser.add_argument(
+        "--movielens",
+        nargs="?",
+        const=str(MOVIELENS_100K),
+        default=None,
+        metavar="FOLDER",
+        help="MovieLens-100K raw folder (u.data): run on the recommendation protocol",
+    )
     for name, default in synthetic.DEFAULTS.items():
         if name != "seed":
             parser.add_argument(f"--{name}", type=type(default), default=default)
@@ -102,8 +133,10 @@ def main() -> None:
             name, setup = "synthetic", f"{options} centres={args.centres} protocol={args.protocol}"
         context = multiprocessing.get_context("spawn")
         print(f"{setup} T={args.rounds}")
-        print(f"{'algorithm':<14} {'rounds/s':>10} {'r/CPU-s':>10} {'algo-only r/s':>14} {'× ref':>7} "
-              f"{'peak RSS MB':>12} {'(before)':>9} {'regret':>10}")
+        print(
+            f"{'algorithm':<14} {'rounds/s':>10} {'r/CPU-s':>10} {'algo-only r/s':>14} {'× ref':>7} "
+            f"{'peak RSS MB':>12} {'(before)':>9} {'regret':>10}"
+        )
         for algorithm in args.algos.split(","):
             rows = []
             for _ in range(args.repeat):
@@ -111,9 +144,11 @@ def main() -> None:
                     rows.append(pool.apply(measure, (algorithm, data_dir, name, args.rounds)))
             row = max(rows, key=lambda r: r["rounds_per_second"])  # the run least disturbed by the machine's neighbours
             ratio = row["rounds_per_second"] / REFERENCE[algorithm] if algorithm in REFERENCE else float("nan")
-            print(f"{row['algorithm']:<14} {row['rounds_per_second']:>10,.0f} {row['rounds_per_cpu_second']:>10,.0f} "
-                  f"{row['algorithm_rounds_per_second']:>14,.0f} {ratio:>7.2f} {row['peak_rss_mb']:>12,.0f} "
-                  f"{row['rss_before_mb']:>9,.0f} {row['final_regret']:>10,.1f}")
+            print(
+                f"{row['algorithm']:<14} {row['rounds_per_second']:>10,.0f} {row['rounds_per_cpu_second']:>10,.0f} "
+                f"{row['algorithm_rounds_per_second']:>14,.0f} {ratio:>7.2f} {row['peak_rss_mb']:>12,.0f} "
+                f"{row['rss_before_mb']:>9,.0f} {row['final_regret']:>10,.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -38,14 +38,14 @@ def main() -> None:
     args = parser.parse_args()
 
     import numpy as np
+    from simulator import write_logged
 
+    from banditbench.algos import ALGORITHMS
     from banditbench.data import load_dataset
     from banditbench.envs.twostage import TwoStageEnvironment
-    from banditbench.algos import ALGORITHMS
     from banditbench.runner.seeds import unit_streams
     from banditbench.runner.unit import Unit, run_unit
     from banditbench.simulator.train import TrainSettings, train_simulator
-    from simulator import write_logged
 
     print(f"load average before: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,26 +54,46 @@ def main() -> None:
             write_logged(data_dir, users=1000, train_impressions=50_000)
             train_simulator(data_dir, "movielens-logged", TrainSettings(epochs=1, threads=1), force=True)
         dataset = load_dataset(data_dir, "movielens-logged")
-        env = {"users": args.users, "slate_size": args.slate, "pretrain": True, "pretrain_epochs": 5,
-               "known_fraction": 0.2}
+        env = {
+            "users": args.users,
+            "slate_size": args.slate,
+            "pretrain": True,
+            "pretrain_epochs": 5,
+            "known_fraction": 0.2,
+        }
         budget = args.b * args.slate
         started, cpu = time.perf_counter(), time.process_time()
         TwoStageEnvironment(dataset, unit_streams(0, 0)[0], env, budget)  # seed index 0: the units' trial
-        print(f"environment with pre-training (cached afterwards): {time.perf_counter() - started:.0f} s wall, "
-              f"{time.process_time() - cpu:.0f} s CPU", flush=True)
+        print(
+            f"environment with pre-training (cached afterwards): {time.perf_counter() - started:.0f} s wall, "
+            f"{time.process_time() - cpu:.0f} s CPU",
+            flush=True,
+        )
         for algo in args.algos.split(","):
-            unit = Unit("movielens-logged", "twostage", algo, ALGORITHMS[algo].defaults(), 0, 0, args.iterations,
-                        budget, env=env)
+            unit = Unit(
+                "movielens-logged",
+                "twostage",
+                algo,
+                ALGORITHMS[algo].defaults(),
+                0,
+                0,
+                args.iterations,
+                budget,
+                env=env,
+            )
             started, cpu = time.perf_counter(), time.process_time()
             result = run_unit(unit, dataset)
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
             timing = result.timing.to_pandas()
             ctr = float(np.sum(result.outcome["ctr"].to_numpy()))
-            print(f"{algo}: {wall:.0f} s wall, {cpu:.0f} s CPU for {args.iterations} iterations "
-                  f"(B = {budget}, {args.users} users, m = {args.slate}); recommendation "
-                  f"{timing.select_seconds.mean() * 1000:.1f} ms/iteration, update "
-                  f"{timing.update_seconds.mean() * 1000:.1f} ms/iteration; cumulative CTR {ctr:.0f}; "
-                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"{algo}: {wall:.0f} s wall, {cpu:.0f} s CPU for {args.iterations} iterations "
+                f"(B = {budget}, {args.users} users, m = {args.slate}); recommendation "
+                f"{timing.select_seconds.mean() * 1000:.1f} ms/iteration, update "
+                f"{timing.update_seconds.mean() * 1000:.1f} ms/iteration; cumulative CTR {ctr:.0f}; "
+                f"load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

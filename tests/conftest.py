@@ -22,5 +22,6 @@ def dataset(data_dir):
 
 def banditbench(*args, cwd=None) -> subprocess.CompletedProcess:
     """Run the real command line in a subprocess, as a user would."""
-    return subprocess.run([sys.executable, "-m", "banditbench", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "banditbench", *map(str, args)], cwd=cwd, capture_output=True, text=True
+    )

@@ -23,8 +23,9 @@ def mind_news(n_items: int, rng: np.random.Generator) -> list[str]:
     return lines
 
 
-def mind_behaviors(n_users: int, n_items: int, impressions: int, rng: np.random.Generator, start: int,
-                   day: datetime) -> list[str]:
+def mind_behaviors(
+    n_users: int, n_items: int, impressions: int, rng: np.random.Generator, start: int, day: datetime
+) -> list[str]:
     lines = []
     for k in range(impressions):
         u = int(rng.integers(0, n_users))
@@ -41,14 +42,17 @@ def mind_behaviors(n_users: int, n_items: int, impressions: int, rng: np.random.
     return lines
 
 
-def write_mind_fixture(folder: Path, n_users: int = 12, n_items: int = 40, train: int = 160, dev: int = 60,
-                       seed: int = 0) -> Path:
+def write_mind_fixture(
+    folder: Path, n_users: int = 12, n_items: int = 40, train: int = 160, dev: int = 60, seed: int = 0
+) -> Path:
     """MINDsmall_{train,dev}.zip in ``folder`` (prepare with verify=False: the sha256 pins are MINDsmall's)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     news = mind_news(n_items, rng)
-    for part, count, start, day in (("train", train, 1, datetime(2019, 11, 12)),
-                                     ("dev", dev, train + 1, datetime(2019, 11, 15))):
+    for part, count, start, day in (
+        ("train", train, 1, datetime(2019, 11, 12)),
+        ("dev", dev, train + 1, datetime(2019, 11, 15)),
+    ):
         with zipfile.ZipFile(folder / f"MINDsmall_{part}.zip", "w") as z:
             z.writestr("news.tsv", "\n".join(news) + "\n")
             z.writestr("behaviors.tsv", "\n".join(mind_behaviors(n_users, n_items, count, rng, start, day)) + "\n")
@@ -67,10 +71,15 @@ def write_movielens_fixture(folder: Path, n_users: int = 10, n_items: int = 30, 
                 rating = 5.0 if i % 3 == u % 3 else float(rng.choice([1.0, 2.0, 3.0]))
                 rows.append((u, int(i), rating, start + int(rng.integers(0, 10_000_000))))
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" +
-                                        "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in rows))
-    (folder / "movies.csv").write_text("movieId,title,genres\n" + "".join(
-        f'{i},"Film {WORDS[i % len(WORDS)]} {i} (199{i % 10})",{genres[i % 3]}\n' for i in range(1, n_items + 1)))
+    (folder / "ratings.csv").write_text(
+        "userId,movieId,rating,timestamp\n" + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in rows)
+    )
+    (folder / "movies.csv").write_text(
+        "movieId,title,genres\n"
+        + "".join(
+            f'{i},"Film {WORDS[i % len(WORDS)]} {i} (199{i % 10})",{genres[i % 3]}\n' for i in range(1, n_items + 1)
+        )
+    )
     return folder
 
 

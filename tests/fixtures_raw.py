@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 # Genuine raw files beside the checkout (../shared/datasets), or where $BANDITBENCH_SHARED_DATASETS points.
-SHARED = Path(os.environ.get("BANDITBENCH_SHARED_DATASETS",
-                            Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+SHARED = Path(
+    os.environ.get("BANDITBENCH_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets")
+)
 
 
 def ratings_table(n_users: int = 40, n_items: int = 60, seed: int = 0) -> np.ndarray:
@@ -23,8 +24,9 @@ def ratings_table(n_users: int = 40, n_items: int = 60, seed: int = 0) -> np.nda
     for u in range(1, n_users + 1):
         items = rng.choice(np.arange(1, n_items + 1), size=20 + u % 15, replace=False)
         for i in items:
-            rows.append((u, int(i), int(rng.choice([1, 2, 3, 4, 5], p=[0.1, 0.15, 0.25, 0.25, 0.25])),
-                         978300000 + len(rows)))
+            rows.append(
+                (u, int(i), int(rng.choice([1, 2, 3, 4, 5], p=[0.1, 0.15, 0.25, 0.25, 0.25])), 978300000 + len(rows))
+            )
     return np.array(rows, dtype=np.int64)
 
 
@@ -33,8 +35,13 @@ def write_ml1m_zip(folder: Path, name: str = "fixture-ml-1m.zip", crlf: bool = F
     rows = ratings_table()
     end = "\r\n" if crlf else "\n"
     ratings = end.join("::".join(map(str, r)) for r in rows) + end
-    movies = end.join(f"{i}::Les Misérables {i} (1995)::Drama|Romance" if i % 2 else f"{i}::Film {i} (1990)::Comedy"
-                      for i in range(1, 61)) + end
+    movies = (
+        end.join(
+            f"{i}::Les Misérables {i} (1995)::Drama|Romance" if i % 2 else f"{i}::Film {i} (1990)::Comedy"
+            for i in range(1, 61)
+        )
+        + end
+    )
     path = Path(folder) / name
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("ml-1m/ratings.dat", ratings.encode("latin-1"))

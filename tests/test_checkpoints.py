@@ -69,8 +69,17 @@ def table_bytes(table: pa.Table) -> bytes:
 
 
 def unit_of(algorithm: str, dataset: str, protocol: str, env=None, budget=None, rounds=ROUNDS, **params) -> Unit:
-    return Unit(dataset, protocol, algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, 1, rounds, budget,
-                env=env or {})
+    return Unit(
+        dataset,
+        protocol,
+        algorithm,
+        {**ALGORITHMS[algorithm].defaults(), **params},
+        0,
+        1,
+        rounds,
+        budget,
+        env=env or {},
+    )
 
 
 @pytest.mark.parametrize("algorithm", ONE_ARM)
@@ -100,8 +109,17 @@ def test_every_one_arm_policy_resumes_identically_on_classification(algorithm, d
 @pytest.mark.skipif(not (SHARED / "movielens-100k").is_dir(), reason="MovieLens-100K not available")
 @pytest.mark.parametrize("algorithm", USER_FEATURES)
 def test_policies_on_user_features_resume_identically_on_movielens(algorithm, tmp_path):
-    done = banditbench("prepare", "movielens", "--variant", "100k", "--source", SHARED / "movielens-100k",
-                       "--offline", "--data-dir", tmp_path / "ds")
+    done = banditbench(
+        "prepare",
+        "movielens",
+        "--variant",
+        "100k",
+        "--source",
+        SHARED / "movielens-100k",
+        "--offline",
+        "--data-dir",
+        tmp_path / "ds",
+    )
     assert done.returncode == 0, done.stderr
     unit = unit_of(algorithm, "movielens", "recommendation")
     resumes_identically(unit, load_dataset(tmp_path / "ds", "movielens"), tmp_path)
@@ -123,8 +141,9 @@ def mind(tmp_path_factory):
 def test_every_slate_policy_resumes_identically_on_two_stage_rounds(algorithm, mind, tmp_path):
     """Short units whose neural item and topic models are retrained before and after the checkpoint."""
     settings = {**PROTOCOLS["twostage"].environment.SETTINGS, "users": 4, "slate_size": 3, "pretrain_epochs": 1}
-    often = {k: v for k, v in (("item_update_every", 12), ("topic_update_every", 8))
-             if k in ALGORITHMS[algorithm].defaults()}
+    often = {
+        k: v for k, v in (("item_update_every", 12), ("topic_update_every", 8)) if k in ALGORITHMS[algorithm].defaults()
+    }
     unit = unit_of(algorithm, "mind", "twostage", env=settings, budget=20, rounds=50, **often)
     resumes_identically(unit, mind, tmp_path, every=20)
 
@@ -135,16 +154,24 @@ def test_every_registered_algorithm_is_covered():
 
 # -- the file format -----------------------------------------------------------------------------------------------
 
+
 def test_plain_data_round_trips_with_its_types_and_shared_arrays(tmp_path):
     shared = np.arange(6.0).reshape(2, 3)
-    tree = {"a": shared, "again": shared, 3: (1, 2.5, float("nan"), "x", None, True), "s": np.float32(1.5),
-            "big": 2 ** 100, "nested": [{"k": np.zeros(0, np.int8)}], (1, 2): -float("inf")}
+    tree = {
+        "a": shared,
+        "again": shared,
+        3: (1, 2.5, float("nan"), "x", None, True),
+        "s": np.float32(1.5),
+        "big": 2**100,
+        "nested": [{"k": np.zeros(0, np.int8)}],
+        (1, 2): -float("inf"),
+    }
     with open(tmp_path / "c.npz", "wb") as f:
         write(f, tree)
     back = read(tmp_path / "c.npz")
     assert back["again"] is back["a"] and back["a"].tolist() == shared.tolist()
     assert back[3][:2] == (1, 2.5) and np.isnan(back[3][2]) and back[3][3:] == ("x", None, True)
-    assert type(back["s"]) is np.float32 and back["big"] == 2 ** 100 and back[(1, 2)] == -float("inf")
+    assert type(back["s"]) is np.float32 and back["big"] == 2**100 and back[(1, 2)] == -float("inf")
     assert back["nested"][0]["k"].dtype == np.int8
 
 
@@ -177,8 +204,9 @@ def test_a_planted_or_broken_checkpoint_is_never_executed_and_the_unit_restarts(
         path.write_bytes(payload)
         path.with_suffix(".pkl").write_bytes(payload)  # the old checkpoint name is not read either
     elif disguise == "npz-of-objects":
-        np.savez(path, tree=np.frombuffer(b'{"array": "a0"}', np.uint8),
-                 a0=np.array([planted, 1], dtype=object))  # numpy stores an object array as a pickle
+        np.savez(
+            path, tree=np.frombuffer(b'{"array": "a0"}', np.uint8), a0=np.array([planted, 1], dtype=object)
+        )  # numpy stores an object array as a pickle
     else:
         with pytest.raises(Interrupted):
             run_unit(unit, dataset, checkpoints=CrashingCheckpoints(tmp_path / "out", EVERY))
@@ -203,8 +231,23 @@ def test_an_attribute_that_is_not_plain_data_is_named():
 
 def test_run_resume_never_runs_a_planted_checkpoint(data_dir, tmp_path):
     """The attack as a user would meet it: a results folder with a pickle under a checkpoint's name."""
-    args = ["run", "--data-dir", data_dir, "--dataset", "synthetic", "--algos", "linucb-ind", "--rounds", 300,
-            "--seeds", 1, "--jobs", 1, "--checkpoint-every", 100]
+    args = [
+        "run",
+        "--data-dir",
+        data_dir,
+        "--dataset",
+        "synthetic",
+        "--algos",
+        "linucb-ind",
+        "--rounds",
+        300,
+        "--seeds",
+        1,
+        "--jobs",
+        1,
+        "--checkpoint-every",
+        100,
+    ]
     out, clean = tmp_path / "out", tmp_path / "clean"
     for folder in (out, clean):
         assert banditbench(*args, "--out", folder).returncode == 0

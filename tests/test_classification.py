@@ -3,11 +3,11 @@ import tarfile
 
 import numpy as np
 import pytest
+from fixtures_raw import SHARED, write_idx
 
 from banditbench.data import classification, load_dataset
 from banditbench.envs.classification import ClassificationEnvironment
 from banditbench.errors import UserError
-from fixtures_raw import SHARED, write_idx
 
 
 def prepare(tmp_path, name, source, **kwargs):
@@ -72,24 +72,31 @@ def test_notmnist_tar_skips_corrupt_pngs(tmp_path):
     dataset = prepare(tmp_path, "notmnist", path, normalise="none")
     x, y = features(dataset)
     assert len(y) == 19 and np.bincount(y).tolist() == [2, 2, 2, 1, 2, 2, 2, 2, 2, 2]
-    assert dataset.manifest["sanity"]["rows"] == {"read": 20, "kept": 19,
-                                                  "dropped": {"PNG unreadable or not 28×28": 1}}
+    assert dataset.manifest["sanity"]["rows"] == {"read": 20, "kept": 19, "dropped": {"PNG unreadable or not 28×28": 1}}
     np.testing.assert_allclose(x[y == 4][1], 41 / 255, rtol=1e-6)
 
 
 def test_uci_tables(tmp_path):
     raw = tmp_path / "uci"
     raw.mkdir()
-    (raw / "letter-recognition.data").write_text("T,2,8,3,5,1,8,13,0,6,6,10,8,0,8,0,8\nI,5,12,3,7,2,10,5,5,4,13,3,9,2,8,4,10\n"
-                                                  "A,3,4,4,3,2,8,3,5,8,6,6,8,3,7,2,7\n")
-    (raw / "pendigits.tra").write_text(" 47,100, 27, 81, 57, 37, 26,  0,  0, 23, 56, 53,100, 90, 40, 98,  8\n"
-                                       "  0, 89, 27,100, 42, 75, 29, 45, 15, 15, 37,  0, 69,  2,100,  6,  2\r\n")
+    (raw / "letter-recognition.data").write_text(
+        "T,2,8,3,5,1,8,13,0,6,6,10,8,0,8,0,8\nI,5,12,3,7,2,10,5,5,4,13,3,9,2,8,4,10\n"
+        "A,3,4,4,3,2,8,3,5,8,6,6,8,3,7,2,7\n"
+    )
+    (raw / "pendigits.tra").write_text(
+        " 47,100, 27, 81, 57, 37, 26,  0,  0, 23, 56, 53,100, 90, 40, 98,  8\n"
+        "  0, 89, 27,100, 42, 75, 29, 45, 15, 15, 37,  0, 69,  2,100,  6,  2\r\n"
+    )
     (raw / "pendigits.tes").write_text(" 88, 92,  2, 99, 16, 66, 94, 37, 70,  0,  0, 24, 42, 65,100,100,  8\n")
-    (raw / "magic04.data").write_text("28.7967,16.0021,2.6449,0.3918,0.1982,27.7004,22.011,-8.2027,40.092,81.8828,g\n"
-                                      "31.6036,11.7235,2.5185,0.5303,0.3773,26.2722,23.8238,-9.9574,6.3609,205.261,h\n")
-    (raw / "agaricus-lepiota.data").write_text("p,x,s,n,t,p,f,c,n,k,e,e,s,s,w,w,p,w,o,p,k,s,u\n"
-                                               "e,x,s,y,t,a,f,c,b,k,e,c,s,s,w,w,p,w,o,p,n,n,g\n"
-                                               "e,b,s,w,t,l,f,c,b,n,e,?,s,s,w,w,p,w,o,p,n,n,m\n")
+    (raw / "magic04.data").write_text(
+        "28.7967,16.0021,2.6449,0.3918,0.1982,27.7004,22.011,-8.2027,40.092,81.8828,g\n"
+        "31.6036,11.7235,2.5185,0.5303,0.3773,26.2722,23.8238,-9.9574,6.3609,205.261,h\n"
+    )
+    (raw / "agaricus-lepiota.data").write_text(
+        "p,x,s,n,t,p,f,c,n,k,e,e,s,s,w,w,p,w,o,p,k,s,u\n"
+        "e,x,s,y,t,a,f,c,b,k,e,c,s,s,w,w,p,w,o,p,n,n,g\n"
+        "e,b,s,w,t,l,f,c,b,n,e,?,s,s,w,w,p,w,o,p,n,n,m\n"
+    )
     x, y = features(prepare(tmp_path, "letter", raw, normalise="none"))
     assert x.shape == (3, 16) and list(y) == [2, 1, 0]  # A < I < T
     x, y = features(prepare(tmp_path, "pendigits", raw, normalise="none"))
@@ -100,8 +107,9 @@ def test_uci_tables(tmp_path):
     x, y = features(prepare(tmp_path, "mushroom", raw, normalise="none"))
     assert list(y) == [1, 0, 0]
     assert np.all(x.sum(axis=1) == 22)  # one-hot: one category per attribute, '?' included
-    assert x.shape[1] == sum(len(set(col)) for col in zip(*[r.split(",")[1:] for r in (raw / "agaricus-lepiota.data")
-                                                          .read_text().split()]))
+    assert x.shape[1] == sum(
+        len(set(col)) for col in zip(*[r.split(",")[1:] for r in (raw / "agaricus-lepiota.data").read_text().split()])
+    )
 
 
 def test_shuttle_compressed_training_file(tmp_path):
@@ -127,7 +135,18 @@ def test_genuine_shuttle(tmp_path):
 def test_genuine_mnist_test_set_and_protocol(tmp_path):
     dataset = prepare(tmp_path, "mnist", SHARED / "mnist-test", split="test")
     x, y = features(dataset)
-    assert x.shape == (10000, 784) and np.bincount(y).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+    assert x.shape == (10000, 784) and np.bincount(y).tolist() == [
+        980,
+        1135,
+        1032,
+        1010,
+        982,
+        892,
+        958,
+        1028,
+        974,
+        1009,
+    ]
     assert abs(x.mean() - 0.0) < 0.05 and abs(x.std() - 1.0) < 0.05  # (x − 0.1307)/0.3081 standardises MNIST
     sha = {r["file"]: r["sha256"] for r in dataset.manifest["raw_files"]}
     assert sha["t10k-images-idx3-ubyte.gz"] == "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"
@@ -146,8 +165,8 @@ def test_block_and_shift_encodings(tmp_path):
         row = int(np.flatnonzero((x == rnd.arms[0, :784]).all(axis=1))[0])
         seen.append(row)
         assert rnd.user == y[row] and rnd.rewards[y[row]] == 1 and rnd.rewards.sum() == 1
-        np.testing.assert_array_equal(rnd.arms[7, 7 * 784:8 * 784], x[row])
-        assert np.count_nonzero(rnd.arms[7, :7 * 784]) == 0
+        np.testing.assert_array_equal(rnd.arms[7, 7 * 784 : 8 * 784], x[row])
+        assert np.count_nonzero(rnd.arms[7, : 7 * 784]) == 0
     assert sorted(seen[:30]) == list(range(30))
     dataset = prepare(tmp_path, "mnist", folder, split="test", normalise="l2", encoding="shift", force=True)
     env = ClassificationEnvironment(dataset, np.random.SeedSequence(0))
@@ -159,8 +178,9 @@ def test_block_and_shift_encodings(tmp_path):
 def test_mnist_notmnist_mixture(tmp_path):
     folder, _ = mnist_folder(tmp_path)
     prepare(tmp_path, "mnist", folder, split="test")
-    classification.prepare(tmp_path / "ds", "fashion-mnist", source=str(folder), offline=True, split="test",
-                           verify=False)
+    classification.prepare(
+        tmp_path / "ds", "fashion-mnist", source=str(folder), offline=True, split="test", verify=False
+    )
     # notMNIST stand-in: the fashion fixture's table under the notmnist name (same 784 features, 10 classes)
     (tmp_path / "ds" / "fashion-mnist").rename(tmp_path / "ds" / "notmnist")
     classification.prepare_mixture(tmp_path / "ds")

@@ -24,7 +24,9 @@ def make(tmp_path, name, **options):
 def run(dataset, algorithm, rounds, params=None, budget=None, seed_index=0):
     protocol = dataset.manifest["protocol"]
     params = {**TRUE_SIGMA.get(algorithm, {}), **(params or {})}
-    return run_unit(Unit("synthetic", protocol, algorithm, params, 0, seed_index, rounds, budget), dataset).outcome.to_pandas()
+    return run_unit(
+        Unit("synthetic", protocol, algorithm, params, 0, seed_index, rounds, budget), dataset
+    ).outcome.to_pandas()
 
 
 def final(outcome, column):
@@ -44,8 +46,13 @@ def sync_data(tmp_path_factory):
 # Sharing pays only when a user's own samples are scarce: 50 users, d = 8, σ = 0.2, T = 5000 (100 pulls each).
 # The papers line-search the clustering thresholds; these are values from such a search on this setting
 # (CLUB's α₂ = 1 cuts too late here; BASS with the theory's γ < 1, cf. γ* ≈ 0.29, and δ = 0.1).
-ASYNC_SETTINGS = {"club": {"alpha2": 0.7}, "bass": {"sigma": 0.2, "delta": 0.1, "gamma": 0.5}, "locb": {},
-                  "sclub": {}, "dynucb": {"n_clusters": 2}}
+ASYNC_SETTINGS = {
+    "club": {"alpha2": 0.7},
+    "bass": {"sigma": 0.2, "delta": 0.1, "gamma": 0.5},
+    "locb": {},
+    "sclub": {},
+    "dynucb": {"n_clusters": 2},
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +82,17 @@ def test_cmlb_recovers_clusters_and_beats_independent_oful_and_random(tmp_path):
     assert out["regret"].sum() < 0.1 * run(dataset, "random", rounds)["regret"].sum()
 
 
-@pytest.mark.parametrize("algorithm,protocol", [("club", "linear"), ("bass", "linear"), ("sclub", "linear"),
-                                                ("dynucb", "linear"), ("locb", "linear"), ("cmlb", "synchronous")])
+@pytest.mark.parametrize(
+    "algorithm,protocol",
+    [
+        ("club", "linear"),
+        ("bass", "linear"),
+        ("sclub", "linear"),
+        ("dynucb", "linear"),
+        ("locb", "linear"),
+        ("cmlb", "synchronous"),
+    ],
+)
 def test_with_a_single_cluster_they_approach_one_shared_linucb(tmp_path, algorithm, protocol):
     if algorithm != "cmlb":
         dataset = make(tmp_path, "one", clusters=1, protocol=protocol)
@@ -114,6 +130,7 @@ def test_cofiba_recovers_user_clusters_and_beats_independent_and_random(scarce_a
 
 # --- COFIBA's item side ---------------------------------------------------------------------------------------
 
+
 def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
     """Two user clusters θ = (0.6, ±0.8, 0) agree on items along e1 and disagree on items along ±e2: the item
     graph splits the catalogue into exactly those two item clusters (the neighbourhood of a user w.r.t. an e1
@@ -122,11 +139,14 @@ def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
 
     truth = np.arange(20) % 2
     theta = np.array([[0.6, 0.8, 0.0], [0.6, -0.8, 0.0]])
-    catalogue = np.array([[1, 0, 0], [1, 0, 0.3], [0, 1, 0], [0, -1, 0]]) / np.array([[1], [np.hypot(1, 0.3)], [1], [1]])
+    catalogue = np.array([[1, 0, 0], [1, 0, 0.3], [0, 1, 0], [0, -1, 0]]) / np.array(
+        [[1], [np.hypot(1, 0.3)], [1], [1]]
+    )
     for seed in range(3):
         rng = np.random.default_rng(seed)
-        policy = ALGORITHMS["cofiba"].build(n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(seed),
-                                            params={"alpha2": 0.3})
+        policy = ALGORITHMS["cofiba"].build(
+            n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(seed), params={"alpha2": 0.3}
+        )
         for t in range(3000):
             user, arms = int(rng.integers(20)), catalogue[rng.permutation(4)]
             expected = arms @ theta[truth[user]]
@@ -148,8 +168,9 @@ def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
     from banditbench.envs import PROTOCOLS, Budget
 
     env = PROTOCOLS["linear"].environment(scarce_async, np.random.SeedSequence(1))
-    policy = ALGORITHMS["cofiba"].build(n_users=50, n_arms=10, dim=8, seed=np.random.SeedSequence(2),
-                                        params={"alpha2": 0.15, "item_pool": 20})
+    policy = ALGORITHMS["cofiba"].build(
+        n_users=50, n_arms=10, dim=8, seed=np.random.SeedSequence(2), params={"alpha2": 0.15, "item_pool": 20}
+    )
     for rnd in env.rounds(2000):
         budget = Budget()
         view = rnd.view(budget)
@@ -168,6 +189,7 @@ def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
 
 
 # --- BASS's separation test (Definition 5.1) -------------------------------------------------------------------
+
 
 def brute_force_K(c_i, Sigma_i, c_j, Sigma_j, grid=4001):
     """Gilitschenski & Hanebeck's K(s) = 1 − cᵀ(Σ_i/(1−s) + Σ_j/s)⁻¹c minimised on a fine grid of s."""
@@ -211,6 +233,7 @@ def test_bass_keeps_same_cluster_edges_and_cuts_the_others_over_a_long_run(tmp_p
 
 
 # --- CMLB's two limits -----------------------------------------------------------------------------------------
+
 
 def reference_oful_run(dataset, rounds, shared_after):
     """OFUL per user for the first T_Explore steps; afterwards, one OFUL per user restarted (``shared_after``
@@ -326,8 +349,9 @@ def test_pair_f1_of_a_dense_graph_equals_the_sparse_path():
 
 
 def test_dense_breadth_first_components_match_scipy():
-    from banditbench.algos.graphs import dense_components
     from sklearn.metrics import adjusted_rand_score
+
+    from banditbench.algos.graphs import dense_components
 
     rng = np.random.default_rng(2)
     for p in (0.02, 0.05, 0.3):

@@ -50,8 +50,20 @@ def test_existing_option_names_and_defaults_are_kept():
 
 
 def test_an_option_outside_its_domain_is_refused_before_anything_is_read(tmp_path):
-    result = CliRunner().invoke(cli.app, ["prepare", "movielens", "--variant", "7m", "--source", str(tmp_path / "no"),
-                                          "--data-dir", str(tmp_path / "ds")], standalone_mode=False)
+    result = CliRunner().invoke(
+        cli.app,
+        [
+            "prepare",
+            "movielens",
+            "--variant",
+            "7m",
+            "--source",
+            str(tmp_path / "no"),
+            "--data-dir",
+            str(tmp_path / "ds"),
+        ],
+        standalone_mode=False,
+    )
     assert isinstance(result.exception, UserError)
     assert str(result.exception) == "--variant must be 100k | 1m | 20m | 25m, got '7m'"
     with pytest.raises(UserError, match="--groups must be at least 1, got 0"):
@@ -64,11 +76,20 @@ def test_an_option_outside_its_domain_is_refused_before_anything_is_read(tmp_pat
 def test_a_new_dataset_is_one_declaration(tmp_path):
     def prepare(data_dir, *, rows, force, source=None):  # takes only the source keywords it uses
         frame = pd.DataFrame({"x_0": range(rows), "label": [i % 2 for i in range(rows)]})
-        return write_dataset(Path(data_dir) / "toy", "toy", {"samples": frame}, {"rows": rows},
-                             protocol="classification", force=force)
+        return write_dataset(
+            Path(data_dir) / "toy", "toy", {"samples": frame}, {"rows": rows}, protocol="classification", force=force
+        )
 
-    toy = register(Dataset("toy", "a toy table", "nobody 2026", "classification", prepare,
-                           (Option("rows", int, 12, "Rows.", minimum=2),)))
+    toy = register(
+        Dataset(
+            "toy",
+            "a toy table",
+            "nobody 2026",
+            "classification",
+            prepare,
+            (Option("rows", int, 12, "Rows.", minimum=2),),
+        )
+    )
     cli.prepare_command(toy)
     try:
         result = CliRunner().invoke(cli.app, ["prepare", "toy", "--rows", "14", "--data-dir", str(tmp_path)])
@@ -82,11 +103,23 @@ def test_a_new_dataset_is_one_declaration(tmp_path):
 
 
 def test_data_never_imports_the_layers_above_it():
-    above = ("banditbench.envs", "banditbench.algos", "banditbench.runner", "banditbench.report",
-             "banditbench.results", "banditbench.simulator", "banditbench.cli")
+    above = (
+        "banditbench.envs",
+        "banditbench.algos",
+        "banditbench.runner",
+        "banditbench.report",
+        "banditbench.results",
+        "banditbench.simulator",
+        "banditbench.cli",
+    )
     for module in Path(cli.__file__).parent.joinpath("data").glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 assert not name.startswith(above), f"{module.name} imports {name}"

@@ -48,8 +48,9 @@ def test_runner_samples_diagnostics_every_hundred_rounds_and_at_the_end(dataset)
     sampled = out.dropna(subset=["diag_n_clusters"])
     assert sampled["t"].tolist() == [99, 199, 249]
     assert (sampled["diag_n_clusters"] == 1).all()
-    assert sampled["diag_pair_f1"].iloc[0] == pytest.approx(pair_f1_from_labels(
-        dataset.table("users").sort_values("user")["cluster"].to_numpy(), np.zeros(20)))
+    assert sampled["diag_pair_f1"].iloc[0] == pytest.approx(
+        pair_f1_from_labels(dataset.table("users").sort_values("user")["cluster"].to_numpy(), np.zeros(20))
+    )
 
 
 def test_policies_without_diagnostics_add_no_columns(dataset):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import banditbench
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos import domains as d
 from banditbench.errors import UserError
 from banditbench.runner import grid
-from conftest import banditbench
 
 
 def resolve(*texts: str) -> dict:
@@ -28,23 +28,26 @@ def test_every_hyper_parameter_has_a_domain_that_holds_its_default(name):
     assert not outside, f"{name}: defaults outside their domains: {outside}"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("linucb-ind.alpha=-1", "alpha must be a finite real number ≥ 0"),
-    ("linucb-ind.ridge=0", "ridge must be a finite real number > 0"),
-    ("linucb-ind.ridge=-1", "ridge must be a finite real number > 0"),
-    ("linucb-ind.alpha=nan", "alpha must be a finite real number ≥ 0"),
-    ("linucb-ind.alpha=inf", "alpha must be a finite real number ≥ 0"),
-    ("linucb-ind.alpha=-inf", "alpha must be a finite real number ≥ 0"),
-    ("linucb-ind.alpha=0.5,-1", "alpha must be a finite real number ≥ 0"),  # every value of a grid
-    ("bass.radius_convention=foo", "radius_convention must be one of paper, bandpy"),
-    ("bass.delta=1", "delta must be a finite real number in (0, 1)"),
-    ("bass.epsilon=1.5", "epsilon must be a finite real number in [0, 1]"),
-    ("mcnb.width=0", "width must be an integer ≥ 1"),
-    ("mcnb.width=2.5", "width must be an integer ≥ 1"),
-    ("mcnb.device=tpu", "device must be one of cpu, cuda, auto"),
-    ("club.reference_ucb=maybe", "reference_ucb must be a bool (true or false)"),
-    ("2-glm-ucb.topic_min_size=0", "topic_min_size must be none or an integer ≥ 1"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("linucb-ind.alpha=-1", "alpha must be a finite real number ≥ 0"),
+        ("linucb-ind.ridge=0", "ridge must be a finite real number > 0"),
+        ("linucb-ind.ridge=-1", "ridge must be a finite real number > 0"),
+        ("linucb-ind.alpha=nan", "alpha must be a finite real number ≥ 0"),
+        ("linucb-ind.alpha=inf", "alpha must be a finite real number ≥ 0"),
+        ("linucb-ind.alpha=-inf", "alpha must be a finite real number ≥ 0"),
+        ("linucb-ind.alpha=0.5,-1", "alpha must be a finite real number ≥ 0"),  # every value of a grid
+        ("bass.radius_convention=foo", "radius_convention must be one of paper, bandpy"),
+        ("bass.delta=1", "delta must be a finite real number in (0, 1)"),
+        ("bass.epsilon=1.5", "epsilon must be a finite real number in [0, 1]"),
+        ("mcnb.width=0", "width must be an integer ≥ 1"),
+        ("mcnb.width=2.5", "width must be an integer ≥ 1"),
+        ("mcnb.device=tpu", "device must be one of cpu, cuda, auto"),
+        ("club.reference_ucb=maybe", "reference_ucb must be a bool (true or false)"),
+        ("2-glm-ucb.topic_min_size=0", "topic_min_size must be none or an integer ≥ 1"),
+    ],
+)
 def test_values_outside_the_domain_are_refused_with_the_domain(text, message):
     with pytest.raises(UserError) as error:
         resolve(text)
@@ -75,15 +78,32 @@ def test_domains_describe_themselves():
 
 
 def test_the_command_line_refuses_a_bad_value_in_one_line(data_dir, tmp_path):
-    done = banditbench("run", "--data-dir", data_dir, "--dataset", "synthetic", "--algos", "linucb-ind",
-                       "--set", "linucb-ind.ridge=0", "--rounds", 10, "--seeds", 1, "--out", tmp_path / "out")
+    done = banditbench(
+        "run",
+        "--data-dir",
+        data_dir,
+        "--dataset",
+        "synthetic",
+        "--algos",
+        "linucb-ind",
+        "--set",
+        "linucb-ind.ridge=0",
+        "--rounds",
+        10,
+        "--seeds",
+        1,
+        "--out",
+        tmp_path / "out",
+    )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["error: --set linucb-ind.ridge='0': ridge must be a finite real "
-                                                "number > 0"]
+    assert done.stderr.strip().splitlines() == [
+        "error: --set linucb-ind.ridge='0': ridge must be a finite real number > 0"
+    ]
     assert not (tmp_path / "out").exists()
 
 
 # -- the declarations ----------------------------------------------------------------------------------------------
+
 
 def test_papers_are_cited_by_author_and_year():
     for name, spec in ALGORITHMS.items():

@@ -6,21 +6,28 @@ import subprocess
 import sys
 import textwrap
 import time
-
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
 
 from banditbench.algos import ALGORITHMS, Policy, register
+from banditbench.results.shards import write_shard
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.executors import LocalExecutor, RayExecutor
 from banditbench.runner.experiment import execute, plan, prepare_output
-from banditbench.results.shards import write_shard
 from banditbench.runner.unit import Unit, run_unit
 
-SETTINGS = dict(dataset="synthetic", algorithms=["linucb-ind", "random"], rounds=400, seeds=2, master_seed=3,
-                budget=None, params=["linucb-ind.alpha=0.1,1"], tune_seeds=2)
+SETTINGS = dict(
+    dataset="synthetic",
+    algorithms=["linucb-ind", "random"],
+    rounds=400,
+    seeds=2,
+    master_seed=3,
+    budget=None,
+    params=["linucb-ind.alpha=0.1,1"],
+    tune_seeds=2,
+)
 
 
 def run(data_dir, out, executor=None, **settings):
@@ -30,8 +37,11 @@ def run(data_dir, out, executor=None, **settings):
 
 
 def shards(folder):
-    return {p.name: p.read_bytes() for p in sorted((folder / "shards").glob("*.parquet"))
-            if not p.name.endswith(".timing.parquet")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((folder / "shards").glob("*.parquet"))
+        if not p.name.endswith(".timing.parquet")
+    }
 
 
 def test_two_local_workers_write_the_same_shards_as_one(data_dir, tmp_path):
@@ -39,8 +49,9 @@ def test_two_local_workers_write_the_same_shards_as_one(data_dir, tmp_path):
     run(data_dir, tmp_path / "two", LocalExecutor(jobs=2))
     one, two = shards(tmp_path / "one"), shards(tmp_path / "two")
     assert len(one) == 2 * 2 + 2 + 2 and one == two  # 2 cells × 2 tuning seeds, then 2 + 2 reported units
-    assert (tmp_path / "one" / "manifest.json").read_text().replace('"jobs": 1', '"jobs": 2') == \
-        (tmp_path / "two" / "manifest.json").read_text()
+    assert (tmp_path / "one" / "manifest.json").read_text().replace('"jobs": 1', '"jobs": 2') == (
+        tmp_path / "two" / "manifest.json"
+    ).read_text()
 
 
 def test_a_worker_killed_midway_fails_the_run_instead_of_hanging(data_dir, tmp_path):
@@ -69,16 +80,32 @@ def test_ray_writes_the_same_shards_as_the_local_executor(data_dir, tmp_path):
 
 
 def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_dir, tmp_path):
-    args = ["--data-dir", data_dir, "--dataset", "synthetic", "--algos", "linucb-ind,linucb-one", "--rounds", 4000,
-            "--seeds", 2, "--set", "linucb-ind.alpha=0.5", "--jobs", 2, "--checkpoint-every", 500]
+    args = [
+        "--data-dir",
+        data_dir,
+        "--dataset",
+        "synthetic",
+        "--algos",
+        "linucb-ind,linucb-one",
+        "--rounds",
+        4000,
+        "--seeds",
+        2,
+        "--set",
+        "linucb-ind.alpha=0.5",
+        "--jobs",
+        2,
+        "--checkpoint-every",
+        500,
+    ]
     command = [sys.executable, "-m", "banditbench", "run", *map(str, args)]
     killed = tmp_path / "killed"
-    process = subprocess.Popen([*command, "--out", str(killed)], start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*command, "--out", str(killed)], start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:  # kill once a unit is done and one is midway
-        if len(shards(killed) if (killed / "shards").exists() else {}) >= 1 and \
-                list(killed.glob("checkpoints/*.npz")):
+        if len(shards(killed) if (killed / "shards").exists() else {}) >= 1 and list(killed.glob("checkpoints/*.npz")):
             break
         time.sleep(0.02)
     os.killpg(process.pid, signal.SIGKILL)
@@ -88,8 +115,16 @@ def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_di
     assert list(killed.glob("checkpoints/*.npz"))  # a unit had been interrupted between checkpoints
     resumed = subprocess.run([*command, "--out", str(killed), "--resume"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
-    clean = plan(data_dir=data_dir, dataset="synthetic", algorithms=["linucb-ind", "linucb-one"], rounds=4000,
-                 seeds=2, master_seed=0, budget=None, params=["linucb-ind.alpha=0.5"])
+    clean = plan(
+        data_dir=data_dir,
+        dataset="synthetic",
+        algorithms=["linucb-ind", "linucb-one"],
+        rounds=4000,
+        seeds=2,
+        master_seed=0,
+        budget=None,
+        params=["linucb-ind.alpha=0.5"],
+    )
     execute(clean, prepare_output(tmp_path / "clean", clean, overwrite=False, resume=False), tmp_path / "clean")
     assert shards(killed) == shards(tmp_path / "clean") and len(shards(killed)) == 4
     assert not (killed / "checkpoints").exists()
@@ -113,9 +148,17 @@ def test_a_worker_running_linucb_imports_neither_torch_nor_scikit_learn(data_dir
     """)
     imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert imported == []
-    heavy = subprocess.run([sys.executable, "-c", "import sys; from banditbench.algos import ALGORITHMS; "
-                            "print(ALGORITHMS['mcnb'].policy.__module__, 'torch' in sys.modules)"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    heavy = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from banditbench.algos import ALGORITHMS; "
+            "print(ALGORITHMS['mcnb'].policy.__module__, 'torch' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert heavy == ["banditbench.algos.mcnb", "True"]  # imported on first use
 
 
@@ -168,8 +211,9 @@ class DropoutRegression(Policy):
 
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         torch.manual_seed(int(self.rng.integers(2**31)))
-        self.net = torch.nn.Sequential(torch.nn.Linear(dim, 8), torch.nn.ReLU(), torch.nn.Dropout(0.3),
-                                       torch.nn.Linear(8, 1)).double()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(dim, 8), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(8, 1)
+        ).double()
         self.optimiser = torch.optim.Adam(self.net.parameters(), lr=lr)
 
     def select(self, view, budget):

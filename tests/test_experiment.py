@@ -8,16 +8,26 @@ from banditbench.runner.experiment import execute, plan, prepare_output
 
 
 def run(data_dir, out, *, overwrite=False, resume=False, **settings):
-    options = dict(dataset="synthetic", algorithms=["random", "linucb-ind", "oracle"], rounds=300, seeds=2,
-                   master_seed=0, budget=None, params=[])
+    options = dict(
+        dataset="synthetic",
+        algorithms=["random", "linucb-ind", "oracle"],
+        rounds=300,
+        seeds=2,
+        master_seed=0,
+        budget=None,
+        params=[],
+    )
     options.update(settings)
     experiment = plan(data_dir=data_dir, **options)
     return execute(experiment, prepare_output(out, experiment, overwrite=overwrite, resume=resume), out)
 
 
 def shards(folder):
-    return {p.name: p.read_bytes() for p in sorted((folder / "shards").glob("*.parquet"))
-            if not p.name.endswith(".timing.parquet")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((folder / "shards").glob("*.parquet"))
+        if not p.name.endswith(".timing.parquet")
+    }
 
 
 def test_same_inputs_give_bit_identical_shards(data_dir, tmp_path):
@@ -41,7 +51,7 @@ def test_different_seeds_give_different_results(data_dir, tmp_path):
 def test_all_algorithms_of_one_seed_see_the_same_users_and_arms(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")
     rounds = load_experiment(tmp_path / "a").rounds
-    for seed, of_seed in rounds.groupby("seed"):
+    for _seed, of_seed in rounds.groupby("seed"):
         per_algorithm = [frame.reset_index(drop=True) for _, frame in of_seed.groupby("algorithm")]
         for frame in per_algorithm[1:]:
             assert frame["user"].equals(per_algorithm[0]["user"])
@@ -87,12 +97,15 @@ def test_hyper_parameter_overrides_are_cast_and_recorded(data_dir, tmp_path):
     assert load_experiment(tmp_path / "a").config["algorithms"]["linucb-ind"] == {"alpha": 0.25, "ridge": 1.0}
 
 
-@pytest.mark.parametrize("param, message", [
-    ("linucb-ind.alpha", "ALGO.NAME=VALUE"),
-    ("linucb-ind.beta=1", "no hyper-parameter 'beta'"),
-    ("linucb-one.alpha=1", "not among --algos"),
-    ("linucb-ind.alpha=high", "alpha must be a finite real number ≥ 0"),
-])
+@pytest.mark.parametrize(
+    "param, message",
+    [
+        ("linucb-ind.alpha", "ALGO.NAME=VALUE"),
+        ("linucb-ind.beta=1", "no hyper-parameter 'beta'"),
+        ("linucb-one.alpha=1", "not among --algos"),
+        ("linucb-ind.alpha=high", "alpha must be a finite real number ≥ 0"),
+    ],
+)
 def test_bad_hyper_parameter_overrides_are_refused(data_dir, tmp_path, param, message):
     with pytest.raises(UserError, match=message):
         run(data_dir, tmp_path / "a", params=[param])

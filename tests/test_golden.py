@@ -27,35 +27,98 @@ from fixtures_logged import write_mind_fixture  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden"
 # Genuine raw files beside the checkout (../shared/datasets), or where $BANDITBENCH_SHARED_DATASETS points.
-SHARED = Path(os.environ.get("BANDITBENCH_SHARED_DATASETS",
-                             Path(__file__).resolve().parents[1].parent / "shared" / "datasets"))
-OUTCOME = ("t", "user", "chosen", "reward", "expected_reward", "best_expected_reward", "regret",
-           "slate", "clicked", "clicks")
+SHARED = Path(
+    os.environ.get("BANDITBENCH_SHARED_DATASETS", Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+)
+OUTCOME = (
+    "t",
+    "user",
+    "chosen",
+    "reward",
+    "expected_reward",
+    "best_expected_reward",
+    "regret",
+    "slate",
+    "clicked",
+    "clicks",
+)
 ROUNDS, SEEDS = "80", "2"
 
-ONE_ARM = ["random", "linucb-one", "linucb-ind", "oracle", "club", "sclub", "cofiba", "locb", "dynucb", "bass",
-           "cmlb", "sclb", "pmlb", "oful-ind", "neuucb-one", "neuucb-ind", "eenet", "neurallinear", "metaban", "mcnb"]
-SLATE = ["slate-random", "2-slate-random", "glm-ucb", "2-glm-ucb", "n-glm-ucb", "2-n-glm-ucb", "n-linucb",
-         "2-n-linucb", "n-greedy", "2-n-greedy", "n-dropout-ucb", "2-n-dropout-ucb", "s-n-galm-ucb",
-         "2-s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-gblm-ucb"]
+ONE_ARM = [
+    "random",
+    "linucb-one",
+    "linucb-ind",
+    "oracle",
+    "club",
+    "sclub",
+    "cofiba",
+    "locb",
+    "dynucb",
+    "bass",
+    "cmlb",
+    "sclb",
+    "pmlb",
+    "oful-ind",
+    "neuucb-one",
+    "neuucb-ind",
+    "eenet",
+    "neurallinear",
+    "metaban",
+    "mcnb",
+]
+SLATE = [
+    "slate-random",
+    "2-slate-random",
+    "glm-ucb",
+    "2-glm-ucb",
+    "n-glm-ucb",
+    "2-n-glm-ucb",
+    "n-linucb",
+    "2-n-linucb",
+    "n-greedy",
+    "2-n-greedy",
+    "n-dropout-ucb",
+    "2-n-dropout-ucb",
+    "s-n-galm-ucb",
+    "2-s-n-galm-ucb",
+    "s-n-gblm-ucb",
+    "2-s-n-gblm-ucb",
+]
 
 
 def prepare_synthetic(data: Path) -> tuple[str, list[str]]:
-    run_ok("prepare", "synthetic", "--users", "20", "--clusters", "2", "--dim", "5", "--arms", "10",
-           "--data-dir", data)
+    run_ok("prepare", "synthetic", "--users", "20", "--clusters", "2", "--dim", "5", "--arms", "10", "--data-dir", data)
     return "synthetic", []
 
 
 def prepare_movielens(data: Path) -> tuple[str, list[str]]:
-    run_ok("prepare", "movielens", "--variant", "100k", "--source", SHARED / "movielens-100k", "--offline",
-           "--data-dir", data)
+    run_ok(
+        "prepare",
+        "movielens",
+        "--variant",
+        "100k",
+        "--source",
+        SHARED / "movielens-100k",
+        "--offline",
+        "--data-dir",
+        data,
+    )
     return "movielens", []
 
 
 def prepare_shuttle(encoding: str):
     def prepare(data: Path) -> tuple[str, list[str]]:
-        run_ok("prepare", "shuttle", "--source", SHARED / "uci-shuttle", "--offline", "--encoding", encoding,
-               "--data-dir", data)
+        run_ok(
+            "prepare",
+            "shuttle",
+            "--source",
+            SHARED / "uci-shuttle",
+            "--offline",
+            "--encoding",
+            encoding,
+            "--data-dir",
+            data,
+        )
         return "shuttle", []
 
     return prepare
@@ -108,8 +171,26 @@ def compute(setting: str, root: Path) -> dict[str, str]:
     data = root / "datasets"
     dataset, extra = prepare(data)
     out = root / "out"
-    run_ok("run", "--dataset", dataset, "--data-dir", data, "--algos", ",".join(algorithms), "--rounds", ROUNDS,
-           "--seeds", SEEDS, "--seed", "0", "--jobs", "1", "--out", out, *extra)
+    run_ok(
+        "run",
+        "--dataset",
+        dataset,
+        "--data-dir",
+        data,
+        "--algos",
+        ",".join(algorithms),
+        "--rounds",
+        ROUNDS,
+        "--seeds",
+        SEEDS,
+        "--seed",
+        "0",
+        "--jobs",
+        "1",
+        "--out",
+        out,
+        *extra,
+    )
     shards = sorted(p for p in out.rglob("*.parquet") if not p.name.endswith(".timing.parquet"))
     return {p.name.removesuffix(".parquet"): digest(p) for p in shards}
 

@@ -4,20 +4,27 @@ import json
 
 import numpy as np
 import pytest
+from conftest import banditbench
 
 from banditbench import presets
 from banditbench.errors import UserError
+from banditbench.presets import resolve
 from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
-from banditbench.presets import resolve
-from conftest import banditbench
 
 
 def planned(data_dir, **settings):
-    options = dict(dataset="synthetic", algorithms=["linucb-ind"], rounds=200, seeds=3, master_seed=0, budget=None,
-                   params=["linucb-ind.alpha=0.1,1", "linucb-ind.ridge=0.5,2"])
+    options = dict(
+        dataset="synthetic",
+        algorithms=["linucb-ind"],
+        rounds=200,
+        seeds=3,
+        master_seed=0,
+        budget=None,
+        params=["linucb-ind.alpha=0.1,1", "linucb-ind.ridge=0.5,2"],
+    )
     options.update(settings)
     return plan(data_dir=data_dir, **options)
 
@@ -54,8 +61,13 @@ def test_tuning_seeds_never_overlap_report_seeds(data_dir):
 
 
 def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path):
-    experiment = planned(data_dir, algorithms=["linucb-ind", "random"], tune_seeds=2, seeds=2,
-                         params=["linucb-ind.alpha=0.01,3", "linucb-ind.ridge=1"])
+    experiment = planned(
+        data_dir,
+        algorithms=["linucb-ind", "random"],
+        tune_seeds=2,
+        seeds=2,
+        params=["linucb-ind.alpha=0.01,3", "linucb-ind.ridge=1"],
+    )
     out = tmp_path / "tuned"
     execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -64,8 +76,11 @@ def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path)
     recomputed = {}
     for alpha in (0.01, 3.0):  # recompute the tuning scores from the tuning shards themselves
         shards = [read_shard(out / "shards" / f"{uid}.parquet") for uid in manifest["tuning_units"]]
-        finals = [frame["regret"].sum() for frame, meta in shards
-                  if meta["unit"]["params"]["alpha"] == alpha and meta["unit"]["tuning"]]
+        finals = [
+            frame["regret"].sum()
+            for frame, meta in shards
+            if meta["unit"]["params"]["alpha"] == alpha and meta["unit"]["tuning"]
+        ]
         recomputed[alpha] = np.mean(finals)
         assert len(finals) == 2 and means[alpha] == pytest.approx(recomputed[alpha])
     best = min(recomputed, key=recomputed.get)
@@ -88,20 +103,25 @@ def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_di
 
 def test_experiment_file_then_flags_override_it(tmp_path):
     config = tmp_path / "experiment.toml"
-    config.write_text('dataset = "synthetic"\nalgos = ["linucb-ind", "oracle"]\nrounds = 50\ntune-seeds = 2\n'
-                      'budget = "none"\n[set]\n"linucb-ind.alpha" = [0.1, 1]\n[set.linucb-ind]\nridge = 2\n')
+    config.write_text(
+        'dataset = "synthetic"\nalgos = ["linucb-ind", "oracle"]\nrounds = 50\ntune-seeds = 2\n'
+        'budget = "none"\n[set]\n"linucb-ind.alpha" = [0.1, 1]\n[set.linucb-ind]\nridge = 2\n'
+    )
     settings = resolve({"rounds": 70, "set": ["linucb-ind.alpha=0.3"], "algos": None}, config)
     assert settings["rounds"] == 70 and settings["algos"] == ["linucb-ind", "oracle"]
     assert settings["tune-seeds"] == 2 and settings["budget"] is None and settings["seeds"] == 5
     assert settings["set"] == {"linucb-ind": {"alpha": ["0.3"], "ridge": [2]}}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("rounds = 'ten'\n", "rounds should be a int"),
-    ("round = 10\n", "unknown setting 'round'"),
-    ("rounds = \n", "not valid TOML"),
-    ("[set]\nalpha = 1\n", "should read ALGO.NAME"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("rounds = 'ten'\n", "rounds should be a int"),
+        ("round = 10\n", "unknown setting 'round'"),
+        ("rounds = \n", "not valid TOML"),
+        ("[set]\nalpha = 1\n", "should read ALGO.NAME"),
+    ],
+)
 def test_bad_experiment_files_are_refused(tmp_path, text, message):
     config = tmp_path / "experiment.toml"
     config.write_text(text)
@@ -116,8 +136,11 @@ def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
     with pytest.raises(UserError, match=r"rounds: 200 in the folder, 201 now"):
         prepare_output(out, planned(data_dir, seeds=1, rounds=201), overwrite=False, resume=True)
     other_grid = planned(data_dir, seeds=1, params=["linucb-ind.alpha=0.1,2", "linucb-ind.ridge=0.5,2"])
-    with pytest.raises(UserError, match=r"algorithms\.linucb-ind\.alpha: \[0\.1, 1\.0\] in the folder, "
-                                        r"\[0\.1, 2\.0\] now"):
+    with pytest.raises(
+        UserError,
+        match=r"algorithms\.linucb-ind\.alpha: \[0\.1, 1\.0\] in the folder, "
+        r"\[0\.1, 2\.0\] now",
+    ):
         prepare_output(out, other_grid, overwrite=False, resume=True)
 
 
@@ -141,30 +164,59 @@ def test_every_paper_of_the_issue_has_presets():
 
 
 def test_a_preset_whose_parts_are_registered_runs_with_its_settings(data_dir, tmp_path, monkeypatch):
-    monkeypatch.setitem(presets.PRESETS, "tiny", {
-        "paper": "test", "reproduces": "nothing", "dataset": "synthetic", "protocol": "linear",
-        "algos": ["linucb-ind", "random"], "rounds": 120, "seeds": 2, "tune-seeds": 1, "budget": None,
-        "set": {"linucb-ind.alpha": [0.1, 1.0]}, "notes": ""})
+    monkeypatch.setitem(
+        presets.PRESETS,
+        "tiny",
+        {
+            "paper": "test",
+            "reproduces": "nothing",
+            "dataset": "synthetic",
+            "protocol": "linear",
+            "algos": ["linucb-ind", "random"],
+            "rounds": 120,
+            "seeds": 2,
+            "tune-seeds": 1,
+            "budget": None,
+            "set": {"linucb-ind.alpha": [0.1, 1.0]},
+            "notes": "",
+        },
+    )
     settings = resolve({"seeds": 1}, None, "tiny")
     assert (settings["rounds"], settings["seeds"], settings["tune-seeds"]) == (120, 1, 1)
-    experiment = plan(data_dir=data_dir, dataset=settings["dataset"], algorithms=settings["algos"],
-                      rounds=settings["rounds"], seeds=settings["seeds"], master_seed=settings["seed"],
-                      budget=settings["budget"], params=settings["set"], tune_seeds=settings["tune-seeds"],
-                      protocol=settings["protocol"])
+    experiment = plan(
+        data_dir=data_dir,
+        dataset=settings["dataset"],
+        algorithms=settings["algos"],
+        rounds=settings["rounds"],
+        seeds=settings["seeds"],
+        master_seed=settings["seed"],
+        budget=settings["budget"],
+        params=settings["set"],
+        tune_seeds=settings["tune-seeds"],
+        protocol=settings["protocol"],
+    )
     assert len(experiment.tuning_units) == 2 and [u.id for u in experiment.units] == ["random-seed0"]
     monkeypatch.setitem(presets.PRESETS["tiny"], "set", {"linucb-ind.beta": 1})
     with pytest.raises(UserError, match="not registered: hyper-parameter linucb-ind.beta"):
         resolve({}, None, "tiny")
     with pytest.raises(UserError, match="needs protocol 'matrix'"):
-        plan(data_dir=data_dir, dataset="synthetic", algorithms=["random"], rounds=5, seeds=1, master_seed=0,
-             budget=None, params=[], protocol="matrix")
+        plan(
+            data_dir=data_dir,
+            dataset="synthetic",
+            algorithms=["random"],
+            rounds=5,
+            seeds=1,
+            master_seed=0,
+            budget=None,
+            params=[],
+            protocol="matrix",
+        )
 
 
 def test_list_presets_and_a_missing_preset_on_the_command_line(data_dir, tmp_path):
     listed = banditbench("list", "presets")
     assert listed.returncode == 0
-    for name in ("mcnb-movielens", "metaban-mnist-notmnist", "bass-synthetic", "ghosh-lastfm",
-                 "twostage-table6-mind"):
+    for name in ("mcnb-movielens", "metaban-mnist-notmnist", "bass-synthetic", "ghosh-lastfm", "twostage-table6-mind"):
         assert name in listed.stdout
     ran = banditbench("run", "--preset", "bass-movielens", "--data-dir", data_dir, "--out", tmp_path / "out")
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1
@@ -175,8 +227,10 @@ def test_list_presets_and_a_missing_preset_on_the_command_line(data_dir, tmp_pat
 def test_run_from_an_experiment_file_with_a_flag_override_records_the_resolved_settings(data_dir, tmp_path):
     config = tmp_path / "experiment.toml"
     out = tmp_path / "from-file"
-    config.write_text(f'algos = "linucb-ind,random"\nrounds = 150\nseeds = 2\nout = "{out}"\njobs = 1\n'
-                      '[set]\n"linucb-ind.alpha" = [0.1, 1.0]\n')
+    config.write_text(
+        f'algos = "linucb-ind,random"\nrounds = 150\nseeds = 2\nout = "{out}"\njobs = 1\n'
+        '[set]\n"linucb-ind.alpha" = [0.1, 1.0]\n'
+    )
     ran = banditbench("run", "--config", config, "--data-dir", data_dir, "--rounds", 120)
     assert ran.returncode == 0, ran.stderr
     manifest = json.loads((out / "manifest.json").read_text())

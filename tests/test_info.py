@@ -4,10 +4,10 @@ import json
 import re
 
 import pytest
-
-from banditbench.data import classification, facebook, movielens
 from conftest import banditbench
 from fixtures_raw import SHARED
+
+from banditbench.data import classification, facebook, movielens
 
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="genuine raw datasets not available")
 

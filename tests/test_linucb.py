@@ -66,8 +66,9 @@ def test_linucb_statistics_built_from_its_selections_equal_the_direct_ridge_solu
 
     rng = np.random.default_rng(4)
     d, ridge = 5, 0.7
-    policy = ALGORITHMS["linucb-ind"].build(n_users=2, n_arms=6, dim=d, seed=np.random.SeedSequence(0),
-                                            params={"ridge": ridge, "alpha": 0.3})
+    policy = ALGORITHMS["linucb-ind"].build(
+        n_users=2, n_arms=6, dim=d, seed=np.random.SeedSequence(0), params={"ridge": ridge, "alpha": 0.3}
+    )
     X, r = [], []
     for t in range(300):
         arms = rng.standard_normal((6, d))

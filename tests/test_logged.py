@@ -1,19 +1,19 @@
 import zipfile
 
-import numpy as np
 import pytest
+from conftest import banditbench
 
 from banditbench.data import load_dataset, logged
 from banditbench.errors import UserError
-from conftest import banditbench
 
 
 def write_mind(folder, part):
-    news = ["N1\tsports\tfootball_nfl\tBig game tonight\tAn abstract\thttps://x\t[]\t[]",
-            "N2\tnews\tnewsus\tÉlection news\t\thttps://y\t[]\t[]",
-            "N3\tsports\tbaseball_mlb\tHome run\tText\thttps://z\t[]\t[]"]
-    behaviors = ["1\tU10\t11/12/2019 2:14:46 PM\tN1 N2\tN3-1 N2-0",
-                 "2\tU11\t11/13/2019 10:00:01 AM\t\tN1-0 N3-0 N2-1"]
+    news = [
+        "N1\tsports\tfootball_nfl\tBig game tonight\tAn abstract\thttps://x\t[]\t[]",
+        "N2\tnews\tnewsus\tÉlection news\t\thttps://y\t[]\t[]",
+        "N3\tsports\tbaseball_mlb\tHome run\tText\thttps://z\t[]\t[]",
+    ]
+    behaviors = ["1\tU10\t11/12/2019 2:14:46 PM\tN1 N2\tN3-1 N2-0", "2\tU11\t11/13/2019 10:00:01 AM\t\tN1-0 N3-0 N2-1"]
     with zipfile.ZipFile(folder / f"MINDsmall_{part}.zip", "w") as z:
         z.writestr("news.tsv", "\n".join(news) + "\n")
         z.writestr("behaviors.tsv", "\n".join(behaviors) + "\n")
@@ -54,10 +54,13 @@ def test_movielens_logged_split(tmp_path):
     rows += [(9, 1, 5.0, t1)]  # only train activity → dropped
     folder = tmp_path / "raw"
     folder.mkdir()
-    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" +
-                                        "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in rows))
-    (folder / "movies.csv").write_text('movieId,title,genres\n1,"Toy Story (1995)",Adventure|Animation\n'
-                                       + "".join(f"{i},Film {i},Drama\n" for i in range(2, 7)))
+    (folder / "ratings.csv").write_text(
+        "userId,movieId,rating,timestamp\n" + "".join(f"{u},{i},{r},{t}\n" for u, i, r, t in rows)
+    )
+    (folder / "movies.csv").write_text(
+        'movieId,title,genres\n1,"Toy Story (1995)",Adventure|Animation\n'
+        + "".join(f"{i},Film {i},Drama\n" for i in range(2, 7))
+    )
     logged.prepare_movielens_logged(tmp_path / "ds", variant="20m", source=str(folder), offline=True)
     dataset = load_dataset(tmp_path / "ds", "movielens-logged")
     behaviors, news = dataset.table("behaviors"), dataset.table("news")

@@ -2,21 +2,20 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import banditbench
+from fixtures_raw import SHARED, write_ml1m_zip
 
 from banditbench.data import load_dataset, movielens
 from banditbench.data.ratings import RatingOptions
 from banditbench.envs.recommendation import RecommendationEnvironment
 from banditbench.errors import UserError
-from conftest import banditbench
-from fixtures_raw import SHARED, write_ml1m_zip
 
 SMALL = RatingOptions(top_users=30, top_items=50, groups=5)
 
 
 def prepare_fixture(tmp_path, options=SMALL, **kwargs):
     source, rows = write_ml1m_zip(tmp_path)
-    path = movielens.prepare(tmp_path / "datasets", variant="1m", options=options, source=str(source),
-                             offline=True, **kwargs)
+    movielens.prepare(tmp_path / "datasets", variant="1m", options=options, source=str(source), offline=True, **kwargs)
     return load_dataset(tmp_path / "datasets", "movielens"), rows
 
 
@@ -102,13 +101,26 @@ def test_genuine_ml100k(tmp_path):
     source = SHARED / "movielens-100k"
     movielens.prepare(tmp_path, variant="100k", source=str(source), offline=True)
     dataset = load_dataset(tmp_path, "movielens")
-    assert dataset.manifest["counts"] == {"raw_ratings": 100000, "users": 943, "items": 1682, "interactions": 100000,
-                                          "positives": 21201, "negatives": 78799, "groups": 50}
+    assert dataset.manifest["counts"] == {
+        "raw_ratings": 100000,
+        "users": 943,
+        "items": 1682,
+        "interactions": 100000,
+        "positives": 21201,
+        "negatives": 78799,
+        "groups": 50,
+    }
     items = dataset.table("items")
     assert items["title"].str.contains("Misérables").any()
     assert items.loc[items["raw_item"] == 1, "genres"].item() == "Animation|Children's|Comedy"
-    movielens.prepare(tmp_path, variant="100k", source=str(source), offline=True, force=True,
-                      options=RatingOptions(negative_below=2.0))
+    movielens.prepare(
+        tmp_path,
+        variant="100k",
+        source=str(source),
+        offline=True,
+        force=True,
+        options=RatingOptions(negative_below=2.0),
+    )
     assert load_dataset(tmp_path, "movielens").manifest["counts"]["negatives"] == 6110  # only 1-star ratings
 
 
@@ -121,8 +133,21 @@ def test_cli_prepare_then_run(tmp_path):
         args = ["--variant", "1m", "--source", zipped, "--groups", "5"]
     done = banditbench("prepare", "movielens", *args, "--offline", "--data-dir", tmp_path / "ds")
     assert done.returncode == 0, done.stderr
-    done = banditbench("run", "--dataset", "movielens", "--algos", "linucb-ind,random", "--rounds", "300",
-                       "--seeds", "1", "--data-dir", tmp_path / "ds", "--out", tmp_path / "out")
+    done = banditbench(
+        "run",
+        "--dataset",
+        "movielens",
+        "--algos",
+        "linucb-ind,random",
+        "--rounds",
+        "300",
+        "--seeds",
+        "1",
+        "--data-dir",
+        tmp_path / "ds",
+        "--out",
+        tmp_path / "out",
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "shards" / "linucb-ind-seed0.parquet").is_file()
 

@@ -5,17 +5,23 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import banditbench
+from fixtures_raw import ratings_table
 
 from banditbench.data import load_dataset, own
 from banditbench.errors import UserError
-from conftest import banditbench
-from fixtures_raw import ratings_table
 
 
 def interactions_csv(tmp_path, name="clicks.csv", sep=",", features=False):
     rows = ratings_table()
-    frame = pd.DataFrame({"user": [f"u{u}" for u in rows[:, 0]], "item": [f"i{i}" for i in rows[:, 1]],
-                          "reward": (rows[:, 2] >= 4).astype(int), "timestamp": rows[:, 3]})
+    frame = pd.DataFrame(
+        {
+            "user": [f"u{u}" for u in rows[:, 0]],
+            "item": [f"i{i}" for i in rows[:, 1]],
+            "reward": (rows[:, 2] >= 4).astype(int),
+            "timestamp": rows[:, 3],
+        }
+    )
     if features:
         frame["genre_a"] = rows[:, 1] % 3
         frame["genre_b"] = (rows[:, 1] % 5) / 5 + 0.1
@@ -27,8 +33,14 @@ def interactions_csv(tmp_path, name="clicks.csv", sep=",", features=False):
 def iris_like(tmp_path, n=60):
     rng = np.random.default_rng(0)
     species = np.array(["setosa", "versicolor", "virginica"])[np.arange(n) % 3]
-    frame = pd.DataFrame({"sepal": rng.normal(size=n) + (np.arange(n) % 3), "petal": rng.normal(size=n),
-                          "colour": np.where(np.arange(n) % 2, "blue", "red"), "species": species})
+    frame = pd.DataFrame(
+        {
+            "sepal": rng.normal(size=n) + (np.arange(n) % 3),
+            "petal": rng.normal(size=n),
+            "colour": np.where(np.arange(n) % 2, "blue", "red"),
+            "species": species,
+        }
+    )
     path = tmp_path / "flowers.parquet"
     frame.to_parquet(path)
     return path
@@ -37,12 +49,14 @@ def iris_like(tmp_path, n=60):
 def test_interactions_and_table_prepare_and_run_end_to_end(tmp_path):
     csv, frame = interactions_csv(tmp_path)
     data = tmp_path / "ds"
-    done = banditbench("prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "4",
-                       "--data-dir", data)
+    done = banditbench(
+        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "4", "--data-dir", data
+    )
     assert done.returncode == 0, done.stderr
     table = iris_like(tmp_path)
-    done = banditbench("prepare", "classification", "--source", table, "--target", "species", "--name", "flowers",
-                       "--data-dir", data)
+    done = banditbench(
+        "prepare", "classification", "--source", table, "--target", "species", "--name", "flowers", "--data-dir", data
+    )
     assert done.returncode == 0, done.stderr
     shop = load_dataset(data, "shop")
     assert shop.manifest["protocol"] == "recommendation"
@@ -55,16 +69,36 @@ def test_interactions_and_table_prepare_and_run_end_to_end(tmp_path):
     assert samples.filter(like="x_").shape[1] == 4  # sepal, petal and colour one-hot (blue, red)
     for name in ("shop", "flowers"):
         out = tmp_path / f"out-{name}"
-        ran = banditbench("run", "--dataset", name, "--rounds", 50, "--seeds", 1, "--algos", "random,linucb-ind",
-                          "--data-dir", data, "--out", out, "--jobs", 1)
+        ran = banditbench(
+            "run",
+            "--dataset",
+            name,
+            "--rounds",
+            50,
+            "--seeds",
+            1,
+            "--algos",
+            "random,linucb-ind",
+            "--data-dir",
+            data,
+            "--out",
+            out,
+            "--jobs",
+            1,
+        )
         assert ran.returncode == 0, ran.stderr
         assert (out / "shards" / "linucb-ind-seed0.parquet").is_file()
 
 
 def test_given_item_features_replace_the_svd(tmp_path):
     csv, frame = interactions_csv(tmp_path, sep=";", features=True)  # a semicolon CSV is sniffed
-    own.prepare_interactions(tmp_path / "ds", name="shop", source=str(csv), item_features="genre_a,genre_b",
-                             options=own.pipeline.RatingOptions(positive_above=0.0, groups=4))
+    own.prepare_interactions(
+        tmp_path / "ds",
+        name="shop",
+        source=str(csv),
+        item_features="genre_a,genre_b",
+        options=own.pipeline.RatingOptions(positive_above=0.0, groups=4),
+    )
     dataset = load_dataset(tmp_path / "ds", "shop")
     items = dataset.table("items")
     assert [c for c in items.columns if c.startswith("f_")] == ["f_0", "f_1"]
@@ -74,12 +108,18 @@ def test_given_item_features_replace_the_svd(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(users[["f_0", "f_1"]].to_numpy(), axis=1), 1.0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"user": "customer"}, r"no column 'customer' \(it has: user, item, reward, timestamp\); name yours with --user"),
-    ({"reward": "item"}, r"column 'item' must be numeric, found 'i"),
-    ({"name": "movielens"}, r"--name 'movielens' is a registered dataset"),
-    ({"name": "../up"}, r"--name '../up' must be letters"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"user": "customer"},
+            r"no column 'customer' \(it has: user, item, reward, timestamp\); name yours with --user",
+        ),
+        ({"reward": "item"}, r"column 'item' must be numeric, found 'i"),
+        ({"name": "movielens"}, r"--name 'movielens' is a registered dataset"),
+        ({"name": "../up"}, r"--name '../up' must be letters"),
+    ],
+)
 def test_bad_interactions_are_one_line(tmp_path, kwargs, message):
     csv, _ = interactions_csv(tmp_path)
     with pytest.raises(UserError, match=message):
@@ -103,8 +143,9 @@ def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path):
     csv, _ = interactions_csv(tmp_path)
     done = banditbench("prepare", "interactions", "--source", csv, "--data-dir", tmp_path / "ds")
     assert done.returncode == 2 and "--name is required" in done.stderr and "Traceback" not in done.stderr
-    done = banditbench("prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20",
-                       "--data-dir", tmp_path / "ds")
+    done = banditbench(
+        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", tmp_path / "ds"
+    )
     assert done.returncode == 0, done.stderr
     assert "warning: shop: 20 groups for 40 users" in done.stderr
     manifest = json.loads((tmp_path / "ds" / "shop" / "manifest.json").read_text())

@@ -3,12 +3,12 @@
 import zipfile
 
 import pytest
+from conftest import banditbench
+from fixtures_raw import write_idx, write_ml1m_zip
 
 from banditbench.data import classification, fetch, movielens
 from banditbench.data.ratings import RatingOptions
 from banditbench.errors import UserError
-from conftest import banditbench
-from fixtures_raw import write_idx, write_ml1m_zip
 
 SMALL = RatingOptions(top_users=30, top_items=50, groups=5)
 
@@ -49,7 +49,7 @@ def test_corrupt_member_fails_its_crc(tmp_path):
     with zipfile.ZipFile(good) as z:
         info = z.getinfo("ml-1m/ratings.dat")
     start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 10
-    data[start:start + 4] = b"9999"
+    data[start : start + 4] = b"9999"
     bad = tmp_path / "corrupt.zip"
     bad.write_bytes(bytes(data))
     with pytest.raises(UserError, match=r"corrupt.zip.*complete zip or tar archive"):
@@ -59,8 +59,11 @@ def test_corrupt_member_fails_its_crc(tmp_path):
 def test_source_folder_missing_a_required_file(tmp_path):
     (tmp_path / "ml-1m").mkdir()
     (tmp_path / "ml-1m" / "ratings.dat").write_text("1::1::5::978300760\n")
-    with pytest.raises(UserError, match=r"lacks 1 file movielens-1m needs: movies.dat; download "
-                                        r"https://files.grouplens.org/datasets/movielens/ml-1m.zip"):
+    with pytest.raises(
+        UserError,
+        match=r"lacks 1 file movielens-1m needs: movies.dat; download "
+        r"https://files.grouplens.org/datasets/movielens/ml-1m.zip",
+    ):
         movielens.prepare(tmp_path / "ds", variant="1m", source=str(tmp_path / "ml-1m"), offline=True)
 
 
@@ -74,23 +77,33 @@ def test_file_in_the_wrong_format(tmp_path):
     write_idx(folder / "t10k-images-idx3-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))
     write_idx(folder / "t10k-labels-idx1-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))  # images, not labels
     with pytest.raises(UserError, match=r"t10k-labels-idx1-ubyte.gz: holds images, expected labels"):
-        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(folder), offline=True,
-                               verify=False)
+        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(folder), offline=True, verify=False)
 
 
 def test_empty_after_filtering(tmp_path):
     source, _ = write_ml1m_zip(tmp_path)
-    with pytest.raises(UserError, match=r"no ratings left after keeping the top 30 users and 50 items with positive "
-                                        r"= rating > 5"):
-        movielens.prepare(tmp_path / "ds", variant="1m", source=str(source), offline=True,
-                          options=RatingOptions(top_users=30, top_items=50, groups=5, positive_above=5.0))
+    with pytest.raises(
+        UserError,
+        match=r"no ratings left after keeping the top 30 users and 50 items with positive "
+        r"= rating > 5",
+    ):
+        movielens.prepare(
+            tmp_path / "ds",
+            variant="1m",
+            source=str(source),
+            offline=True,
+            options=RatingOptions(top_users=30, top_items=50, groups=5, positive_above=5.0),
+        )
     assert no_partial_output(tmp_path / "ds")
 
 
 def test_gated_and_missing_sources_say_what_to_do(tmp_path):
-    spec = fetch.RawSpec("yelp", (), {"reviews": ("yelp_academic_dataset_review.json",)},
-                         gated="accept the terms at https://www.yelp.com/dataset, download yelp_dataset.tar and "
-                               "pass it to --source")
+    spec = fetch.RawSpec(
+        "yelp",
+        (),
+        {"reviews": ("yelp_academic_dataset_review.json",)},
+        gated="accept the terms at https://www.yelp.com/dataset, download yelp_dataset.tar and pass it to --source",
+    )
     with pytest.raises(UserError, match="yelp cannot be downloaded automatically: accept the terms"):
         with fetch.raw_files(spec):
             pass
@@ -99,8 +112,9 @@ def test_gated_and_missing_sources_say_what_to_do(tmp_path):
 
 
 def test_cli_error_is_one_line_and_exit_2(tmp_path):
-    done = banditbench("prepare", "movielens", "--variant", "1m", "--source", tmp_path / "nowhere", "--data-dir",
-                       tmp_path / "ds")
+    done = banditbench(
+        "prepare", "movielens", "--variant", "1m", "--source", tmp_path / "nowhere", "--data-dir", tmp_path / "ds"
+    )
     assert done.returncode == 2 and done.stderr.startswith("error:") and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 or "\n" not in done.stderr.strip().replace("\n", " ")
     assert not (tmp_path / "ds").exists()
@@ -114,8 +128,7 @@ def test_truncated_gzip_member(tmp_path):
     data = (tmp_path / "t10k-images-idx3-ubyte.gz").read_bytes()
     (tmp_path / "t10k-images-idx3-ubyte.gz").write_bytes(data[: len(data) // 2])
     with pytest.raises(UserError, match=r"t10k-images-idx3-ubyte.gz: cannot read it as a gzip'ed IDX file"):
-        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(tmp_path), offline=True,
-                               verify=False)
+        classification.prepare(tmp_path / "ds", "mnist", split="test", source=str(tmp_path), offline=True, verify=False)
 
 
 def test_download_verifies_caches_and_then_works_offline(tmp_path):
@@ -175,8 +188,11 @@ def test_partial_download_is_resumed_with_a_range_request(tmp_path):
     cache.mkdir()
     (cache / "blob.bin.part").write_bytes(payload[:300_000])
     try:
-        item = fetch.Download(f"http://127.0.0.1:{server.server_address[1]}/blob.bin", "blob.bin",
-                              "sha256:" + hashlib.sha256(payload).hexdigest())
+        item = fetch.Download(
+            f"http://127.0.0.1:{server.server_address[1]}/blob.bin",
+            "blob.bin",
+            "sha256:" + hashlib.sha256(payload).hexdigest(),
+        )
         assert fetch.download(item, cache, offline=False).read_bytes() == payload
     finally:
         server.shutdown()

@@ -8,12 +8,12 @@ import tarfile
 import zipfile
 
 import pytest
+from fixtures_raw import SHARED, ratings_table
 
 from banditbench.data import lastfm, load_dataset, movielens
 from banditbench.data.fetch import RawSpec, raw_files
 from banditbench.data.ratings import RatingOptions
 from banditbench.errors import UserError
-from fixtures_raw import SHARED, ratings_table
 
 SMALL = RatingOptions(top_users=40, top_items=60, groups=4)
 SPEC = RawSpec("fixture", (), {"data": ("u.data",)})
@@ -26,8 +26,9 @@ def ml100k_folder(tmp_path):
     rows = ratings_table()
     (folder / "u.data").write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
     genres = "|".join(["0"] * 18 + ["1"])
-    (folder / "u.item").write_bytes("".join(f"{i}|Film {i} (1995)|01-Jan-1995||http://x|{genres}\n"
-                                            for i in range(1, 61)).encode("latin-1"))
+    (folder / "u.item").write_bytes(
+        "".join(f"{i}|Film {i} (1995)|01-Jan-1995||http://x|{genres}\n" for i in range(1, 61)).encode("latin-1")
+    )
     return folder
 
 
@@ -93,8 +94,7 @@ def test_folder_source_is_verified_file_by_file_and_no_verify_marks_it(tmp_path)
     assert "found sha256 " in message and "--no-verify accepts a different release at your own risk" in message
     assert "delete it" not in message and "\n" not in message
     assert not (tmp_path / "ds" / "movielens").exists()
-    movielens.prepare(tmp_path / "ds", variant="100k", options=SMALL, source=str(folder), offline=True,
-                      verify=False)
+    movielens.prepare(tmp_path / "ds", variant="100k", options=SMALL, source=str(folder), offline=True, verify=False)
     manifest = load_dataset(tmp_path / "ds", "movielens").manifest
     assert manifest["verification"] == "unverified"
     assert manifest["warnings"][0].startswith("unverified")
@@ -137,8 +137,11 @@ def test_mind_names_every_missing_part_at_once(tmp_path):
     from banditbench.data import logged
 
     (tmp_path / "mind").mkdir()
-    with pytest.raises(UserError, match=r"lacks MINDsmall_train.zip \(or the folder MINDsmall_train/\) and "
-                                        r"MINDsmall_dev.zip \(or the folder MINDsmall_dev/\)"):
+    with pytest.raises(
+        UserError,
+        match=r"lacks MINDsmall_train.zip \(or the folder MINDsmall_train/\) and "
+        r"MINDsmall_dev.zip \(or the folder MINDsmall_dev/\)",
+    ):
         logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
     (tmp_path / "mind" / "MINDsmall_train").mkdir()
     (tmp_path / "mind" / "MINDsmall_dev").mkdir()

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from banditbench.data import amazon, classification, facebook, lastfm, load_dataset, logged, movielens, yelp
-from banditbench.data.ratings import RatingOptions
-from banditbench.errors import UserError
 from conftest import banditbench
 from fixtures_logged import write_mind_fixture
 from fixtures_raw import ratings_table, write_idx
 from test_raw_files import ml100k_folder
+
+from banditbench.data import amazon, classification, facebook, lastfm, load_dataset, logged, movielens, yelp
+from banditbench.data.ratings import RatingOptions
+from banditbench.errors import UserError
 
 SMALL = RatingOptions(top_users=40, top_items=60, groups=4)
 
@@ -40,13 +40,13 @@ def test_mind_with_most_news_missing_is_an_error_naming_the_override(tmp_path):
     assert manifest["sanity"]["resolved_shown"] == 1.0 and manifest["sanity"]["resolved_history"] == 1.0
     before = (tmp_path / "ds" / "mind" / "manifest.json").read_bytes()
     drop_most_news(raw)
-    done = banditbench("prepare", "mind", "--source", raw, "--offline", "--no-verify", "--force",
-                       "--data-dir", tmp_path / "ds")
+    done = banditbench(
+        "prepare", "mind", "--source", raw, "--offline", "--no-verify", "--force", "--data-dir", tmp_path / "ds"
+    )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "impressions → news references" in done.stderr and "--allow-unresolved" in done.stderr
     assert (tmp_path / "ds" / "mind" / "manifest.json").read_bytes() == before  # the good version stays
-    logged.prepare_mind(tmp_path / "ds", source=str(raw), offline=True, verify=False, force=True,
-                        allow_unresolved=True)
+    logged.prepare_mind(tmp_path / "ds", source=str(raw), offline=True, verify=False, force=True, allow_unresolved=True)
     manifest = load_dataset(tmp_path / "ds", "mind").manifest
     assert manifest["sanity"]["resolved_shown"] < 0.5
     assert manifest["verification"] == "unverified"
@@ -56,10 +56,21 @@ def test_mind_with_most_news_missing_is_an_error_naming_the_override(tmp_path):
 def degenerate_yelp(tmp_path, users=993):
     """About one review per user, as in a careless Yelp sample."""
     rng = np.random.default_rng(0)
-    lines = [json.dumps({"user_id": f"u{u}", "business_id": f"b{rng.integers(0, 300)}", "stars": 5.0 if u % 3 else 2.0,
-                         "date": "2019-01-01 10:00:00"}) for u in range(users)]
-    lines += [json.dumps({"user_id": f"u{u}", "business_id": f"b{u}", "stars": 4.0, "date": "2019-01-02 10:00:00"})
-              for u in range(0, users, 7)]
+    lines = [
+        json.dumps(
+            {
+                "user_id": f"u{u}",
+                "business_id": f"b{rng.integers(0, 300)}",
+                "stars": 5.0 if u % 3 else 2.0,
+                "date": "2019-01-01 10:00:00",
+            }
+        )
+        for u in range(users)
+    ]
+    lines += [
+        json.dumps({"user_id": f"u{u}", "business_id": f"b{u}", "stars": 4.0, "date": "2019-01-02 10:00:00"})
+        for u in range(0, users, 7)
+    ]
     path = tmp_path / "yelp_academic_dataset_review.json"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -78,8 +89,14 @@ def test_degenerate_data_is_flagged(tmp_path):
 
 
 def test_rows_read_kept_and_dropped_say_why(tmp_path):
-    movielens.prepare(tmp_path / "ds", variant="100k", options=RatingOptions(top_users=30, top_items=50, groups=3,
-                      negative_below=2.0), source=str(ml100k_folder(tmp_path)), offline=True, verify=False)
+    movielens.prepare(
+        tmp_path / "ds",
+        variant="100k",
+        options=RatingOptions(top_users=30, top_items=50, groups=3, negative_below=2.0),
+        source=str(ml100k_folder(tmp_path)),
+        offline=True,
+        verify=False,
+    )
     rows = load_dataset(tmp_path / "ds", "movielens").manifest["sanity"]["rows"]
     table = ratings_table()
     middle = int(((table[:, 2] >= 2) & (table[:, 2] <= 4)).sum())
@@ -116,8 +133,11 @@ def facebook_edges(tmp_path, sep=" "):
 def lastfm_zip(tmp_path, header="userID\tartistID\tweight"):
     path = tmp_path / "hetrec.zip"
     with zipfile.ZipFile(path, "w") as z:
-        z.writestr("user_artists.dat", "\r\n".join([header] + [f"{u}\t{a}\t{u + a}" for u in range(2, 32)
-                                                              for a in range(1, 25, 1 + u % 3)]) + "\r\n")
+        z.writestr(
+            "user_artists.dat",
+            "\r\n".join([header] + [f"{u}\t{a}\t{u + a}" for u in range(2, 32) for a in range(1, 25, 1 + u % 3)])
+            + "\r\n",
+        )
     return path
 
 
@@ -133,8 +153,13 @@ def shuttle_folder(tmp_path, sep=" "):
 
 def yelp_reviews(tmp_path, stars="stars"):
     path = tmp_path / "yelp_academic_dataset_review.json"
-    path.write_text("".join(json.dumps({"user_id": f"u{u}", "business_id": f"b{i}", stars: float(r),
-                                        "date": "2019-01-01 10:00:00"}) + "\n" for u, i, r, _ in ratings_table()))
+    path.write_text(
+        "".join(
+            json.dumps({"user_id": f"u{u}", "business_id": f"b{i}", stars: float(r), "date": "2019-01-01 10:00:00"})
+            + "\n"
+            for u, i, r, _ in ratings_table()
+        )
+    )
     return path
 
 
@@ -157,40 +182,75 @@ def mnist_folder(tmp_path, truncate=False):
 
 FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture, the one line expected)
     "movielens wrong delimiter": (
-        lambda d, s, f: movielens.prepare(d, variant="100k", options=SMALL, source=str(s), offline=True, force=f,
-                                          verify=False),
-        good_movielens, movielens_comma_delimited, r"u.data: cannot read it as TAB-separated user item rating"),
+        lambda d, s, f: movielens.prepare(
+            d, variant="100k", options=SMALL, source=str(s), offline=True, force=f, verify=False
+        ),
+        good_movielens,
+        movielens_comma_delimited,
+        r"u.data: cannot read it as TAB-separated user item rating",
+    ),
     "movielens missing file": (
-        lambda d, s, f: movielens.prepare(d, variant="100k", options=SMALL, source=str(s), offline=True, force=f,
-                                          verify=False),
-        good_movielens, movielens_missing_file, r"lacks 1 file movielens-100k needs: u.item"),
+        lambda d, s, f: movielens.prepare(
+            d, variant="100k", options=SMALL, source=str(s), offline=True, force=f, verify=False
+        ),
+        good_movielens,
+        movielens_missing_file,
+        r"lacks 1 file movielens-100k needs: u.item",
+    ),
     "facebook wrong delimiter": (
-        lambda d, s, f: facebook.prepare(d, options=RatingOptions(groups=3), source=str(s), offline=True, force=f,
-                                         verify=False),
-        facebook_edges, lambda t: facebook_edges(t, sep="\t"), r"facebook_combined.txt: cannot read it as the SNAP"),
+        lambda d, s, f: facebook.prepare(
+            d, options=RatingOptions(groups=3), source=str(s), offline=True, force=f, verify=False
+        ),
+        facebook_edges,
+        lambda t: facebook_edges(t, sep="\t"),
+        r"facebook_combined.txt: cannot read it as the SNAP",
+    ),
     "facebook wrong checksum": (
-        lambda d, s, f: facebook.prepare(d, options=RatingOptions(groups=3), source=str(s), offline=True, force=f,
-                                         verify=f),
-        facebook_edges, facebook_edges, r"facebook_combined.txt: checksum mismatch, expected sha256 f41c026e"),
+        lambda d, s, f: facebook.prepare(
+            d, options=RatingOptions(groups=3), source=str(s), offline=True, force=f, verify=f
+        ),
+        facebook_edges,
+        facebook_edges,
+        r"facebook_combined.txt: checksum mismatch, expected sha256 f41c026e",
+    ),
     "lastfm missing column": (
         lambda d, s, f: lastfm.prepare(d, options=RatingOptions(groups=3), source=str(s), offline=True, force=f),
-        lastfm_zip, lambda t: lastfm_zip(t, header="userID\tartist\tweight"), r"no column 'artistID' in the header"),
+        lastfm_zip,
+        lambda t: lastfm_zip(t, header="userID\tartist\tweight"),
+        r"no column 'artistID' in the header",
+    ),
     "shuttle wrong delimiter": (
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=False),
-        shuttle_folder, lambda t: shuttle_folder(t, sep=","), r"shuttle.trn: cannot read it as space-separated"),
+        shuttle_folder,
+        lambda t: shuttle_folder(t, sep=","),
+        r"shuttle.trn: cannot read it as space-separated",
+    ),
     "shuttle truncated": (
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=f),
-        shuttle_folder, shuttle_folder, r"shuttle.trn: checksum mismatch, expected 43,500 lines .* found 40 lines"),
+        shuttle_folder,
+        shuttle_folder,
+        r"shuttle.trn: checksum mismatch, expected 43,500 lines .* found 40 lines",
+    ),
     "yelp missing column": (
         lambda d, s, f: yelp.prepare(d, options=SMALL, source=str(s), offline=True, force=f),
-        yelp_reviews, lambda t: yelp_reviews(t, stars="rating"), r"a review lacks user_id, business_id or stars"),
+        yelp_reviews,
+        lambda t: yelp_reviews(t, stars="rating"),
+        r"a review lacks user_id, business_id or stars",
+    ),
     "amazon wrong delimiter": (
-        lambda d, s, f: amazon.prepare(d, version="2014", category="Musical_Instruments", options=SMALL,
-                                       source=str(s), offline=True, force=f),
-        amazon_csv, lambda t: amazon_csv(t, sep="\t"), r"cannot read it as the Amazon 2014 ratings-only CSV"),
+        lambda d, s, f: amazon.prepare(
+            d, version="2014", category="Musical_Instruments", options=SMALL, source=str(s), offline=True, force=f
+        ),
+        amazon_csv,
+        lambda t: amazon_csv(t, sep="\t"),
+        r"cannot read it as the Amazon 2014 ratings-only CSV",
+    ),
     "mnist truncated": (
         lambda d, s, f: classification.prepare(d, "mnist", source=str(s), offline=True, force=f, verify=False),
-        mnist_folder, lambda t: mnist_folder(t, truncate=True), r"t10k-images-idx3-ubyte.gz: .*the file is truncated"),
+        mnist_folder,
+        lambda t: mnist_folder(t, truncate=True),
+        r"t10k-images-idx3-ubyte.gz: .*the file is truncated",
+    ),
 }
 
 
@@ -210,8 +270,13 @@ def test_fault_is_one_line_and_keeps_the_previous_version(tmp_path, fault):
 
 
 def test_prepared_folder_is_readable_like_any_other(tmp_path):
-    folder = facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=3), source=str(facebook_edges(tmp_path)),
-                              offline=True, verify=False)
+    folder = facebook.prepare(
+        tmp_path / "ds",
+        options=RatingOptions(groups=3),
+        source=str(facebook_edges(tmp_path)),
+        offline=True,
+        verify=False,
+    )
     mask = os.umask(0)
     os.umask(mask)
     assert folder.stat().st_mode & 0o777 == 0o777 & ~mask
@@ -219,8 +284,9 @@ def test_prepared_folder_is_readable_like_any_other(tmp_path):
 
 def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
     source = str(facebook_edges(tmp_path))
-    folder = facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=3), source=source, offline=True,
-                              verify=False)
+    folder = facebook.prepare(
+        tmp_path / "ds", options=RatingOptions(groups=3), source=source, offline=True, verify=False
+    )
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
 
     def full(table, path):
@@ -229,7 +295,8 @@ def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr("banditbench.data.prepared.write_parquet", full)
     with pytest.raises(UserError, match=r"ds: no space left on the device; the dataset needs about \d+ MB"):
-        facebook.prepare(tmp_path / "ds", options=RatingOptions(groups=4), source=source, offline=True,
-                         verify=False, force=True)
+        facebook.prepare(
+            tmp_path / "ds", options=RatingOptions(groups=4), source=source, offline=True, verify=False, force=True
+        )
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert [p.name for p in (tmp_path / "ds").iterdir()] == ["facebook"]

@@ -7,7 +7,10 @@ import re
 import numpy as np
 import pytest
 import torch
+from conftest import banditbench
+from fixtures_logged import prepare_both
 from sklearn.metrics import roc_auc_score
+from test_simulator_data import mind  # noqa: F401  (the hand-made MIND log fixture)
 
 from banditbench.data import load_dataset
 from banditbench.errors import UserError
@@ -17,10 +20,6 @@ from banditbench.simulator.logged import load_logged
 from banditbench.simulator.metrics import per_group_auc
 from banditbench.simulator.model import Simulator
 from banditbench.simulator.train import TrainSettings, train_simulator
-from conftest import banditbench
-from fixtures_logged import prepare_both
-from test_simulator_data import mind  # noqa: F401  (the hand-made MIND log fixture)
-
 
 SMALL = ("--epochs", "3", "--patience", "3", "--dim", "16", "--batch", "16")  # 3 epochs of many steps
 
@@ -41,6 +40,7 @@ def trained(prepared):
 
 
 # -- the encoders ------------------------------------------------------------------------------------------------
+
 
 def test_dropout_drops_at_rate_p_keeps_the_mean_and_repeats_from_the_generator():
     from banditbench.simulator.encoders import dropout
@@ -67,10 +67,11 @@ def test_bag_of_words_is_the_mean_of_the_padded_word_vectors(mask_padding):
 
 # -- propensities and the weighted loss ------------------------------------------------------------------------
 
+
 def test_empirical_propensity_counts_impressions_showing_the_item(mind):  # noqa: F811
     # training impressions: U1 has 2 (showing N4 N1 N3 / N2 N3 N9), U2 has 2 (N3 N2 N4 / N1 N2)
     p = ips.EmpiricalPropensity(mind, mind.impressions.train)
-    n1, n2, n3, n4 = 1, 2, 3, 4
+    n1, n2, n3, _n4 = 1, 2, 3, 4
     u1, u2, u3 = 0, 1, 2
     got = p(np.array([[u1], [u2], [u3]]), np.array([[n3, n1, n2], [n2, n3, n1], [n2, n2, 0]]))
     assert got.tolist() == [[1.0, 0.5, 0.5], [1.0, 0.5, 0.5], [1.0, 1.0, 1.0]]  # U3: only a dev impression
@@ -92,7 +93,8 @@ def test_weighted_loss_differs_from_plain_where_exposure_is_skewed_and_not_where
     bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
     assert ips.weighted_logistic_loss(logits, labels, plain).item() == pytest.approx(bce.mean().item() / 3)
     assert ips.weighted_logistic_loss(logits, labels, uniform).item() == pytest.approx(
-        ips.weighted_logistic_loss(logits, labels, plain).item())
+        ips.weighted_logistic_loss(logits, labels, plain).item()
+    )
     expected = (bce * skewed).mean().item()  # rare items (p = 0.1, 0.05) dominate their rows
     assert ips.weighted_logistic_loss(logits, labels, skewed).item() == pytest.approx(expected)
     assert abs(expected - bce.mean().item() / 3) > 0.05
@@ -111,12 +113,16 @@ def test_per_impression_auc_matches_sklearn_with_ties():
     groups = rng.integers(0, 30, 600)
     scores = rng.integers(0, 5, 600) / 4  # many ties
     labels = (rng.random(600) < 0.3).astype(int)
-    expected = [roc_auc_score(labels[groups == g], scores[groups == g]) for g in np.unique(groups)
-                if 0 < labels[groups == g].sum() < (groups == g).sum()]
+    expected = [
+        roc_auc_score(labels[groups == g], scores[groups == g])
+        for g in np.unique(groups)
+        if 0 < labels[groups == g].sum() < (groups == g).sum()
+    ]
     assert np.allclose(per_group_auc(groups, scores, labels), expected)
 
 
 # -- the click rule --------------------------------------------------------------------------------------------
+
 
 def fixed_table(mind, probabilities, **kw):  # noqa: F811
     """A simulator whose user 0 has exactly these click probabilities on items 1..len(probabilities)."""
@@ -150,6 +156,7 @@ def test_the_same_rng_gives_the_same_flips(mind):  # noqa: F811
 
 
 # -- simulator train, end to end -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,threshold", [("mind", 0.384), ("movielens-logged", 0.855)])
 def test_simulator_train_saves_weights_and_metadata(trained, name, threshold):
@@ -186,24 +193,31 @@ def test_bad_input_is_one_line_and_writes_nothing(trained, data_dir, tmp_path):
     for args, message in ((("nosuch",), "unknown dataset 'nosuch'"), (("mind",), "already exists; pass --force")):
         done = banditbench("simulator", "train", *args, "--data-dir", trained)
         assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    cases = [(trained, "synthetic", {}, "is for the 'linear' protocol"),
-             (tmp_path, "mind", {}, "not prepared"),
-             (trained, "mind", {"variant": "bogus"}, "unknown --variant 'bogus'"),
-             (trained, "mind", {"threshold": "high"}, "--threshold must be paper, f1 or a number"),
-             (trained, "mind", {"flip": 2.0}, "0 ≤ --flip ≤ 1"),
-             (trained, "mind", {"epochs": 0}, "--epochs must be at least 1")]
+    cases = [
+        (trained, "synthetic", {}, "is for the 'linear' protocol"),
+        (tmp_path, "mind", {}, "not prepared"),
+        (trained, "mind", {"variant": "bogus"}, "unknown --variant 'bogus'"),
+        (trained, "mind", {"threshold": "high"}, "--threshold must be paper, f1 or a number"),
+        (trained, "mind", {"flip": 2.0}, "0 ≤ --flip ≤ 1"),
+        (trained, "mind", {"epochs": 0}, "--epochs must be at least 1"),
+    ]
     for folder, name, settings, message in cases:
         with pytest.raises(UserError, match=re.escape(message)):
             train_simulator(folder, name, TrainSettings(**settings), force=True)
     assert (trained / "mind" / "simulator" / "model.pt").read_bytes() == before
-    assert sorted(p.name for p in (trained / "mind").iterdir()) == ["behaviors.parquet", "manifest.json",
-                                                                   "news.parquet", "simulator"]
+    assert sorted(p.name for p in (trained / "mind").iterdir()) == [
+        "behaviors.parquet",
+        "manifest.json",
+        "news.parquet",
+        "simulator",
+    ]
     (data_dir / "synthetic").rename(data_dir / "mind")  # a dataset prepared for another protocol
     with pytest.raises(UserError, match="the simulator needs logged impressions"):
         train_simulator(data_dir, "mind", TrainSettings())
 
 
 # -- loading it for an environment -----------------------------------------------------------------------------
+
 
 def test_loaded_simulator_is_personalised_unless_empty_history(trained):
     sim = Simulator.load("mind", data_dir=trained)

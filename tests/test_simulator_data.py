@@ -11,17 +11,28 @@ from banditbench.data import load_dataset
 from banditbench.data import logged as prepare_logged
 from banditbench.errors import UserError
 from banditbench.simulator.encoders import TwoTower
-from banditbench.simulator.logged import (click_rows, initial_histories, known_split, last_items, load_logged,
-                                          sample_without_replacement, tokenize)
+from banditbench.simulator.logged import (
+    click_rows,
+    initial_histories,
+    known_split,
+    last_items,
+    load_logged,
+    sample_without_replacement,
+    tokenize,
+)
 
-NEWS = ["N1\tsports\tfootball_nfl\tBig game, tonight!\t\thttps://x\t[]\t[]",
-        "N2\tnews\tnewsus\tBig vote\t\thttps://y\t[]\t[]",
-        "N3\tsports\tbaseball_mlb\tHome run\t\thttps://z\t[]\t[]",
-        "N4\tnews\tnewsus\tVote count\t\thttps://w\t[]\t[]"]
-TRAIN = ["1\tU2\t11/12/2019 9:00:00 AM\tN1\tN3-1 N2-0 N4-0",
-         "2\tU1\t11/12/2019 8:00:00 AM\tN1 N2 N3\tN4-1 N1-0 N3-1",  # earliest: U1's clicks come first
-         "3\tU2\t11/12/2019 8:30:00 AM\t\tN1-1 N2-0",  # U2's earliest training impression: empty history
-         "4\tU1\t11/12/2019 10:00:00 AM\tN2\tN2-0 N3-0 N9-1"]  # N9 is not in news.tsv: index 0
+NEWS = [
+    "N1\tsports\tfootball_nfl\tBig game, tonight!\t\thttps://x\t[]\t[]",
+    "N2\tnews\tnewsus\tBig vote\t\thttps://y\t[]\t[]",
+    "N3\tsports\tbaseball_mlb\tHome run\t\thttps://z\t[]\t[]",
+    "N4\tnews\tnewsus\tVote count\t\thttps://w\t[]\t[]",
+]
+TRAIN = [
+    "1\tU2\t11/12/2019 9:00:00 AM\tN1\tN3-1 N2-0 N4-0",
+    "2\tU1\t11/12/2019 8:00:00 AM\tN1 N2 N3\tN4-1 N1-0 N3-1",  # earliest: U1's clicks come first
+    "3\tU2\t11/12/2019 8:30:00 AM\t\tN1-1 N2-0",  # U2's earliest training impression: empty history
+    "4\tU1\t11/12/2019 10:00:00 AM\tN2\tN2-0 N3-0 N9-1",
+]  # N9 is not in news.tsv: index 0
 DEV = ["5\tU3\t11/13/2019 8:00:00 AM\tN4\tN1-0 N2-1"]
 
 
@@ -56,7 +67,7 @@ def test_impressions_are_flat_arrays_with_offsets(mind):
     assert list(mind.user_ids) == ["U1", "U2", "U3"] and list(imp.user) == [1, 0, 1, 0, 2]
     second = slice(imp.shown_offsets[1], imp.shown_offsets[2])
     assert list(imp.shown[second]) == items(mind, "N4", "N1", "N3") and list(imp.clicked[second]) == [1, 0, 1]
-    assert list(imp.history[imp.history_offsets[1]:imp.history_offsets[2]]) == [1, 2, 3]
+    assert list(imp.history[imp.history_offsets[1] : imp.history_offsets[2]]) == [1, 2, 3]
     assert imp.history_offsets[3] == imp.history_offsets[2]  # empty history
     assert imp.shown[imp.shown_offsets[4] - 1] == 0  # unknown news id N9
     assert list(imp.train) == [True] * 4 + [False] and list(imp.valid) == [False] * 4 + [True]
@@ -107,6 +118,7 @@ def test_sampling_without_replacement_is_uniform_over_subsets():
 
 def test_tokenizer_vocabulary_is_deterministic():
     import pandas as pd
+
     matrix, vocabulary = tokenize(pd.Series(["B a", "a C."]), max_len=2)
     assert vocabulary == ["<pad>", "a", "b", "c"] and matrix.tolist() == [[2, 1], [1, 3]]  # "." cut at max_len
 
@@ -117,6 +129,7 @@ def test_load_refuses_a_dataset_of_another_protocol(dataset):
 
 
 # -- encoders --------------------------------------------------------------------------------------------------
+
 
 def model_for(data, **kw):
     return TwoTower(len(data.vocabulary), data.n_topics, dim=8, word_dim=8, attention_dim=8, **kw).eval()
@@ -130,15 +143,18 @@ def test_user_vector_ignores_masked_padding_and_empty_history_is_the_learned_vec
     assert torch.allclose(users[0], alone[0], atol=1e-6) and torch.equal(users[2], model.users.empty_user)
     unmasked = model_for(mind, mask_padding=False)
     unmasked.load_state_dict(model.state_dict())
-    other = unmasked.user_vectors(unmasked.item_vectors(mind.titles, mind.topic), np.array([[1, 2, 0, 0], [1, 2, 2, 2]]))
+    other = unmasked.user_vectors(
+        unmasked.item_vectors(mind.titles, mind.topic), np.array([[1, 2, 0, 0], [1, 2, 2, 2]])
+    )
     assert not torch.allclose(other[0], alone[0], atol=1e-3)  # the code's padding counts as a history item
 
 
 def test_history_is_cut_to_the_last_items(mind):
     model = TwoTower(len(mind.vocabulary), mind.n_topics, dim=8, history=2).eval()
     vectors = model.item_vectors(mind.titles, mind.topic)
-    assert torch.equal(model.user_vectors(vectors, np.array([[4, 1, 2]])),
-                       model.user_vectors(vectors, np.array([[1, 2]])))
+    assert torch.equal(
+        model.user_vectors(vectors, np.array([[4, 1, 2]])), model.user_vectors(vectors, np.array([[1, 2]]))
+    )
 
 
 def test_training_logits_are_the_dot_products_of_the_towers(mind):
@@ -147,8 +163,12 @@ def test_training_logits_are_the_dot_products_of_the_towers(mind):
     histories = np.array([[1, 2], [3, 0]])
     candidates = np.array([[4, 1, 0], [2, 3, 1]])
     users = model.user_vectors(vectors, histories)
-    logits = model.logits(torch.as_tensor(mind.titles, dtype=torch.long), torch.as_tensor(mind.topic),
-                          torch.as_tensor(histories), torch.as_tensor(candidates))
+    logits = model.logits(
+        torch.as_tensor(mind.titles, dtype=torch.long),
+        torch.as_tensor(mind.topic),
+        torch.as_tensor(histories),
+        torch.as_tensor(candidates),
+    )
     assert torch.allclose(logits, (users[:, None, :] * vectors[candidates]).sum(-1), atol=1e-6)
 
 
@@ -157,8 +177,9 @@ def test_mc_dropout_banks_differ_per_pass_and_repeat_for_a_seed(mind):
     banks = model.item_vectors(mind.titles, mind.topic, passes=3, generator=torch.Generator().manual_seed(4))
     again = model.item_vectors(mind.titles, mind.topic, passes=3, generator=torch.Generator().manual_seed(4))
     assert banks.shape == (3, 5, 8) and torch.equal(banks, again)
-    assert not torch.allclose(banks[0], banks[1]) and not torch.allclose(banks[0], model.item_vectors(
-        mind.titles, mind.topic))
+    assert not torch.allclose(banks[0], banks[1]) and not torch.allclose(
+        banks[0], model.item_vectors(mind.titles, mind.topic)
+    )
     assert model.user_vectors(banks, np.array([[1, 2]])).shape == (3, 1, 8)
 
 

@@ -3,12 +3,12 @@ import zipfile
 
 import numpy as np
 import pytest
+from fixtures_raw import SHARED
 
 from banditbench.data import facebook, lastfm, load_dataset
 from banditbench.data.ratings import RatingOptions
 from banditbench.envs.recommendation import RecommendationEnvironment
 from banditbench.errors import UserError
-from fixtures_raw import SHARED
 
 
 def ring_edges(n=60):
@@ -22,8 +22,7 @@ def test_facebook_fixture_links_are_positives_and_non_links_negatives(tmp_path):
         f.write("".join(f"{u} {v}\n" for u, v in ring_edges()))
     with pytest.raises(UserError, match="checksum mismatch"):
         facebook.prepare(tmp_path / "ds", source=str(path), offline=True)
-    facebook.prepare(tmp_path / "ds", source=str(path), offline=True, verify=False,
-                     options=RatingOptions(groups=4))
+    facebook.prepare(tmp_path / "ds", source=str(path), offline=True, verify=False, options=RatingOptions(groups=4))
     dataset = load_dataset(tmp_path / "ds", "facebook")
     assert dataset.manifest["counts"]["edges"] == 180 and dataset.manifest["counts"]["positives"] == 360
     users, items, inter = dataset.table("users"), dataset.table("items"), dataset.table("interactions")
@@ -49,11 +48,15 @@ def test_genuine_facebook(tmp_path):
 
 def write_lastfm_zip(tmp_path):
     rng = np.random.default_rng(0)
-    listens = ["userID\tartistID\tweight"] + [f"{u}\t{a}\t{rng.integers(1, 900)}" for u in range(2, 32)
-                                               for a in rng.choice(np.arange(1, 61), 15, replace=False)]
+    listens = ["userID\tartistID\tweight"] + [
+        f"{u}\t{a}\t{rng.integers(1, 900)}"
+        for u in range(2, 32)
+        for a in rng.choice(np.arange(1, 61), 15, replace=False)
+    ]
     tags = ["tagID\ttagValue", "1\tchillout", "2\thip hop", "3\tmetal", "4\tcafé del mar", "5\tthe best of"]
     tagged = ["userID\tartistID\ttagID\tday\tmonth\tyear"] + [
-        f"{u}\t{a}\t{1 + (a + u) % 5}\t1\t8\t2009" for u in range(2, 12) for a in range(1, 51)]
+        f"{u}\t{a}\t{1 + (a + u) % 5}\t1\t8\t2009" for u in range(2, 12) for a in range(1, 51)
+    ]
     path = tmp_path / "hetrec-fixture.zip"
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("user_artists.dat", "\r\n".join(listens) + "\r\n")
@@ -67,8 +70,14 @@ def test_lastfm_svd_and_ghosh_pipelines(tmp_path):
     lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, options=RatingOptions(groups=5))
     dataset = load_dataset(tmp_path / "ds", "lastfm")
     assert dataset.manifest["counts"]["positives"] == n_listens and dataset.parameters["arms"] == 10
-    lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, pipeline_name="ghosh",
-                   options=RatingOptions(groups=5), force=True)
+    lastfm.prepare(
+        tmp_path / "ds",
+        source=str(path),
+        offline=True,
+        pipeline_name="ghosh",
+        options=RatingOptions(groups=5),
+        force=True,
+    )
     dataset = load_dataset(tmp_path / "ds", "lastfm")
     items = dataset.table("items")
     assert set(items.raw_item) <= set(range(1, 51))  # only tagged artists (1..50) are items
@@ -90,8 +99,15 @@ def test_lastfm_words_split_tags_and_drop_stop_words(tmp_path):
 
 def ghosh_lastfm(tmp_path, **options):
     path, _ = write_lastfm_zip(tmp_path)
-    lastfm.prepare(tmp_path / "ds", source=str(path), offline=True, pipeline_name="ghosh",
-                   options=RatingOptions(groups=5), force=True, **options)
+    lastfm.prepare(
+        tmp_path / "ds",
+        source=str(path),
+        offline=True,
+        pipeline_name="ghosh",
+        options=RatingOptions(groups=5),
+        force=True,
+        **options,
+    )
     return load_dataset(tmp_path / "ds", "lastfm")
 
 
@@ -145,12 +161,36 @@ def test_the_ghosh_lastfm_preset_runs_and_reports_regret_relative_to_random(tmp_
     from conftest import banditbench
 
     path, _ = write_lastfm_zip(tmp_path)
-    prepared = banditbench("prepare", "lastfm", "--pipeline", "ghosh", "--source", path, "--offline",
-                           "--data-dir", tmp_path / "data", "--groups", 5)
+    prepared = banditbench(
+        "prepare",
+        "lastfm",
+        "--pipeline",
+        "ghosh",
+        "--source",
+        path,
+        "--offline",
+        "--data-dir",
+        tmp_path / "data",
+        "--groups",
+        5,
+    )
     assert prepared.returncode == 0, prepared.stderr
     out = tmp_path / "out"
-    ran = banditbench("run", "--preset", "ghosh-lastfm", "--rounds", 90, "--seeds", 1, "--jobs", 1,
-                      "--data-dir", tmp_path / "data", "--out", out)
+    ran = banditbench(
+        "run",
+        "--preset",
+        "ghosh-lastfm",
+        "--rounds",
+        90,
+        "--seeds",
+        1,
+        "--jobs",
+        1,
+        "--data-dir",
+        tmp_path / "data",
+        "--out",
+        out,
+    )
     assert ran.returncode == 0, ran.stderr
     assert banditbench("report", out).returncode == 0
     report = (out / "report.md").read_text()

@@ -2,12 +2,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import banditbench
 
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs.linear import LinearEnvironment
 from banditbench.errors import UserError
 from banditbench.runner import Unit, run_unit
-from conftest import banditbench
 
 
 def test_balanced_cluster_sizes():
@@ -32,8 +32,15 @@ def test_users_share_their_cluster_parameter_on_the_unit_sphere():
 def test_prepare_writes_parquet_and_manifest(data_dir):
     manifest = json.loads((data_dir / "synthetic" / "manifest.json").read_text())
     assert manifest["protocol"] == "linear"
-    assert manifest["parameters"] == {"users": 20, "clusters": 2, "dim": 5, "arms": 10, "noise": 0.1, "z": 0.0,
-                                      "seed": 0}
+    assert manifest["parameters"] == {
+        "users": 20,
+        "clusters": 2,
+        "dim": 5,
+        "arms": 10,
+        "noise": 0.1,
+        "z": 0.0,
+        "seed": 0,
+    }
     assert manifest["tables"]["users"]["rows"] == 20
     assert len(manifest["tables"]["users"]["sha256"]) == 64
     assert not [p for p in data_dir.iterdir() if p.name.startswith(".")]  # no staging left behind
@@ -42,8 +49,12 @@ def test_prepare_writes_parquet_and_manifest(data_dir):
 def test_prepare_is_deterministic(tmp_path):
     for folder in ("a", "b"):
         synthetic.prepare(tmp_path / folder, users=30, clusters=3, dim=4, arms=5, noise=0.2, z=1.0, seed=7)
-    assert (tmp_path / "a/synthetic/users.parquet").read_bytes() == (tmp_path / "b/synthetic/users.parquet").read_bytes()
-    assert (tmp_path / "a/synthetic/manifest.json").read_bytes() == (tmp_path / "b/synthetic/manifest.json").read_bytes()
+    assert (tmp_path / "a/synthetic/users.parquet").read_bytes() == (
+        tmp_path / "b/synthetic/users.parquet"
+    ).read_bytes()
+    assert (tmp_path / "a/synthetic/manifest.json").read_bytes() == (
+        tmp_path / "b/synthetic/manifest.json"
+    ).read_bytes()
 
 
 def test_preparing_again_with_the_same_parameters_changes_nothing(data_dir):
@@ -130,16 +141,19 @@ def test_default_arm_set_keeps_its_dataset_stream_and_shards(tmp_path, dataset):
     assert shard["regret"].sum() == pytest.approx(76.12901633573318, rel=1e-12)
     assert shard["reward"].sum() == pytest.approx(1299.8958627607176, rel=1e-12)
     assert "arms" not in dataset.manifest["tables"] and "arm_set" not in dataset.parameters
-    synthetic.prepare(tmp_path / "explicit", users=20, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0,
-                      arm_set="fresh")
+    synthetic.prepare(
+        tmp_path / "explicit", users=20, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, arm_set="fresh"
+    )
     for name in ("users.parquet", "manifest.json"):
         assert (tmp_path / "explicit/synthetic" / name).read_bytes() == (dataset.path / name).read_bytes()
 
 
 def test_fixed_arm_set_rejects_what_it_cannot_serve(tmp_path):
-    for options, message in (({"arm_set": "grid"}, "--arm-set must be one of fresh, fixed"),
-                             ({"arm_set": "fixed", "protocol": "synchronous"}, "needs --protocol linear"),
-                             ({"arm_set": "fixed", "arms": 1}, r"needs --arms \(1\) at least --clusters \(2\)")):
+    for options, message in (
+        ({"arm_set": "grid"}, "--arm-set must be one of fresh, fixed"),
+        ({"arm_set": "fixed", "protocol": "synchronous"}, "needs --protocol linear"),
+        ({"arm_set": "fixed", "arms": 1}, r"needs --arms \(1\) at least --clusters \(2\)"),
+    ):
         with pytest.raises(UserError, match=message):
             synthetic.prepare(tmp_path, **(BASS_SETUP | options))
     assert not list(tmp_path.iterdir())
@@ -148,19 +162,41 @@ def test_fixed_arm_set_rejects_what_it_cannot_serve(tmp_path):
 def test_bass_beats_independent_linucb_on_the_fixed_arm_bass_setup(fixed_arms):
     # ω = π/4 (the "similar" scenario): pooling the 18 agents pays long before any pair is told apart
     for seed_index in (0, 1):
-        regret = {algorithm: run_unit(Unit("synthetic", "linear", algorithm, params, 0, seed_index, 3000, None),
-                                      fixed_arms).outcome.to_pandas()["regret"].sum()
-                  for algorithm, params in (("bass", {"sigma": 1.0}), ("linucb-ind", {}), ("random", {}))}
+        regret = {
+            algorithm: run_unit(Unit("synthetic", "linear", algorithm, params, 0, seed_index, 3000, None), fixed_arms)
+            .outcome.to_pandas()["regret"]
+            .sum()
+            for algorithm, params in (("bass", {"sigma": 1.0}), ("linucb-ind", {}), ("random", {}))
+        }
         assert regret["bass"] < 0.5 * regret["linucb-ind"] < 0.5 * regret["random"]
 
 
 def test_prepare_synthetic_command_takes_the_arm_set(tmp_path):
-    ok = banditbench("prepare", "synthetic", "--users", 18, "--clusters", 2, "--dim", 5, "--arms", 10, "--noise", 1,
-                     "--centres", "bass", "--arm-set", "fixed", "--data-dir", tmp_path)
+    ok = banditbench(
+        "prepare",
+        "synthetic",
+        "--users",
+        18,
+        "--clusters",
+        2,
+        "--dim",
+        5,
+        "--arms",
+        10,
+        "--noise",
+        1,
+        "--centres",
+        "bass",
+        "--arm-set",
+        "fixed",
+        "--data-dir",
+        tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads((tmp_path / "synthetic/manifest.json").read_text())["parameters"]["arm_set"] == "fixed"
-    bad = banditbench("prepare", "synthetic", "--arm-set", "fixed", "--protocol", "synchronous", "--data-dir",
-                      tmp_path / "other")
+    bad = banditbench(
+        "prepare", "synthetic", "--arm-set", "fixed", "--protocol", "synchronous", "--data-dir", tmp_path / "other"
+    )
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: --arm-set fixed needs --protocol linear, got 'synchronous'"
     assert not (tmp_path / "other").exists()

@@ -6,14 +6,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
+from conftest import banditbench
+from fixtures_logged import prepare_both
 
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
 from banditbench.envs import Budget, BudgetExceeded
 from banditbench.envs.round import CatalogPool, RoundView
 from banditbench.envs.twostage import Catalogue, Problem
-from conftest import banditbench
-from fixtures_logged import prepare_both
 
 SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items numbered from 100·v
 
@@ -23,6 +23,7 @@ def topic_items(sizes=SIZES):
 
 
 # -- the budget ------------------------------------------------------------------------------------------------
+
 
 def test_scoring_spends_the_budget_before_computing_and_overspending_stops_the_policy():
     budget = Budget(10)
@@ -38,6 +39,7 @@ def test_scoring_spends_the_budget_before_computing_and_overspending_stops_the_p
 
 # -- DynaTopicRec (Algorithm 2) ----------------------------------------------------------------------------------
 
+
 def test_dyna_topic_rec_paper_reading_on_a_hand_made_topic_list():
     order = np.array([3, 1, 0, 2, 6, 4, 5])  # topics by descending score
     groups = dyna_topic_rec(order, topic_items(), m=2, p=6)
@@ -52,8 +54,9 @@ def test_dyna_topic_rec_code_variant_subsamples_to_exactly_p_and_differs_from_th
     # group 2 needs 5 more: topic 0 has exactly 5, so it stops at 6 (< p is strict) — whereas the paper's ≤ p
     # goes on to add topic 2
     assert [len(g) for g in groups] == [8, 6] and sorted(set(groups[1] // 100)) == [0, 1]
-    groups = dyna_topic_rec(np.array([1, 3, 6, 0, 2, 4, 5]), topic_items(), m=2, p=4, variant="code",
-                            rng=np.random.default_rng(0))
+    groups = dyna_topic_rec(
+        np.array([1, 3, 6, 0, 2, 4, 5]), topic_items(), m=2, p=4, variant="code", rng=np.random.default_rng(0)
+    )
     # group 1 = {1} needs 3: topic 6 (6 items) is sub-sampled to 3 of its items
     assert len(groups[0]) == 4 and np.isin(groups[0][1:], topic_items()[6]).all()
 
@@ -74,8 +77,7 @@ def test_no_dynamic_topic_fills_the_top_topics_with_distinct_outside_items():
     topic_of = np.full(700, -1)
     for v, its in enumerate(items):
         topic_of[its] = v
-    groups = top_topic_groups(np.array([1, 2, 0, 3, 4, 5, 6]), items, topic_of, m=2, p=4,
-                              rng=np.random.default_rng(0))
+    groups = top_topic_groups(np.array([1, 2, 0, 3, 4, 5, 6]), items, topic_of, m=2, p=4, rng=np.random.default_rng(0))
     assert [len(g) for g in groups] == [4, 4]
     filled = np.concatenate([groups[0][1:], groups[1][2:]])
     assert len(np.unique(filled)) == 5 and not np.isin(topic_of[filled], [1, 2]).any()
@@ -88,6 +90,7 @@ def test_item_budget_goes_to_groups_in_ascending_size_with_carry_over():
 
 
 # -- the two-stage policy spends q topic scores plus items ------------------------------------------------------
+
 
 class Recorder(SlatePolicy):
     """A policy whose scores are fixed: topic v scores −v, item i scores i; it records what it scored."""
@@ -148,6 +151,7 @@ def test_without_a_budget_two_stage_scores_whole_groups_of_at_least_items_per_to
 
 # -- S-N-GBLM's confidence matrix ---------------------------------------------------------------------------------
 
+
 def test_woodbury_updates_equal_the_direct_inverse():
     rng = np.random.default_rng(0)
     vs = [torch.as_tensor(rng.normal(size=(5, 12))) for _ in range(4)]
@@ -162,10 +166,14 @@ def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
     rng = np.random.default_rng(1)
     glm = SharedGLM("bilinear", 4, 3, beta=1.0, lr=1e-3, steps=1)
     for _ in range(3):
-        glm.observe(torch.as_tensor(rng.normal(size=(5, 4)), dtype=torch.float32),
-                    torch.as_tensor(rng.normal(size=3), dtype=torch.float32))
-    X, z = torch.as_tensor(rng.normal(size=(6, 4)), dtype=torch.float32), torch.as_tensor(rng.normal(size=3),
-                                                                                          dtype=torch.float32)
+        glm.observe(
+            torch.as_tensor(rng.normal(size=(5, 4)), dtype=torch.float32),
+            torch.as_tensor(rng.normal(size=3), dtype=torch.float32),
+        )
+    X, z = (
+        torch.as_tensor(rng.normal(size=(6, 4)), dtype=torch.float32),
+        torch.as_tensor(rng.normal(size=3), dtype=torch.float32),
+    )
     with torch.no_grad():
         mean = torch.sigmoid(glm.model(X, z.expand(6, -1))).numpy()
     vec = np.einsum("ia,b->iab", X.numpy(), z.numpy()).reshape(6, 12).astype(np.float64)
@@ -175,8 +183,22 @@ def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
 
 # -- end to end ---------------------------------------------------------------------------------------------------
 
-RUN = ("--rounds", "60", "--seeds", "2", "--budget", "20", "--env", "users=4", "--env", "slate_size=3",
-       "--env", "pretrain_epochs=1", "--jobs", "1")
+RUN = (
+    "--rounds",
+    "60",
+    "--seeds",
+    "2",
+    "--budget",
+    "20",
+    "--env",
+    "users=4",
+    "--env",
+    "slate_size=3",
+    "--env",
+    "pretrain_epochs=1",
+    "--jobs",
+    "1",
+)
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +206,17 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("twostage")
     prepare_both(root)
     for name in ("mind", "movielens-logged"):
-        done = banditbench("run", "--dataset", name, "--algos", "slate-random", "--data-dir", root / "ds",
-                           "--out", root / f"none-{name}")
+        done = banditbench(
+            "run",
+            "--dataset",
+            name,
+            "--algos",
+            "slate-random",
+            "--data-dir",
+            root / "ds",
+            "--out",
+            root / f"none-{name}",
+        )
         assert done.returncode == 2 and f"run `banditbench simulator train {name}` first" in done.stderr
         done = banditbench("simulator", "train", name, "--data-dir", root / "ds", "--epochs", "1", "--dim", "16")
         assert done.returncode == 0, done.stderr
@@ -195,8 +226,9 @@ def trained(tmp_path_factory):
 @pytest.mark.parametrize("name", ["mind", "movielens-logged"])
 def test_prepare_train_run_two_policies_and_report_ctr(trained, name):
     out = trained / f"run-{name}"
-    done = banditbench("run", "--dataset", name, "--algos", "slate-random,2-n-greedy", "--data-dir", trained / "ds",
-                       "--out", out, *RUN)
+    done = banditbench(
+        "run", "--dataset", name, "--algos", "slate-random,2-n-greedy", "--data-dir", trained / "ds", "--out", out, *RUN
+    )
     assert done.returncode == 0, done.stderr
     shard = pq.read_table(out / "shards" / "2-n-greedy-seed0.parquet").to_pandas()
     assert len(shard) == 60 and set(shard.slate_size) == {3}
@@ -215,8 +247,18 @@ def test_prepare_train_run_two_policies_and_report_ctr(trained, name):
 
 def test_a_repeated_run_gives_bit_identical_shards(trained):
     for out in ("again-1", "again-2"):
-        done = banditbench("run", "--dataset", "mind", "--algos", "s-n-galm-ucb", "--data-dir", trained / "ds",
-                           "--out", trained / out, *RUN)
+        done = banditbench(
+            "run",
+            "--dataset",
+            "mind",
+            "--algos",
+            "s-n-galm-ucb",
+            "--data-dir",
+            trained / "ds",
+            "--out",
+            trained / out,
+            *RUN,
+        )
         assert done.returncode == 0, done.stderr
     first, second = (trained / out / "shards" / "s-n-galm-ucb-seed1.parquet" for out in ("again-1", "again-2"))
     assert first.read_bytes() == second.read_bytes()
@@ -226,21 +268,61 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
     out = trained / "run-mind"
     meta = pq.read_table(out / "shards" / "slate-random-seed0.parquet").schema.metadata[b"banditbench"]
     assert b'"slate_size": 3' in meta and b'"users": 4' in meta and b'"ctr_optimum": 0.9' in meta
-    resumed = banditbench("run", "--dataset", "mind", "--algos", "slate-random,2-n-greedy", "--data-dir",
-                          trained / "ds", "--out", out, *RUN, "--env", "users=5", "--resume")
+    resumed = banditbench(
+        "run",
+        "--dataset",
+        "mind",
+        "--algos",
+        "slate-random,2-n-greedy",
+        "--data-dir",
+        trained / "ds",
+        "--out",
+        out,
+        *RUN,
+        "--env",
+        "users=5",
+        "--resume",
+    )
     assert resumed.returncode == 2 and "env.users: 4 in the folder, 5 now" in resumed.stderr
     other = trained / "run-mind-5-users"
-    assert banditbench("run", "--dataset", "mind", "--algos", "slate-random", "--data-dir", trained / "ds", "--out",
-                       other, *RUN, "--env", "users=5").returncode == 0
+    assert (
+        banditbench(
+            "run",
+            "--dataset",
+            "mind",
+            "--algos",
+            "slate-random",
+            "--data-dir",
+            trained / "ds",
+            "--out",
+            other,
+            *RUN,
+            "--env",
+            "users=5",
+        ).returncode
+        == 0
+    )
     mixed = banditbench("report", out, other, "--format", "none")  # the report refuses mixed protocol settings
     assert mixed.returncode == 2 and "differ in env" in mixed.stderr
-    for args, message in ((("--algos", "random"), "random cannot run under protocol 'twostage'"),
-                          (("--algos", "n-greedy", "--env", "colour=red"), "protocol 'twostage' has no such"),
-                          (("--algos", "n-greedy", "--env", "users=many"), "--env users='many': expected a int"),
-                          (("--algos", "n-greedy", "--budget", "2"), "smaller than the slate"),
-                          (("--algos", "2-n-greedy", "--env", "slate_size=50"), "topics for a slate of 50")):
-        done = banditbench("run", "--dataset", "mind", "--data-dir", trained / "ds", "--out", trained / "bad",
-                           "--env", "slate_size=3", *args)
+    for args, message in (
+        (("--algos", "random"), "random cannot run under protocol 'twostage'"),
+        (("--algos", "n-greedy", "--env", "colour=red"), "protocol 'twostage' has no such"),
+        (("--algos", "n-greedy", "--env", "users=many"), "--env users='many': expected a int"),
+        (("--algos", "n-greedy", "--budget", "2"), "smaller than the slate"),
+        (("--algos", "2-n-greedy", "--env", "slate_size=50"), "topics for a slate of 50"),
+    ):
+        done = banditbench(
+            "run",
+            "--dataset",
+            "mind",
+            "--data-dir",
+            trained / "ds",
+            "--out",
+            trained / "bad",
+            "--env",
+            "slate_size=3",
+            *args,
+        )
         assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr
 
 

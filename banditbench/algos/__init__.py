@@ -23,80 +23,267 @@ NEURAL = Capabilities(device=True)
 SLATE = Capabilities(slate=True, budget=True)
 
 # Simple baselines
-register("random", ".random_policy:RandomPolicy", paper="baseline", role="baseline", capabilities=SHARED,
-         description="uniformly random arm; scores nothing")
-register("linucb-one", ".linucb:LinUCB", paper=LI2010, description="one LinUCB shared by all users", per_user=False,
-         role="baseline", capabilities=SHARED)
-register("linucb-ind", ".linucb:LinUCB", paper=LI2010, description="one independent LinUCB per user", per_user=True,
-         role="baseline")
-register("oracle", ".oracle:Oracle", paper="baseline", description="knows the expected rewards; regret 0",
-         role="baseline", capabilities=SHARED)
+register(
+    "random",
+    ".random_policy:RandomPolicy",
+    paper="baseline",
+    role="baseline",
+    capabilities=SHARED,
+    description="uniformly random arm; scores nothing",
+)
+register(
+    "linucb-one",
+    ".linucb:LinUCB",
+    paper=LI2010,
+    description="one LinUCB shared by all users",
+    per_user=False,
+    role="baseline",
+    capabilities=SHARED,
+)
+register(
+    "linucb-ind",
+    ".linucb:LinUCB",
+    paper=LI2010,
+    description="one independent LinUCB per user",
+    per_user=True,
+    role="baseline",
+)
+register(
+    "oracle",
+    ".oracle:Oracle",
+    paper="baseline",
+    description="knows the expected rewards; regret 0",
+    role="baseline",
+    capabilities=SHARED,
+)
 
 # Clustering of bandits and multi-agent linear bandits
-register("club", ".club:CLUB", paper="Gentile, Li & Zappella, ICML 2014", role="baseline",
-         description="user graph, edges cut by the parameter-distance test, clusters = connected components")
-register("sclub", ".sclub:SCLUB", paper="Li, Chen, Li & Leung, IJCAI 2019", role="baseline",
-         description="set-based clusters that split users off and merge close clusters")
-register("cofiba", ".cofiba:COFIBA", paper="Li, Karatzoglou & Gentile, SIGIR 2016", role="baseline",
-         description="a user graph per item cluster, items clustered by the user neighbourhoods they induce")
-register("locb", ".locb:LOCB", paper="Ban & He, NeurIPS 2021", role="baseline",
-         description="overlapping local clusters grown around random seed users")
-register("dynucb", ".dynucb:DynUCB", paper="Nguyen & Lauw, CIKM 2014", role="baseline",
-         description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster")
-register("bass", ".bass:BASS", paper="Cherkaoui, Barlier & Colin, ICML 2025", role="proposed",
-         description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test")
-register("cmlb", ".cmlb:CMLB", paper=GHOSH2021, role="proposed",
-         description="explore, threshold-graph clusters, collaborate on averaged rewards")
-register("sclb", ".sclb:SCLB", paper=GHOSH2021, role="proposed",
-         description="CMLB restarted in doubling phases with shrinking thresholds")
-register("oful-ind", ".oful:IndependentOFUL", paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011", role="baseline",
-         description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)")
-register("pmlb", ".pmlb:PMLB", paper=GHOSH2021, role="proposed",
-         description="common OFUL on averaged rewards, then personal offsets")
+register(
+    "club",
+    ".club:CLUB",
+    paper="Gentile, Li & Zappella, ICML 2014",
+    role="baseline",
+    description="user graph, edges cut by the parameter-distance test, clusters = connected components",
+)
+register(
+    "sclub",
+    ".sclub:SCLUB",
+    paper="Li, Chen, Li & Leung, IJCAI 2019",
+    role="baseline",
+    description="set-based clusters that split users off and merge close clusters",
+)
+register(
+    "cofiba",
+    ".cofiba:COFIBA",
+    paper="Li, Karatzoglou & Gentile, SIGIR 2016",
+    role="baseline",
+    description="a user graph per item cluster, items clustered by the user neighbourhoods they induce",
+)
+register(
+    "locb",
+    ".locb:LOCB",
+    paper="Ban & He, NeurIPS 2021",
+    role="baseline",
+    description="overlapping local clusters grown around random seed users",
+)
+register(
+    "dynucb",
+    ".dynucb:DynUCB",
+    paper="Nguyen & Lauw, CIKM 2014",
+    role="baseline",
+    description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster",
+)
+register(
+    "bass",
+    ".bass:BASS",
+    paper="Cherkaoui, Barlier & Colin, ICML 2025",
+    role="proposed",
+    description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test",
+)
+register(
+    "cmlb",
+    ".cmlb:CMLB",
+    paper=GHOSH2021,
+    role="proposed",
+    description="explore, threshold-graph clusters, collaborate on averaged rewards",
+)
+register(
+    "sclb",
+    ".sclb:SCLB",
+    paper=GHOSH2021,
+    role="proposed",
+    description="CMLB restarted in doubling phases with shrinking thresholds",
+)
+register(
+    "oful-ind",
+    ".oful:IndependentOFUL",
+    paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011",
+    role="baseline",
+    description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)",
+)
+register(
+    "pmlb",
+    ".pmlb:PMLB",
+    paper=GHOSH2021,
+    role="proposed",
+    description="common OFUL on averaged rewards, then personal offsets",
+)
 
 # Neural bandits
-register("neuucb-one", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network for all users",
-         per_user=False, user_features=False, role="baseline", capabilities=Capabilities(user_id=False, device=True))
-register("neuucb-ind", ".neuralucb:NeuralUCB", paper=ZHOU2020, description="NeuralUCB, one network per user",
-         per_user=True, user_features=False, role="baseline", capabilities=NEURAL)
-register("neu-au", ".neuralucb:NeuralUCB", paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
-         description="one NeuralUCB network on arm and user features concatenated (needs user features)",
-         per_user=False, user_features=True, role="baseline", capabilities=Capabilities(user_id=False, device=True))
-register("eenet", ".eenet:EENet", paper="Ban, Yan, Banerjee & He, ICLR 2022", role="baseline",
-         capabilities=Capabilities(user_id=False, device=True),
-         description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision")
-register("neurallinear", ".neurallinear:NeuralLinear",
-         paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)", role="baseline", capabilities=NEURAL,
-         description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top")
-register("metaban", ".metaban:MetaBan", paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022", role="proposed",
-         capabilities=NEURAL,
-         description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB")
-register("mcnb", ".mcnb:MCNB", paper="Ban, Qi, Wei, Liu & He, KDD 2024", role="proposed", capabilities=NEURAL,
-         description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB")
+register(
+    "neuucb-one",
+    ".neuralucb:NeuralUCB",
+    paper=ZHOU2020,
+    description="NeuralUCB, one network for all users",
+    per_user=False,
+    user_features=False,
+    role="baseline",
+    capabilities=Capabilities(user_id=False, device=True),
+)
+register(
+    "neuucb-ind",
+    ".neuralucb:NeuralUCB",
+    paper=ZHOU2020,
+    description="NeuralUCB, one network per user",
+    per_user=True,
+    user_features=False,
+    role="baseline",
+    capabilities=NEURAL,
+)
+register(
+    "neu-au",
+    ".neuralucb:NeuralUCB",
+    paper="NeuA+U baseline of M-CNB, KDD 2024 (NeuralUCB on [arm ; user])",
+    description="one NeuralUCB network on arm and user features concatenated (needs user features)",
+    per_user=False,
+    user_features=True,
+    role="baseline",
+    capabilities=Capabilities(user_id=False, device=True),
+)
+register(
+    "eenet",
+    ".eenet:EENet",
+    paper="Ban, Yan, Banerjee & He, ICLR 2022",
+    role="baseline",
+    capabilities=Capabilities(user_id=False, device=True),
+    description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
+)
+register(
+    "neurallinear",
+    ".neurallinear:NeuralLinear",
+    paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
+    role="baseline",
+    capabilities=NEURAL,
+    description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
+)
+register(
+    "metaban",
+    ".metaban:MetaBan",
+    paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022",
+    role="proposed",
+    capabilities=NEURAL,
+    description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB",
+)
+register(
+    "mcnb",
+    ".mcnb:MCNB",
+    paper="Ban, Qi, Wei, Liu & He, KDD 2024",
+    role="proposed",
+    capabilities=NEURAL,
+    description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB",
+)
 
 # Slate policies of the two-stage paper (protocol twostage); the "2-" names are its two-stage variants (Alg. 1)
 TWOSTAGE = "Zhang et al. 2022, Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations"
-register("slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=False,
-         capabilities=replace(SLATE, user_id=False),
-         description="Random: m items uniform from the iteration's sampled candidates; scores nothing")
-register("2-slate-random", ".slate_random:SlateRandom", paper=TWOSTAGE, role="baseline", two_stage=True,
-         capabilities=replace(SLATE, user_id=False),
-         description="2-Random: m topics uniform, then one item uniform from each; scores nothing")
+register(
+    "slate-random",
+    ".slate_random:SlateRandom",
+    paper=TWOSTAGE,
+    role="baseline",
+    two_stage=False,
+    capabilities=replace(SLATE, user_id=False),
+    description="Random: m items uniform from the iteration's sampled candidates; scores nothing",
+)
+register(
+    "2-slate-random",
+    ".slate_random:SlateRandom",
+    paper=TWOSTAGE,
+    role="baseline",
+    two_stage=True,
+    capabilities=replace(SLATE, user_id=False),
+    description="2-Random: m topics uniform, then one item uniform from each; scores nothing",
+)
 
 for _name, _policy, _role, _fixed, _what in (
-        ("glm-ucb", ".slate_glm:GLMUCB", "baseline", {}, "GLM: per-user GLM-UCB (Eq. 2) on LSA bag-of-words title features"),
-        ("n-glm-ucb", ".slate_glm:NeuralGLMUCB", "baseline", {"link": "logistic"},
-         "N-GLM: per-user GLM-UCB (Eq. 2) on the neural item vectors"),
-        ("n-linucb", ".slate_glm:NeuralGLMUCB", "baseline", {"link": "identity"},
-         "N-LinUCB (authors' code only): per-user LinUCB on the neural item vectors"),
-        ("n-greedy", ".slate_neural:NeuralGreedy", "baseline", {}, "N-Greedy: the two-tower model's scores, no exploration"),
-        ("n-dropout-ucb", ".slate_neural:NeuralDropoutUCB", "baseline", {}, "N-Dropout: mean + β·std over 5 MC-dropout passes"),
-        ("s-n-galm-ucb", ".slate_glm:SNGALM", "proposed", {}, "S-N-GALM: shared additive GLM-UCB on item and user vectors (Eq. 3)"),
-        ("s-n-gblm-ucb", ".slate_glm:SNGBLM", "proposed", {},
-         "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)")):
-    register(_name, _policy, paper=TWOSTAGE, role=_role, description=_what + " (one-stage)", two_stage=False,
-             capabilities=SLATE, **_fixed)
-    register(f"2-{_name}", _policy, paper=TWOSTAGE, role=_role, two_stage=True, capabilities=SLATE, **_fixed,
-             description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)")
+    (
+        "glm-ucb",
+        ".slate_glm:GLMUCB",
+        "baseline",
+        {},
+        "GLM: per-user GLM-UCB (Eq. 2) on LSA bag-of-words title features",
+    ),
+    (
+        "n-glm-ucb",
+        ".slate_glm:NeuralGLMUCB",
+        "baseline",
+        {"link": "logistic"},
+        "N-GLM: per-user GLM-UCB (Eq. 2) on the neural item vectors",
+    ),
+    (
+        "n-linucb",
+        ".slate_glm:NeuralGLMUCB",
+        "baseline",
+        {"link": "identity"},
+        "N-LinUCB (authors' code only): per-user LinUCB on the neural item vectors",
+    ),
+    (
+        "n-greedy",
+        ".slate_neural:NeuralGreedy",
+        "baseline",
+        {},
+        "N-Greedy: the two-tower model's scores, no exploration",
+    ),
+    (
+        "n-dropout-ucb",
+        ".slate_neural:NeuralDropoutUCB",
+        "baseline",
+        {},
+        "N-Dropout: mean + β·std over 5 MC-dropout passes",
+    ),
+    (
+        "s-n-galm-ucb",
+        ".slate_glm:SNGALM",
+        "proposed",
+        {},
+        "S-N-GALM: shared additive GLM-UCB on item and user vectors (Eq. 3)",
+    ),
+    (
+        "s-n-gblm-ucb",
+        ".slate_glm:SNGBLM",
+        "proposed",
+        {},
+        "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)",
+    ),
+):
+    register(
+        _name,
+        _policy,
+        paper=TWOSTAGE,
+        role=_role,
+        description=_what + " (one-stage)",
+        two_stage=False,
+        capabilities=SLATE,
+        **_fixed,
+    )
+    register(
+        f"2-{_name}",
+        _policy,
+        paper=TWOSTAGE,
+        role=_role,
+        two_stage=True,
+        capabilities=SLATE,
+        **_fixed,
+        description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)",
+    )
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from banditbench.envs.round import Budget, RoundView
 from banditbench.algos.domains import Domain
 from banditbench.algos.state import Stateful
+from banditbench.envs.round import Budget, RoundView
 from banditbench.lazy import resolve
 
 
@@ -156,8 +156,16 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {}
 ROLES = ("baseline", "proposed")
 
 
-def register(name: str, policy: type[Policy] | str, *, paper: str, description: str, role: str = "proposed",
-             capabilities: Capabilities | None = None, **fixed: Any) -> AlgorithmSpec:
+def register(
+    name: str,
+    policy: type[Policy] | str,
+    *,
+    paper: str,
+    description: str,
+    role: str = "proposed",
+    capabilities: Capabilities | None = None,
+    **fixed: Any,
+) -> AlgorithmSpec:
     """``policy``: the class, or where to import it from when first used (``".linucb:LinUCB"``, relative
     to banditbench.algos, or ``"package.module:Class"``). ``capabilities`` defaults to a per-user one-arm
     policy; the ``two_stage`` and ``user_features`` settings fixed by the name are reflected in it."""
@@ -165,7 +173,9 @@ def register(name: str, policy: type[Policy] | str, *, paper: str, description: 
         raise ValueError(f"algorithm {name!r} registered twice")
     if role not in ROLES:
         raise ValueError(f"algorithm {name!r}: role must be one of {ROLES}, got {role!r}")
-    capabilities = replace(capabilities or Capabilities(), **{key: bool(fixed[key]) for key in
-                                                              ("two_stage", "user_features") if key in fixed})
+    capabilities = replace(
+        capabilities or Capabilities(),
+        **{key: bool(fixed[key]) for key in ("two_stage", "user_features") if key in fixed},
+    )
     spec = ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role, capabilities)
     return spec

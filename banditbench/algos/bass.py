@@ -22,6 +22,7 @@ default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper
 from __future__ import annotations
 
 import numpy as np
+
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
@@ -60,15 +61,38 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 
 
 
 class BASS(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "delta": d.PROBABILITY, "gamma": d.NON_NEGATIVE,
-               "sigma": d.POSITIVE, "S": d.POSITIVE, "epsilon": d.FRACTION, "radius_convention": d.Choice(CONVENTIONS)}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "delta": d.PROBABILITY,
+        "gamma": d.NON_NEGATIVE,
+        "sigma": d.POSITIVE,
+        "S": d.POSITIVE,
+        "epsilon": d.FRACTION,
+        "radius_convention": d.Choice(CONVENTIONS),
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, ridge: float = 1.0, delta: float = 1e-3,
-                 gamma: float = 1.0, sigma: float = 1.0, S: float = 1.0, epsilon: float = 0.0,
-                 radius_convention: str = "paper"):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 1.0,
+        ridge: float = 1.0,
+        delta: float = 1e-3,
+        gamma: float = 1.0,
+        sigma: float = 1.0,
+        S: float = 1.0,
+        epsilon: float = 0.0,
+        radius_convention: str = "paper",
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if radius_convention not in CONVENTIONS:
-            raise UserError(f"bass.radius_convention must be one of {', '.join(CONVENTIONS)}, got {radius_convention!r}")
+            raise UserError(
+                f"bass.radius_convention must be one of {', '.join(CONVENTIONS)}, got {radius_convention!r}"
+            )
         self.alpha, self.ridge, self.delta, self.gamma = alpha, ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
         self.local = RidgeStats(n_users, dim, ridge)
@@ -129,8 +153,9 @@ class BASS(Policy):
         test = ~(inside_i | inside_j)
         if test.any():
             V_j = self.ridge_eye + local.gram[others[test]]
-            kappa[test] = separation_test(local.theta[i], radius2_i * local.A_inv[i], local.theta[others[test]],
-                                          V_j / radius2[test, None, None])
+            kappa[test] = separation_test(
+                local.theta[i], radius2_i * local.A_inv[i], local.theta[others[test]], V_j / radius2[test, None, None]
+            )
         return kappa
 
     def _radius2(self, logdet):

@@ -44,13 +44,37 @@ def current_step(view) -> int:
 
 
 class CMLB(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
-               "p_star": d.FRACTION, "horizon": d.COUNT, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
-               "averaged_noise": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "C": d.POSITIVE,
+        "delta": d.PROBABILITY,
+        "threshold_scale": d.POSITIVE,
+        "p_star": d.FRACTION,
+        "horizon": d.COUNT,
+        "ridge": d.POSITIVE,
+        "sigma": d.POSITIVE,
+        "S": d.POSITIVE,
+        "averaged_noise": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
-                 threshold_scale: float = 3.0, p_star: float = 0.0, horizon: int = 1000, ridge: float = 1.0,
-                 sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 0.2,
+        C: float = 0.2,
+        delta: float = 0.4,
+        threshold_scale: float = 3.0,
+        p_star: float = 0.0,
+        horizon: int = 1000,
+        ridge: float = 1.0,
+        sigma: float = 1.0,
+        S: float = 1.0,
+        averaged_noise: bool = True,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise

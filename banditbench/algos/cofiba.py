@@ -63,15 +63,37 @@ NEW_USER_GRAPH = ("copy", "fresh")
 
 
 class COFIBA(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "ridge": d.POSITIVE, "item_pool": d.COUNT,
-               "item_nodes": d.Choice(ITEM_NODES), "new_user_graph": d.Choice(NEW_USER_GRAPH),
-               "random_init_graph": d.FLAG, "reference_ucb": d.FLAG, "reference_threshold": d.FLAG,
-               "frozen_counts": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "alpha2": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "item_pool": d.COUNT,
+        "item_nodes": d.Choice(ITEM_NODES),
+        "new_user_graph": d.Choice(NEW_USER_GRAPH),
+        "random_init_graph": d.FLAG,
+        "reference_ucb": d.FLAG,
+        "reference_threshold": d.FLAG,
+        "frozen_counts": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
-                 item_pool: int = 100, item_nodes: str = "contexts", new_user_graph: str = "copy",
-                 random_init_graph: bool = False, reference_ucb: bool = False, reference_threshold: bool = False,
-                 frozen_counts: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 1.0,
+        alpha2: float = 1.0,
+        ridge: float = 1.0,
+        item_pool: int = 100,
+        item_nodes: str = "contexts",
+        new_user_graph: str = "copy",
+        random_init_graph: bool = False,
+        reference_ucb: bool = False,
+        reference_threshold: bool = False,
+        frozen_counts: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if item_nodes not in ITEM_NODES:
             raise UserError(f"cofiba.item_nodes must be one of {', '.join(ITEM_NODES)}, got {item_nodes!r}")
@@ -81,7 +103,11 @@ class COFIBA(Policy):
             raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
         self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
-        self.reference_ucb, self.reference_threshold, self.frozen_counts = reference_ucb, reference_threshold, frozen_counts
+        self.reference_ucb, self.reference_threshold, self.frozen_counts = (
+            reference_ucb,
+            reference_threshold,
+            frozen_counts,
+        )
         L = n_arms if item_nodes == "slots" else item_pool
         self.users = RidgeStats(n_users, dim, ridge)
         self.items = np.zeros((L, dim))  # node contexts; the first n_items rows are filled
@@ -193,7 +219,8 @@ class COFIBA(Policy):
 
     def _far(self, predicted: np.ndarray, spread: np.ndarray, i: int, log_t: float) -> np.ndarray:
         """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) and item z (leading axes), given
-        w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z): CB̃_ℓ(z) = α₂·sqrt(zᵀM_ℓ⁻¹z · log(t + 1)), or the code's 4√d·F(T_ℓ), equal for all z."""
+        w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z): CB̃_ℓ(z) = α₂·sqrt(zᵀM_ℓ⁻¹z · log(t + 1)), or the code's
+        4√d·F(T_ℓ), equal for all z."""
         gap = np.abs(predicted - predicted[..., i : i + 1])
         if not self.reference_threshold:
             scale = self.alpha2 * np.sqrt(log_t)

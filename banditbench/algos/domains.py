@@ -146,8 +146,9 @@ class Optional(Domain):
         return f"none|{self.inner.short()}"
 
 
-def real(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-         high_open: bool = False) -> Interval:
+def real(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Interval:
     return Interval(float, low, high, low_open, high_open)
 
 

@@ -4,8 +4,8 @@ K clusters each hold a LinUCB on the pooled samples of their members (A_c = λI 
 Users start in uniformly random clusters. The served user plays its cluster's LinUCB
   x = argmax xᵀθ_c + α·sqrt(xᵀA_c⁻¹x · log(t+1))   (the α-LinUCB that BASS uses for all its baselines),
 then updates its own ridge estimate θ_u and moves to the nearest cluster, argmin_c ‖θ_u − θ_c‖;
-on a move the user's statistics are subtracted from the old cluster and added to the new one, otherwise the user's cluster
-gets a Sherman–Morrison update.
+on a move the user's statistics are subtracted from the old cluster and added to the new one,
+otherwise the user's cluster gets a Sherman–Morrison update.
 
 ``centroid="ridge"`` (default, bandpy's and GNB's reading) takes θ_c = A_c⁻¹b_c, the cluster's ridge estimate;
 ``centroid="mean"`` takes the mean of the members' θ_u, the centroid of the authors' Java code.
@@ -26,11 +26,27 @@ CENTROIDS = ("ridge", "mean")
 
 
 class DynUCB(Policy):
-    domains = {"n_clusters": d.COUNT, "alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE, "centroid": d.Choice(CENTROIDS),
-               "reference_ucb": d.FLAG}
+    domains = {
+        "n_clusters": d.COUNT,
+        "alpha": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "centroid": d.Choice(CENTROIDS),
+        "reference_ucb": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, n_clusters: int = 4, alpha: float = 1.0, ridge: float = 1.0,
-                 centroid: str = "ridge", reference_ucb: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        n_clusters: int = 4,
+        alpha: float = 1.0,
+        ridge: float = 1.0,
+        centroid: str = "ridge",
+        reference_ucb: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if centroid not in CENTROIDS:
             raise UserError(f"dynucb.centroid must be one of {', '.join(CENTROIDS)}, got {centroid!r}")
@@ -66,7 +82,9 @@ class DynUCB(Policy):
             self.label[u] = new
             g, users = self.groups, self.users
             for c, sign in ((old, -1), (new, 1)):
-                g.assign(c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u])
+                g.assign(
+                    c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u]
+                )
 
     def clusters(self):
         return self.label

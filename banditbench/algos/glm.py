@@ -112,8 +112,9 @@ class DisjointGLM:
             return
         _, linear = self._of(user)
         X, y = X.double(), y.double()
-        adam_fit(linear, lambda: nn.functional.binary_cross_entropy_with_logits(linear(X)[:, 0], y), self.steps,
-                 self.lr)
+        adam_fit(
+            linear, lambda: nn.functional.binary_cross_entropy_with_logits(linear(X)[:, 0], y), self.steps, self.lr
+        )
 
 
 class BilinearLogit(nn.Module):
@@ -142,8 +143,19 @@ class SharedGLM:
     mean (σ(w_xᵀx + b_x + w_zᵀz + b_z)), instead of Eq. (3)'s γ-weighted mean and two-sided width.
     """
 
-    def __init__(self, kind: str, d1: int, d2: int, beta: float, lr: float, steps: int, gamma: float = 0.5,
-                 item_only_ci: bool = False, gram_dtype: torch.dtype = torch.float64, seed: int = 0):
+    def __init__(
+        self,
+        kind: str,
+        d1: int,
+        d2: int,
+        beta: float,
+        lr: float,
+        steps: int,
+        gamma: float = 0.5,
+        item_only_ci: bool = False,
+        gram_dtype: torch.dtype = torch.float64,
+        seed: int = 0,
+    ):
         self.kind, self.beta, self.lr, self.steps = kind, beta, lr, steps
         self.gamma, self.item_only_ci, self.d1, self.d2 = gamma, item_only_ci, d1, d2
         self._M_z: tuple[torch.Tensor, torch.Tensor] | None = None  # (z, M_z) of the last bilinear scoring
@@ -187,5 +199,9 @@ class SharedGLM:
 
     def fit(self, X: torch.Tensor, Z: torch.Tensor, y: torch.Tensor) -> None:
         if len(y):
-            adam_fit(self.model, lambda: nn.functional.binary_cross_entropy_with_logits(self.model(X, Z), y),
-                     self.steps, self.lr)
+            adam_fit(
+                self.model,
+                lambda: nn.functional.binary_cross_entropy_with_logits(self.model(X, Z), y),
+                self.steps,
+                self.lr,
+            )

@@ -24,11 +24,27 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class LOCB(Policy):
-    domains = {"num_seeds": d.COUNT, "gamma": d.NON_NEGATIVE, "alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE,
-               "reference_ucb": d.FLAG}
+    domains = {
+        "num_seeds": d.COUNT,
+        "gamma": d.NON_NEGATIVE,
+        "alpha": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "reference_ucb": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, num_seeds: int = 20, gamma: float = 0.2, alpha: float = 1.0,
-                 ridge: float = 1.0, reference_ucb: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        num_seeds: int = 20,
+        gamma: float = 0.2,
+        alpha: float = 1.0,
+        ridge: float = 1.0,
+        reference_ucb: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.gamma, self.alpha, self.ridge, self.reference_ucb = gamma, alpha, ridge, reference_ucb
         self.seeds = np.unique(self.rng.choice(n_users, size=num_seeds, replace=True))
@@ -71,8 +87,12 @@ class LOCB(Policy):
         for s in open_seeds[(inside & (distance > bound)) | (~inside & (distance < bound))]:
             sign = -1 if self.member[s, i] else 1
             self.member[s, i] = not self.member[s, i]
-            local.assign(s, local.gram[s] + sign * users.gram[i], local.b[s] + sign * users.b[i],
-                         local.count[s] + sign * users.count[i])
+            local.assign(
+                s,
+                local.gram[s] + sign * users.gram[i],
+                local.b[s] + sign * users.b[i],
+                local.count[s] + sign * users.count[i],
+            )
 
     def clusters(self):
         """Overlapping clusters flattened for ARI/NMI: users held by exactly the same seed clusters share a label
@@ -84,5 +104,5 @@ class LOCB(Policy):
         member = self.member.astype(np.float32)
         graph = np.empty((self.n_users, self.n_users), dtype=bool)
         for start in range(0, self.n_users, 1024):  # by row blocks: no N × N float temporary (400 MB at 10 000 users)
-            graph[start:start + 1024] = (member[:, start:start + 1024].T @ member) > 0
+            graph[start : start + 1024] = (member[:, start : start + 1024].T @ member) > 0
         return graph

@@ -21,8 +21,8 @@ synthetic-cosine.
 
 Choices the paper leaves open (documented defaults): w_u = 1/|N̂_i| (the mean, so η₂ does not scale with the
 group size; the paper sets w_u = 1), T̃^u = ``batch_size`` samples drawn with replacement, J₂ = ``meta_steps``
-= 1, η₂ = ``eta2`` = 0.05, λ = ``lam`` = 0.01 (L1 coefficient of the "fomaml" step), α = 0.1 (the paper's grid is 0.001–1).
-Members without data are left out of the step.
+= 1, η₂ = ``eta2`` = 0.05, λ = ``lam`` = 0.01 (L1 coefficient of the "fomaml" step),
+α = 0.1 (the paper's grid is 0.001–1). Members without data are left out of the step.
 
 The authors' code (banyikun/MCNB @53eb178/@104f710) as named switches:
   ``group_mode="last_arm"``     one group per round, from the last arm (Jan 2022 code); ``"union"`` (Feb 2022)
@@ -38,9 +38,18 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
-from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
-                                      is_training_round, resolve_device, torch_generator)
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    ArmGradients,
+    UserLearners,
+    check_choice,
+    connected_labels,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+)
 
 META_UPDATES = ("fomaml", "pooled")
 GROUP_MODES = ("per_arm", "last_arm", "union")
@@ -49,18 +58,53 @@ USER_STARTS = ("own", "initial", "meta")
 
 
 class MetaBan(Policy):
-    domains = {**NETWORK_DOMAINS, "gamma": d.NON_NEGATIVE, "nu": d.POSITIVE, "alpha": d.NON_NEGATIVE,
-               "lam": d.POSITIVE, "eta2": d.POSITIVE, "meta_steps": d.STEPS, "meta_update": d.Choice(META_UPDATES),
-               "group_mode": d.Choice(GROUP_MODES), "ucb": d.Choice(UCBS), "code_lam_nu": d.NON_NEGATIVE,
-               "share_data_with_group": d.FLAG, "user_start": d.Choice(USER_STARTS)}
+    domains = {
+        **NETWORK_DOMAINS,
+        "gamma": d.NON_NEGATIVE,
+        "nu": d.POSITIVE,
+        "alpha": d.NON_NEGATIVE,
+        "lam": d.POSITIVE,
+        "eta2": d.POSITIVE,
+        "meta_steps": d.STEPS,
+        "meta_update": d.Choice(META_UPDATES),
+        "group_mode": d.Choice(GROUP_MODES),
+        "ucb": d.Choice(UCBS),
+        "code_lam_nu": d.NON_NEGATIVE,
+        "share_data_with_group": d.FLAG,
+        "user_start": d.Choice(USER_STARTS),
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, alpha: float = 0.1,
-                 lam: float = 0.01, eta2: float = 0.05, meta_steps: int = 1, meta_update: str = "pooled",
-                 group_mode: str = "per_arm", ucb: str = "paper", code_lam_nu: float = 1e-5,
-                 share_data_with_group: bool = False, user_start: str = "own", lr: float = 1e-2, train_steps: int = 50,
-                 batch_size: int = 32, schedule: str = "paper", width: int = 100, depth: int = 2,
-                 bias: bool = False, init: str = "paper", gradients: str = "closed", device: str = "cpu",
-                 threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        gamma: float = 0.4,
+        nu: float = 5.0,
+        alpha: float = 0.1,
+        lam: float = 0.01,
+        eta2: float = 0.05,
+        meta_steps: int = 1,
+        meta_update: str = "pooled",
+        group_mode: str = "per_arm",
+        ucb: str = "paper",
+        code_lam_nu: float = 1e-5,
+        share_data_with_group: bool = False,
+        user_start: str = "own",
+        lr: float = 1e-2,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        gradients: str = "closed",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.meta_update = check_choice("meta_update", meta_update, META_UPDATES)
         self.group_mode = check_choice("group_mode", group_mode, GROUP_MODES)
@@ -75,8 +119,9 @@ class MetaBan(Policy):
         self.mlp = MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = self.mlp.init(self.generator, self.device)
         self.Theta = self.Theta0.clone()
-        self.users = UserLearners(self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps,
-                                  batch_size=batch_size)
+        self.users = UserLearners(
+            self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps, batch_size=batch_size
+        )
         self._group: torch.Tensor | None = None
 
     def _groups(self, user: int, x: torch.Tensor) -> torch.Tensor:
@@ -102,7 +147,8 @@ class MetaBan(Policy):
                 at = self.users.theta[data_users]
             else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per member serves all arms
                 at = self.Theta if step == 0 else thetas[:, None, :]
-            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)  # ∇ ½ mean_s (f − r)²
+            # ∇ ½ mean_s (f − r)²; the closure is called at once
+            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)  # noqa: B023
             if self.meta_update == "fomaml":
                 per_member = per_member + self.lam / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
             thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
@@ -127,8 +173,11 @@ class MetaBan(Policy):
         return chosen
 
     def update(self, view, chosen, reward):
-        members = torch.nonzero(self._group).flatten() if self.share_data_with_group else \
-            torch.tensor([view.user], device=self.device)
+        members = (
+            torch.nonzero(self._group).flatten()
+            if self.share_data_with_group
+            else torch.tensor([view.user], device=self.device)
+        )
         self.users.add(members, self._x, reward)
         if is_training_round(view.t, self.schedule):
             start = {"own": None, "initial": self.Theta0, "meta": self.Theta}[self.user_start]

@@ -18,6 +18,7 @@ import torch
 from torch.func import grad, vmap
 
 from banditbench.algos import domains as d
+from banditbench.algos.adam import Adam
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -26,9 +27,19 @@ INITS = ("paper", "torch")
 GRADIENTS = ("closed", "batched", "vmap")
 
 # The network and training hyper-parameters every neural policy shares, with their domains.
-NETWORK_DOMAINS = {"width": d.COUNT, "depth": d.COUNT, "bias": d.FLAG, "init": d.Choice(INITS), "lr": d.POSITIVE,
-                   "train_steps": d.STEPS, "batch_size": d.COUNT, "schedule": d.Choice(SCHEDULES),
-                   "gradients": d.Choice(GRADIENTS), "device": d.Choice(DEVICES), "threads": d.COUNT}
+NETWORK_DOMAINS = {
+    "width": d.COUNT,
+    "depth": d.COUNT,
+    "bias": d.FLAG,
+    "init": d.Choice(INITS),
+    "lr": d.POSITIVE,
+    "train_steps": d.STEPS,
+    "batch_size": d.COUNT,
+    "schedule": d.Choice(SCHEDULES),
+    "gradients": d.Choice(GRADIENTS),
+    "device": d.Choice(DEVICES),
+    "threads": d.COUNT,
+}
 
 
 def resolve_device(name: str) -> torch.device:
@@ -52,8 +63,9 @@ def torch_generator(seed: np.random.SeedSequence, device: torch.device, threads:
         torch.use_deterministic_algorithms(True)
     torch.set_num_threads(threads)
     generator = torch.Generator(device=device)
-    generator.manual_seed(int(np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (7,))
-                              .generate_state(1, np.uint64)[0] >> 1))
+    generator.manual_seed(
+        int(np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (7,)).generate_state(1, np.uint64)[0] >> 1)
+    )
     return generator
 
 
@@ -78,16 +90,24 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 class MLP:
     """f(x; θ) with depth L (number of weight matrices), width m, optional biases, on flat θ."""
 
-    def __init__(self, dim: int, width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
-                 gradients: str = "closed"):
+    def __init__(
+        self,
+        dim: int,
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        gradients: str = "closed",
+    ):
         if depth < 1 or width < 1:
             raise UserError(f"network depth and width must be at least 1, got depth={depth}, width={width}")
         check_choice("init", init, INITS)
         self.gradients = check_choice("gradients", gradients, GRADIENTS)
         self.dim, self.width, self.depth, self.bias, self.init_kind = dim, width, depth, bias, init
         sizes = [dim] + [width] * (depth - 1) + [1]
-        self.shapes: list[tuple[tuple[int, int], int]] = [((sizes[i + 1], sizes[i]), sizes[i + 1] if bias else 0)
-                                                          for i in range(depth)]
+        self.shapes: list[tuple[tuple[int, int], int]] = [
+            ((sizes[i + 1], sizes[i]), sizes[i + 1] if bias else 0) for i in range(depth)
+        ]
         self.p = sum(o * i + b for (o, i), b in self.shapes)
 
     def init(self, generator: torch.Generator, device: torch.device) -> torch.Tensor:
@@ -107,9 +127,9 @@ class MLP:
         """Views (W [..., out, in], b [..., 1, out] or None) into θ [..., p]."""
         lead, at, out = theta.shape[:-1], 0, []
         for (o, i), n_bias in self.shapes:
-            W = theta[..., at:at + o * i].reshape(*lead, o, i)
+            W = theta[..., at : at + o * i].reshape(*lead, o, i)
             at += o * i
-            b = theta[..., at:at + n_bias].reshape(*lead, 1, o) if n_bias else None
+            b = theta[..., at : at + n_bias].reshape(*lead, 1, o) if n_bias else None
             at += n_bias
             out.append((W, b))
         return out
@@ -292,24 +312,24 @@ class History:
         return ((self.x[step], self.r[step]) for step in rows)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.x[:self.size], self.r[:self.size]
+        return self.x[: self.size], self.r[: self.size]
 
 
-def train_adam(mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float,
-               anchor: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+def train_adam(
+    mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float, anchor: tuple[torch.Tensor, torch.Tensor] | None = None
+) -> torch.Tensor:
     """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch
     (x [B, s, d], r [B, s]) of ``minibatches``, with a fresh optimiser per call (as the authors' code). θ [B, p]
     holds B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
-    optimiser = torch.optim.Adam([theta], lr=lr, fused=True)
+    optimiser = Adam(theta, lr=lr)
     for x, r in minibatches:
-        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])  # noqa: B023 (called at once)
         if anchor is not None:
             c, theta0 = anchor
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
-        theta.grad = gradient
-        optimiser.step()
+        optimiser.step(gradient)
     return theta
 
 
@@ -336,8 +356,10 @@ class FullCovariance:
     def __init__(self, n_models: int, p: int, lam: float, m: int, device: torch.device, max_gb: float):
         need = n_models * p * p * 8 / 2**30
         if need > max_gb:
-            raise UserError(f"full covariance needs {n_models} × {p}² float64 = {need:.1f} GB, above "
-                            f"max_covariance_gb={max_gb}; use covariance=diagonal or a smaller network")
+            raise UserError(
+                f"full covariance needs {n_models} × {p}² float64 = {need:.1f} GB, above "
+                f"max_covariance_gb={max_gb}; use covariance=diagonal or a smaller network"
+            )
         self.Z_inv = torch.eye(p, dtype=torch.float64, device=device).div(lam).repeat(n_models, 1, 1)
         self.m = m
 
@@ -359,8 +381,17 @@ class UserLearners:
     inferred-cluster test N̂_{u_t}(x_i) = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν} (Meta-Ban Eq. 4,
     M-CNB Eq. 3) to all K arms at once; ``train`` runs Adam on all given users together."""
 
-    def __init__(self, mlp: MLP, theta0: torch.Tensor, n_users: int, generator: torch.Generator, *, lr: float,
-                 steps: int, batch_size: int):
+    def __init__(
+        self,
+        mlp: MLP,
+        theta0: torch.Tensor,
+        n_users: int,
+        generator: torch.Generator,
+        *,
+        lr: float,
+        steps: int,
+        batch_size: int,
+    ):
         self.mlp, self.generator = mlp, generator
         self.lr, self.steps, self.batch_size = lr, steps, batch_size
         self.device = theta0.device
@@ -405,7 +436,7 @@ class UserLearners:
         ARI of its connected components) against the ground truth. Diagnostics only; decisions never use it."""
         if self.history.size == 0:
             return None
-        x = self.history.x[max(0, self.history.size - probes):self.history.size]
+        x = self.history.x[max(0, self.history.size - probes) : self.history.size]
         with torch.no_grad():
             P = self.mlp.forward(self.theta, x).T  # [probes, n]
         agree = ((P[:, :, None] - P[:, None, :]).abs() <= threshold).float().mean(0)
@@ -416,4 +447,5 @@ def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:
     if graph is None:
         return None
     from scipy.sparse.csgraph import connected_components
+
     return connected_components(graph, directed=False)[1]

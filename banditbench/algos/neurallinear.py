@@ -23,9 +23,17 @@ from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
-from banditbench.algos.neural import (MLP, SCHEDULES, History, check_choice, is_training_round, resolve_device,
-                                      torch_generator, train_adam)
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    History,
+    check_choice,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+    train_adam,
+)
 
 
 def confidence(count: torch.Tensor) -> torch.Tensor:
@@ -37,10 +45,27 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 class NeuralLinear(Policy):
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.1, alpha2: float = 1.0, lam: float = 1.0,
-                 width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper", lr: float = 1e-2,
-                 train_steps: int = 50, batch_size: int = 32, schedule: str = "paper", device: str = "cpu",
-                 threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 0.1,
+        alpha2: float = 1.0,
+        lam: float = 1.0,
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        lr: float = 1e-2,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.alpha, self.alpha2, self.lam = alpha, alpha2, lam
@@ -57,6 +82,7 @@ class NeuralLinear(Policy):
         self.w = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
         self.count = torch.zeros(n_users, dtype=torch.long, device=self.device)
         self.graph = np.ones((n_users, n_users), dtype=bool)
+        self._labels: np.ndarray | None = None  # connected components of the graph, None when stale
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
@@ -64,7 +90,7 @@ class NeuralLinear(Policy):
             return self.mlp.embed(self.theta[0], x).double()
 
     def _component(self, user: int) -> np.ndarray:
-        labels = connected_components(self.graph, directed=False)[1]
+        labels = self.clusters()
         return np.flatnonzero(labels == labels[user])
 
     def select(self, view, budget):
@@ -99,13 +125,18 @@ class NeuralLinear(Policy):
         self._cut_edges(u)
 
     def _rebuild(self) -> None:
-        """Every user's A and b from its stored samples under the new embedding, in one batched call."""
+        """Every user's A and b from its stored samples under the new embedding: A_u = λI + Φ_uᵀ Φ_u with Φ_u the
+        user's rows, one matmul per user over the rows grouped by user (no [rows, m, m] outer products)."""
         x, r = self.history.all_rows()
-        users = self.user_of_row[:len(r)]
+        users = self.user_of_row[: len(r)]
         phi = self._embed(x)
         m = phi.shape[1]
         self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)
-        self.A.index_add_(0, users, phi[:, :, None] * phi[:, None, :])
+        order = torch.argsort(users, stable=True)
+        counts = torch.bincount(users, minlength=self.n_users).tolist()
+        for u, rows in enumerate(torch.split(phi[order], counts)):
+            if len(rows):
+                self.A[u].addmm_(rows.T, rows)
         self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
         self.w = torch.linalg.solve(self.A, self.b)
 
@@ -115,11 +146,16 @@ class NeuralLinear(Policy):
         cb = confidence(self.count)
         cut = (gap > self.alpha2 * (cb + cb[u])).cpu().numpy()
         cut[u] = False
-        self.graph[u, cut] = False
-        self.graph[cut, u] = False
+        if (cut & self.graph[u]).any():  # an edge goes: the components are recomputed when next asked for
+            self.graph[u, cut] = False
+            self.graph[cut, u] = False
+            self._labels = None
 
     def sharing_graph(self):
         return self.graph
 
     def clusters(self):
-        return connected_components(self.graph, directed=False)[1]
+        """Connected components of the user graph, kept until an edge is deleted."""
+        if self._labels is None:
+            self._labels = connected_components(self.graph, directed=False)[1]
+        return self._labels

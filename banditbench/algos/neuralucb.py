@@ -25,23 +25,61 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    ArmGradients,
+    DiagonalCovariance,
+    FullCovariance,
+    History,
+    check_choice,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+    train_adam,
+)
 from banditbench.errors import UserError
-from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, DiagonalCovariance, FullCovariance, History,
-                                      check_choice, is_training_round, resolve_device, torch_generator, train_adam)
 
 COVARIANCES = ("diagonal", "full")
 
 
 class NeuralUCB(Policy):
-    domains = {**NETWORK_DOMAINS, "nu": d.NON_NEGATIVE, "lam": d.POSITIVE, "covariance": d.Choice(COVARIANCES),
-               "max_covariance_gb": d.POSITIVE, "train_served_only": d.FLAG}
+    domains = {
+        **NETWORK_DOMAINS,
+        "nu": d.NON_NEGATIVE,
+        "lam": d.POSITIVE,
+        "covariance": d.Choice(COVARIANCES),
+        "max_covariance_gb": d.POSITIVE,
+        "train_served_only": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = False, nu: float = 0.1, lam: float = 0.1,
-                 covariance: str = "diagonal", max_covariance_gb: float = 2.0, width: int = 100, depth: int = 2,
-                 bias: bool = False, init: str = "paper", lr: float = 1e-2, train_steps: int = 50,
-                 batch_size: int = 32, schedule: str = "paper", train_served_only: bool = False,
-                 user_features: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        per_user: bool = False,
+        nu: float = 0.1,
+        lam: float = 0.1,
+        covariance: str = "diagonal",
+        max_covariance_gb: float = 2.0,
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        lr: float = 1e-2,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        train_served_only: bool = False,
+        user_features: bool = False,
+        gradients: str = "closed",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         check_choice("covariance", covariance, COVARIANCES)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
@@ -67,9 +105,11 @@ class NeuralUCB(Policy):
         self.theta0 = torch.stack([self.mlp.init(self.generator, self.device) for _ in range(n_models)])
         self.theta = self.theta0.clone()
         width = self.mlp.width
-        self.Z = (DiagonalCovariance(n_models, self.mlp.p, self.lam, width, self.device)
-                  if self.covariance == "diagonal" else
-                  FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb))
+        self.Z = (
+            DiagonalCovariance(n_models, self.mlp.p, self.lam, width, self.device)
+            if self.covariance == "diagonal"
+            else FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb)
+        )
         self.history = History(n_models, input_dim, self.device)
         self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
 
@@ -85,8 +125,10 @@ class NeuralUCB(Policy):
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.user_features:
             if view.user_features is None:
-                raise UserError("neu-au needs user features, and this protocol gives none (the M-CNB paper runs "
-                                "NeuA+U only on MovieLens and Yelp); use neuucb-one here")
+                raise UserError(
+                    "neu-au needs user features, and this protocol gives none (the M-CNB paper runs "
+                    "NeuA+U only on MovieLens and Yelp); use neuucb-one here"
+                )
             if self.mlp is None:
                 self._build(x.shape[1] + len(view.user_features))
             u = torch.as_tensor(view.user_features, dtype=torch.float32, device=self.device)
@@ -119,8 +161,9 @@ class NeuralUCB(Policy):
             return
         scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
         batches = self.history.minibatches(models, self.batch_size, self.generator, self.train_steps)
-        self.theta[models] = train_adam(self.mlp, self.theta[models], batches, lr=self.lr,
-                                        anchor=(scale, self.theta0[models]))
+        self.theta[models] = train_adam(
+            self.mlp, self.theta[models], batches, lr=self.lr, anchor=(scale, self.theta0[models])
+        )
         self.trained_counts[models] = counts[models]
 
     def clusters(self):

@@ -23,8 +23,9 @@ from banditbench.algos.ridge import RidgeStats, oful_radius
 class IndependentOFUL(Policy):
     domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
 
-    def __init__(self, *, n_users, n_arms, dim, seed, delta: float = 0.4, ridge: float = 1.0, sigma: float = 1.0,
-                 S: float = 1.0):
+    def __init__(
+        self, *, n_users, n_arms, dim, seed, delta: float = 0.4, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
         self.stats = RidgeStats(n_users, dim, ridge, raw_sums=False)

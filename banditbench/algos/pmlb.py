@@ -22,11 +22,31 @@ from banditbench.algos.ridge import RidgeStats, oful_radius
 
 
 class PMLB(Policy):
-    domains = {"horizon": d.COUNT, "delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE,
-               "averaged_noise": d.FLAG, "literal": d.FLAG}
+    domains = {
+        "horizon": d.COUNT,
+        "delta": d.PROBABILITY,
+        "ridge": d.POSITIVE,
+        "sigma": d.POSITIVE,
+        "S": d.POSITIVE,
+        "averaged_noise": d.FLAG,
+        "literal": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, horizon: int = 1000, delta: float = 0.4, ridge: float = 1.0,
-                 sigma: float = 1.0, S: float = 1.0, averaged_noise: bool = True, literal: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        horizon: int = 1000,
+        delta: float = 0.4,
+        ridge: float = 1.0,
+        sigma: float = 1.0,
+        S: float = 1.0,
+        averaged_noise: bool = True,
+        literal: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
         self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used

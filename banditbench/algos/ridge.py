@@ -26,8 +26,9 @@ class RidgeStats:
         self.count = np.zeros(n_learners, dtype=np.int64)
         self.logdet = np.full(n_learners, dim * np.log(ridge)) if logdet else None  # log det A
 
-    def update(self, learner: int, x: np.ndarray, reward: float,
-               known: tuple[np.ndarray, float, float] | None = None) -> None:
+    def update(
+        self, learner: int, x: np.ndarray, reward: float, known: tuple[np.ndarray, float, float] | None = None
+    ) -> None:
         """Add sample (x, reward); ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) when the caller has just computed them."""
         A_inv, theta = self.A_inv[learner], self.theta[learner]
         if known is None:

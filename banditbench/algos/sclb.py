@@ -13,16 +13,50 @@ from banditbench.algos.cmlb import CMLB, current_step
 
 
 class SCLB(CMLB):
-    domains = {"alpha": d.NON_NEGATIVE, "C": d.POSITIVE, "delta": d.PROBABILITY, "threshold_scale": d.POSITIVE,
-               "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE, "averaged_noise": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "C": d.POSITIVE,
+        "delta": d.PROBABILITY,
+        "threshold_scale": d.POSITIVE,
+        "ridge": d.POSITIVE,
+        "sigma": d.POSITIVE,
+        "S": d.POSITIVE,
+        "averaged_noise": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 0.2, C: float = 0.2, delta: float = 0.4,
-                 threshold_scale: float = 3.0, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0,
-                 averaged_noise: bool = True):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 0.2,
+        C: float = 0.2,
+        delta: float = 0.4,
+        threshold_scale: float = 3.0,
+        ridge: float = 1.0,
+        sigma: float = 1.0,
+        S: float = 1.0,
+        averaged_noise: bool = True,
+    ):
         self.phase = 1
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, alpha=alpha, C=C, delta=delta,
-                         threshold_scale=threshold_scale, p_star=1.0, horizon=2, ridge=ridge, sigma=sigma, S=S,
-                         averaged_noise=averaged_noise)
+        super().__init__(
+            n_users=n_users,
+            n_arms=n_arms,
+            dim=dim,
+            seed=seed,
+            alpha=alpha,
+            C=C,
+            delta=delta,
+            threshold_scale=threshold_scale,
+            p_star=1.0,
+            horizon=2,
+            ridge=ridge,
+            sigma=sigma,
+            S=S,
+            averaged_noise=averaged_noise,
+        )
         self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1
 
     def _advance(self, step: int) -> None:
@@ -30,8 +64,13 @@ class SCLB(CMLB):
         while step >= self.phase_end:  # Algorithm 1 line 3: a fresh CMLB for phase i
             self.phase += 1
             i, length = self.phase, 2**self.phase
-            self._start(self.phase_end, length, self.delta / length,
-                        self.threshold_scale / (self.n_users * length) ** self.alpha, i**-2.0)
+            self._start(
+                self.phase_end,
+                length,
+                self.delta / length,
+                self.threshold_scale / (self.n_users * length) ** self.alpha,
+                i**-2.0,
+            )
 
     def select(self, view, budget):
         self._advance(current_step(view))

@@ -28,12 +28,29 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class SCLUB(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "alpha1": d.NON_NEGATIVE, "alpha_p": d.NON_NEGATIVE, "ridge": d.POSITIVE,
-               "reset_checks": d.FLAG, "reference_ucb": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "alpha1": d.NON_NEGATIVE,
+        "alpha_p": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "reset_checks": d.FLAG,
+        "reference_ucb": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha1: float = 1.0,
-                 alpha_p: float = 1.4142135623730951, ridge: float = 1.0, reset_checks: bool = True,
-                 reference_ucb: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 1.0,
+        alpha1: float = 1.0,
+        alpha_p: float = 1.4142135623730951,
+        ridge: float = 1.0,
+        reset_checks: bool = True,
+        reference_ucb: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha1, self.alpha_p = alpha, alpha1, alpha_p
         self.reset_checks, self.reference_ucb = reset_checks, reference_ucb

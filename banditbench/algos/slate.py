@@ -43,8 +43,14 @@ from banditbench.simulator.logged import HISTORY
 TOPIC_GROUPS = ("paper", "code")
 
 
-def dyna_topic_rec(order: np.ndarray, topic_items: list[np.ndarray], m: int, p: int, variant: str = "paper",
-                   rng: np.random.Generator | None = None) -> list[np.ndarray]:
+def dyna_topic_rec(
+    order: np.ndarray,
+    topic_items: list[np.ndarray],
+    m: int,
+    p: int,
+    variant: str = "paper",
+    rng: np.random.Generator | None = None,
+) -> list[np.ndarray]:
     """Algorithm 2: the item ids of m disjoint topic groups, built from topics sorted by descending score."""
     groups = [[topic_items[v]] for v in order[:m]]  # line 2: S^i = {v_(i)}
     counts = [len(topic_items[v]) for v in order[:m]]  # line 3: c_i = |S_{v_(i)}|
@@ -62,8 +68,9 @@ def dyna_topic_rec(order: np.ndarray, topic_items: list[np.ndarray], m: int, p: 
     return [np.concatenate(g) for g in groups]
 
 
-def top_topic_groups(order: np.ndarray, topic_items: list[np.ndarray], topic_of: np.ndarray, m: int, p: int,
-                     rng: np.random.Generator) -> list[np.ndarray]:
+def top_topic_groups(
+    order: np.ndarray, topic_items: list[np.ndarray], topic_of: np.ndarray, m: int, p: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Fig. 3's "No Dynamic Topic": the m best topics alone, each filled up to p items with distinct items drawn
     uniformly from outside the m topics."""
     groups = [topic_items[v] for v in order[:m]]
@@ -72,7 +79,7 @@ def top_topic_groups(order: np.ndarray, topic_items: list[np.ndarray], topic_of:
         outside = np.flatnonzero(~np.isin(topic_of, order[:m]) & (topic_of >= 0))
         fill = rng.choice(outside, min(sum(needs), len(outside)), replace=False)
         bounds = np.cumsum([0, *needs])
-        groups = [np.concatenate([g, fill[bounds[j]:bounds[j + 1]]]) for j, g in enumerate(groups)]
+        groups = [np.concatenate([g, fill[bounds[j] : bounds[j + 1]]]) for j, g in enumerate(groups)]
     return groups
 
 
@@ -102,9 +109,18 @@ class SlatePolicy(Policy):
 
     domains = {"dynamic_topics": d.FLAG, "topic_groups": d.Choice(TOPIC_GROUPS), "topic_min_size": d.Optional(d.COUNT)}
 
-    def __init__(self, *, two_stage: bool = False, dynamic_topics: bool = True, topic_groups: str = "paper",
-                 topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,
-                 seed: np.random.SeedSequence):
+    def __init__(
+        self,
+        *,
+        two_stage: bool = False,
+        dynamic_topics: bool = True,
+        topic_groups: str = "paper",
+        topic_min_size: int | None = None,
+        n_users: int,
+        n_arms: int,
+        dim: int,
+        seed: np.random.SeedSequence,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if topic_groups not in TOPIC_GROUPS:
             raise ValueError(f"topic_groups must be one of {TOPIC_GROUPS}, got {topic_groups!r}")
@@ -143,7 +159,7 @@ class SlatePolicy(Policy):
         rows = np.zeros((len(users), HISTORY), np.int64)
         for r, u in enumerate(users):
             h = self.histories[int(u)][-HISTORY:]
-            rows[r, :len(h)] = h
+            rows[r, : len(h)] = h
         return rows
 
     def select(self, view: RoundView, budget: Budget) -> np.ndarray:
@@ -152,7 +168,7 @@ class SlatePolicy(Policy):
         if not self.two_stage:
             candidates = pool.candidates
             scores = pool.score(candidates, lambda items: self.item_scores(user, items))
-            return candidates[np.argsort(-scores, kind="stable")[:self.m]]
+            return candidates[np.argsort(-scores, kind="stable")[: self.m]]
         catalogue = self.catalogue
         topics = np.arange(catalogue.n_topics)
         topic_scores = pool.score_topics(topics, lambda v: self.topic_scores(user, v))  # Alg. 1 line 5

@@ -60,12 +60,14 @@ class PerUserGLM:
 
     def start_glms(self, dim: int, topic_dim: int, link: str) -> None:
         self.item_glm = DisjointGLM(dim, self.beta, self.glm_lr, self.glm_steps, link)
-        self.topic_glm = DisjointGLM(topic_dim, self.beta, self.glm_lr, self.glm_steps, link) if self.two_stage \
-            else None
+        self.topic_glm = (
+            DisjointGLM(topic_dim, self.beta, self.glm_lr, self.glm_steps, link) if self.two_stage else None
+        )
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
 
-    def step_glms(self, user: int, slate: np.ndarray, clicks: np.ndarray, items: torch.Tensor,
-                  topics: torch.Tensor | None) -> None:
+    def step_glms(
+        self, user: int, slate: np.ndarray, clicks: np.ndarray, items: torch.Tensor, topics: torch.Tensor | None
+    ) -> None:
         rewards = torch.as_tensor(clicks, dtype=torch.float64)
         self.item_glm.observe(user, items[slate], rewards)
         samples = self.samples.setdefault(user, [])
@@ -85,8 +87,7 @@ class GLMUCB(PerUserGLM, SlatePolicy):
 
     domains = {**GLM_DOMAINS, "text_dim": d.COUNT}
 
-    def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 5, text_dim: int = 300,
-                 **kwargs):
+    def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 5, text_dim: int = 300, **kwargs):
         super().__init__(**kwargs)
         self.beta, self.glm_lr, self.glm_steps, self.text_dim = beta, glm_lr, glm_steps, text_dim
 
@@ -112,8 +113,9 @@ class NeuralGLMUCB(PerUserGLM, NeuralSlatePolicy):
 
     domains = GLM_DOMAINS
 
-    def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 1, link: str = "logistic",
-                 **kwargs):
+    def __init__(
+        self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 1, link: str = "logistic", **kwargs
+    ):
         super().__init__(**kwargs)
         self.beta, self.glm_lr, self.glm_steps, self.link = beta, glm_lr, glm_steps, link
 
@@ -139,8 +141,18 @@ class SharedGLMPolicy:
     def begin_glm(self, problem) -> None:
         d = self.item_vectors.shape[1]
         dtype = torch.float32 if self.kind == "bilinear" else torch.float64
-        make = lambda seed: SharedGLM(self.kind, d, d, self.beta, self.glm_lr, self.glm_steps, self.gamma,  # noqa: E731
-                                      self.item_only_ci, dtype, seed)
+        make = lambda seed: SharedGLM(
+            self.kind,
+            d,
+            d,
+            self.beta,
+            self.glm_lr,
+            self.glm_steps,
+            self.gamma,  # noqa: E731
+            self.item_only_ci,
+            dtype,
+            seed,
+        )
         self.item_glm = make(int(self.rng.integers(2**31)))
         self.topic_glm = make(int(self.rng.integers(2**31))) if self.two_stage else None
         self.samples: list[tuple[int, np.ndarray, np.ndarray]] = []  # (user, slate, clicks) since the item update
@@ -172,8 +184,9 @@ class SharedGLMPolicy:
         self.item_glm.fit(self.item_vectors[ids], Z, y)
         if self.topic_glm is not None:
             with torch.no_grad():
-                Z_topic = self.topic_model.user_vectors(self.topic_item_vectors,
-                                                        torch.as_tensor(histories, dtype=torch.long))
+                Z_topic = self.topic_model.user_vectors(
+                    self.topic_item_vectors, torch.as_tensor(histories, dtype=torch.long)
+                )
             self.topic_glm.fit(self.topic_vectors[self.catalogue.topic[ids]], Z_topic.repeat_interleave(repeat, 0), y)
 
     def after_item_update(self) -> None:
@@ -187,11 +200,24 @@ class SNGALM(SharedGLMPolicy, NeuralSlatePolicy):
 
     domains = {**GLM_DOMAINS, "gamma": d.FRACTION, "item_only_ci": d.FLAG}
 
-    def __init__(self, *, beta: float = 0.1, glm_lr: float = 0.01, glm_steps: int = 5, gamma: float = 0.5,
-                 item_only_ci: bool = False, **kwargs):
+    def __init__(
+        self,
+        *,
+        beta: float = 0.1,
+        glm_lr: float = 0.01,
+        glm_steps: int = 5,
+        gamma: float = 0.5,
+        item_only_ci: bool = False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self.beta, self.glm_lr, self.glm_steps, self.gamma, self.item_only_ci = beta, glm_lr, glm_steps, gamma, \
-            item_only_ci
+        self.beta, self.glm_lr, self.glm_steps, self.gamma, self.item_only_ci = (
+            beta,
+            glm_lr,
+            glm_steps,
+            gamma,
+            item_only_ci,
+        )
 
 
 class SNGBLM(SharedGLMPolicy, NeuralSlatePolicy):

@@ -26,10 +26,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from banditbench.algos.neural import torch_generator
 from banditbench.algos import domains as d
+from banditbench.algos.neural import torch_generator
 from banditbench.algos.slate import SlatePolicy
-from banditbench.envs.learners import (ONLINE_LR, TopicModel, new_item_model, train_items, train_topics)
+from banditbench.envs.learners import ONLINE_LR, TopicModel, new_item_model, train_items, train_topics
 from banditbench.simulator.logged import NPRATIO
 
 
@@ -37,15 +37,39 @@ class NeuralSlatePolicy(SlatePolicy):
     mc_passes = 0  # MC-dropout banks kept besides the plain item vectors (N-Dropout-UCB: 5)
     transient = ("seed",)  # used once, to seed ``generator`` (whose state is saved)
 
-    domains = {"item_update_every": d.COUNT, "topic_update_every": d.COUNT, "neural_lr": d.NON_NEGATIVE,
-               "threads": d.COUNT}
+    domains = {
+        "item_update_every": d.COUNT,
+        "topic_update_every": d.COUNT,
+        "neural_lr": d.NON_NEGATIVE,
+        "threads": d.COUNT,
+    }
 
-    def __init__(self, *, item_update_every: int = 100, topic_update_every: int = 50,
-                 neural_lr: float = ONLINE_LR, threads: int = 1, two_stage: bool = False, dynamic_topics: bool = True,
-                 topic_groups: str = "paper", topic_min_size: int | None = None, n_users: int, n_arms: int, dim: int,
-                 seed: np.random.SeedSequence):
-        super().__init__(two_stage=two_stage, dynamic_topics=dynamic_topics, topic_groups=topic_groups,
-                         topic_min_size=topic_min_size, n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+    def __init__(
+        self,
+        *,
+        item_update_every: int = 100,
+        topic_update_every: int = 50,
+        neural_lr: float = ONLINE_LR,
+        threads: int = 1,
+        two_stage: bool = False,
+        dynamic_topics: bool = True,
+        topic_groups: str = "paper",
+        topic_min_size: int | None = None,
+        n_users: int,
+        n_arms: int,
+        dim: int,
+        seed: np.random.SeedSequence,
+    ):
+        super().__init__(
+            two_stage=two_stage,
+            dynamic_topics=dynamic_topics,
+            topic_groups=topic_groups,
+            topic_min_size=topic_min_size,
+            n_users=n_users,
+            n_arms=n_arms,
+            dim=dim,
+            seed=seed,
+        )
         self.item_update_every, self.topic_update_every = item_update_every, topic_update_every
         self.neural_lr, self.threads, self.seed = neural_lr, threads, seed
 
@@ -78,16 +102,18 @@ class NeuralSlatePolicy(SlatePolicy):
     def refresh_items(self) -> None:
         self.item_vectors = self.item_model.item_vectors(self.titles, self.topic_of)
         if self.mc_passes:
-            self.item_banks = self.item_model.item_vectors(self.titles, self.topic_of, passes=self.mc_passes,
-                                                           generator=self.generator)
+            self.item_banks = self.item_model.item_vectors(
+                self.titles, self.topic_of, passes=self.mc_passes, generator=self.generator
+            )
 
     @torch.no_grad()
     def refresh_topics(self) -> None:
         self.topic_item_vectors = self.topic_model.tower.item_vectors(self.titles, self.topic_of)
         self.topic_vectors = self.topic_model.topic_vectors()
         if self.mc_passes:
-            self.topic_banks = torch.stack([self.topic_model.topic_vectors(True, self.generator)
-                                            for _ in range(self.mc_passes)])
+            self.topic_banks = torch.stack(
+                [self.topic_model.topic_vectors(True, self.generator) for _ in range(self.mc_passes)]
+            )
 
     @torch.no_grad()
     def user_vectors(self, histories: np.ndarray) -> torch.Tensor:
@@ -100,8 +126,9 @@ class NeuralSlatePolicy(SlatePolicy):
         if self.mc_passes:
             self.z_banks = self.item_model.user_vectors(self.item_banks, history)[:, 0]  # [passes, d]
         if self.two_stage:
-            self.z_topic = self.topic_model.user_vectors(self.topic_item_vectors,
-                                                         torch.as_tensor(history, dtype=torch.long))[0]
+            self.z_topic = self.topic_model.user_vectors(
+                self.topic_item_vectors, torch.as_tensor(history, dtype=torch.long)
+            )[0]
 
     # -- learning --------------------------------------------------------------------------------------------
     def learn(self, t: int, user: int, slate: np.ndarray, clicks: np.ndarray, history: np.ndarray) -> None:
@@ -128,8 +155,17 @@ class NeuralSlatePolicy(SlatePolicy):
                 candidates.append(np.concatenate([[positive], drawn, np.zeros(NPRATIO - len(drawn), np.int64)]))
                 histories.append(history)
         if candidates:
-            train_items(self.item_model, self.titles, self.topic_of, np.array(histories), np.array(candidates),
-                        epochs=1, lr=self.neural_lr, rng=self.rng, generator=self.generator)
+            train_items(
+                self.item_model,
+                self.titles,
+                self.topic_of,
+                np.array(histories),
+                np.array(candidates),
+                epochs=1,
+                lr=self.neural_lr,
+                rng=self.rng,
+                generator=self.generator,
+            )
             self.refresh_items()
         self.rows.clear()
         self.after_item_update()
@@ -148,8 +184,18 @@ class NeuralSlatePolicy(SlatePolicy):
                 positives.append(topic[positive])
                 negatives.append(topic[self.rng.choice(slate[clicks == 0])])
         if positives:
-            train_topics(self.topic_model, self.titles, self.topic_of, np.array(histories), np.array(positives),
-                         np.array(negatives), epochs=1, lr=self.neural_lr, rng=self.rng, generator=self.generator)
+            train_topics(
+                self.topic_model,
+                self.titles,
+                self.topic_of,
+                np.array(histories),
+                np.array(positives),
+                np.array(negatives),
+                epochs=1,
+                lr=self.neural_lr,
+                rng=self.rng,
+                generator=self.generator,
+            )
             self.refresh_topics()
         self.topic_rows.clear()
 

@@ -15,8 +15,7 @@ from banditbench.envs.round import Budget, RoundView
 
 
 class SlateRandom(SlatePolicy):
-    def __init__(self, *, two_stage: bool = False, n_users: int, n_arms: int, dim: int,
-                 seed: np.random.SeedSequence):
+    def __init__(self, *, two_stage: bool = False, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         super().__init__(two_stage=two_stage, n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
 
     def select(self, view: RoundView, budget: Budget) -> np.ndarray:

@@ -42,8 +42,9 @@ class Stateful:
                 try:
                     state[name] = capture(value)
                 except TypeError as e:
-                    raise TypeError(f"{type(self).__name__}.{name}: {e} (list it in `transient` if the constructor "
-                                    "rebuilds it)") from None
+                    raise TypeError(
+                        f"{type(self).__name__}.{name}: {e} (list it in `transient` if the constructor rebuilds it)"
+                    ) from None
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -114,8 +115,13 @@ def restore(current: Any, saved: Any) -> Any:
     if isinstance(current, CONSTANT):
         return current
     if isinstance(saved, np.ndarray):
-        if isinstance(current, np.ndarray) and current.shape == saved.shape and current.dtype == saved.dtype \
-                and current.flags.writeable and current.ndim:
+        if (
+            isinstance(current, np.ndarray)
+            and current.shape == saved.shape
+            and current.dtype == saved.dtype
+            and current.flags.writeable
+            and current.ndim
+        ):
             current[...] = saved
             return current
         return saved

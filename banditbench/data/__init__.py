@@ -13,7 +13,7 @@ from banditbench.data.registry import DATASETS, Dataset, Option, register
 from banditbench.errors import UserError
 
 MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "yelp", "amazon", "logged", "own",
-           "authors")
+           "movielens_small", "authors")
 
 for _module in MODULES:
     importlib.import_module(f"banditbench.data.{_module}")

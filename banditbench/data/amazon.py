@@ -54,21 +54,26 @@ def spec(version: str, category: str, verify: bool) -> RawSpec:
         fname = f"{category}.csv.gz"
         url = f"https://mcauleylab.ucsd.edu/public_datasets/data/amazon_2023/benchmark/0core/rating_only/{fname}"
         known = None
-    return RawSpec(f"amazon-{version}-{category}", (Download(url, fname, known),),
-                   {"ratings": (fname, *(f"{stem}{ext}" for stem in five_core_names(version, category)
-                                         for ext in (".gz", "")))})
+    return RawSpec(
+        f"amazon-{version}-{category}",
+        (Download(url, fname, known),),
+        {"ratings": (fname, *(f"{stem}{ext}" for stem in five_core_names(version, category) for ext in (".gz", "")))},
+    )
 
 
 def five_core_names(version: str, category: str) -> tuple[str, ...]:
     """The 5-core reviews files the M-CNB and Meta-Ban authors used, one JSON object per line."""
-    return {"2014": (f"reviews_{category}_5.json",), "2018": (f"{category}_5.json",),
-            "2023": (f"{category}.jsonl",)}[version]
+    return {"2014": (f"reviews_{category}_5.json",), "2018": (f"{category}_5.json",), "2023": (f"{category}.jsonl",)}[
+        version
+    ]
 
 
 # Keys of a review in each release's JSON: user, item, rating, time.
-REVIEW_KEYS = {"2014": ("reviewerID", "asin", "overall", "unixReviewTime"),
-               "2018": ("reviewerID", "asin", "overall", "unixReviewTime"),
-               "2023": ("user_id", "parent_asin", "rating", "timestamp")}
+REVIEW_KEYS = {
+    "2014": ("reviewerID", "asin", "overall", "unixReviewTime"),
+    "2018": ("reviewerID", "asin", "overall", "unixReviewTime"),
+    "2023": ("user_id", "parent_asin", "rating", "timestamp"),
+}
 
 
 def parse_review_line(line: str) -> dict:
@@ -83,19 +88,24 @@ def read_reviews(path: Path, version: str) -> pd.DataFrame:
     """5-core reviews JSON(.gz): reviewerID / asin / overall / unixReviewTime (2014, 2018), one review per line."""
     keys = REVIEW_KEYS[version]
     rows = []
-    with reading(path, f"Amazon {version} reviews, one JSON object per line with {', '.join(keys[:3])}"), \
-            open_bytes(path) as f:
+    with (
+        reading(path, f"Amazon {version} reviews, one JSON object per line with {', '.join(keys[:3])}"),
+        open_bytes(path) as f,
+    ):
         for number, raw in enumerate(f, 1):
             line = raw.decode("utf-8").strip()
             if not line:
                 continue
             try:
                 review = parse_review_line(line)
-                rows.append((str(review[keys[0]]), str(review[keys[1]]), float(review[keys[2]]),
-                             int(review.get(keys[3]) or 0)))
+                rows.append(
+                    (str(review[keys[0]]), str(review[keys[1]]), float(review[keys[2]]), int(review.get(keys[3]) or 0))
+                )
             except (ValueError, SyntaxError, KeyError, TypeError) as e:
-                raise UserError(f"{path}: line {number} is not a review with {', '.join(keys[:3])} "
-                                f"({type(e).__name__}: {str(e)[:80]})") from None
+                raise UserError(
+                    f"{path}: line {number} is not a review with {', '.join(keys[:3])} "
+                    f"({type(e).__name__}: {str(e)[:80]})"
+                ) from None
     if not rows:
         raise UserError(f"{path}: no reviews in the file")
     frame = pd.DataFrame(rows, columns=["raw_user", "raw_item", "rating", "timestamp"])
@@ -106,8 +116,10 @@ def read_reviews(path: Path, version: str) -> pd.DataFrame:
 def read_ratings(path: Path, version: str) -> pd.DataFrame:
     if ".json" in path.name:
         return read_reviews(path, version)
-    columns = {"2014": ["raw_user", "raw_item", "rating", "timestamp"],
-               "2018": ["raw_item", "raw_user", "rating", "timestamp"]}
+    columns = {
+        "2014": ["raw_user", "raw_item", "rating", "timestamp"],
+        "2018": ["raw_item", "raw_user", "rating", "timestamp"],
+    }
     with reading(path, f"the Amazon {version} ratings-only CSV"), open_bytes(path) as f:
         if version == "2023":
             frame = pd.read_csv(f, dtype={"user_id": str, "parent_asin": str, "rating": np.float32})
@@ -115,42 +127,85 @@ def read_ratings(path: Path, version: str) -> pd.DataFrame:
             if not {"raw_user", "raw_item", "rating"} <= set(frame.columns):
                 raise ValueError(f"header is {','.join(map(str, frame.columns))}")
         else:
-            frame = pd.read_csv(f, header=None, names=columns[version],
-                                dtype={"raw_user": str, "raw_item": str, "rating": np.float32, "timestamp": np.int64})
+            frame = pd.read_csv(
+                f,
+                header=None,
+                names=columns[version],
+                dtype={"raw_user": str, "raw_item": str, "rating": np.float32, "timestamp": np.int64},
+            )
     if frame.empty:
         raise UserError(f"{path}: no ratings in the file")
     return frame[["raw_user", "raw_item", "rating", "timestamp"]]
 
 
-def prepare(data_dir: Path, *, version: str = DEFAULT_VERSION, category: str = DEFAULT_CATEGORY, verify: bool = True,
-            options: pipeline.RatingOptions | None = None, mode: str = "paper", serve: str = "groups",
-            source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    version: str = DEFAULT_VERSION,
+    category: str = DEFAULT_CATEGORY,
+    verify: bool = True,
+    options: pipeline.RatingOptions | None = None,
+    mode: str = "paper",
+    serve: str = "groups",
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
     if version not in VERSIONS:
         raise UserError(f"unknown --version {version!r}; choose from: {', '.join(VERSIONS)}")
     options = options or pipeline.RatingOptions()
     options.validate()
     pipeline.check_protocol(mode, serve)
-    parameters = {"version": version, "category": category, **options.as_dict(), "mode": mode, "serve": serve,
-                  "arms": 10}
+    parameters = {
+        "version": version,
+        "category": category,
+        **options.as_dict(),
+        "mode": mode,
+        "serve": serve,
+        "arms": 10,
+    }
     folder = Path(data_dir) / "amazon"
     if up_to_date(folder, parameters, force):
         return folder
     with raw_files(spec(version, category, verify), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], version)
     tables, counts, rows = pipeline.build(ratings, options, str(raw["ratings"]))
-    return write_dataset(folder, "amazon", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows, verification=raw.verification)
+    return write_dataset(
+        folder,
+        "amazon",
+        tables,
+        parameters,
+        protocol="recommendation",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    "amazon", "Amazon reviews, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION); "
-    "ratings-only CSV or 5-core reviews JSON", "Ni, Li & McAuley 2019; M-CNB §5.2", "recommendation",
-    pipeline.with_rating_options(prepare),
-    (Option("version", str, DEFAULT_VERSION, "Release: 2014 | 2018 | 2023.", choices=VERSIONS),
-     Option("category", str, DEFAULT_CATEGORY, "Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), "
-            "Video_Games."),
-     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
-    raw=lambda version=DEFAULT_VERSION, category=DEFAULT_CATEGORY: spec(version, category, True),
-    files="ratings_<Category>.csv or reviews_<Category>_5.json(.gz) (2014); <Category>.csv or "
-          "<Category>_5.json(.gz) (2018); <Category>.csv.gz (2023)"))
+register(
+    Dataset(
+        "amazon",
+        "Amazon reviews, --version 2014 | 2018 | 2023 and --category (default 2018 AMAZON_FASHION); "
+        "ratings-only CSV or 5-core reviews JSON",
+        "Ni, Li & McAuley 2019; M-CNB §5.2",
+        "recommendation",
+        pipeline.with_rating_options(prepare),
+        (
+            Option("version", str, DEFAULT_VERSION, "Release: 2014 | 2018 | 2023.", choices=VERSIONS),
+            Option(
+                "category",
+                str,
+                DEFAULT_CATEGORY,
+                "Category file, e.g. AMAZON_FASHION (M-CNB's 883,636 ratings), Video_Games.",
+            ),
+            *pipeline.RATING_OPTIONS,
+            *pipeline.PROTOCOL_OPTIONS,
+        ),
+        raw=lambda version=DEFAULT_VERSION, category=DEFAULT_CATEGORY: spec(version, category, True),
+        files="ratings_<Category>.csv or reviews_<Category>_5.json(.gz) (2014); <Category>.csv or "
+        "<Category>_5.json(.gz) (2018); <Category>.csv.gz (2023)",
+    )
+)

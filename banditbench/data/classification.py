@@ -35,11 +35,16 @@ MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 NORMALISATIONS = ("meanstd", "l2", "none")
 ENCODINGS = ("block", "shift")
 SPLITS = ("all", "train", "test")
-IDX_NAMES = {"train_images": "train-images-idx3-ubyte", "train_labels": "train-labels-idx1-ubyte",
-             "test_images": "t10k-images-idx3-ubyte", "test_labels": "t10k-labels-idx1-ubyte"}
+IDX_NAMES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
 
 
 # ---------------------------------------------------------------- readers
+
 
 def read_idx(path: Path) -> np.ndarray:
     """LeCun IDX: big-endian magic (2051 images, 2049 labels), the dimensions, then uint8 data."""
@@ -49,7 +54,7 @@ def read_idx(path: Path) -> np.ndarray:
         if magic not in (2049, 2051):
             raise ValueError(f"magic number {magic}, expected 2049 or 2051")
         ndim = 1 if magic == 2049 else 3
-        shape = struct.unpack(f">{ndim}I", data[4:4 + 4 * ndim])
+        shape = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
         body = np.frombuffer(data, np.uint8, offset=4 + 4 * ndim)
         if body.size != int(np.prod(shape)):
             raise ValueError(f"{body.size} data bytes for shape {shape}: the file is truncated")
@@ -63,8 +68,10 @@ def idx_pair(raw: RawFiles, split: str, transpose: bool = False) -> tuple[np.nda
         x, y = read_idx(raw[f"{part}_images"]), read_idx(raw[f"{part}_labels"])
         if x.ndim != 3 or y.ndim != 1:
             wrong = raw[f"{part}_images"] if x.ndim != 3 else raw[f"{part}_labels"]
-            raise UserError(f"{wrong}: holds {'labels' if x.ndim != 3 else 'images'}, expected "
-                            f"{'images (IDX magic 2051)' if x.ndim != 3 else 'labels (IDX magic 2049)'}")
+            raise UserError(
+                f"{wrong}: holds {'labels' if x.ndim != 3 else 'images'}, expected "
+                f"{'images (IDX magic 2051)' if x.ndim != 3 else 'labels (IDX magic 2049)'}"
+            )
         if len(x) != len(y):
             raise UserError(f"{raw[f'{part}_images']}: {len(x)} images but {len(y)} labels")
         images.append(x.transpose(0, 2, 1) if transpose else x)  # EMNIST stores images transposed
@@ -93,8 +100,10 @@ def read_notmnist(raw: RawFiles, split: str):
     if raw.get("images") is None:
         parts = [part for part in ("train", "test") if raw.get(f"{part}_images") and raw.get(f"{part}_labels")]
         if not parts:
-            raise UserError("notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
-                            "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair")
+            raise UserError(
+                "notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
+                "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair"
+            )
         pairs = [idx_pair(raw, part) for part in parts]
         return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
     from PIL import Image
@@ -155,8 +164,10 @@ def encode_labels(values: np.ndarray) -> np.ndarray:
 
 def read_shuttle(raw: RawFiles, split: str):
     """9 ints + class 1–7, single-space separated; the training file is served .Z compressed."""
-    frames = [read_table(raw[part], "space-separated shuttle rows (9 features + class)", 10, sep=" ")
-              for part in (("train", "test") if split == "all" else (split,))]
+    frames = [
+        read_table(raw[part], "space-separated shuttle rows (9 features + class)", 10, sep=" ")
+        for part in (("train", "test") if split == "all" else (split,))
+    ]
     frame = pd.concat(frames, ignore_index=True)
     return numeric(frame.iloc[:, :9], raw["train" if split != "test" else "test"]), frame[9].to_numpy(np.int64) - 1
 
@@ -168,8 +179,10 @@ def read_letter(raw: RawFiles, split: str):
 
 
 def read_pendigits(raw: RawFiles, split: str):
-    frames = [read_table(raw[part], "comma-separated pendigits rows (16 ints + class)", 17, skipinitialspace=True)
-              for part in (("train", "test") if split == "all" else (split,))]
+    frames = [
+        read_table(raw[part], "comma-separated pendigits rows (16 ints + class)", 17, skipinitialspace=True)
+        for part in (("train", "test") if split == "all" else (split,))
+    ]
     frame = pd.concat(frames, ignore_index=True)
     return numeric(frame.iloc[:, :16], raw["train"] if split != "test" else raw["test"]), frame[16].to_numpy(np.int64)
 
@@ -193,6 +206,7 @@ def read_covertype(raw: RawFiles, split: str):
 
 # ---------------------------------------------------------------- families
 
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -209,6 +223,7 @@ def idx_spec(dataset: str, base: str, hashes: dict[str, str], prefix: str = ""):
         members = idx_members(prefix, split)
         downloads = tuple(Download(base + names[0], names[0], hashes[names[0]]) for names in members.values())
         return RawSpec(dataset, downloads, members)
+
     return spec
 
 
@@ -229,8 +244,11 @@ UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 
 def emnist_spec(split: str) -> RawSpec:
     """The NIST zip holds gzip/emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz."""
-    zipped = Download("https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip", "emnist-gzip.zip",
-                      "sha256:fb9bb67e33772a9cc0b895e4ecf36d2cf35be8b709693c3564cea2a019fcda8e")
+    zipped = Download(
+        "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
+        "emnist-gzip.zip",
+        "sha256:fb9bb67e33772a9cc0b895e4ecf36d2cf35be8b709693c3564cea2a019fcda8e",
+    )
     members = {}
     for part in ("train", "test") if split == "all" else (split,):
         members[f"{part}_images"] = (f"emnist-letters-{part}-images-idx3-ubyte.gz",)
@@ -240,8 +258,16 @@ def emnist_spec(split: str) -> RawSpec:
 
 # UCI publishes no checksums, but its .names files give the row counts; a file with fewer or more
 # lines is refused (unless --no-verify).
-UCI_ROWS = {"shuttle.trn": 43_500, "shuttle.trn.Z": 43_500, "shuttle.tst": 14_500, "letter-recognition.data": 20_000,
-            "pendigits.tra": 7_494, "pendigits.tes": 3_498, "agaricus-lepiota.data": 8_124, "magic04.data": 19_020}
+UCI_ROWS = {
+    "shuttle.trn": 43_500,
+    "shuttle.trn.Z": 43_500,
+    "shuttle.tst": 14_500,
+    "letter-recognition.data": 20_000,
+    "pendigits.tra": 7_494,
+    "pendigits.tes": 3_498,
+    "agaricus-lepiota.data": 8_124,
+    "magic04.data": 19_020,
+}
 
 
 def uci_spec(dataset: str, files: dict[str, tuple[str, ...]], path: str) -> Callable[[str], RawSpec]:
@@ -249,62 +275,134 @@ def uci_spec(dataset: str, files: dict[str, tuple[str, ...]], path: str) -> Call
         downloads = tuple(Download(UCI + path + names[-1], names[-1]) for names in files.values())
         rows = {n: UCI_ROWS[n] for names in files.values() for n in names if n in UCI_ROWS}
         return RawSpec(dataset, downloads, files, member_rows=rows)
+
     return spec
 
 
 def split_spec(spec_of: Callable[[str], RawSpec], keys: dict[str, str]) -> Callable[[str], RawSpec]:
     """Only download the parts (train/test files) a split needs."""
+
     def spec(split: str) -> RawSpec:
         full = spec_of(split)
         wanted = {k: v for k, v in full.members.items() if split == "all" or keys.get(k, split) == split}
         names = {n for v in wanted.values() for n in v}
         return replace(full, downloads=tuple(d for d in full.downloads if d.fname in names), members=wanted)
+
     return spec
 
 
 FAMILIES = {
-    "mnist": Family("mnist", "MNIST digits, 70k 28×28 images (train + test), 10 classes",
-                    idx_spec("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_HASHES),
-                    read_mnist, "meanstd", images=True,
-                    files="train-/t10k-{images-idx3,labels-idx1}-ubyte(.gz), in a folder or archive"),
-    "fashion-mnist": Family("fashion-mnist", "Fashion-MNIST, 70k 28×28 images, 10 classes",
-                            idx_spec("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-                                     FASHION_HASHES), read_mnist, "l2", images=True,
-                            files="the four Fashion-MNIST IDX files (MNIST's names)"),
-    "emnist-letters": Family("emnist-letters", "EMNIST Letters, 145.6k 28×28 images (transposed on read), 26 classes",
-                             emnist_spec, read_emnist, "l2", images=True,
-                             files="gzip.zip or emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz"),
-    "notmnist": Family("notmnist", "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
-                       lambda split: RawSpec("notmnist", (Download(
-                           "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz",
-                           "notMNIST_small.tar.gz"),), {"images": ("notMNIST_small.tar.gz", "notMNIST_small"),
-                                                        **idx_members("", "all")},
-                           optional=("images", *IDX_NAMES)),
-                       read_notmnist, "l2", images=True,
-                       files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror"),
-    "shuttle": Family("shuttle", "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
-                      split_spec(uci_spec("shuttle", {"train": ("shuttle.trn", "shuttle.trn.Z"),
-                                                      "test": ("shuttle.tst",)}, "statlog/shuttle/"),
-                                 {"train": "train", "test": "test"}),
-                      read_shuttle, "l2", files="shuttle.trn(.Z) and shuttle.tst"),
-    "letter": Family("letter", "UCI Letter Recognition, 20k rows, 16 features, 26 classes",
-                     uci_spec("letter", {"data": ("letter-recognition.data",)}, "letter-recognition/"),
-                     read_letter, "l2", files="letter-recognition.data"),
-    "pendigits": Family("pendigits", "UCI Pen-Based Digits, 10,992 rows, 16 features, 10 classes",
-                        split_spec(uci_spec("pendigits", {"train": ("pendigits.tra",), "test": ("pendigits.tes",)},
-                                            "pendigits/"), {"train": "train", "test": "test"}),
-                        read_pendigits, "l2", files="pendigits.tra and pendigits.tes"),
-    "mushroom": Family("mushroom", "UCI Mushroom, 8124 rows, 22 categorical attributes one-hot, 2 classes",
-                       uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"), read_mushroom, "l2",
-                       files="agaricus-lepiota.data"),
-    "magic": Family("magic", "UCI MAGIC Gamma Telescope, 19,020 rows, 10 features, 2 classes",
-                    uci_spec("magic", {"data": ("magic04.data",)}, "magic/"), read_magic, "l2", files="magic04.data"),
-    "covertype": Family("covertype", "UCI Covertype, 581,012 rows, 54 features, 7 classes",
-                        lambda split: RawSpec("covertype", (Download(
-                            "https://ndownloader.figshare.com/files/5976039", "covtype.data.gz",
-                            "sha256:614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771"),),
-                            {"data": ("covtype.data.gz", "covtype.data")}),
-                        read_covertype, "l2", files="covtype.data(.gz)"),
+    "mnist": Family(
+        "mnist",
+        "MNIST digits, 70k 28×28 images (train + test), 10 classes",
+        idx_spec("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", MNIST_HASHES),
+        read_mnist,
+        "meanstd",
+        images=True,
+        files="train-/t10k-{images-idx3,labels-idx1}-ubyte(.gz), in a folder or archive",
+    ),
+    "fashion-mnist": Family(
+        "fashion-mnist",
+        "Fashion-MNIST, 70k 28×28 images, 10 classes",
+        idx_spec("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/", FASHION_HASHES),
+        read_mnist,
+        "l2",
+        images=True,
+        files="the four Fashion-MNIST IDX files (MNIST's names)",
+    ),
+    "emnist-letters": Family(
+        "emnist-letters",
+        "EMNIST Letters, 145.6k 28×28 images (transposed on read), 26 classes",
+        emnist_spec,
+        read_emnist,
+        "l2",
+        images=True,
+        files="gzip.zip or emnist-letters-{train,test}-{images-idx3,labels-idx1}-ubyte.gz",
+    ),
+    "notmnist": Family(
+        "notmnist",
+        "notMNIST small, ≈18.7k 28×28 letter images A–J, 10 classes",
+        lambda split: RawSpec(
+            "notmnist",
+            (
+                Download(
+                    "https://commondatastorage.googleapis.com/books1000/notMNIST_small.tar.gz", "notMNIST_small.tar.gz"
+                ),
+            ),
+            {"images": ("notMNIST_small.tar.gz", "notMNIST_small"), **idx_members("", "all")},
+            optional=("images", *IDX_NAMES),
+        ),
+        read_notmnist,
+        "l2",
+        images=True,
+        files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror",
+    ),
+    "shuttle": Family(
+        "shuttle",
+        "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
+        split_spec(
+            uci_spec(
+                "shuttle", {"train": ("shuttle.trn", "shuttle.trn.Z"), "test": ("shuttle.tst",)}, "statlog/shuttle/"
+            ),
+            {"train": "train", "test": "test"},
+        ),
+        read_shuttle,
+        "l2",
+        files="shuttle.trn(.Z) and shuttle.tst",
+    ),
+    "letter": Family(
+        "letter",
+        "UCI Letter Recognition, 20k rows, 16 features, 26 classes",
+        uci_spec("letter", {"data": ("letter-recognition.data",)}, "letter-recognition/"),
+        read_letter,
+        "l2",
+        files="letter-recognition.data",
+    ),
+    "pendigits": Family(
+        "pendigits",
+        "UCI Pen-Based Digits, 10,992 rows, 16 features, 10 classes",
+        split_spec(
+            uci_spec("pendigits", {"train": ("pendigits.tra",), "test": ("pendigits.tes",)}, "pendigits/"),
+            {"train": "train", "test": "test"},
+        ),
+        read_pendigits,
+        "l2",
+        files="pendigits.tra and pendigits.tes",
+    ),
+    "mushroom": Family(
+        "mushroom",
+        "UCI Mushroom, 8124 rows, 22 categorical attributes one-hot, 2 classes",
+        uci_spec("mushroom", {"data": ("agaricus-lepiota.data",)}, "mushroom/"),
+        read_mushroom,
+        "l2",
+        files="agaricus-lepiota.data",
+    ),
+    "magic": Family(
+        "magic",
+        "UCI MAGIC Gamma Telescope, 19,020 rows, 10 features, 2 classes",
+        uci_spec("magic", {"data": ("magic04.data",)}, "magic/"),
+        read_magic,
+        "l2",
+        files="magic04.data",
+    ),
+    "covertype": Family(
+        "covertype",
+        "UCI Covertype, 581,012 rows, 54 features, 7 classes",
+        lambda split: RawSpec(
+            "covertype",
+            (
+                Download(
+                    "https://ndownloader.figshare.com/files/5976039",
+                    "covtype.data.gz",
+                    "sha256:614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771",
+                ),
+            ),
+            {"data": ("covtype.data.gz", "covtype.data")},
+        ),
+        read_covertype,
+        "l2",
+        files="covtype.data(.gz)",
+    ),
 }
 
 
@@ -325,13 +423,26 @@ def samples_table(x: np.ndarray, y: np.ndarray) -> pd.DataFrame:
     return frame
 
 
-def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | None = None,
-            encoding: str = "block", verify: bool = True, source: str | None = None, offline: bool = False,
-            cache: Path | None = None, force: bool = False) -> Path:
+def prepare(
+    data_dir: Path,
+    name: str,
+    *,
+    split: str = "all",
+    normalise: str | None = None,
+    encoding: str = "block",
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
     family = FAMILIES[name]
     normalisation = normalise or family.normalise
-    for flag, value, choices in (("--split", split, SPLITS), ("--normalise", normalisation, NORMALISATIONS),
-                                 ("--encoding", encoding, ENCODINGS)):
+    for flag, value, choices in (
+        ("--split", split, SPLITS),
+        ("--normalise", normalisation, NORMALISATIONS),
+        ("--encoding", encoding, ENCODINGS),
+    ):
         if value not in choices:
             raise UserError(f"unknown {flag} {value!r}; choose from: {', '.join(choices)}")
     if split != "all" and name in ("mushroom", "magic", "covertype", "notmnist"):
@@ -343,12 +454,24 @@ def prepare(data_dir: Path, name: str, *, split: str = "all", normalise: str | N
     with raw_files(family.spec(split), source, offline, cache, verify) as raw:
         x, y = family.read(raw, split)
     x = apply_normalisation(x, normalisation, family.images)
-    counts = {"samples": len(y), "features": x.shape[1], "classes": int(y.max()) + 1,
-              **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))}}
-    return write_dataset(folder, name, {"samples": samples_table(x, y)}, parameters, protocol="classification",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
-                         verification=raw.verification)
+    counts = {
+        "samples": len(y),
+        "features": x.shape[1],
+        "classes": int(y.max()) + 1,
+        **{f"class_{c}": int(n) for c, n in enumerate(np.bincount(y))},
+    }
+    return write_dataset(
+        folder,
+        name,
+        {"samples": samples_table(x, y)},
+        parameters,
+        protocol="classification",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+        verification=raw.verification,
+    )
 
 
 def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = False) -> Path:
@@ -373,30 +496,64 @@ def prepare_mixture(data_dir: Path, *, encoding: str = "shift", force: bool = Fa
         raise UserError(f"notmnist has {tables[0].shape[1] - 2} features but mnist {tables[1].shape[1] - 2}")
     samples = pd.concat(tables, ignore_index=True)
     counts = {"samples": len(samples), "notmnist": len(tables[0]), "mnist": len(tables[1]), "users": 20}
-    return write_dataset(folder, "mnist-notmnist", {"samples": samples}, parameters, protocol="classification",
-                         raw_files=[r for p in parts for r in p.manifest["raw_files"]], counts=counts, force=force)
+    return write_dataset(
+        folder,
+        "mnist-notmnist",
+        {"samples": samples},
+        parameters,
+        protocol="classification",
+        raw_files=[r for p in parts for r in p.manifest["raw_files"]],
+        counts=counts,
+        force=force,
+    )
 
 
 def declare(family: Family) -> Dataset:
     """One `prepare NAME` per family, all with the same options (only the default normalisation differs)."""
+
     def run(data_dir, **values):
         return prepare(data_dir, family.name, **values)
 
     return Dataset(
-        family.name, family.description, "M-CNB §5.3; Meta-Ban §4.3", "classification", run,
-        (Option("split", str, "all", "all | train | test (where the data has a split).", choices=SPLITS),
-         Option("normalise", str, family.normalise, "meanstd (MNIST 0.1307/0.3081) | l2 (row unit norm, "
-                "Bandit_multi) | none.", choices=NORMALISATIONS),
-         Option("encoding", str, "block", "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
-                choices=ENCODINGS)),
-        raw=family.spec, files=family.files)
+        family.name,
+        family.description,
+        "M-CNB §5.3; Meta-Ban §4.3",
+        "classification",
+        run,
+        (
+            Option("split", str, "all", "all | train | test (where the data has a split).", choices=SPLITS),
+            Option(
+                "normalise",
+                str,
+                family.normalise,
+                "meanstd (MNIST 0.1307/0.3081) | l2 (row unit norm, Bandit_multi) | none.",
+                choices=NORMALISATIONS,
+            ),
+            Option(
+                "encoding",
+                str,
+                "block",
+                "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
+                choices=ENCODINGS,
+            ),
+        ),
+        raw=family.spec,
+        files=family.files,
+    )
 
 
 for _family in FAMILIES.values():
     register(declare(_family))
 
-register(Dataset(
-    "mnist-notmnist", "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
-    "Meta-Ban §4.3; M-CNB §5.3", "classification", prepare_mixture,
-    (Option("encoding", str, "shift", "shift (d + 9 = 793, Meta-Ban) | block (d·K).", choices=ENCODINGS),),
-    reads_raw=False, files="none: built from the prepared mnist and notmnist"))
+register(
+    Dataset(
+        "mnist-notmnist",
+        "MNIST + notMNIST: 20 users (classes of either) in 2 groups, shift encoding d + 9",
+        "Meta-Ban §4.3; M-CNB §5.3",
+        "classification",
+        prepare_mixture,
+        (Option("encoding", str, "shift", "shift (d + 9 = 793, Meta-Ban) | block (d·K).", choices=ENCODINGS),),
+        reads_raw=False,
+        files="none: built from the prepared mnist and notmnist",
+    )
+)

@@ -23,9 +23,11 @@ from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, register
 from banditbench.errors import UserError
 
-SPEC = RawSpec("facebook", (Download("https://snap.stanford.edu/data/facebook_combined.txt.gz",
-                                     "facebook_combined.txt.gz"),),
-               {"edges": ("facebook_combined.txt.gz", "facebook_combined.txt")})
+SPEC = RawSpec(
+    "facebook",
+    (Download("https://snap.stanford.edu/data/facebook_combined.txt.gz", "facebook_combined.txt.gz"),),
+    {"edges": ("facebook_combined.txt.gz", "facebook_combined.txt")},
+)
 EDGES_SHA256 = "f41c026ed8af3cc3359f1ca5573d0605fb09ae0eefa34544b820fd8c6e2ef296"
 
 
@@ -34,8 +36,9 @@ def read_edges(path: Path, verify: bool = True) -> pd.DataFrame:
         data = f.read()
         found = hashlib.sha256(data).hexdigest()
         if verify and found != EDGES_SHA256:
-            raise mismatch(path, f"sha256 {EDGES_SHA256} for the decompressed edge list (88,234 edges)",
-                           f"sha256 {found}")
+            raise mismatch(
+                path, f"sha256 {EDGES_SHA256} for the decompressed edge list (88,234 edges)", f"sha256 {found}"
+            )
         edges = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=["u", "v"], dtype=np.int64)
     if edges.empty:
         raise UserError(f"{path}: no edges")
@@ -44,20 +47,39 @@ def read_edges(path: Path, verify: bool = True) -> pd.DataFrame:
 
 def links_as_ratings(edges: pd.DataFrame) -> pd.DataFrame:
     """Both directions of every link, each a rating of 1 (a positive under positive_above = 0)."""
-    both = pd.concat([edges.rename(columns={"u": "raw_user", "v": "raw_item"}),
-                      edges.rename(columns={"v": "raw_user", "u": "raw_item"})], ignore_index=True)
+    both = pd.concat(
+        [
+            edges.rename(columns={"u": "raw_user", "v": "raw_item"}),
+            edges.rename(columns={"v": "raw_user", "u": "raw_item"}),
+        ],
+        ignore_index=True,
+    )
     both = both.drop_duplicates()
     both["rating"] = np.float32(1.0)
     return both
 
 
-def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, serve: str = "groups",
-            verify: bool = True, source: str | None = None, offline: bool = False, cache: Path | None = None,
-            force: bool = False) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    options: pipeline.RatingOptions | None = None,
+    serve: str = "groups",
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
     pipeline.check_protocol("paper", serve)
     options = replace(options or pipeline.RatingOptions(), positive_above=0.0, negative_below=None)
-    parameters = {**options.as_dict(), "mode": "paper", "serve": serve, "arms": 10, "negatives": "unrated",
-                  "verify": verify}
+    parameters = {
+        **options.as_dict(),
+        "mode": "paper",
+        "serve": serve,
+        "arms": 10,
+        "negatives": "unrated",
+        "verify": verify,
+    }
     folder = Path(data_dir) / "facebook"
     if up_to_date(folder, parameters, force):
         return folder
@@ -66,14 +88,30 @@ def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, se
     tables, counts, rows = pipeline.build(links_as_ratings(edges), options, str(raw["edges"]))
     counts = {"edges": len(edges), **counts}
     del counts["negatives"]  # non-links: every item a user did not link to
-    return write_dataset(folder, "facebook", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows, verification=VERIFIED if verify else UNVERIFIED)
+    return write_dataset(
+        folder,
+        "facebook",
+        tables,
+        parameters,
+        protocol="recommendation",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=VERIFIED if verify else UNVERIFIED,
+    )
 
 
-register(Dataset(
-    "facebook", "SNAP ego-Facebook, 4039 people, 88,234 links: a link is a positive, non-links negatives; "
-    "SVD features, K-means groups", "McAuley & Leskovec 2012; M-CNB §5.2", "recommendation",
-    pipeline.with_rating_options(prepare),
-    (*pipeline.rating_options(without=("positive_above", "negative_below")), pipeline.PROTOCOL_OPTIONS[1]),
-    raw=lambda: SPEC, files="facebook_combined.txt(.gz) or a folder holding it"))
+register(
+    Dataset(
+        "facebook",
+        "SNAP ego-Facebook, 4039 people, 88,234 links: a link is a positive, non-links negatives; "
+        "SVD features, K-means groups",
+        "McAuley & Leskovec 2012; M-CNB §5.2",
+        "recommendation",
+        pipeline.with_rating_options(prepare),
+        (*pipeline.rating_options(without=("positive_above", "negative_below")), pipeline.PROTOCOL_OPTIONS[1]),
+        raw=lambda: SPEC,
+        files="facebook_combined.txt(.gz) or a folder holding it",
+    )
+)

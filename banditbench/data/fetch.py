@@ -91,8 +91,17 @@ class RawFiles:
 
 # ---------------------------------------------------------------- reading guard
 
-READ_ERRORS = (OSError, EOFError, ValueError, KeyError, IndexError, zipfile.BadZipFile, tarfile.TarError,
-               zlib.error, UnicodeDecodeError)
+READ_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zlib.error,
+    UnicodeDecodeError,
+)
 
 
 @contextlib.contextmanager
@@ -123,6 +132,7 @@ def open_bytes(path: Path):
 
 # ---------------------------------------------------------------- downloading
 
+
 class ResumingDownloader:
     """pooch downloader hook that keeps a ``.part`` file and continues it with an HTTP Range request."""
 
@@ -143,9 +153,12 @@ class ResumingDownloader:
                 if have and response.status_code != 206:
                     have = 0  # the server ignored the range: start over
                 total = int(response.headers.get("content-length", 0)) + have or None
-                with open(self.part, "ab" if have else "wb") as f, \
-                        Progress(*Progress.get_default_columns()[:2], DownloadColumn(), TransferSpeedColumn(),
-                                 transient=True) as bar:
+                with (
+                    open(self.part, "ab" if have else "wb") as f,
+                    Progress(
+                        *Progress.get_default_columns()[:2], DownloadColumn(), TransferSpeedColumn(), transient=True
+                    ) as bar,
+                ):
                     task = bar.add_task(f"downloading {self.label}", total=total, completed=have)
                     for chunk in response.iter_content(1 << 20):
                         f.write(chunk)
@@ -163,9 +176,11 @@ def hash_matches(path: Path, known_hash: str | None) -> bool:
 
 def mismatch(path: Path | str, expected: str, found: str) -> UserError:
     """The one line for a file that is not the published one: which file, expected, found, and the way out."""
-    return UserError(f"{path}: checksum mismatch, expected {expected}, found {found}; the file is truncated, "
-                     "corrupt or a different release; --no-verify accepts a different release at your own risk "
-                     "(the dataset is then marked unverified in its manifest and in every report)")
+    return UserError(
+        f"{path}: checksum mismatch, expected {expected}, found {found}; the file is truncated, "
+        "corrupt or a different release; --no-verify accepts a different release at your own risk "
+        "(the dataset is then marked unverified in its manifest and in every report)"
+    )
 
 
 def check_hash(path: Path, known_hash: str | None) -> None:
@@ -204,19 +219,30 @@ def download(item: Download, cache: Path, offline: bool) -> Path:
         return target
     if offline:
         state = "fails its checksum" if target.is_file() else "is not in the cache"
-        raise UserError(f"--offline: {item.fname} {state} ({cache}); download {item.url} and pass it to --source, "
-                        "or prepare once without --offline")
+        raise UserError(
+            f"--offline: {item.fname} {state} ({cache}); download {item.url} and pass it to --source, "
+            "or prepare once without --offline"
+        )
     cache.mkdir(parents=True, exist_ok=True)
-    fetcher = pooch.create(path=cache, base_url="", registry={item.fname: item.known_hash},
-                           urls={item.fname: item.url}, retry_if_failed=RETRIES)
+    fetcher = pooch.create(
+        path=cache,
+        base_url="",
+        registry={item.fname: item.known_hash},
+        urls={item.fname: item.url},
+        retry_if_failed=RETRIES,
+    )
     try:
         return Path(fetcher.fetch(item.fname, downloader=ResumingDownloader(cache / f"{item.fname}.part", item.fname)))
     except ValueError as e:  # pooch's hash mismatch after the last retry
-        raise UserError(f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} "
-                        f"({str(e).splitlines()[0][:160]})") from None
+        raise UserError(
+            f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} "
+            f"({str(e).splitlines()[0][:160]})"
+        ) from None
     except Exception as e:  # network errors come from requests, with many classes
-        raise UserError(f"cannot download {item.url}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}; "
-                        f"download it by hand and pass it to --source") from None
+        raise UserError(
+            f"cannot download {item.url}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}; "
+            f"download it by hand and pass it to --source"
+        ) from None
 
 
 # ---------------------------------------------------------------- locating members
@@ -259,8 +285,9 @@ def archive_names(path: Path) -> list[str]:
         detail = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise UserError(f"{path}: corrupt archive ({detail[:200]}); download it again") from None
     if bad:
-        raise UserError(f"{path}: refused, the archive has members that would be written outside its folder "
-                        f"({', '.join(bad[:3])})")
+        raise UserError(
+            f"{path}: refused, the archive has members that would be written outside its folder ({', '.join(bad[:3])})"
+        )
     return files
 
 
@@ -323,8 +350,9 @@ def source_places(spec: RawSpec, source: str, cache: Path, offline: bool, verify
 
 
 @contextlib.contextmanager
-def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
-              cache: Path | None = None, verify: bool = True) -> Iterator[RawFiles]:
+def raw_files(
+    spec: RawSpec, source: str | None = None, offline: bool = False, cache: Path | None = None, verify: bool = True
+) -> Iterator[RawFiles]:
     """Locate every member of ``spec``; extracted members live in a temporary folder until the block ends.
 
     ``verify=False`` (``--no-verify``) skips the published checksums and row counts and marks the files
@@ -338,12 +366,17 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
         places = source_places(spec, source, cache, offline, verify)
     else:
         if offline:  # name every missing file at once, not just the first
-            missing = [item for item in spec.downloads
-                       if not ((cache / item.fname).is_file() and hash_matches(cache / item.fname, item.known_hash))]
+            missing = [
+                item
+                for item in spec.downloads
+                if not ((cache / item.fname).is_file() and hash_matches(cache / item.fname, item.known_hash))
+            ]
             if missing:
-                raise UserError(f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
-                                f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
-                                "its folder to --source, or prepare once without --offline")
+                raise UserError(
+                    f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
+                    f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
+                    "its folder to --source, or prepare once without --offline"
+                )
         places = [download(item, cache, offline) for item in spec.downloads]
     checked = {d.fname: d.known_hash for d in spec.downloads if d.known_hash}
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
@@ -365,13 +398,22 @@ def raw_files(spec: RawSpec, source: str | None = None, offline: bool = False,
             from_checked_archive = verify and "!" in origin and Path(origin.split("!")[0]).name in checked
             verified.append(member_checked or from_checked_archive)
             found.paths[key] = path
-            found.records.append({"member": key, "file": path.name, "origin": origin,
-                                  "bytes": path.stat().st_size, "sha256": sha256,
-                                  "verified": bool(member_checked or from_checked_archive)})
+            found.records.append(
+                {
+                    "member": key,
+                    "file": path.name,
+                    "origin": origin,
+                    "bytes": path.stat().st_size,
+                    "sha256": sha256,
+                    "verified": bool(member_checked or from_checked_archive),
+                }
+            )
         if missing:
             where = ", ".join(map(str, places))
-            raise UserError(f"{where} lacks {len(missing)} file{'s' if len(missing) > 1 else ''} {spec.dataset} "
-                            f"needs: {'; '.join(missing)}; {spec.where()}")
+            raise UserError(
+                f"{where} lacks {len(missing)} file{'s' if len(missing) > 1 else ''} {spec.dataset} "
+                f"needs: {'; '.join(missing)}; {spec.where()}"
+            )
         if not verify:
             found.verification = UNVERIFIED
         elif verified and all(verified):

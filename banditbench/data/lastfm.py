@@ -33,12 +33,16 @@ from banditbench.errors import UserError
 
 ZIP = Download("https://files.grouplens.org/datasets/hetrec2011/hetrec2011-lastfm-2k.zip", "hetrec2011-lastfm-2k.zip")
 # Each pipeline asks only for the files it reads: svd the listens; ghosh also the tag assignments and names.
-MEMBERS = {"svd": {"listens": ("user_artists.dat",)},
-           "ghosh": {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)}}
+MEMBERS = {
+    "svd": {"listens": ("user_artists.dat",)},
+    "ghosh": {"listens": ("user_artists.dat",), "tagged": ("user_taggedartists.dat",), "tags": ("tags.dat",)},
+}
 
 
 def spec(pipeline_name: str) -> RawSpec:
     return RawSpec(f"lastfm --pipeline {pipeline_name}", (ZIP,), MEMBERS[pipeline_name])
+
+
 PIPELINES = ("svd", "ghosh")
 PCA_DIM = 25
 
@@ -56,9 +60,13 @@ def read_tsv(path: Path, columns: list[str], expected: str, encoding: str = "utf
 def listens(path: Path) -> pd.DataFrame:
     frame = read_tsv(path, ["userID", "artistID", "weight"], "TAB-separated userID artistID weight with a header")
     with reading(path, "integer user and artist ids and play counts"):
-        out = pd.DataFrame({"raw_user": frame["userID"].astype(np.int64),
-                            "raw_item": frame["artistID"].astype(np.int64),
-                            "plays": frame["weight"].astype(np.int64)})
+        out = pd.DataFrame(
+            {
+                "raw_user": frame["userID"].astype(np.int64),
+                "raw_item": frame["artistID"].astype(np.int64),
+                "plays": frame["weight"].astype(np.int64),
+            }
+        )
     out["rating"] = np.float32(1.0)  # a listen is a positive under positive_above = 0
     return out
 
@@ -69,8 +77,10 @@ def artist_words(tagged_path: Path, tags_path: Path) -> pd.Series:
     tags = read_tsv(tags_path, ["tagID", "tagValue"], "TAB-separated tagID tagValue (Latin-1)", encoding="latin-1")
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    words = {tag: [w for w in re.findall(r"[^\W_]+", value.lower()) if w not in ENGLISH_STOP_WORDS]
-             for tag, value in zip(tags["tagID"], tags["tagValue"])}
+    words = {
+        tag: [w for w in re.findall(r"[^\W_]+", value.lower()) if w not in ENGLISH_STOP_WORDS]
+        for tag, value in zip(tags["tagID"], tags["tagValue"])
+    }
     assigned = tagged.assign(words=tagged["tagID"].map(words)).dropna(subset=["words"])
     with reading(tagged_path, "integer artist ids"):
         assigned["artistID"] = assigned["artistID"].astype(np.int64)
@@ -88,17 +98,32 @@ def tfidf_pca(documents: pd.Series, dim: int) -> np.ndarray:
     return np.pad(scores, ((0, 0), (0, dim - k)))
 
 
-def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.RatingOptions | None = None,
-            source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False,
-            guaranteed_positive: bool = False, verify: bool = True) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    pipeline_name: str = "svd",
+    options: pipeline.RatingOptions | None = None,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    guaranteed_positive: bool = False,
+    verify: bool = True,
+) -> Path:
     if pipeline_name not in PIPELINES:
         raise UserError(f"unknown --pipeline {pipeline_name!r}; choose from: {', '.join(PIPELINES)}")
     ghosh = pipeline_name == "ghosh"
     if guaranteed_positive and not ghosh:
         raise UserError("--guaranteed-positive belongs to the round-robin protocol of --pipeline ghosh")
     options = replace(options or pipeline.RatingOptions(top_items=20_000), positive_above=0.0, negative_below=None)
-    parameters = {"pipeline": pipeline_name, **options.as_dict(), "mode": "paper", "negatives": "unrated",
-                  "serve": "users" if ghosh else "groups", "arms": 25 if ghosh else 10}
+    parameters = {
+        "pipeline": pipeline_name,
+        **options.as_dict(),
+        "mode": "paper",
+        "negatives": "unrated",
+        "serve": "users" if ghosh else "groups",
+        "arms": 25 if ghosh else 10,
+    }
     if ghosh:
         parameters["guaranteed_positive"] = guaranteed_positive
     folder = Path(data_dir) / "lastfm"
@@ -116,20 +141,49 @@ def prepare(data_dir: Path, *, pipeline_name: str = "svd", options: pipeline.Rat
         items = tables["items"][["item", "raw_item"]].copy()
         items[[f"f_{j}" for j in range(PCA_DIM)]] = tfidf_pca(words.loc[items["raw_item"]], PCA_DIM)
         tables["items"] = items
-    return write_dataset(folder, "lastfm", tables, parameters, protocol="round-robin" if ghosh else "recommendation",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows, verification=raw.verification)
+    return write_dataset(
+        folder,
+        "lastfm",
+        tables,
+        parameters,
+        protocol="round-robin" if ghosh else "recommendation",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    "lastfm", "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
-    "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)", "Cantador et al. 2011; Ghosh et al. "
-    "2021 §6.2", "recommendation", pipeline.with_rating_options(prepare),
-    (Option("pipeline_name", str, "svd", "svd (rating-matrix pipeline, K = 10) | ghosh (tag tf-idf + PCA-25 artist "
-            "contexts, real users, round-robin protocol, K = 25).", choices=PIPELINES, flag_name="--pipeline"),
-     Option("guaranteed_positive", bool, False, "ghosh: one listened artist in every round (the paper's CLUB "
-            "protocol) instead of 25 random ones."),
-     *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000)),
-    raw=lambda pipeline_name="svd": spec(pipeline_name), other_protocols=("round-robin",),
-    files="hetrec2011-lastfm-2k.zip or its folder: user_artists.dat (svd); also user_taggedartists.dat and "
-          "tags.dat (ghosh)"))
+register(
+    Dataset(
+        "lastfm",
+        "Last.fm HetRec 2011, 1892 users × 17632 artists: a listen is a positive; --pipeline svd | ghosh "
+        "(tag tf-idf + PCA-25 contexts, 25 random artists per round-robin step)",
+        "Cantador et al. 2011; Ghosh et al. 2021 §6.2",
+        "recommendation",
+        pipeline.with_rating_options(prepare),
+        (
+            Option(
+                "pipeline_name",
+                str,
+                "svd",
+                "svd (rating-matrix pipeline, K = 10) | ghosh (tag tf-idf + PCA-25 artist "
+                "contexts, real users, round-robin protocol, K = 25).",
+                choices=PIPELINES,
+                flag_name="--pipeline",
+            ),
+            Option(
+                "guaranteed_positive",
+                bool,
+                False,
+                "ghosh: one listened artist in every round (the paper's CLUB protocol) instead of 25 random ones.",
+            ),
+            *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000),
+        ),
+        raw=lambda pipeline_name="svd": spec(pipeline_name),
+        other_protocols=("round-robin",),
+        files="hetrec2011-lastfm-2k.zip or its folder: user_artists.dat (svd); also user_taggedartists.dat and "
+        "tags.dat (ghosh)",
+    )
+)

@@ -34,16 +34,19 @@ MIND_SHA256 = {  # extracted MINDsmall files (as published in Git-LFS pointers)
     ("small", "dev", "behaviors.tsv"): "b6c460e33b1a8693252ded6e626da7d3ccf78920eea2ec11889020bb7d8443ef",
     ("small", "dev", "news.tsv"): "e5d144667558c449d16084fe6bfa01940c2f5d5785ea9f9110292bc3b94eb822",
 }
-NEWS_COLUMNS = ["news_id", "category", "subcategory", "title", "abstract", "url", "title_entities",
-                "abstract_entities"]
+NEWS_COLUMNS = ["news_id", "category", "subcategory", "title", "abstract", "url", "title_entities", "abstract_entities"]
 BEHAVIOR_COLUMNS = ["impression_id", "user_id", "time", "history", "impressions"]
 
 
 def mind_spec(variant: str, part: str) -> RawSpec:
     name = f"MIND{variant}_{part}.zip"
     pinned = {file: sha for (v, p, file), sha in MIND_SHA256.items() if (v, p) == (variant, part)}
-    return RawSpec(f"MIND{variant}_{part}", (Download(MIND_BASE + name, name),),
-                   {"behaviors": ("behaviors.tsv",), "news": ("news.tsv",)}, member_sha256=pinned)
+    return RawSpec(
+        f"MIND{variant}_{part}",
+        (Download(MIND_BASE + name, name),),
+        {"behaviors": ("behaviors.tsv",), "news": ("news.tsv",)},
+        member_sha256=pinned,
+    )
 
 
 def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
@@ -53,8 +56,10 @@ def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
         return {part: None for part in MIND_PARTS}
     root = Path(source).expanduser()
     if not root.is_dir():
-        raise UserError(f"--source {source} must be a folder holding MIND{variant}_train and MIND{variant}_dev "
-                        "(zips or unpacked folders)")
+        raise UserError(
+            f"--source {source} must be a folder holding MIND{variant}_train and MIND{variant}_dev "
+            "(zips or unpacked folders)"
+        )
     found, missing = {}, []
     for part in MIND_PARTS:
         candidates = [c for c in (root / f"MIND{variant}_{part}.zip", root / f"MIND{variant}_{part}") if c.exists()]
@@ -63,8 +68,10 @@ def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
         else:
             missing.append(f"MIND{variant}_{part}.zip (or the folder MIND{variant}_{part}/)")
     if missing:
-        raise UserError(f"--source {source} lacks {' and '.join(missing)}; download them from "
-                        "https://msnews.github.io (after accepting the licence) into that folder")
+        raise UserError(
+            f"--source {source} lacks {' and '.join(missing)}; download them from "
+            "https://msnews.github.io (after accepting the licence) into that folder"
+        )
     return found
 
 
@@ -87,10 +94,18 @@ def read_mind_behaviors(path: Path, split: str) -> pd.DataFrame:
         pairs = frame["impressions"].str.split()
         shown = [[p.rsplit("-", 1)[0] for p in row] for row in pairs]
         clicked = [np.array([int(p.rsplit("-", 1)[1]) for p in row], np.int8) for row in pairs]
-    return pd.DataFrame({"impression_id": frame["impression_id"].astype(np.int64), "user_id": frame["user_id"],
-                         "time": time.to_numpy().astype("datetime64[s]").astype(np.int64), "split": split,
-                         "history": frame["history"].str.split(), "shown": shown, "clicked": clicked,
-                         "valid": split == "dev"})
+    return pd.DataFrame(
+        {
+            "impression_id": frame["impression_id"].astype(np.int64),
+            "user_id": frame["user_id"],
+            "time": time.to_numpy().astype("datetime64[s]").astype(np.int64),
+            "split": split,
+            "history": frame["history"].str.split(),
+            "shown": shown,
+            "clicked": clicked,
+            "valid": split == "dev",
+        }
+    )
 
 
 def with_topics(news: pd.DataFrame) -> pd.DataFrame:
@@ -99,9 +114,17 @@ def with_topics(news: pd.DataFrame) -> pd.DataFrame:
     return news
 
 
-def prepare_mind(data_dir: Path, *, variant: str = "small", verify: bool = True, source: str | None = None,
-                 offline: bool = False, cache: Path | None = None, force: bool = False,
-                 allow_unresolved: bool = False) -> Path:
+def prepare_mind(
+    data_dir: Path,
+    *,
+    variant: str = "small",
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    allow_unresolved: bool = False,
+) -> Path:
     if variant not in ("small", "large"):
         raise UserError(f"unknown --variant {variant!r}; choose from: small, large")
     parameters = {"variant": variant, "topic": "subcategory", "verify": verify}
@@ -118,22 +141,45 @@ def prepare_mind(data_dir: Path, *, variant: str = "small", verify: bool = True,
             records += [{**r, "part": part} for r in raw.records]
     news_table = with_topics(pd.concat(news, ignore_index=True))
     behavior_table = pd.concat(behaviors, ignore_index=True)
-    counts = {"news": len(news_table), "topics": int(news_table["topic"].max()) + 1,
-              "impressions": len(behavior_table), "users": behavior_table["user_id"].nunique(),
-              "shown": int(behavior_table["shown"].map(len).sum()),
-              "clicks": int(behavior_table["clicked"].map(np.sum).sum())}
+    counts = {
+        "news": len(news_table),
+        "topics": int(news_table["topic"].max()) + 1,
+        "impressions": len(behavior_table),
+        "users": behavior_table["user_id"].nunique(),
+        "shown": int(behavior_table["shown"].map(len).sum()),
+        "clicks": int(behavior_table["clicked"].map(np.sum).sum()),
+    }
     rows = {"read": len(behavior_table), "kept": len(behavior_table), "dropped": {}}
-    return write_dataset(folder, "mind", {"news": news_table, "behaviors": behavior_table}, parameters,
-                         protocol="ips-simulator", raw_files=records, counts=counts, force=force, rows=rows,
-                         verification=min(verification, key=("unverified", "no published checksum",
-                                                             "verified").index),
-                         allow_unresolved=allow_unresolved)
+    return write_dataset(
+        folder,
+        "mind",
+        {"news": news_table, "behaviors": behavior_table},
+        parameters,
+        protocol="ips-simulator",
+        raw_files=records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=min(verification, key=("unverified", "no published checksum", "verified").index),
+        allow_unresolved=allow_unresolved,
+    )
 
 
-def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_until: str = "2010-01-01",
-                             test_from: str = "2014-06-01", negatives: int = 20, valid_fraction: float = 0.2,
-                             seed: int = 2021, source: str | None = None, offline: bool = False,
-                             cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
+def prepare_movielens_logged(
+    data_dir: Path,
+    *,
+    variant: str = "20m",
+    history_until: str = "2010-01-01",
+    test_from: str = "2014-06-01",
+    negatives: int = 20,
+    valid_fraction: float = 0.2,
+    seed: int = 2021,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    verify: bool = True,
+) -> Path:
     """MovieLens in MIND's form for the two-stage paper (the authors' movielen2mind): a movie is a "news" item whose
     topic is its first genre; positive = rating ≥ 4; history < history_until ≤ train < test_from ≤ test; each
     positive of train/test is one impression with ``negatives`` items drawn with replacement from the
@@ -147,13 +193,21 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
     try:
         cut1, cut2 = (int(pd.Timestamp(d, tz="UTC").timestamp()) for d in (history_until, test_from))
     except ValueError:
-        raise UserError(f"--history-until / --test-from must be dates like 2010-01-01, got {history_until}, "
-                        f"{test_from}") from None
+        raise UserError(
+            f"--history-until / --test-from must be dates like 2010-01-01, got {history_until}, {test_from}"
+        ) from None
     if not cut1 <= cut2 or negatives < 1 or not 0 <= valid_fraction <= 1:
         raise UserError("need --history-until ≤ --test-from, --negatives ≥ 1 and 0 ≤ --valid-fraction ≤ 1")
-    parameters = {"variant": variant, "history_until": history_until, "test_from": test_from,
-                  "positive_at_least": 4.0, "negatives": negatives, "valid_fraction": valid_fraction, "seed": seed,
-                  "topic": "first genre"}
+    parameters = {
+        "variant": variant,
+        "history_until": history_until,
+        "test_from": test_from,
+        "positive_at_least": 4.0,
+        "negatives": negatives,
+        "valid_fraction": valid_fraction,
+        "seed": seed,
+        "topic": "first genre",
+    }
     folder = Path(data_dir) / "movielens-logged"
     if up_to_date(folder, parameters, force):
         return folder
@@ -163,18 +217,22 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
     ratings["positive"] = ratings["rating"] >= 4.0  # RATING_THRESHOLD = 4 of movielen2mind
     ratings["period"] = np.select([ratings["timestamp"] < cut1, ratings["timestamp"] < cut2], [0, 1], 2)
     stats = ratings.groupby("raw_user").agg(
-        before=("period", lambda p: (p == 0).any()), after=("period", lambda p: (p == 2).any()))
+        before=("period", lambda p: (p == 0).any()), after=("period", lambda p: (p == 2).any())
+    )
     positives = ratings[ratings["positive"]].groupby("raw_user")["period"].agg(lambda p: set(p))
     keep = stats.index[stats["before"] & stats["after"]]
     keep = [u for u in keep if u in positives.index and {1, 2} <= positives[u]]
     if not keep:
-        raise UserError(f"{raw['ratings']}: no user has ratings before {history_until}, from {test_from} on, and a "
-                        "positive in between and after; the MovieLens-20M split needs ml-20m or ml-25m")
+        raise UserError(
+            f"{raw['ratings']}: no user has ratings before {history_until}, from {test_from} on, and a "
+            "positive in between and after; the MovieLens-20M split needs ml-20m or ml-25m"
+        )
     rng = np.random.default_rng(seed)
     all_items = np.sort(ratings["raw_item"].unique())
     rows = []
-    for user, own in ratings[ratings["raw_user"].isin(keep)].sort_values("timestamp", kind="stable").groupby(
-            "raw_user", sort=True):
+    for user, own in (
+        ratings[ratings["raw_user"].isin(keep)].sort_values("timestamp", kind="stable").groupby("raw_user", sort=True)
+    ):
         history = own.loc[own["positive"] & (own["period"] == 0), "raw_item"].tolist()
         ever_liked = own.loc[own["positive"], "raw_item"].to_numpy()
         for period, split in ((1, "train"), (2, "test")):
@@ -196,37 +254,83 @@ def prepare_movielens_logged(data_dir: Path, *, variant: str = "20m", history_un
     valid = rng.choice(test, size=int(round(valid_fraction * len(test))), replace=False)
     behaviors["valid"] = np.isin(np.arange(len(behaviors)), valid)
     first_genre = movies["genres"].fillna("(no genres listed)").str.split("|").str[0].replace("", "(no genres listed)")
-    news = with_topics(pd.DataFrame({"news_id": "M" + movies["raw_item"].astype(str), "title": movies["title"],
-                                     "category": first_genre, "subcategory": first_genre, "abstract": ""}))
-    counts = {"news": len(news), "topics": int(news["topic"].max()) + 1, "impressions": len(behaviors),
-              "users": len(keep), "train_impressions": int((behaviors["split"] == "train").sum()),
-              "test_impressions": len(test), "valid_impressions": len(valid)}
-    return write_dataset(folder, "movielens-logged", {"news": news, "behaviors": behaviors}, parameters,
-                         protocol="ips-simulator", raw_files=raw.records, counts=counts, force=force,
-                         verification=raw.verification)
+    news = with_topics(
+        pd.DataFrame(
+            {
+                "news_id": "M" + movies["raw_item"].astype(str),
+                "title": movies["title"],
+                "category": first_genre,
+                "subcategory": first_genre,
+                "abstract": "",
+            }
+        )
+    )
+    counts = {
+        "news": len(news),
+        "topics": int(news["topic"].max()) + 1,
+        "impressions": len(behaviors),
+        "users": len(keep),
+        "train_impressions": int((behaviors["split"] == "train").sum()),
+        "test_impressions": len(test),
+        "valid_impressions": len(valid),
+    }
+    return write_dataset(
+        folder,
+        "movielens-logged",
+        {"news": news, "behaviors": behaviors},
+        parameters,
+        protocol="ips-simulator",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    "mind", "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
-    "Wu et al. 2020; Two-stage neural contextual bandits", "ips-simulator", prepare_mind,
-    (Option("variant", str, "small", "small | large (train + dev).", choices=("small", "large")),
-     Option("allow_unresolved", bool, False, "Prepare even when fewer than half of the impression or history news "
-            "ids are in news.tsv (the results would mean little).")),
-    raw=lambda variant="small": mind_spec(variant, "train"), other_protocols=("twostage",),
-    files="a folder with MIND<variant>_train.zip and MIND<variant>_dev.zip (or their unpacked folders), each "
-          "holding behaviors.tsv and news.tsv"))
+register(
+    Dataset(
+        "mind",
+        "MIND small | large: news (subcategory = topic) and impression logs with clicks, for an IPS simulator",
+        "Wu et al. 2020; Two-stage neural contextual bandits",
+        "ips-simulator",
+        prepare_mind,
+        (
+            Option("variant", str, "small", "small | large (train + dev).", choices=("small", "large")),
+            Option(
+                "allow_unresolved",
+                bool,
+                False,
+                "Prepare even when fewer than half of the impression or history news "
+                "ids are in news.tsv (the results would mean little).",
+            ),
+        ),
+        raw=lambda variant="small": mind_spec(variant, "train"),
+        other_protocols=("twostage",),
+        files="a folder with MIND<variant>_train.zip and MIND<variant>_dev.zip (or their unpacked folders), each "
+        "holding behaviors.tsv and news.tsv",
+    )
+)
 
-register(Dataset(
-    "movielens-logged", "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
-    "Two-stage neural contextual bandits (movielen2mind)", "ips-simulator", prepare_movielens_logged,
-    (Option("variant", str, "20m", "MovieLens release (the paper: 20m).", choices=("100k", "1m", "20m", "25m")),
-     Option("history_until", str, "2010-01-01", "History positives before this date."),
-     Option("test_from", str, "2014-06-01", "Train before, test from this date."),
-     Option("negatives", int, 20, "Negatives shown with each positive.", minimum=1),
-     Option("valid_fraction", float, 0.2, "Share of test impressions marked valid.", minimum=0, maximum=1),
-     Option("seed", int, 2021, "Seed of the negative and validation draws.", minimum=0)),
-    raw=lambda variant="20m": movielens_spec(variant), other_protocols=("twostage",),
-    files="as movielens: ml-20m.zip or its folder (ratings.csv, movies.csv)"))
+register(
+    Dataset(
+        "movielens-logged",
+        "MovieLens-20M in MIND's form: rating ≥ 4 positive, first genre = topic, time split",
+        "Two-stage neural contextual bandits (movielen2mind)",
+        "ips-simulator",
+        prepare_movielens_logged,
+        (
+            Option("variant", str, "20m", "MovieLens release (the paper: 20m).", choices=("100k", "1m", "20m", "25m")),
+            Option("history_until", str, "2010-01-01", "History positives before this date."),
+            Option("test_from", str, "2014-06-01", "Train before, test from this date."),
+            Option("negatives", int, 20, "Negatives shown with each positive.", minimum=1),
+            Option("valid_fraction", float, 0.2, "Share of test impressions marked valid.", minimum=0, maximum=1),
+            Option("seed", int, 2021, "Seed of the negative and validation draws.", minimum=0),
+        ),
+        raw=lambda variant="20m": movielens_spec(variant),
+        other_protocols=("twostage",),
+        files="as movielens: ml-20m.zip or its folder (ratings.csv, movies.csv)",
+    )
+)
 
 
 def movielens_spec(variant: str) -> RawSpec:

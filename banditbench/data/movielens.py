@@ -23,39 +23,74 @@ from banditbench.errors import UserError
 
 BASE = "https://files.grouplens.org/datasets/movielens/"
 VARIANTS = {
-    "100k": Download(BASE + "ml-100k.zip", "ml-100k.zip",
-                     "sha256:50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229"),
-    "1m": Download(BASE + "ml-1m.zip", "ml-1m.zip",
-                   "sha256:a6898adb50b9ca05aa231689da44c217cb524e7ebd39d264c56e2832f2c54e20"),
-    "20m": Download(BASE + "ml-20m.zip", "ml-20m.zip",
-                    "sha256:96f243c338a8665f6bcc89c53edf6ee39162a846940de6b7c8c48aeada765ff3"),
-    "25m": Download(BASE + "ml-25m.zip", "ml-25m.zip",
-                    "sha256:8b21cfb7eb1706b4ec0aac894368d90acf26ebdfb6aced3ebd4ad5bd1eb9c6aa"),
+    "100k": Download(
+        BASE + "ml-100k.zip", "ml-100k.zip", "sha256:50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229"
+    ),
+    "1m": Download(
+        BASE + "ml-1m.zip", "ml-1m.zip", "sha256:a6898adb50b9ca05aa231689da44c217cb524e7ebd39d264c56e2832f2c54e20"
+    ),
+    "20m": Download(
+        BASE + "ml-20m.zip", "ml-20m.zip", "sha256:96f243c338a8665f6bcc89c53edf6ee39162a846940de6b7c8c48aeada765ff3"
+    ),
+    "25m": Download(
+        BASE + "ml-25m.zip", "ml-25m.zip", "sha256:8b21cfb7eb1706b4ec0aac894368d90acf26ebdfb6aced3ebd4ad5bd1eb9c6aa"
+    ),
 }
 DEFAULT_VARIANT = "25m"
-FILES = {"100k": ("u.data", "u.item"), "1m": ("ratings.dat", "movies.dat"),
-         "20m": ("ratings.csv", "movies.csv"), "25m": ("ratings.csv", "movies.csv")}
-GENRES_100K = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary",
-               "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller",
-               "War", "Western")
+FILES = {
+    "100k": ("u.data", "u.item"),
+    "1m": ("ratings.dat", "movies.dat"),
+    "20m": ("ratings.csv", "movies.csv"),
+    "25m": ("ratings.csv", "movies.csv"),
+}
+GENRES_100K = (
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+)
 # Per-file sha256 of the files inside the published ml-100k.zip (genuine copy hashed):
 # a folder --source is verified file by file, so a truncated u.data is refused.
-MEMBER_SHA256 = {"100k": {"u.data": "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
-                          "u.item": "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701"}}
+MEMBER_SHA256 = {
+    "100k": {
+        "u.data": "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
+        "u.item": "553841ebc7de3a0fd0d6b62a204ea30c1e651aacfb2814c7a6584ac52f2c5701",
+    }
+}
 RATING_COLUMNS = ["raw_user", "raw_item", "rating", "timestamp"]
 RATING_TYPES = {"raw_user": np.int64, "raw_item": np.int64, "rating": np.float32, "timestamp": np.int64}
 
 
 def spec(variant: str) -> RawSpec:
     ratings_file, movies_file = FILES[variant]
-    return RawSpec(f"movielens-{variant}", (VARIANTS[variant],), {"ratings": (ratings_file,), "movies": (movies_file,)},
-                   member_sha256=MEMBER_SHA256.get(variant, {}))
+    return RawSpec(
+        f"movielens-{variant}",
+        (VARIANTS[variant],),
+        {"ratings": (ratings_file,), "movies": (movies_file,)},
+        member_sha256=MEMBER_SHA256.get(variant, {}),
+    )
 
 
 def read_ratings(path: Path, variant: str) -> pd.DataFrame:
-    expected = {"100k": "TAB-separated user item rating timestamp (ml-100k u.data)",
-                "1m": "UserID::MovieID::Rating::Timestamp (ml-1m ratings.dat)"}.get(
-        variant, "CSV userId,movieId,rating,timestamp with a header (ml-20m/25m ratings.csv)")
+    expected = {
+        "100k": "TAB-separated user item rating timestamp (ml-100k u.data)",
+        "1m": "UserID::MovieID::Rating::Timestamp (ml-1m ratings.dat)",
+    }.get(variant, "CSV userId,movieId,rating,timestamp with a header (ml-20m/25m ratings.csv)")
     with reading(path, expected):
         if variant == "100k":
             frame = pd.read_csv(path, sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
@@ -63,8 +98,11 @@ def read_ratings(path: Path, variant: str) -> pd.DataFrame:
             text = path.read_bytes().replace(b"::", b"\t")
             frame = pd.read_csv(io.BytesIO(text), sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
         else:
-            frame = pd.read_csv(path, engine="pyarrow", dtype={"userId": np.int64, "movieId": np.int64,
-                                                               "rating": np.float32, "timestamp": np.int64})
+            frame = pd.read_csv(
+                path,
+                engine="pyarrow",
+                dtype={"userId": np.int64, "movieId": np.int64, "rating": np.float32, "timestamp": np.int64},
+            )
             if list(frame.columns) != ["userId", "movieId", "rating", "timestamp"]:
                 raise ValueError(f"header is {','.join(map(str, frame.columns))}")
             frame.columns = RATING_COLUMNS
@@ -85,16 +123,32 @@ def read_movies(path: Path, variant: str) -> pd.DataFrame:
             return pd.DataFrame({"raw_item": frame[0].astype(np.int64), "title": frame[1], "genres": genres})
         if variant == "1m":
             text = path.read_bytes().decode("latin-1").replace("::", "\t")
-            frame = pd.read_csv(io.StringIO(text), sep="\t", header=None, names=["raw_item", "title", "genres"],
-                                dtype={"raw_item": np.int64, "title": str, "genres": str}, quoting=3)
+            frame = pd.read_csv(
+                io.StringIO(text),
+                sep="\t",
+                header=None,
+                names=["raw_item", "title", "genres"],
+                dtype={"raw_item": np.int64, "title": str, "genres": str},
+                quoting=3,
+            )
             return frame
         frame = pd.read_csv(path, dtype={"movieId": np.int64, "title": str, "genres": str})
         return frame.rename(columns={"movieId": "raw_item"})[["raw_item", "title", "genres"]]
 
 
-def prepare(data_dir: Path, *, variant: str = DEFAULT_VARIANT, options: pipeline.RatingOptions | None = None,
-            mode: str = "paper", serve: str = "groups", source: str | None = None, offline: bool = False,
-            cache: Path | None = None, force: bool = False, verify: bool = True) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    variant: str = DEFAULT_VARIANT,
+    options: pipeline.RatingOptions | None = None,
+    mode: str = "paper",
+    serve: str = "groups",
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    verify: bool = True,
+) -> Path:
     if variant not in VARIANTS:
         raise UserError(f"unknown --variant {variant!r}; choose from: {', '.join(VARIANTS)}")
     options = options or pipeline.RatingOptions()
@@ -109,17 +163,37 @@ def prepare(data_dir: Path, *, variant: str = DEFAULT_VARIANT, options: pipeline
         movies = read_movies(raw["movies"], variant)
         tables, counts, rows = pipeline.build(ratings, options, f"{raw['ratings']}")
     tables["items"] = tables["items"].merge(movies, on="raw_item", how="left")
-    return write_dataset(folder, "movielens", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows, verification=raw.verification)
+    return write_dataset(
+        folder,
+        "movielens",
+        tables,
+        parameters,
+        protocol="recommendation",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    "movielens", "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
-    "10-d SVD features, 50 K-means user groups", "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
-    "recommendation", pipeline.with_rating_options(prepare),
-    (Option("variant", str, DEFAULT_VARIANT, "100k | 1m | 20m | 25m (the papers: ML-25M).", choices=tuple(VARIANTS)),
-     *pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
-    raw=lambda variant=DEFAULT_VARIANT: spec(variant),
-    files="ml-<variant>.zip, or its folder: u.data + u.item (100k), ratings.dat + movies.dat (1m), ratings.csv + "
-          "movies.csv (20m, 25m)"))
+register(
+    Dataset(
+        "movielens",
+        "MovieLens 100k | 1m | 20m | 25m (default 25m): top users × items by count, positive = rating > 4, "
+        "10-d SVD features, 50 K-means user groups",
+        "Harper & Konstan 2015; M-CNB §5.2, Meta-Ban §4.1",
+        "recommendation",
+        pipeline.with_rating_options(prepare),
+        (
+            Option(
+                "variant", str, DEFAULT_VARIANT, "100k | 1m | 20m | 25m (the papers: ML-25M).", choices=tuple(VARIANTS)
+            ),
+            *pipeline.RATING_OPTIONS,
+            *pipeline.PROTOCOL_OPTIONS,
+        ),
+        raw=lambda variant=DEFAULT_VARIANT: spec(variant),
+        files="ml-<variant>.zip, or its folder: u.data + u.item (100k), ratings.dat + movies.dat (1m), ratings.csv + "
+        "movies.csv (20m, 25m)",
+    )
+)

@@ -87,18 +87,34 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
-def prepare_interactions(data_dir: Path, *, name: str | None = None, source: str | None = None, user: str = "user",
-                         item: str = "item", reward: str = "reward", timestamp: str | None = None,
-                         item_features: str | None = None, options: pipeline.RatingOptions | None = None,
-                         mode: str = "paper", serve: str = "groups", force: bool = False, **_) -> Path:
+def prepare_interactions(
+    data_dir: Path,
+    *,
+    name: str | None = None,
+    source: str | None = None,
+    user: str = "user",
+    item: str = "item",
+    reward: str = "reward",
+    timestamp: str | None = None,
+    item_features: str | None = None,
+    options: pipeline.RatingOptions | None = None,
+    mode: str = "paper",
+    serve: str = "groups",
+    force: bool = False,
+    **_,
+) -> Path:
     name = check_name(name)
     options = options or pipeline.RatingOptions(positive_above=0.0)
     options.validate()
     pipeline.check_protocol(mode, serve)
     frame, path = read_table(source)
-    ratings = pd.DataFrame({"raw_user": column(frame, path, user, "--user").astype(str),
-                            "raw_item": column(frame, path, item, "--item").astype(str),
-                            "rating": numbers(column(frame, path, reward, "--reward"), path, reward)})
+    ratings = pd.DataFrame(
+        {
+            "raw_user": column(frame, path, user, "--user").astype(str),
+            "raw_item": column(frame, path, item, "--item").astype(str),
+            "rating": numbers(column(frame, path, reward, "--reward"), path, reward),
+        }
+    )
     if timestamp is None and "timestamp" in frame.columns:
         timestamp = "timestamp"
     if timestamp is not None:
@@ -111,9 +127,18 @@ def prepare_interactions(data_dir: Path, *, name: str | None = None, source: str
     duplicates = ratings.duplicated(["raw_user", "raw_item"], keep="last")
     ratings = ratings[~duplicates].reset_index(drop=True)
     source_sha256 = sha256_of(path)
-    parameters = {"source_sha256": source_sha256, "user": user, "item": item, "reward": reward,
-                  "timestamp": timestamp, "item_features": feature_columns, **options.as_dict(), "mode": mode,
-                  "serve": serve, "arms": 10}
+    parameters = {
+        "source_sha256": source_sha256,
+        "user": user,
+        "item": item,
+        "reward": reward,
+        "timestamp": timestamp,
+        "item_features": feature_columns,
+        **options.as_dict(),
+        "mode": mode,
+        "serve": serve,
+        "arms": 10,
+    }
     folder = Path(data_dir) / name
     if up_to_date(folder, parameters, force):
         return folder
@@ -133,14 +158,39 @@ def prepare_interactions(data_dir: Path, *, name: str | None = None, source: str
         users = tables["users"][["user", "raw_user", "group"]].copy()
         users[[f"f_{j}" for j in range(x.shape[1])]] = unit_rows(sums)
         tables["items"], tables["users"] = items, users
-    record = {"member": "interactions", "file": path.name, "origin": str(path), "bytes": path.stat().st_size,
-              "sha256": source_sha256, "verified": False}
-    return write_dataset(folder, name, tables, parameters, protocol="recommendation", raw_files=[record],
-                         counts=counts, force=force, rows=rows, verification=UNPUBLISHED)
+    record = {
+        "member": "interactions",
+        "file": path.name,
+        "origin": str(path),
+        "bytes": path.stat().st_size,
+        "sha256": source_sha256,
+        "verified": False,
+    }
+    return write_dataset(
+        folder,
+        name,
+        tables,
+        parameters,
+        protocol="recommendation",
+        raw_files=[record],
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=UNPUBLISHED,
+    )
 
 
-def prepare_table(data_dir: Path, *, name: str | None = None, source: str | None = None, target: str | None = None,
-                  normalise: str = "l2", encoding: str = "block", force: bool = False, **_) -> Path:
+def prepare_table(
+    data_dir: Path,
+    *,
+    name: str | None = None,
+    source: str | None = None,
+    target: str | None = None,
+    normalise: str = "l2",
+    encoding: str = "block",
+    force: bool = False,
+    **_,
+) -> Path:
     name = check_name(name)
     if not target:
         raise UserError("--target is required: the column holding the class of each row")
@@ -153,8 +203,7 @@ def prepare_table(data_dir: Path, *, name: str | None = None, source: str | None
     if empty:
         raise UserError(f"{path}: column {empty[0]!r} has {int(features[empty[0]].isna().sum())} empty values")
     if len(frame) < MIN_SAMPLES:
-        raise UserError(f"{path}: {len(frame)} rows, too few for the classification protocol (at least "
-                        f"{MIN_SAMPLES})")
+        raise UserError(f"{path}: {len(frame)} rows, too few for the classification protocol (at least {MIN_SAMPLES})")
     text = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:  # categorical columns one-hot, as for UCI mushroom
         features = pd.get_dummies(features, columns=text, prefix=text).sort_index(axis=1)
@@ -168,37 +217,87 @@ def prepare_table(data_dir: Path, *, name: str | None = None, source: str | None
         return folder
     x = labelled.apply_normalisation(features.to_numpy(np.float32), normalise, images=False)
     counts = {"samples": len(y), "features": x.shape[1], "classes": int(y.max()) + 1}
-    record = {"member": "table", "file": path.name, "origin": str(path), "bytes": path.stat().st_size,
-              "sha256": source_sha256, "verified": False}
-    return write_dataset(folder, name, {"samples": labelled.samples_table(x, y)}, parameters,
-                         protocol="classification", raw_files=[record], counts=counts, force=force,
-                         rows={"read": len(frame), "kept": len(y), "dropped": {}}, verification=UNPUBLISHED)
+    record = {
+        "member": "table",
+        "file": path.name,
+        "origin": str(path),
+        "bytes": path.stat().st_size,
+        "sha256": source_sha256,
+        "verified": False,
+    }
+    return write_dataset(
+        folder,
+        name,
+        {"samples": labelled.samples_table(x, y)},
+        parameters,
+        protocol="classification",
+        raw_files=[record],
+        counts=counts,
+        force=force,
+        rows={"read": len(frame), "kept": len(y), "dropped": {}},
+        verification=UNPUBLISHED,
+    )
 
 
-NAME_OPTION = Option("name", str, None, "Name of your dataset: its folder under --data-dir and `run --dataset NAME`.",
-                     required=True)
+NAME_OPTION = Option(
+    "name", str, None, "Name of your dataset: its folder under --data-dir and `run --dataset NAME`.", required=True
+)
 
-register(Dataset(
-    "interactions", "your own interactions (CSV or Parquet: user, item, reward [, timestamp, item features]) → "
-    "recommendation pools as for MovieLens", "M-CNB §5.2 pipeline", "recommendation",
-    pipeline.with_rating_options(prepare_interactions),
-    (NAME_OPTION,
-     Option("user", str, "user", "Column of user ids."),
-     Option("item", str, "item", "Column of item ids."),
-     Option("reward", str, "reward", "Column of rewards or ratings (numeric)."),
-     Option("timestamp", str, None, "Column of times, kept with each interaction [default: 'timestamp' if there].",
-            optional=True),
-     Option("item_features", str, None, "Comma-separated item-feature columns [default: SVD features of the "
-            "interactions].", optional=True),
-     *pipeline.rating_options(positive_above=0.0), *pipeline.PROTOCOL_OPTIONS),
-    named=True, files="one CSV (header row, any delimiter) or Parquet file"))
+register(
+    Dataset(
+        "interactions",
+        "your own interactions (CSV or Parquet: user, item, reward [, timestamp, item features]) → "
+        "recommendation pools as for MovieLens",
+        "M-CNB §5.2 pipeline",
+        "recommendation",
+        pipeline.with_rating_options(prepare_interactions),
+        (
+            NAME_OPTION,
+            Option("user", str, "user", "Column of user ids."),
+            Option("item", str, "item", "Column of item ids."),
+            Option("reward", str, "reward", "Column of rewards or ratings (numeric)."),
+            Option(
+                "timestamp",
+                str,
+                None,
+                "Column of times, kept with each interaction [default: 'timestamp' if there].",
+                optional=True,
+            ),
+            Option(
+                "item_features",
+                str,
+                None,
+                "Comma-separated item-feature columns [default: SVD features of the interactions].",
+                optional=True,
+            ),
+            *pipeline.rating_options(positive_above=0.0),
+            *pipeline.PROTOCOL_OPTIONS,
+        ),
+        named=True,
+        files="one CSV (header row, any delimiter) or Parquet file",
+    )
+)
 
-register(Dataset(
-    "classification", "your own labelled table (CSV or Parquet, --target COLUMN) → classification protocol, "
-    "a class per user", "M-CNB §5.3 protocol", "classification", prepare_table,
-    (NAME_OPTION,
-     Option("target", str, None, "Column holding each row's class.", required=True),
-     Option("normalise", str, "l2", "l2 (row unit norm) | none.", choices=("l2", "none")),
-     Option("encoding", str, "block", "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
-            choices=labelled.ENCODINGS)),
-    named=True, files="one CSV (header row, any delimiter) or Parquet file"))
+register(
+    Dataset(
+        "classification",
+        "your own labelled table (CSV or Parquet, --target COLUMN) → classification protocol, a class per user",
+        "M-CNB §5.3 protocol",
+        "classification",
+        prepare_table,
+        (
+            NAME_OPTION,
+            Option("target", str, None, "Column holding each row's class.", required=True),
+            Option("normalise", str, "l2", "l2 (row unit norm) | none.", choices=("l2", "none")),
+            Option(
+                "encoding",
+                str,
+                "block",
+                "Arm contexts: block (d·K, M-CNB) | shift (d + K − 1, Meta-Ban's code).",
+                choices=labelled.ENCODINGS,
+            ),
+        ),
+        named=True,
+        files="one CSV (header row, any delimiter) or Parquet file",
+    )
+)

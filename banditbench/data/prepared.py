@@ -50,9 +50,17 @@ def up_to_date(folder: Path, parameters: dict[str, Any], force: bool) -> bool:
 
 
 def write_dataset(
-    folder: Path, name: str, tables: dict[str, pd.DataFrame | pa.Table], parameters: dict[str, Any], *,
-    protocol: str, raw_files: list[dict[str, Any]] | None = None, counts: dict[str, int] | None = None,
-    force: bool = False, rows: dict[str, Any] | None = None, verification: str | None = None,
+    folder: Path,
+    name: str,
+    tables: dict[str, pd.DataFrame | pa.Table],
+    parameters: dict[str, Any],
+    *,
+    protocol: str,
+    raw_files: list[dict[str, Any]] | None = None,
+    counts: dict[str, int] | None = None,
+    force: bool = False,
+    rows: dict[str, Any] | None = None,
+    verification: str | None = None,
     allow_unresolved: bool = False,
 ) -> Path:
     """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
@@ -69,8 +77,11 @@ def write_dataset(
     if rows is not None:
         report = {"rows": rows, **report}
     if verification == "unverified":
-        warnings = ["unverified: prepared with --no-verify from files that do not match (or were not checked "
-                    "against) the published checksums", *warnings]
+        warnings = [
+            "unverified: prepared with --no-verify from files that do not match (or were not checked "
+            "against) the published checksums",
+            *warnings,
+        ]
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -101,8 +112,10 @@ def write_dataset(
         if e.errno != errno.ENOSPC:
             raise
         needed = sum(table_bytes(t) for t in tables.values()) / 1e6
-        raise UserError(f"{folder.parent}: no space left on the device; the dataset needs about {needed:,.0f} MB "
-                        "(nothing was written; free some space and prepare again)") from None
+        raise UserError(
+            f"{folder.parent}: no space left on the device; the dataset needs about {needed:,.0f} MB "
+            "(nothing was written; free some space and prepare again)"
+        ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
@@ -160,8 +173,9 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
-        raise UserError(f"dataset {name!r} is not prepared in {data_dir}/; "
-                        f"run `banditbench prepare {name}{hint}` first")
+        raise UserError(
+            f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first"
+        )
     try:
         manifest = json.loads(manifest_path.read_text())
         return PreparedDataset(name, path, manifest, sha256_of(manifest_path))

@@ -44,27 +44,44 @@ class RatingOptions:
     seed: int = 0  # K-means random_state (the authors use 0)
 
     def as_dict(self) -> dict:
-        return {"top_users": self.top_users, "top_items": self.top_items, "positive_above": self.positive_above,
-                "negative_below": self.negative_below, "dim": self.dim, "groups": self.groups, "seed": self.seed}
+        return {
+            "top_users": self.top_users,
+            "top_items": self.top_items,
+            "positive_above": self.positive_above,
+            "negative_below": self.negative_below,
+            "dim": self.dim,
+            "groups": self.groups,
+            "seed": self.seed,
+        }
 
     def validate(self) -> None:
-        for flag, value in (("--top-users", self.top_users), ("--top-items", self.top_items),
-                            ("--groups", self.groups)):
+        for flag, value in (
+            ("--top-users", self.top_users),
+            ("--top-items", self.top_items),
+            ("--groups", self.groups),
+        ):
             if value < 1:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
             raise UserError(f"--dim must be at least 2, got {self.dim}")
         if self.negative_below is not None and self.negative_below > self.positive_above:
-            raise UserError(f"--negative-below ({self.negative_below}) cannot exceed the positive threshold "
-                            f"({self.positive_above})")
+            raise UserError(
+                f"--negative-below ({self.negative_below}) cannot exceed the positive threshold ({self.positive_above})"
+            )
 
 
 RATING_OPTIONS = (
     Option("top_users", int, 10_000, "Users kept by rating count (M-CNB 10000; Meta-Ban 2000).", minimum=1),
     Option("top_items", int, 10_000, "Items kept by rating count (both papers: 10000).", minimum=1),
     Option("positive_above", float, 4.0, "A rating above this is a positive (reward 1)."),
-    Option("negative_below", float, None, "Only ratings below this are negatives, the middle is dropped (authors' "
-           "code: 2) [default: every other rating is a negative, as the papers say].", optional=True),
+    Option(
+        "negative_below",
+        float,
+        None,
+        "Only ratings below this are negatives, the middle is dropped (authors' "
+        "code: 2) [default: every other rating is a negative, as the papers say].",
+        optional=True,
+    ),
     Option("dim", int, 10, "SVD feature dimension d of users and items.", minimum=2),
     Option("groups", int, 50, "K-means user groups (the bandit's users).", minimum=1),
     Option("seed", int, 0, "K-means random_state (the authors use 0).", minimum=0),
@@ -87,6 +104,7 @@ def with_rating_options(prepare):
     def declared(data_dir, **values):
         fields = {name: values.pop(name) for name in names if name in values}
         return prepare(data_dir, options=RatingOptions(**fields), **values)
+
     return declared
 
 
@@ -144,8 +162,9 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return np.hstack([unit, np.ones((len(unit), 1))]) / np.sqrt(2.0)
 
 
-def build(ratings: pd.DataFrame, options: RatingOptions,
-          what: str) -> tuple[dict[str, pd.DataFrame], dict[str, int], dict[str, object]]:
+def build(
+    ratings: pd.DataFrame, options: RatingOptions, what: str
+) -> tuple[dict[str, pd.DataFrame], dict[str, int], dict[str, object]]:
     """ratings with columns raw_user, raw_item, rating (+ any extra columns) → users, items, interactions tables,
     their counts, and the rows read / kept / dropped (by reason) for the sanity report."""
     import scipy.sparse as sp
@@ -157,12 +176,18 @@ def build(ratings: pd.DataFrame, options: RatingOptions,
     options.validate()
     binary = binarise(ratings, options)
     labelled = select_top(binary, options.top_users, options.top_items)
-    rows = rows_report(len(ratings), {
-        f"rating between {options.negative_below} and {options.positive_above}": len(ratings) - len(binary),
-        f"outside the top {options.top_users} users and {options.top_items} items": len(binary) - len(labelled)})
+    rows = rows_report(
+        len(ratings),
+        {
+            f"rating between {options.negative_below} and {options.positive_above}": len(ratings) - len(binary),
+            f"outside the top {options.top_users} users and {options.top_items} items": len(binary) - len(labelled),
+        },
+    )
     if labelled.empty or not (labelled["label"] > 0).any():
-        raise UserError(f"{what}: no ratings left after keeping the top {options.top_users} users and "
-                        f"{options.top_items} items with positive = rating > {options.positive_above}")
+        raise UserError(
+            f"{what}: no ratings left after keeping the top {options.top_users} users and "
+            f"{options.top_items} items with positive = rating > {options.positive_above}"
+        )
     raw_users = np.sort(labelled["raw_user"].unique())
     raw_items = np.sort(labelled["raw_item"].unique())
     if options.groups > len(raw_users):
@@ -182,11 +207,23 @@ def build(ratings: pd.DataFrame, options: RatingOptions,
     items = pd.DataFrame({"item": np.arange(len(raw_items)), "raw_item": raw_items})
     items[features] = item_features
     extra = [c for c in labelled.columns if c not in ("raw_user", "raw_item", "rating", "label")]
-    interactions = pd.DataFrame({"user": user.astype(np.int64), "item": item.astype(np.int64),
-                                 "rating": labelled["rating"].to_numpy(np.float32), "label": label,
-                                 **{c: labelled[c].to_numpy() for c in extra}})
+    interactions = pd.DataFrame(
+        {
+            "user": user.astype(np.int64),
+            "item": item.astype(np.int64),
+            "rating": labelled["rating"].to_numpy(np.float32),
+            "label": label,
+            **{c: labelled[c].to_numpy() for c in extra},
+        }
+    )
     interactions = interactions.sort_values(["user", "item"], kind="stable").reset_index(drop=True)
-    counts = {"raw_ratings": len(ratings), "users": len(users), "items": len(items),
-              "interactions": len(interactions), "positives": int((label > 0).sum()),
-              "negatives": int((label < 0).sum()), "groups": options.groups}
+    counts = {
+        "raw_ratings": len(ratings),
+        "users": len(users),
+        "items": len(items),
+        "interactions": len(interactions),
+        "positives": int((label > 0).sum()),
+        "negatives": int((label < 0).sum()),
+        "groups": options.groups,
+    }
     return {"users": users, "items": items, "interactions": interactions}, counts, rows

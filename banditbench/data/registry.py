@@ -59,9 +59,11 @@ class Option:
                 return None
         if self.type is float and isinstance(value, (int, float)) and not math.isfinite(value):
             raise UserError(f"{self.flag} must be a finite number, got {value}")
-        outside = (self.choices and value not in self.choices) or \
-                  (self.minimum is not None and value < self.minimum) or \
-                  (self.maximum is not None and value > self.maximum)
+        outside = (
+            (self.choices and value not in self.choices)
+            or (self.minimum is not None and value < self.minimum)
+            or (self.maximum is not None and value > self.maximum)
+        )
         if outside:
             raise UserError(f"{self.flag} must be {self.domain()}, got {value!r}")
         return value

@@ -45,27 +45,38 @@ def recommendation(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], lis
     n_users, n_items = len(users), len(tables["items"])
     positive = inter["label"].to_numpy() > 0
     per_user = np.bincount(inter["user"].to_numpy()[positive], minlength=n_users)
-    report: dict[str, Any] = {"users": n_users, "items": n_items, "interactions": len(inter),
-                              "positives_per_user": quantiles(per_user)}
+    report: dict[str, Any] = {
+        "users": n_users,
+        "items": n_items,
+        "interactions": len(inter),
+        "positives_per_user": quantiles(per_user),
+    }
     warnings = []
     median = report["positives_per_user"]["median"]
     if median < MIN_MEDIAN_POSITIVES:
-        warnings.append(f"median positives per user is {median:g} (< {MIN_MEDIAN_POSITIVES}): most users have "
-                        "almost nothing to learn from")
+        warnings.append(
+            f"median positives per user is {median:g} (< {MIN_MEDIAN_POSITIVES}): most users have "
+            "almost nothing to learn from"
+        )
     if "group" in users.columns:
         group_of = users["group"].to_numpy()
         groups = int(group_of.max()) + 1 if len(group_of) else 0
         report["groups"] = groups
         report["users_per_group"] = quantiles(np.bincount(group_of, minlength=groups))
-        pairs = pd.DataFrame({"pool": group_of[inter["user"].to_numpy()], "item": inter["item"].to_numpy(),
-                              "positive": positive}).drop_duplicates()
+        pairs = pd.DataFrame(
+            {"pool": group_of[inter["user"].to_numpy()], "item": inter["item"].to_numpy(), "positive": positive}
+        ).drop_duplicates()
         report["positive_arms_per_group"] = quantiles(
-            pairs[pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0))
+            pairs[pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0)
+        )
         report["other_arms_per_group"] = quantiles(
-            pairs[~pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0))
+            pairs[~pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0)
+        )
         if groups > n_users / USERS_PER_GROUP:
-            warnings.append(f"{groups} groups for {n_users} users (more than users/{USERS_PER_GROUP}): the groups "
-                            "are nearly single users; choose fewer with --groups")
+            warnings.append(
+                f"{groups} groups for {n_users} users (more than users/{USERS_PER_GROUP}): the groups "
+                "are nearly single users; choose fewer with --groups"
+            )
     return report, warnings
 
 
@@ -73,8 +84,12 @@ def classification(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], lis
     samples = tables["samples"]
     labels = samples["label"].to_numpy()
     per_class = np.bincount(labels) if len(labels) else np.zeros(0, int)
-    report = {"samples": len(samples), "features": sum(c.startswith("x_") for c in samples.columns),
-              "classes": len(per_class), "samples_per_class": quantiles(per_class)}
+    report = {
+        "samples": len(samples),
+        "features": sum(c.startswith("x_") for c in samples.columns),
+        "classes": len(per_class),
+        "samples_per_class": quantiles(per_class),
+    }
     warnings = []
     if len(per_class) < 2:
         warnings.append(f"only {len(per_class)} class: every arm but one is always wrong")
@@ -87,16 +102,21 @@ def logged(tables: dict[str, pd.DataFrame], allow_unresolved: bool = False) -> t
     """Impressions and histories must name news items that exist; the share that resolves is reported."""
     news, behaviors = tables["news"], tables["behaviors"]
     known = set(news["news_id"])
-    report: dict[str, Any] = {"news": len(news), "impressions": len(behaviors),
-                              "users": int(behaviors["user_id"].nunique())}
+    report: dict[str, Any] = {
+        "news": len(news),
+        "impressions": len(behaviors),
+        "users": int(behaviors["user_id"].nunique()),
+    }
     warnings = []
     for column, label in (("shown", "impressions → news"), ("history", "history → news")):
         ids = [i for row in behaviors[column] for i in row]
         share = sum(i in known for i in ids) / len(ids) if ids else 1.0
         report[f"resolved_{column}"] = round(share, 4)
         if share < MIN_RESOLVED:
-            message = (f"only {share:.1%} of the {label} references ({len(ids):,}) name a news item in the news "
-                       f"file: is part of news.tsv missing? {ALLOW_UNRESOLVED} prepares it anyway")
+            message = (
+                f"only {share:.1%} of the {label} references ({len(ids):,}) name a news item in the news "
+                f"file: is part of news.tsv missing? {ALLOW_UNRESOLVED} prepares it anyway"
+            )
             if not allow_unresolved:
                 raise UserError(message)
             warnings.append(message)
@@ -107,8 +127,9 @@ def logged(tables: dict[str, pd.DataFrame], allow_unresolved: bool = False) -> t
     return report, warnings
 
 
-def analyse(protocol: str, tables: dict[str, pd.DataFrame], *,
-            allow_unresolved: bool = False) -> tuple[dict[str, Any], list[str]]:
+def analyse(
+    protocol: str, tables: dict[str, pd.DataFrame], *, allow_unresolved: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """The protocol's report and warnings for ``tables`` (empty for protocols with no raw data)."""
     if "interactions" in tables and "users" in tables:
         return recommendation(tables)

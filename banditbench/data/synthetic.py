@@ -59,8 +59,16 @@ def bass_centres(clusters: int, dim: int, omega: float) -> np.ndarray:
     return theta
 
 
-def generate(users: int, clusters: int, dim: int, z: float, seed: int, centres: str = "sphere",
-             omega: float = EXTRA_DEFAULTS["omega"], arms: int = 0) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def generate(
+    users: int,
+    clusters: int,
+    dim: int,
+    z: float,
+    seed: int,
+    centres: str = "sphere",
+    omega: float = EXTRA_DEFAULTS["omega"],
+    arms: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The users table, and with ``arms`` > 0 the fixed arm set (drawn after the users, so they are the same)."""
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((clusters, dim))
@@ -86,9 +94,22 @@ def dataset_name(protocol: str) -> str:
     return "synthetic-cosine" if protocol == "cosine" else "synthetic"
 
 
-def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, noise: float,
-            z: float, seed: int, force: bool = False, centres: str = "sphere",
-            omega: float = EXTRA_DEFAULTS["omega"], protocol: str = "linear", arm_set: str = "fresh") -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    users: int,
+    clusters: int,
+    dim: int,
+    arms: int,
+    noise: float,
+    z: float,
+    seed: int,
+    force: bool = False,
+    centres: str = "sphere",
+    omega: float = EXTRA_DEFAULTS["omega"],
+    protocol: str = "linear",
+    arm_set: str = "fresh",
+) -> Path:
     for label, value in (("--users", users), ("--clusters", clusters), ("--dim", dim), ("--arms", arms)):
         if value < 1:
             raise UserError(f"{label} must be at least 1, got {value}")
@@ -124,26 +145,59 @@ def prepare(data_dir: Path, *, users: int, clusters: int, dim: int, arms: int, n
     return write_dataset(folder, name, tables, parameters, protocol=protocol, force=force)
 
 
-register(Dataset(
-    "synthetic", "clustered linear users, θ on the unit sphere, cluster sizes ∝ i^(−z); built in, no download",
-    "Ghosh et al. 2021 §6.1; BASS (Cherkaoui et al. 2025)", "linear", prepare,
-    (Option("users", int, 100, "Number of users N.", minimum=1),
-     Option("clusters", int, 5, "Number of ground-truth clusters M.", minimum=1),
-     Option("dim", int, 15, "Context dimension d (Ghosh et al.: 15).", minimum=1),
-     Option("arms", int, 25, "Arms K per round (Ghosh et al.: 25).", minimum=1),
-     Option("noise", float, 0.1, "Reward noise standard deviation σ.", minimum=0),
-     Option("z", float, 0.0, "Cluster sizes ∝ i^(−z); 0 gives balanced clusters.", minimum=0),
-     Option("seed", int, 0, "Seed of the users and their parameters.", minimum=0),
-     Option("centres", str, "sphere", "Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + "
-            "sin ω e_m).", choices=CENTRES),
-     Option("omega", float, EXTRA_DEFAULTS["omega"], "Angle ω of --centres bass (default π/4)."),
-     Option("protocol", str, "linear", "linear (one random user per round), synchronous (all users each step) or "
-            "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine).", choices=SYNTHETIC_PROTOCOLS),
-     Option("arm_set", str, "fresh", "fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
-            "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ).", choices=ARM_SETS)),
-    other_protocols=("synchronous",), reads_raw=False, files="none: generated"))
+register(
+    Dataset(
+        "synthetic",
+        "clustered linear users, θ on the unit sphere, cluster sizes ∝ i^(−z); built in, no download",
+        "Ghosh et al. 2021 §6.1; BASS (Cherkaoui et al. 2025)",
+        "linear",
+        prepare,
+        (
+            Option("users", int, 100, "Number of users N.", minimum=1),
+            Option("clusters", int, 5, "Number of ground-truth clusters M.", minimum=1),
+            Option("dim", int, 15, "Context dimension d (Ghosh et al.: 15).", minimum=1),
+            Option("arms", int, 25, "Arms K per round (Ghosh et al.: 25).", minimum=1),
+            Option("noise", float, 0.1, "Reward noise standard deviation σ.", minimum=0),
+            Option("z", float, 0.0, "Cluster sizes ∝ i^(−z); 0 gives balanced clusters.", minimum=0),
+            Option("seed", int, 0, "Seed of the users and their parameters.", minimum=0),
+            Option(
+                "centres",
+                str,
+                "sphere",
+                "Cluster centres: sphere (Ghosh et al.) or bass (e_m / cos ω e_{m-1} + sin ω e_m).",
+                choices=CENTRES,
+            ),
+            Option("omega", float, EXTRA_DEFAULTS["omega"], "Angle ω of --centres bass (default π/4)."),
+            Option(
+                "protocol",
+                str,
+                "linear",
+                "linear (one random user per round), synchronous (all users each step) or "
+                "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine).",
+                choices=SYNTHETIC_PROTOCOLS,
+            ),
+            Option(
+                "arm_set",
+                str,
+                "fresh",
+                "fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
+                "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ).",
+                choices=ARM_SETS,
+            ),
+        ),
+        other_protocols=("synchronous",),
+        reads_raw=False,
+        files="none: generated",
+    )
+)
 
-register(Dataset(
-    "synthetic-cosine", "the same clustered users with the non-linear reward cos(3⟨θ, x⟩) "
-    "(`prepare synthetic --protocol cosine`)", "NeuralUCB §7.1 reward (Zhou et al. 2020) on Ghosh et al.'s users",
-    "cosine", reads_raw=False, files="none: generated"))
+register(
+    Dataset(
+        "synthetic-cosine",
+        "the same clustered users with the non-linear reward cos(3⟨θ, x⟩) (`prepare synthetic --protocol cosine`)",
+        "NeuralUCB §7.1 reward (Zhou et al. 2020) on Ghosh et al.'s users",
+        "cosine",
+        reads_raw=False,
+        files="none: generated",
+    )
+)

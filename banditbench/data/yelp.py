@@ -20,18 +20,24 @@ from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, register
 from banditbench.errors import UserError
 
-SPEC = RawSpec("yelp", (), {"reviews": ("yelp_academic_dataset_review.json",)},
-               gated="accept the Yelp Dataset terms at https://www.yelp.com/dataset, download yelp_dataset.tar "
-                     "(or its JSON files) and pass the tar, its folder or yelp_academic_dataset_review.json "
-                     "to --source")
-SCHEMA = pa.schema([("user_id", pa.string()), ("business_id", pa.string()), ("stars", pa.float32()),
-                    ("date", pa.string())])
+SPEC = RawSpec(
+    "yelp",
+    (),
+    {"reviews": ("yelp_academic_dataset_review.json",)},
+    gated="accept the Yelp Dataset terms at https://www.yelp.com/dataset, download yelp_dataset.tar "
+    "(or its JSON files) and pass the tar, its folder or yelp_academic_dataset_review.json "
+    "to --source",
+)
+SCHEMA = pa.schema(
+    [("user_id", pa.string()), ("business_id", pa.string()), ("stars", pa.float32()), ("date", pa.string())]
+)
 
 
 def read_reviews(path: Path):
     with reading(path, "Yelp reviews as JSON Lines with user_id, business_id, stars, date"):
-        table = pajson.read_json(path, parse_options=pajson.ParseOptions(explicit_schema=SCHEMA,
-                                                                         unexpected_field_behavior="ignore"))
+        table = pajson.read_json(
+            path, parse_options=pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+        )
         frame = table.to_pandas()
         if frame[["user_id", "business_id", "stars"]].isna().any().any():
             raise ValueError("a review lacks user_id, business_id or stars")
@@ -40,9 +46,18 @@ def read_reviews(path: Path):
     return frame.rename(columns={"user_id": "raw_user", "business_id": "raw_item", "stars": "rating"})
 
 
-def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, mode: str = "paper",
-            serve: str = "groups", source: str | None = None, offline: bool = False, cache: Path | None = None,
-            force: bool = False, verify: bool = True) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    options: pipeline.RatingOptions | None = None,
+    mode: str = "paper",
+    serve: str = "groups",
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    verify: bool = True,
+) -> Path:
     options = options or pipeline.RatingOptions()
     options.validate()
     pipeline.check_protocol(mode, serve)
@@ -53,13 +68,29 @@ def prepare(data_dir: Path, *, options: pipeline.RatingOptions | None = None, mo
     with raw_files(SPEC, source, offline, cache, verify) as raw:
         reviews = read_reviews(raw["reviews"])
     tables, counts, rows = pipeline.build(reviews, options, str(raw["reviews"]))
-    return write_dataset(folder, "yelp", tables, parameters, protocol="recommendation",
-                         raw_files=raw.records, counts=counts, force=force,
-                         rows=rows, verification=raw.verification)
+    return write_dataset(
+        folder,
+        "yelp",
+        tables,
+        parameters,
+        protocol="recommendation",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    "yelp", "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
-    "M-CNB §5.2; Meta-Ban §4.1", "recommendation", pipeline.with_rating_options(prepare),
-    (*pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS), raw=lambda: SPEC,
-    files="yelp_dataset.tar, its folder, or yelp_academic_dataset_review.json"))
+register(
+    Dataset(
+        "yelp",
+        "Yelp Open Dataset reviews (terms-gated, --source): positive = 5 stars, SVD features, K-means groups",
+        "M-CNB §5.2; Meta-Ban §4.1",
+        "recommendation",
+        pipeline.with_rating_options(prepare),
+        (*pipeline.RATING_OPTIONS, *pipeline.PROTOCOL_OPTIONS),
+        raw=lambda: SPEC,
+        files="yelp_dataset.tar, its folder, or yelp_academic_dataset_review.json",
+    )
+)

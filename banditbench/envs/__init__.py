@@ -83,3 +83,11 @@ PROTOCOLS["twostage"] = ProtocolInfo(
     "Two-stage neural contextual bandits (Zhang et al. 2022) §4–§5",
     slate=True,
 )
+
+PROTOCOLS["matrix"] = ProtocolInfo(
+    "matrix",
+    ".matrix:MatrixEnvironment",
+    "agents = N rows of a dense reward table (drawn per run), arms = its K columns with fixed features; "
+    "observation = table value + σ·N(0, 1), regret = row max − chosen value; async (uniform agent) or sync pulling",
+    "Cherkaoui et al. 2025 (BASS) Sec. 7 and App. R, real data (MovieLens, Yahoo!)",
+)

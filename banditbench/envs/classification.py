@@ -55,13 +55,21 @@ class ClassificationEnvironment:
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
         K, d = self.n_arms, self.d
+        block = d if self.encoding == "block" else None  # told to policies, which may keep per-block statistics
         for t, i in enumerate(self.order(n_rounds)):
             arms = np.zeros((K, self.dim))
             for a in range(K):
                 start = a * d if self.encoding == "block" else a
-                arms[a, start:start + d] = self.x[i]
+                arms[a, start : start + d] = self.x[i]
             rewards = np.zeros(K)
             rewards[self.y[i]] = 1.0
             source = int(self.source[i])
-            yield Round(t, source * K + int(self.y[i]), arms, rewards, rewards.copy(),
-                        source if self.true_groups is not None else -1)
+            yield Round(
+                t,
+                source * K + int(self.y[i]),
+                arms,
+                rewards,
+                rewards.copy(),
+                source if self.true_groups is not None else -1,
+                block=block,
+            )

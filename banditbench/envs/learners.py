@@ -65,7 +65,7 @@ class TopicModel(nn.Module):
 
     def logits(self, titles, topics, histories, pos_topics, neg_topics, generator=None) -> torch.Tensor:
         """[B, 2] logits of (clicked topic, other topic) for users with histories [B, H]."""
-        histories = histories[:, -self.tower.history:]
+        histories = histories[:, -self.tower.history :]
         used, inverse = torch.unique(histories.reshape(-1), return_inverse=True)
         vectors = self.tower.items(titles[used], topics[used], drop=self.training, generator=generator)
         users = self.user_mlp(self.tower.users(vectors[inverse.view(histories.shape)], histories))
@@ -77,8 +77,7 @@ def new_item_model(vocabulary_size: int, n_topics: int, seed: int = 0) -> TwoTow
     return TwoTower(vocabulary_size, n_topics, dim=DIM, word_dim=WORD_DIM, attention_dim=WORD_DIM, seed=seed)
 
 
-def adam_epochs(model: nn.Module, n_rows: int, batch_loss, *, epochs: int, lr: float,
-                rng: np.random.Generator) -> None:
+def adam_epochs(model: nn.Module, n_rows: int, batch_loss, *, epochs: int, lr: float, rng: np.random.Generator) -> None:
     """``epochs`` passes over ``n_rows`` training rows in minibatches of ``BATCH`` (order from ``rng``), one step of
     a fresh Adam (as the authors' code) on ``batch_loss(rows)`` each; the model is left in eval mode."""
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
@@ -92,35 +91,69 @@ def adam_epochs(model: nn.Module, n_rows: int, batch_loss, *, epochs: int, lr: f
     model.eval()
 
 
-def train_items(model: TwoTower, titles: torch.Tensor, topics: torch.Tensor, histories: np.ndarray,
-                candidates: np.ndarray, *, epochs: int, lr: float, rng: np.random.Generator,
-                generator: torch.Generator) -> None:
+def train_items(
+    model: TwoTower,
+    titles: torch.Tensor,
+    topics: torch.Tensor,
+    histories: np.ndarray,
+    candidates: np.ndarray,
+    *,
+    epochs: int,
+    lr: float,
+    rng: np.random.Generator,
+    generator: torch.Generator,
+) -> None:
     """NRMS training: softmax cross-entropy with the click in column 0 of ``candidates`` [R, 1 + npratio]."""
     if len(candidates) == 0:
         return
     histories, candidates = torch.as_tensor(histories, dtype=torch.long), torch.as_tensor(candidates, dtype=torch.long)
     target = torch.zeros(BATCH, dtype=torch.long)
-    adam_epochs(model, len(candidates), lambda batch: nn.functional.cross_entropy(
-        model.logits(titles, topics, histories[batch], candidates[batch], generator), target[:len(batch)]),
-        epochs=epochs, lr=lr, rng=rng)
+    adam_epochs(
+        model,
+        len(candidates),
+        lambda batch: nn.functional.cross_entropy(
+            model.logits(titles, topics, histories[batch], candidates[batch], generator), target[: len(batch)]
+        ),
+        epochs=epochs,
+        lr=lr,
+        rng=rng,
+    )
 
 
-def train_topics(model: TopicModel, titles: torch.Tensor, topics: torch.Tensor, histories: np.ndarray,
-                 pos_topics: np.ndarray, neg_topics: np.ndarray, *, epochs: int, lr: float,
-                 rng: np.random.Generator, generator: torch.Generator) -> None:
+def train_topics(
+    model: TopicModel,
+    titles: torch.Tensor,
+    topics: torch.Tensor,
+    histories: np.ndarray,
+    pos_topics: np.ndarray,
+    neg_topics: np.ndarray,
+    *,
+    epochs: int,
+    lr: float,
+    rng: np.random.Generator,
+    generator: torch.Generator,
+) -> None:
     """BCE on σ(score) of (clicked topic, label 1) and (non-clicked topic, label 0)."""
     if len(pos_topics) == 0:
         return
     histories = torch.as_tensor(histories, dtype=torch.long)
     pos, neg = torch.as_tensor(pos_topics, dtype=torch.long), torch.as_tensor(neg_topics, dtype=torch.long)
     labels = torch.tensor([1.0, 0.0]).expand(BATCH, 2)
-    adam_epochs(model, len(pos), lambda batch: nn.functional.binary_cross_entropy_with_logits(
-        model.logits(titles, topics, histories[batch], pos[batch], neg[batch], generator), labels[:len(batch)]),
-        epochs=epochs, lr=lr, rng=rng)
+    adam_epochs(
+        model,
+        len(pos),
+        lambda batch: nn.functional.binary_cross_entropy_with_logits(
+            model.logits(titles, topics, histories[batch], pos[batch], neg[batch], generator), labels[: len(batch)]
+        ),
+        epochs=epochs,
+        lr=lr,
+        rng=rng,
+    )
 
 
-def pretrain(data: LoggedData, exclude_users: np.ndarray, *, fraction: float, epochs: int, seed: int,
-             topics: bool) -> dict:
+def pretrain(
+    data: LoggedData, exclude_users: np.ndarray, *, fraction: float, epochs: int, seed: int, topics: bool
+) -> dict:
     """Item (and topic) model weights after training on S_known without ``exclude_users``."""
     split = known_split(data, fraction, exclude_users)
     rng = np.random.default_rng(seed)
@@ -133,15 +166,33 @@ def pretrain(data: LoggedData, exclude_users: np.ndarray, *, fraction: float, ep
     torch.set_num_threads(1)  # one thread: the same float reductions, hence the same weights, on every run
     try:
         item_model = new_item_model(len(data.vocabulary), data.n_topics, seed)
-        train_items(item_model, titles, topic_of, histories, rows.candidates, epochs=epochs, lr=PRETRAIN_LR, rng=rng,
-                    generator=generator)
+        train_items(
+            item_model,
+            titles,
+            topic_of,
+            histories,
+            rows.candidates,
+            epochs=epochs,
+            lr=PRETRAIN_LR,
+            rng=rng,
+            generator=generator,
+        )
         state = {"item": item_model.state_dict()}
         if topics:
             topic_model = TopicModel(len(data.vocabulary), data.n_topics, seed=seed)
             negative = rows.candidates[:, 1] > 0
-            train_topics(topic_model, titles, topic_of, histories[negative], data.topic[rows.candidates[negative, 0]],
-                         data.topic[rows.candidates[negative, 1]], epochs=epochs, lr=PRETRAIN_LR, rng=rng,
-                         generator=generator)
+            train_topics(
+                topic_model,
+                titles,
+                topic_of,
+                histories[negative],
+                data.topic[rows.candidates[negative, 0]],
+                data.topic[rows.candidates[negative, 1]],
+                epochs=epochs,
+                lr=PRETRAIN_LR,
+                rng=rng,
+                generator=generator,
+            )
             state["topic"] = topic_model.state_dict()
     finally:
         torch.set_num_threads(threads)
@@ -150,9 +201,19 @@ def pretrain(data: LoggedData, exclude_users: np.ndarray, *, fraction: float, ep
 
 def cached_pretrain(folder: Path, data: LoggedData, exclude_users: np.ndarray, **settings) -> dict:
     """``pretrain`` once per (dataset, users, settings): later calls, in any process, load the saved weights."""
-    key = hashlib.sha256(json.dumps({"dataset": data.manifest_sha256, "users": np.sort(exclude_users).tolist(),
-                                     "dim": DIM, "word_dim": WORD_DIM, "lr": PRETRAIN_LR, **settings},
-                                    sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps(
+            {
+                "dataset": data.manifest_sha256,
+                "users": np.sort(exclude_users).tolist(),
+                "dim": DIM,
+                "word_dim": WORD_DIM,
+                "lr": PRETRAIN_LR,
+                **settings,
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
     path = Path(folder) / "learners" / f"{key}.pt"
     if path.exists():
         return torch.load(path, weights_only=True)

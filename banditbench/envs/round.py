@@ -113,6 +113,7 @@ class RoundView:
     user_features: np.ndarray | None = None
     topics: np.ndarray | None = None
     step: int | None = None  # synchronous protocols: rounds of one step share the arms; None when asynchronous
+    block: int | None = None  # block-encoded contexts: arm a is zero outside coordinates [a·block, (a+1)·block)
 
 
 @dataclass(slots=True)
@@ -143,6 +144,9 @@ class Round:
     user_features: np.ndarray | None = None
     topics: np.ndarray | None = None
     step: int | None = None  # synchronous step (all N users act on the same arms); None when asynchronous
+    block: int | None = None  # block-encoded contexts: arm a is zero outside coordinates [a·block, (a+1)·block)
 
     def view(self, budget: Budget) -> RoundView:
-        return RoundView(self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step)
+        return RoundView(
+            self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step, self.block
+        )

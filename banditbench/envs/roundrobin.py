@@ -35,12 +35,16 @@ class RoundRobinEnvironment:
         self.guaranteed_positive = bool(params.get("guaranteed_positive", False))
         interactions = dataset.table("interactions")
         listened = interactions[interactions["label"] > 0]
-        self.listened = np.unique(listened["user"].to_numpy() * self.n_items + listened["item"].to_numpy())  # sorted keys
+        self.listened = np.unique(
+            listened["user"].to_numpy() * self.n_items + listened["item"].to_numpy()
+        )  # sorted keys
         self.first_listen = np.searchsorted(self.listened // self.n_items, np.arange(self.n_users + 1))
         self.listen_count = np.diff(self.first_listen)
         if self.guaranteed_positive and (self.listen_count == 0).any():
-            raise UserError(f"dataset {dataset.name!r}: {int((self.listen_count == 0).sum())} users listened to no "
-                            "artist, so no listened artist can be guaranteed in their rounds")
+            raise UserError(
+                f"dataset {dataset.name!r}: {int((self.listen_count == 0).sum())} users listened to no "
+                "artist, so no listened artist can be guaranteed in their rounds"
+            )
         self.rng = np.random.default_rng(seed)
 
     def rewards_of(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:

@@ -18,13 +18,16 @@ import numpy as np
 FLOYD_ABOVE = 10_000  # numpy tail-shuffles instead of using Floyd's algorithm when n > 10 000 and k > n // 50
 
 
-def integer_then_choice(rng: np.random.Generator, bounds: np.ndarray, populations: np.ndarray,
-                        k: int) -> tuple[np.ndarray, np.ndarray]:
+def integer_then_choice(
+    rng: np.random.Generator, bounds: np.ndarray, populations: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The draws of ``for i: a[i] = rng.integers(bounds[i]); picks[i] = rng.choice(populations[i], k, replace=False)``
     (a [m], picks [m, k]), with the same generator state afterwards."""
     m = len(bounds)
     if ((populations > FLOYD_ABOVE) & (k > populations // 50)).any():  # numpy's other algorithm: draw per round
-        pairs = [(rng.integers(b), rng.choice(n, k, replace=False)) for b, n in zip(bounds.tolist(), populations.tolist())]
+        pairs = [
+            (rng.integers(b), rng.choice(n, k, replace=False)) for b, n in zip(bounds.tolist(), populations.tolist())
+        ]
         return np.array([a for a, _ in pairs], np.int64).reshape(m), np.array([p for _, p in pairs]).reshape(m, k)
     floyd_last = populations[:, None] - k + np.arange(k)  # j = n − k … n − 1
     shuffle_last = np.arange(k - 1, 0, -1)  # i = k − 1 … 1

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.linear import LinearEnvironment
 from banditbench.envs.round import Round
 
@@ -34,5 +33,6 @@ class SynchronousEnvironment(LinearEnvironment):
             for s in range(size):
                 step, shared = first + s, arms[s]  # one array shown to every user of the step
                 for user in range(min(N, n_rounds - step * N)):
-                    yield Round(step * N + user, user, shared, rewards[s, user], expected[s, user],
-                                groups[user], step=step)
+                    yield Round(
+                        step * N + user, user, shared, rewards[s, user], expected[s, user], groups[user], step=step
+                    )

@@ -26,6 +26,7 @@ split without U_τ; envs/learners.py), ``pretrain_epochs`` (5), ``known_fraction
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from banditbench.data.prepared import PreparedDataset
@@ -65,8 +66,9 @@ class Problem:
 def catalogue_of(data) -> Catalogue:
     order = np.argsort(data.topic[1:], kind="stable") + 1
     bounds = np.searchsorted(data.topic[order], np.arange(data.n_topics + 1))
-    return Catalogue(data.titles, data.topic, [order[bounds[v]:bounds[v + 1]] for v in range(data.n_topics)],
-                     len(data.vocabulary))
+    return Catalogue(
+        data.titles, data.topic, [order[bounds[v] : bounds[v + 1]] for v in range(data.n_topics)], len(data.vocabulary)
+    )
 
 
 _LOGGED: dict[tuple, object] = {}
@@ -105,11 +107,19 @@ class TwoStageEnvironment:
         from banditbench.simulator.train import METADATA_FILE, simulator_folder
 
         if not (simulator_folder(dataset.path) / METADATA_FILE).is_file():
-            raise UserError(f"dataset {dataset.name!r} has no trained simulator; run `banditbench simulator train "
-                            f"{dataset.name}` first")
+            raise UserError(
+                f"dataset {dataset.name!r} has no trained simulator; run `banditbench simulator train "
+                f"{dataset.name}` first"
+            )
 
-    def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence, settings: dict | None = None,
-                 budget: int | None = None, simulator=None):
+    def __init__(
+        self,
+        dataset: PreparedDataset,
+        seed: np.random.SeedSequence,
+        settings: dict | None = None,
+        budget: int | None = None,
+        simulator=None,
+    ):
         from banditbench.envs.learners import cached_pretrain
         from banditbench.simulator.logged import initial_histories, known_split
 
@@ -123,14 +133,22 @@ class TwoStageEnvironment:
         trial, self.stream = seed.spawn(2)
         candidates = known_split(data, settings["known_fraction"]).candidate_users
         if settings["users"] > len(candidates):
-            raise UserError(f"--env users={settings['users']}: {dataset.name!r} has only {len(candidates)} users "
-                            "after the known split")
-        self.users = np.sort(np.random.default_rng(trial).permutation(candidates)[:settings["users"]])
+            raise UserError(
+                f"--env users={settings['users']}: {dataset.name!r} has only {len(candidates)} users "
+                "after the known split"
+            )
+        self.users = np.sort(np.random.default_rng(trial).permutation(candidates)[: settings["users"]])
         pretrained = None
         if settings["pretrain"]:
-            pretrained = cached_pretrain(dataset.path, data, self.users, fraction=settings["known_fraction"],
-                                         epochs=settings["pretrain_epochs"],
-                                         seed=int(trial.generate_state(1)[0] >> 1), topics=True)
+            pretrained = cached_pretrain(
+                dataset.path,
+                data,
+                self.users,
+                fraction=settings["known_fraction"],
+                epochs=settings["pretrain_epochs"],
+                seed=int(trial.generate_state(1)[0] >> 1),
+                topics=True,
+            )
         self.problem = Problem(self.catalogue, self.slate_size, self.users, initial_histories(data), pretrained)
 
     def rounds(self, T: int):

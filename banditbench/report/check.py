@@ -16,7 +16,7 @@ BASELINE_VERSION = 1
 
 
 def parse_tolerance(text: str) -> float:
-    """"5%" → 0.05; a bare number is a fraction ("0.05")."""
+    """ "5%" → 0.05; a bare number is a fraction ("0.05")."""
     raw = text.strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
@@ -34,8 +34,11 @@ def baseline_entries(report: Report) -> dict:
         value = row.ctr_mean if kind == "ctr" else row.regret_mean
         rounds = int(report.results.units.loc[report.results.units["dataset"] == row.dataset, "rounds"].max())
         entries.setdefault(row.dataset, {})[row.algorithm] = {
-            "metric": "cumulative_ctr" if kind == "ctr" else "final_regret", "value": float(value),
-            "seeds": int(row.seeds), "rounds": rounds}
+            "metric": "cumulative_ctr" if kind == "ctr" else "final_regret",
+            "value": float(value),
+            "seeds": int(row.seeds),
+            "rounds": rounds,
+        }
     return entries
 
 
@@ -79,8 +82,10 @@ def check(report: Report, baseline: dict, tolerance: float) -> CheckOutcome:
                 failures.append(f"{name}: in the baseline but not in these results")
                 continue
             if now["metric"] != saved["metric"] or now["rounds"] != saved["rounds"]:
-                failures.append(f"{name}: baseline has {saved['metric']} after {saved['rounds']} rounds, these "
-                                f"results {now['metric']} after {now['rounds']} rounds")
+                failures.append(
+                    f"{name}: baseline has {saved['metric']} after {saved['rounds']} rounds, these "
+                    f"results {now['metric']} after {now['rounds']} rounds"
+                )
                 continue
             old, new = saved["value"], now["value"]
             lower_is_better = saved["metric"] == "final_regret"

@@ -28,8 +28,22 @@ from banditbench.presets import PRESETS, Claim, PaperSide
 from banditbench.report.load import Results
 
 TOLERANCE = 0.10  # relative distance within which a printed value counts as reproduced
-COLUMNS = ["preset", "dataset", "kind", "claim", "paper", "paper_value", "here", "here_mean", "here_ci_low",
-           "here_ci_high", "paper_order", "here_order", "verdict", "reason"]
+COLUMNS = [
+    "preset",
+    "dataset",
+    "kind",
+    "claim",
+    "paper",
+    "paper_value",
+    "here",
+    "here_mean",
+    "here_ci_low",
+    "here_ci_high",
+    "paper_order",
+    "here_order",
+    "verdict",
+    "reason",
+]
 OFUL_FAMILY = "radius"  # the diagnostic of the policies that explore with OFUL's radius β (mean β used)
 SCALES = (("alpha", "α"), ("alpha2", "α₂"), ("nu", "ν"))  # hyper-parameters that scale exploration
 EXPLORATION = {"mcnb": (("alpha", "α"),), "metaban": (("alpha", "α"),)}  # their ν sets the clustering threshold
@@ -77,8 +91,10 @@ class _Judge:
 
     def winner(self, a: str, b: str) -> tuple[str | None, float]:
         """("a" / "b" / "" for a tie, Holm-adjusted p), or (None, nan) when the pair was not compared."""
-        pair = self.comparisons[((self.comparisons["a"] == a) & (self.comparisons["b"] == b))
-                                | ((self.comparisons["a"] == b) & (self.comparisons["b"] == a))]
+        pair = self.comparisons[
+            ((self.comparisons["a"] == a) & (self.comparisons["b"] == b))
+            | ((self.comparisons["a"] == b) & (self.comparisons["b"] == a))
+        ]
         if pair.empty:
             return None, np.nan
         row = pair.iloc[0]
@@ -93,8 +109,13 @@ def _p(p: float) -> str:
     return "p = –" if not np.isfinite(p) else ("p < 0.001" if p < 0.001 else f"p = {p:.3f}")
 
 
-SAYS = {"beats": "{a} beats {b}", "competitive": "{a} competitive with {b}", "best": "{a} best of all",
-        "improvement": "{a}'s gain over the best baseline", "faster": "{a} faster than {b}"}
+SAYS = {
+    "beats": "{a} beats {b}",
+    "competitive": "{a} competitive with {b}",
+    "best": "{a} best of all",
+    "improvement": "{a}'s gain over the best baseline",
+    "faster": "{a} faster than {b}",
+}
 
 
 def _claim_row(claim: Claim, judge: _Judge, data: dict, stand_in: str) -> dict[str, Any]:
@@ -111,8 +132,11 @@ def _claim_row(claim: Claim, judge: _Judge, data: dict, stand_in: str) -> dict[s
         here = f"{a} {_fmt(judge.mean(a))} vs {b} {_fmt(judge.mean(b))}"
         if winner is None:
             return {**row, "here": here, "verdict": "not comparable", "reason": "fewer than 2 common seeds"}
-        said = {"a": f"{a} significantly better ({_p(p)})", "b": f"{b} significantly better ({_p(p)})",
-                "": f"no significant difference ({_p(p)})"}[winner]
+        said = {
+            "a": f"{a} significantly better ({_p(p)})",
+            "b": f"{b} significantly better ({_p(p)})",
+            "": f"no significant difference ({_p(p)})",
+        }[winner]
         if claim.kind == "competitive":
             verdict = "disagrees" if winner == "b" else "agrees"
         elif winner == "" and judge.ahead(a, b):  # the right direction, not significant: undecided here
@@ -125,21 +149,37 @@ def _claim_row(claim: Claim, judge: _Judge, data: dict, stand_in: str) -> dict[s
         best = _order({x: judge.mean(x) for x in contenders}, judge.higher)[0]
         tied = bool(judge.rows.at[a, "tied_with_best"]) or best == a
         here = f"best: {best} {_fmt(judge.mean(best))}; {a} {_fmt(judge.mean(a))}"
-        reason = (f"{a} is the best" if best == a else f"{a} tied with the best, {best}" if tied
-                  else f"{best} is significantly better than {a}")
+        reason = (
+            f"{a} is the best"
+            if best == a
+            else f"{a} tied with the best, {best}"
+            if tied
+            else f"{best} is significantly better than {a}"
+        )
         return {**row, "here": here, "verdict": "agrees" if tied else "disagrees", "reason": reason + caveat}
     if claim.kind == "improvement":
         gain = float(judge.rows.at[a, "improvement_pct"])
-        agrees = np.isfinite(gain) and np.sign(gain) == np.sign(claim.value) \
+        agrees = (
+            np.isfinite(gain)
+            and np.sign(gain) == np.sign(claim.value)
             and abs(gain - claim.value) <= abs(claim.value) / 2
-        return {**row, "paper_value": claim.value, "here": f"{gain:+.1f} %" if np.isfinite(gain) else "–",
-                "here_mean": gain, "verdict": "agrees" if agrees else "disagrees",
-                "reason": f"paper {claim.value:+.1f} %, here {gain:+.1f} % over the best baseline{caveat}"}
+        )
+        return {
+            **row,
+            "paper_value": claim.value,
+            "here": f"{gain:+.1f} %" if np.isfinite(gain) else "–",
+            "here_mean": gain,
+            "verdict": "agrees" if agrees else "disagrees",
+            "reason": f"paper {claim.value:+.1f} %, here {gain:+.1f} % over the best baseline{caveat}",
+        }
     if claim.kind == "faster":
         ta, tb = float(judge.rows.at[a, "wall_seconds"]), float(judge.rows.at[b, "wall_seconds"])
-        return {**row, "here": f"{a} {ta:.3g} s vs {b} {tb:.3g} s per unit",
-                "verdict": "agrees" if ta < tb else "disagrees",
-                "reason": f"mean wall time per unit on this machine: {a} / {b} = {ta / tb:.2f}"}
+        return {
+            **row,
+            "here": f"{a} {ta:.3g} s vs {b} {tb:.3g} s per unit",
+            "verdict": "agrees" if ta < tb else "disagrees",
+            "reason": f"mean wall time per unit on this machine: {a} / {b} = {ta / tb:.2f}",
+        }
     raise ValueError(f"unknown claim kind {claim.kind!r}")
 
 
@@ -179,8 +219,9 @@ def exploration_scale(results: Results, summary: pd.DataFrame, dataset: str) -> 
             if np.isfinite(radius):
                 scales[algorithm] = f"β̄ = {radius:.2f}"
             else:
-                named = [f"{symbol} = {params[key]}" for key, symbol in EXPLORATION.get(algorithm, SCALES)
-                         if key in params]
+                named = [
+                    f"{symbol} = {params[key]}" for key, symbol in EXPLORATION.get(algorithm, SCALES) if key in params
+                ]
                 if named:
                     scales[algorithm] = ", ".join(named)
     return scales
@@ -199,15 +240,21 @@ def paper_vs_here(results: Results, summary: pd.DataFrame, comparisons: pd.DataF
         config, data = experiments[0].config, settings.get("data") or {}
         higher = results.kinds[dataset] == "ctr"
         value = "ctr_mean" if higher else "regret_mean"
-        judge = _Judge(summary[summary["dataset"] == dataset], comparisons[comparisons["dataset"] == dataset],
-                       higher, value, test)
+        judge = _Judge(
+            summary[summary["dataset"] == dataset], comparisons[comparisons["dataset"] == dataset], higher, value, test
+        )
         differences = _differences(printed, spec, config, data)
         stand_in = "; ".join(differences)
         base = {"preset": name, "dataset": dataset}
         for v in printed.values:
             mean = judge.mean(v.algorithm)
-            row = {**base, "kind": "value", "claim": f"{v.algorithm}: {printed.metric}",
-                   "paper": f"{_fmt(v.value)} ({v.where})", "paper_value": v.value}
+            row = {
+                **base,
+                "kind": "value",
+                "claim": f"{v.algorithm}: {printed.metric}",
+                "paper": f"{_fmt(v.value)} ({v.where})",
+                "paper_value": v.value,
+            }
             if not np.isfinite(mean):
                 rows.append({**row, "here": "–", "verdict": "not comparable", "reason": "not run here"})
                 continue
@@ -231,27 +278,46 @@ def paper_vs_here(results: Results, summary: pd.DataFrame, comparisons: pd.DataF
             here_order = _order(here_means, higher)
             reversed_, tied = [], []
             for i, better in enumerate(ran):
-                for worse in ran[i + 1:]:
+                for worse in ran[i + 1 :]:
                     winner, p = judge.winner(better, worse)
                     if winner == "b":
                         reversed_.append(f"{worse} significantly better than {better} ({_p(p)})")
                     elif winner == "":
                         tied.append(f"{better} ~ {worse} ({_p(p)})")
-            reason = "; ".join(reversed_ or [("same order" if here_order == ran else "order differs only among "
-                                              "ties")] + ([f"tied: {', '.join(tied)}"] if tied else []))
-            rows.append({**base, "kind": "ordering", "claim": "ordering of the printed algorithms, best first",
-                         "paper": _order_text(paper_order, paper_means), "here": _order_text(here_order, here_means),
-                         "paper_order": " < ".join(paper_order), "here_order": " < ".join(here_order),
-                         "verdict": "disagrees" if reversed_ else "agrees",
-                         "reason": reason + (f"; {stand_in}" if stand_in else "")})
+            reason = "; ".join(
+                reversed_
+                or [("same order" if here_order == ran else "order differs only among ties")]
+                + ([f"tied: {', '.join(tied)}"] if tied else [])
+            )
+            rows.append(
+                {
+                    **base,
+                    "kind": "ordering",
+                    "claim": "ordering of the printed algorithms, best first",
+                    "paper": _order_text(paper_order, paper_means),
+                    "here": _order_text(here_order, here_means),
+                    "paper_order": " < ".join(paper_order),
+                    "here_order": " < ".join(here_order),
+                    "verdict": "disagrees" if reversed_ else "agrees",
+                    "reason": reason + (f"; {stand_in}" if stand_in else ""),
+                }
+            )
         for claim in printed.claims:
             rows.append({**base, **_claim_row(claim, judge, data, stand_in)})
         scales = exploration_scale(results, summary, dataset)
         if scales:
-            rows.append({**base, "kind": "note", "claim": "exploration scale",
-                         "here": "; ".join(f"{a}: {s}" for a, s in scales.items()), "verdict": "",
-                         "reason": "mean OFUL radius β̄ used, or the α (ν) of the run"})
+            rows.append(
+                {
+                    **base,
+                    "kind": "note",
+                    "claim": "exploration scale",
+                    "here": "; ".join(f"{a}: {s}" for a, s in scales.items()),
+                    "verdict": "",
+                    "reason": "mean OFUL radius β̄ used, or the α (ν) of the run",
+                }
+            )
         for fact in printed.facts:
-            rows.append({**base, "kind": "note", "claim": "known structural fact", "here": fact, "verdict": "",
-                         "reason": ""})
+            rows.append(
+                {**base, "kind": "note", "claim": "known structural fact", "here": fact, "verdict": "", "reason": ""}
+            )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from banditbench.errors import UserError
-from banditbench.report.plots import svg_figures, write_plots
 from banditbench.report.claims import TOLERANCE
+from banditbench.report.plots import svg_figures, write_plots
 from banditbench.report.stats import ALPHA
 from banditbench.report.tables import LoadedExperiment, Report, as_results, build_report, curves, format_mean_std
 
@@ -64,10 +64,12 @@ def sections(report: Report) -> list[Section]:
         optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
         what = "cumulative CTR" if ctr else "final cumulative regret"
         title = f"{dataset}: {what} after {config['rounds']} rounds"
-        note = (f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
-                f"{config['budget'] or 'unlimited'}; mean ± std (ddof = 1) over seeds and 95 % t-interval. "
-                f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
-                f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both.")
+        note = (
+            f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
+            f"{config['budget'] or 'unlimited'}; mean ± std (ddof = 1) over seeds and 95 % t-interval. "
+            f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
+            f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
+        )
         has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
         lines = []
         for row in rows.itertuples():
@@ -78,8 +80,9 @@ def sections(report: Report) -> list[Section]:
                 cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high))
                 cells[f"regret vs {optimum:g}/round"] = Cell(format_mean_std(row.ctr_regret_mean, row.ctr_regret_std))
             if has_regret:
-                cells["cumulative regret (mean ± std)"] = Cell(format_mean_std(row.regret_mean, row.regret_std),
-                                                               best and not ctr, tied and not ctr)
+                cells["cumulative regret (mean ± std)"] = Cell(
+                    format_mean_std(row.regret_mean, row.regret_std), best and not ctr, tied and not ctr
+                )
                 if not ctr:
                     cells["95 % CI"] = Cell(_interval(row.regret_ci_low, row.regret_ci_high))
             if "mean_reward" in rows:
@@ -98,50 +101,104 @@ def sections(report: Report) -> list[Section]:
 
         timing = results.timing_columns
         cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
-        cost_rows = [[Cell(row["algorithm"]), Cell(_num(row["wall_seconds"], ".3g")),
-                      Cell(_num(row["rounds_per_second"], ",.0f")), Cell(_num(row["peak_rss_mb"], ".0f"))]
-                     + [Cell(_num(row[c], ".3g")) for c in timing] for _, row in rows.iterrows()]
-        out.append(Section(f"{dataset}: cost", cost_columns, cost_rows,
-                           "Mean wall time per unit, rounds per second over all units, peak resident memory of the "
-                           "running process, and each per-round timing column summed per unit (mean over seeds).",
-                           level=3, right=set(range(1, len(cost_columns)))))
+        cost_rows = [
+            [
+                Cell(row["algorithm"]),
+                Cell(_num(row["wall_seconds"], ".3g")),
+                Cell(_num(row["rounds_per_second"], ",.0f")),
+                Cell(_num(row["peak_rss_mb"], ".0f")),
+            ]
+            + [Cell(_num(row[c], ".3g")) for c in timing]
+            for _, row in rows.iterrows()
+        ]
+        out.append(
+            Section(
+                f"{dataset}: cost",
+                cost_columns,
+                cost_rows,
+                "Mean wall time per unit, rounds per second over all units, peak resident memory of the "
+                "running process, and each per-round timing column summed per unit (mean over seeds).",
+                level=3,
+                right=set(range(1, len(cost_columns))),
+            )
+        )
 
         diagnostics = [c for c in results.diagnostic_columns if rows[c].notna().any()]
         if diagnostics:
-            named = {"diag_ari": "ARI", "diag_nmi": "NMI", "diag_pair_f1": "pair F1", "diag_n_clusters": "clusters",
-                     "diag_radius": "mean OFUL radius β"}
+            named = {
+                "diag_ari": "ARI",
+                "diag_nmi": "NMI",
+                "diag_pair_f1": "pair F1",
+                "diag_n_clusters": "clusters",
+                "diag_radius": "mean OFUL radius β",
+            }
             shown = [c for c in named if c in diagnostics] + [c for c in diagnostics if c not in named]
-            diag_rows = [[Cell(row["algorithm"])] + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f"))
-                                                     for c in shown]
-                         for _, row in rows.iterrows() if row[shown].notna().any()]
-            out.append(Section(f"{dataset}: clustering and exploration diagnostics", ["algorithm"]
-                               + [named.get(c, c.removeprefix("diag_")) for c in shown], diag_rows,
-                               "Final value of each unit (its last sample), mean over seeds; the OFUL radius is "
-                               "the mean β over the unit's selections.", level=3,
-                               right=set(range(1, len(shown) + 1))))
+            diag_rows = [
+                [Cell(row["algorithm"])]
+                + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f")) for c in shown]
+                for _, row in rows.iterrows()
+                if row[shown].notna().any()
+            ]
+            out.append(
+                Section(
+                    f"{dataset}: clustering and exploration diagnostics",
+                    ["algorithm"] + [named.get(c, c.removeprefix("diag_")) for c in shown],
+                    diag_rows,
+                    "Final value of each unit (its last sample), mean over seeds; the OFUL radius is "
+                    "the mean β over the unit's selections.",
+                    level=3,
+                    right=set(range(1, len(shown) + 1)),
+                )
+            )
 
     comparisons = report.comparisons
     if not comparisons.empty:
-        rows = [[Cell(r.dataset), Cell(r.a), Cell(r.b), Cell(str(r.seeds)), Cell(_num(r.mean_difference, ".2f")),
-                 Cell(format_p(r.t_p_holm)), Cell(format_p(r.wilcoxon_p_holm)), Cell(r.winner or "tie")]
-                for r in comparisons.itertuples()]
-        out.append(Section("Paired comparisons", ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)",
-                                                  "Wilcoxon p (Holm)", "winner"], rows,
-                           f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
-                           f"dataset; the winner is decided by the {test} at α = {ALPHA}. With 5 seeds the exact "
-                           f"Wilcoxon test cannot go below p = 0.0625.", right={3, 4, 5, 6}))
+        rows = [
+            [
+                Cell(r.dataset),
+                Cell(r.a),
+                Cell(r.b),
+                Cell(str(r.seeds)),
+                Cell(_num(r.mean_difference, ".2f")),
+                Cell(format_p(r.t_p_holm)),
+                Cell(format_p(r.wilcoxon_p_holm)),
+                Cell(r.winner or "tie"),
+            ]
+            for r in comparisons.itertuples()
+        ]
+        out.append(
+            Section(
+                "Paired comparisons",
+                ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)", "Wilcoxon p (Holm)", "winner"],
+                rows,
+                f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
+                f"dataset; the winner is decided by the {test} at α = {ALPHA}. With 5 seeds the exact "
+                f"Wilcoxon test cannot go below p = 0.0625.",
+                right={3, 4, 5, 6},
+            )
+        )
         wtl = report.win_tie_loss
-        out.append(Section("Win / tie / loss", ["algorithm"] + list(wtl.columns),
-                           [[Cell(a)] + [Cell(v) for v in wtl.loc[a]] for a in wtl.index],
-                           "Datasets on which the row algorithm beat / tied with / lost to the column algorithm.",
-                           right=set(range(1, len(wtl.columns) + 1))))
+        out.append(
+            Section(
+                "Win / tie / loss",
+                ["algorithm"] + list(wtl.columns),
+                [[Cell(a)] + [Cell(v) for v in wtl.loc[a]] for a in wtl.index],
+                "Datasets on which the row algorithm beat / tied with / lost to the column algorithm.",
+                right=set(range(1, len(wtl.columns) + 1)),
+            )
+        )
     ranks = report.ranks
     if not ranks.empty:
-        out.append(Section("Average rank", ["algorithm", "average rank", "datasets"],
-                           [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))]
-                            for r in ranks.itertuples()],
-                           "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
-                           + _friedman_note(report.friedman), right={1, 2}))
+        out.append(
+            Section(
+                "Average rank",
+                ["algorithm", "average rank", "datasets"],
+                [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))] for r in ranks.itertuples()],
+                "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
+                + _friedman_note(report.friedman),
+                right={1, 2},
+            )
+        )
     return out
 
 
@@ -156,22 +213,27 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
     from_presets = rows["preset"].iloc[0]
     judged = rows[rows["kind"] != "note"]
     notes = [f"{r.claim}: {r.here}" for r in rows[rows["kind"] == "note"].itertuples()]
-    note = (f"Preset `{from_presets}`. A printed value is compared only on the paper's own setting (within the "
-            f"95 % interval here or {TOLERANCE:.0%} of the paper's value); orderings and stated comparisons are "
-            f"judged by the paired test of this report on any setting, the reason naming a stand-in. "
-            + " ".join(f"{n}." if not n.endswith(".") else n for n in notes))
-    table = [[Cell(r.claim), Cell(r.paper), Cell(r.here), Cell(r.verdict, bold=r.verdict == "disagrees"),
-              Cell(r.reason)] for r in judged.itertuples()]
-    return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note,
-                    level=3)]
+    note = (
+        f"Preset `{from_presets}`. A printed value is compared only on the paper's own setting (within the "
+        f"95 % interval here or {TOLERANCE:.0%} of the paper's value); orderings and stated comparisons are "
+        f"judged by the paired test of this report on any setting, the reason naming a stand-in. "
+        + " ".join(f"{n}." if not n.endswith(".") else n for n in notes)
+    )
+    table = [
+        [Cell(r.claim), Cell(r.paper), Cell(r.here), Cell(r.verdict, bold=r.verdict == "disagrees"), Cell(r.reason)]
+        for r in judged.itertuples()
+    ]
+    return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note, level=3)]
 
 
 def _friedman_note(friedman: dict | None) -> str:
     if friedman is None:
         return ""
-    return (f" Over the {friedman['datasets']} datasets all {friedman['algorithms']} algorithms ran: Friedman "
-            f"p = {format_p(friedman['friedman_p'])}; Nemenyi critical difference CD = "
-            f"{friedman['critical_difference']:.2f} (α = {ALPHA}): average ranks further apart than CD differ.")
+    return (
+        f" Over the {friedman['datasets']} datasets all {friedman['algorithms']} algorithms ran: Friedman "
+        f"p = {format_p(friedman['friedman_p'])}; Nemenyi critical difference CD = "
+        f"{friedman['critical_difference']:.2f} (α = {ALPHA}): average ranks further apart than CD differ."
+    )
 
 
 def _cell_md(cell: Cell) -> str:
@@ -191,10 +253,26 @@ def to_markdown(report: Report) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "†": r"$^\dagger$", "−": "-", "–": "--", "—": "---", "α": r"$\alpha$",
-                 "<": r"$<$", "`": ""}
+LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "±": r"$\pm$",
+    "†": r"$^\dagger$",
+    "−": "-",
+    "–": "--",
+    "—": "---",
+    "α": r"$\alpha$",
+    "<": r"$<$",
+    "`": "",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -206,9 +284,15 @@ def to_latex(report: Report) -> str:
     parts = ["% banditbench report; needs \\usepackage{booktabs}"]
     for s in sections(report):
         align = "".join("r" if i in s.right else "l" for i in range(len(s.columns)))
-        lines = [r"\begin{table}[ht]", r"\centering", f"\\caption{{{latex_escape(s.title)}. "
-                 f"{latex_escape(s.note.replace('**Bold**', 'Bold'))}}}", f"\\begin{{tabular}}{{{align}}}",
-                 r"\toprule", " & ".join(latex_escape(c) for c in s.columns) + r" \\", r"\midrule"]
+        lines = [
+            r"\begin{table}[ht]",
+            r"\centering",
+            f"\\caption{{{latex_escape(s.title)}. {latex_escape(s.note.replace('**Bold**', 'Bold'))}}}",
+            f"\\begin{{tabular}}{{{align}}}",
+            r"\toprule",
+            " & ".join(latex_escape(c) for c in s.columns) + r" \\",
+            r"\midrule",
+        ]
         for row in s.rows:
             cells = []
             for c in row:
@@ -234,8 +318,9 @@ def to_html(report: Report, figures: list[tuple[str, str]] = ()) -> str:
         body.append(f"<h{s.level}>{html.escape(s.title)}</h{s.level}>")
         if s.note:
             body.append(f'<p class="note">{html.escape(s.note.replace("**Bold**", "Bold"))}</p>')
-        body.append("<table>\n<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in s.columns)
-                    + "</tr></thead>\n<tbody>")
+        body.append(
+            "<table>\n<thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in s.columns) + "</tr></thead>\n<tbody>"
+        )
         for row in s.rows:
             cells = []
             for i, c in enumerate(row):
@@ -247,8 +332,10 @@ def to_html(report: Report, figures: list[tuple[str, str]] = ()) -> str:
         body.append("</tbody>\n</table>")
     for caption, svg in figures:
         body.append(f"<figure>\n{svg}\n<figcaption>{html.escape(caption)}</figcaption>\n</figure>")
-    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>banditbench report</title>\n'
-            f"<style>\n{HTML_STYLE}\n</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>banditbench report</title>\n'
+        f"<style>\n{HTML_STYLE}\n</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
 
 
 def to_rich(report: Report) -> list:
@@ -258,13 +345,15 @@ def to_rich(report: Report) -> list:
 
     shown = []
     for s in sections(report):
-        table = Table(title=s.title, title_justify="left", caption=s.note.replace("**Bold**", "Bold"),
-                      caption_justify="left")
+        table = Table(
+            title=s.title, title_justify="left", caption=s.note.replace("**Bold**", "Bold"), caption_justify="left"
+        )
         for i, column in enumerate(s.columns):
             table.add_column(column, justify="right" if i in s.right else "left", overflow="fold")
         for row in s.rows:
-            table.add_row(*[Text(c.text + (f" {DAGGER}" if c.tied else ""), style="bold" if c.bold else "")
-                            for c in row])
+            table.add_row(
+                *[Text(c.text + (f" {DAGGER}" if c.tied else ""), style="bold" if c.bold else "") for c in row]
+            )
         shown.append(table)
     return shown
 
@@ -298,7 +387,6 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
     if "html" in formats:
         save("report.html", to_html(report, svg_figures(report)))
     return written
-
 
 
 def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:

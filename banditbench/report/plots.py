@@ -17,8 +17,14 @@ import numpy as np  # noqa: E402
 from banditbench.report.tables import Report, curves  # noqa: E402
 
 MAX_POINTS = 400  # points per curve: keeps SVGs small without changing the picture
-STYLE = {"svg.hashsalt": "banditbench", "svg.fonttype": "path", "figure.dpi": 100, "font.size": 9,
-         "axes.spines.top": False, "axes.spines.right": False}
+STYLE = {
+    "svg.hashsalt": "banditbench",
+    "svg.fonttype": "path",
+    "figure.dpi": 100,
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
 
 
@@ -59,8 +65,14 @@ def regret_figure(report: Report):
             t = line["t"].to_numpy() + 1
             ax.plot(t, line[f"{metric}_mean"], color=colours[algorithm], label=algorithm, linewidth=1.4)
             if line[f"{metric}_ci_low"].notna().any():
-                ax.fill_between(t, line[f"{metric}_ci_low"], line[f"{metric}_ci_high"], color=colours[algorithm],
-                                alpha=0.2, linewidth=0)
+                ax.fill_between(
+                    t,
+                    line[f"{metric}_ci_low"],
+                    line[f"{metric}_ci_high"],
+                    color=colours[algorithm],
+                    alpha=0.2,
+                    linewidth=0,
+                )
         ax.set_title(dataset)
         ax.set_xlabel("round")
         ax.set_ylabel("cumulative CTR" if metric == "cumulative_ctr" else "cumulative regret")
@@ -82,8 +94,15 @@ def runtime_figure(report: Report):
         for row in rows.itertuples():
             mean, low, high = (getattr(row, f"{value}_{s}") for s in ("mean", "ci_low", "ci_high"))
             error = None if not np.isfinite(low) else [[mean - low], [high - mean]]
-            ax.errorbar(row.wall_seconds, mean, yerr=error, fmt="o", color=colours[row.algorithm], capsize=3,
-                        label=row.algorithm)
+            ax.errorbar(
+                row.wall_seconds,
+                mean,
+                yerr=error,
+                fmt="o",
+                color=colours[row.algorithm],
+                capsize=3,
+                label=row.algorithm,
+            )
         if (rows["wall_seconds"] > 0).all() and len(rows):
             ax.set_xscale("log")
         ax.set_title(dataset)
@@ -149,17 +168,23 @@ def ranks_figure(report: Report):
             ax.plot([values[i] - 0.05, values[j] + 0.05], [-0.35 - 0.25 * level] * 2, color="black", linewidth=3)
             level, furthest = level + 1, j
     ax.axis("off")
-    ax.set_title(f"Average ranks over {report.friedman['datasets']} datasets "
-                 f"(Friedman p = {report.friedman['friedman_p']:.3g})")
+    ax.set_title(
+        f"Average ranks over {report.friedman['datasets']} datasets (Friedman p = {report.friedman['friedman_p']:.3g})"
+    )
     fig.tight_layout()
     return fig
 
 
-FIGURES = (("regret", regret_figure, "Cumulative regret (or CTR) against rounds, with 95 % confidence bands."),
-           ("runtime", runtime_figure, "Wall time per unit against final regret (or CTR)."),
-           ("clusters", clusters_figure, "Number of clusters the policies infer over time."),
-           ("ranks", ranks_figure, "Critical-difference diagram: algorithms joined by a bar are not significantly "
-                                   "different (Nemenyi, α = 0.05)."))
+FIGURES = (
+    ("regret", regret_figure, "Cumulative regret (or CTR) against rounds, with 95 % confidence bands."),
+    ("runtime", runtime_figure, "Wall time per unit against final regret (or CTR)."),
+    ("clusters", clusters_figure, "Number of clusters the policies infer over time."),
+    (
+        "ranks",
+        ranks_figure,
+        "Critical-difference diagram: algorithms joined by a bar are not significantly different (Nemenyi, α = 0.05).",
+    ),
+)
 
 
 def _figures(report: Report):
@@ -194,5 +219,5 @@ def svg_figures(report: Report) -> list[tuple[str, str]]:
         _save(fig, buffer, "svg")
         plt.close(fig)
         svg = buffer.getvalue()
-        figures.append((caption, svg[svg.index("<svg"):]))  # drop the XML prolog and DOCTYPE
+        figures.append((caption, svg[svg.index("<svg") :]))  # drop the XML prolog and DOCTYPE
     return figures

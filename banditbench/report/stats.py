@@ -59,8 +59,9 @@ def paired_pvalues(a, b) -> tuple[float, float]:
     return t_p, w_p
 
 
-def pairwise(units: pd.DataFrame, value: str, higher_is_better: bool, algorithms: list[str], *,
-             test: str = "t") -> pd.DataFrame:
+def pairwise(
+    units: pd.DataFrame, value: str, higher_is_better: bool, algorithms: list[str], *, test: str = "t"
+) -> pd.DataFrame:
     """Every pair of algorithms on their common seeds, Holm-corrected over the pairs of one dataset.
 
     ``winner`` is the algorithm with the better mean difference when the chosen test's adjusted p < ALPHA,
@@ -73,9 +74,17 @@ def pairwise(units: pd.DataFrame, value: str, higher_is_better: bool, algorithms
         for a, b in combinations(present, 2):
             common = wide[[a, b]].dropna()
             t_p, w_p = paired_pvalues(common[a], common[b])
-            block.append({"dataset": dataset, "a": a, "b": b, "seeds": len(common),
-                          "mean_difference": float((common[a] - common[b]).mean()) if len(common) else np.nan,
-                          "t_p": t_p, "wilcoxon_p": w_p})
+            block.append(
+                {
+                    "dataset": dataset,
+                    "a": a,
+                    "b": b,
+                    "seeds": len(common),
+                    "mean_difference": float((common[a] - common[b]).mean()) if len(common) else np.nan,
+                    "t_p": t_p,
+                    "wilcoxon_p": w_p,
+                }
+            )
         if not block:
             continue
         block = pd.DataFrame(block)
@@ -101,8 +110,11 @@ def win_tie_loss(comparisons: pd.DataFrame, algorithms: list[str]) -> pd.DataFra
             loser = row.b if row.winner == row.a else row.a
             counts[row.winner, loser][0] += 1
             counts[loser, row.winner][2] += 1
-    return pd.DataFrame([[("—" if a == b else "/".join(map(str, counts[a, b]))) for b in algorithms]
-                         for a in algorithms], index=pd.Index(algorithms, name="algorithm"), columns=algorithms)
+    return pd.DataFrame(
+        [[("—" if a == b else "/".join(map(str, counts[a, b]))) for b in algorithms] for a in algorithms],
+        index=pd.Index(algorithms, name="algorithm"),
+        columns=algorithms,
+    )
 
 
 def average_ranks(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> pd.DataFrame:
@@ -140,5 +152,9 @@ def friedman_nemenyi(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> 
         warnings.simplefilter("ignore")
         p = float(stats.friedmanchisquare(*oriented.T).pvalue)
     q = stats.studentized_range.ppf(1 - ALPHA, k, np.inf) / np.sqrt(2)
-    return {"datasets": datasets, "algorithms": k, "friedman_p": p,
-            "critical_difference": float(q * np.sqrt(k * (k + 1) / (6 * datasets)))}
+    return {
+        "datasets": datasets,
+        "algorithms": k,
+        "friedman_p": p,
+        "critical_difference": float(q * np.sqrt(k * (k + 1) / (6 * datasets))),
+    }

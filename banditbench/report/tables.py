@@ -12,8 +12,17 @@ from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
 
-__all__ = ["FORMATS", "Report", "build_report", "format_mean_std", "latest_experiment", "load_experiment",
-           "load_results", "regret_curves", "regret_table"]
+__all__ = [
+    "FORMATS",
+    "Report",
+    "build_report",
+    "format_mean_std",
+    "latest_experiment",
+    "load_experiment",
+    "load_results",
+    "regret_curves",
+    "regret_table",
+]
 
 FORMATS = ("md", "csv", "latex", "html", "png", "svg")
 RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
@@ -54,8 +63,14 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         for column, name in (("final_regret", "regret"), ("cumulative_ctr", "ctr"), ("ctr_regret", "ctr_regret")):
             if column in unit and unit[column].notna().any():
                 d = stats.describe(unit[column])
-                row.update({f"{name}_mean": d["mean"], f"{name}_std": d["std"], f"{name}_ci_low": d["ci_low"],
-                            f"{name}_ci_high": d["ci_high"]})
+                row.update(
+                    {
+                        f"{name}_mean": d["mean"],
+                        f"{name}_std": d["std"],
+                        f"{name}_ci_low": d["ci_low"],
+                        f"{name}_ci_high": d["ci_high"],
+                    }
+                )
         if "mean_reward" in unit:
             row["mean_reward"] = unit["mean_reward"].mean()
         row["rounds_per_second"] = unit["rounds"].sum() / unit["wall_seconds"].sum()
@@ -66,9 +81,12 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         rows.append(row)
     summary = pd.DataFrame(rows)
     order = {a: i for i, a in enumerate(results.algorithms)}
-    summary = summary.sort_values(["dataset", "algorithm"], key=lambda c: c.map(order) if c.name == "algorithm"
-                                  else c.map({d: i for i, d in enumerate(results.datasets)}), kind="stable",
-                                  ignore_index=True)
+    summary = summary.sort_values(
+        ["dataset", "algorithm"],
+        key=lambda c: c.map(order) if c.name == "algorithm" else c.map({d: i for i, d in enumerate(results.datasets)}),
+        kind="stable",
+        ignore_index=True,
+    )
 
     # Ghosh et al.'s Last.FM measure (Fig. 1(e)): regret relative to random's
     if "regret_mean" in summary and RANDOM in results.algorithms:
@@ -83,13 +101,25 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         comparisons.append(stats.pairwise(units[units["dataset"] == dataset], value, higher, compared, test=test))
     comparisons = pd.concat(comparisons, ignore_index=True)
     summary = _mark_best(summary, comparisons, results, test)
-    means = pd.DataFrame({"dataset": summary["dataset"], "algorithm": summary["algorithm"],
-                          "mean": [row[_value(results, row["dataset"])] for _, row in summary.iterrows()]})
+    means = pd.DataFrame(
+        {
+            "dataset": summary["dataset"],
+            "algorithm": summary["algorithm"],
+            "mean": [row[_value(results, row["dataset"])] for _, row in summary.iterrows()],
+        }
+    )
     means = means[~summary["reference"]]
     higher = {d: k == "ctr" for d, k in results.kinds.items()}
-    return Report(results, summary, comparisons, stats.win_tie_loss(comparisons, compared),
-                  stats.average_ranks(means, higher), test, stats.friedman_nemenyi(means, higher),
-                  paper_vs_here(results, summary, comparisons, test))
+    return Report(
+        results,
+        summary,
+        comparisons,
+        stats.win_tie_loss(comparisons, compared),
+        stats.average_ranks(means, higher),
+        test,
+        stats.friedman_nemenyi(means, higher),
+        paper_vs_here(results, summary, comparisons, test),
+    )
 
 
 def _value(results: Results, dataset: str) -> str:
@@ -111,8 +141,10 @@ def _mark_best(summary: pd.DataFrame, comparisons: pd.DataFrame, results: Result
         summary.at[best_index, "best"] = True
         of_dataset = comparisons[comparisons["dataset"] == dataset]
         for index, row in rows.iterrows():
-            pair = of_dataset[((of_dataset["a"] == best) & (of_dataset["b"] == row["algorithm"]))
-                              | ((of_dataset["b"] == best) & (of_dataset["a"] == row["algorithm"]))]
+            pair = of_dataset[
+                ((of_dataset["a"] == best) & (of_dataset["b"] == row["algorithm"]))
+                | ((of_dataset["b"] == best) & (of_dataset["a"] == row["algorithm"]))
+            ]
             if not pair.empty:
                 summary.at[index, "p_vs_best"] = pair[f"{test}_p_holm"].iloc[0]
                 summary.at[index, "tied_with_best"] = pair["winner"].iloc[0] == ""
@@ -143,13 +175,17 @@ def curves(results: Results) -> pd.DataFrame:
         random = table[table["algorithm"] == RANDOM].set_index(["dataset", "t"])["cumulative_regret_mean"]
         at = pd.MultiIndex.from_frame(table[["dataset", "t"]])
         with np.errstate(divide="ignore", invalid="ignore"):
-            table["cumulative_regret_vs_random"] = (table["cumulative_regret_mean"].to_numpy()
-                                                    / random.reindex(at).to_numpy())
+            table["cumulative_regret_vs_random"] = (
+                table["cumulative_regret_mean"].to_numpy() / random.reindex(at).to_numpy()
+            )
     order = {a: i for i, a in enumerate(results.algorithms)}
     datasets = {d: i for i, d in enumerate(results.datasets)}
-    return table.sort_values(["dataset", "algorithm", "t"], kind="stable", ignore_index=True,
-                             key=lambda c: c.map(datasets) if c.name == "dataset"
-                             else c.map(order) if c.name == "algorithm" else c)
+    return table.sort_values(
+        ["dataset", "algorithm", "t"],
+        kind="stable",
+        ignore_index=True,
+        key=lambda c: c.map(datasets) if c.name == "dataset" else c.map(order) if c.name == "algorithm" else c,
+    )
 
 
 def format_mean_std(mean: float, std: float) -> str:

@@ -48,8 +48,11 @@ class Checkpoints:
         policy = state.get("policy")
         if hasattr(policy, "state_dict"):
             state = {**state, "policy": policy.state_dict()}
-        state = {**state, "unit": config_text(unit),
-                 "torch_rng": None if torch is None else torch.get_rng_state().numpy()}
+        state = {
+            **state,
+            "unit": config_text(unit),
+            "torch_rng": None if torch is None else torch.get_rng_state().numpy(),
+        }
         path = self.path(unit)
         partial = path.with_name(f".{path.name}.partial")
         with open(partial, "wb") as f:
@@ -68,8 +71,10 @@ class Checkpoints:
                 raise ValueError("entries missing")
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-            print(f"warning: checkpoint {path} is unreadable ({reason}); unit {unit.id} restarts from round 0",
-                  file=sys.stderr)
+            print(
+                f"warning: checkpoint {path} is unreadable ({reason}); unit {unit.id} restarts from round 0",
+                file=sys.stderr,
+            )
             path.unlink(missing_ok=True)
             return None
         if state["unit"] != config_text(unit):
@@ -89,6 +94,7 @@ def config_text(unit) -> str:
 
 
 # -- the file format: JSON for the nesting and the numbers, .npy entries for the arrays -------------------------
+
 
 def write(f, tree: Any) -> None:
     """Write plain data (see banditbench/algos/state.py) to the binary file ``f``."""
@@ -141,7 +147,7 @@ def read(path: Path) -> Any:
                 return [decode(v) for v in value]
             if not isinstance(value, dict):
                 return value
-            (tag, inner), = value.items()
+            ((tag, inner),) = value.items()
             if tag == "f":
                 return float(inner)
             if tag == "tuple":

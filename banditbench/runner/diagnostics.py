@@ -53,8 +53,10 @@ def normalized_mutual_information(cells: np.ndarray, rows: np.ndarray, cols: np.
 
     # MI = Σ_ij (n_ij / n) log(n n_ij / (a_i b_j)); the sum over non-zero cells is enough, and
     # Σ n_ij log(n_ij) − Σ a_i log(a_i) − Σ b_j log(b_j) + n log n gives it without locating each cell.
-    mutual = float((cells * np.log(cells)).sum() - (rows * np.log(rows)).sum() - (cols * np.log(cols)).sum()
-                   + n * np.log(n)) / n
+    mutual = (
+        float((cells * np.log(cells)).sum() - (rows * np.log(rows)).sum() - (cols * np.log(cols)).sum() + n * np.log(n))
+        / n
+    )
     normaliser = (entropy(rows) + entropy(cols)) / 2
     return 0.0 if mutual <= 0 or normaliser == 0 else min(1.0, mutual / normaliser)
 

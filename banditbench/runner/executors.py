@@ -33,6 +33,7 @@ from multiprocessing import forkserver
 from typing import Any, Callable
 from unittest import mock
 
+from banditbench.algos import plugins
 from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
@@ -90,8 +91,9 @@ class Executor:
 _worker: dict[str, Any] = {}  # per worker process: the dataset, the message queue, the checkpoints
 
 
-def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None) -> None:
+def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, added: dict) -> None:
     limit_threads()
+    plugins.install(added)  # algorithms registered in the parent from import paths or plugins
     _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
 
 
@@ -141,7 +143,7 @@ class LocalExecutor(Executor):
             context = pool_context()
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
-                                            initargs=(dataset, self.messages, checkpoints))
+                                            initargs=(dataset, self.messages, checkpoints, plugins.added()))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
@@ -180,8 +182,9 @@ class LocalExecutor(Executor):
 _datasets: dict[tuple[str, str], PreparedDataset] = {}  # per Ray worker: datasets already loaded
 
 
-def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> UnitResult:
+def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None, added: dict) -> UnitResult:
     limit_threads()
+    plugins.install(added)
     dataset = _datasets.setdefault((str(dataset.path), dataset.manifest_sha256), dataset)
     result = run_one(unit, dataset, None, checkpoints)
     result.peak_rss_mb = peak_rss_mb()
@@ -226,9 +229,10 @@ class RayExecutor(Executor):
 
         task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
         shared = ray.put(dataset)
+        added = plugins.added()
         pending = {}
         for unit in units:
-            pending[task.remote(unit, shared, checkpoints)] = unit
+            pending[task.remote(unit, shared, checkpoints, added)] = unit
             if on_unit_start is not None:
                 on_unit_start(unit)
         while pending:

@@ -99,8 +99,7 @@ def grid_keys(params: dict[str, Any]) -> list[str]:
 def cells(params: dict[str, Any]) -> list[dict[str, Any]]:
     """The Cartesian product of the grid, in the order the values were given (last name varies fastest)."""
     keys = grid_keys(params)
-    return [{**params, **dict(zip(keys, combination))}
-            for combination in itertools.product(*(params[k] for k in keys))]
+    return [{**params, **dict(zip(keys, combination))} for combination in itertools.product(*(params[k] for k in keys))]
 
 
 def cell_label(algo: str, cell: dict[str, Any], keys: list[str]) -> str:

@@ -16,8 +16,9 @@ import numpy as np
 TUNING_KEY = 0x74756E65  # "tune": the spawn-key prefix of the tuning seeds
 
 
-def unit_streams(master_seed: int, seed_index: int, tuning: bool = False
-                 ) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+def unit_streams(
+    master_seed: int, seed_index: int, tuning: bool = False
+) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
     key = (TUNING_KEY, seed_index) if tuning else (seed_index,)
     environment, policy = np.random.SeedSequence(master_seed, spawn_key=key).spawn(2)
     return environment, policy

@@ -32,23 +32,48 @@ sits above this module and stacks the three layers with :func:`combine`.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from banditbench.errors import UserError
 from banditbench.runner import grid
 
 DEFAULTS: dict[str, Any] = {
-    "dataset": "synthetic", "algos": ["random", "linucb-one", "linucb-ind", "oracle"], "rounds": 10_000,
-    "seeds": 5, "tune-seeds": 0, "seed": 0, "budget": None, "set": {}, "out": None, "jobs": None,
-    "backend": "local", "address": None, "gpus-per-unit": 0.0, "checkpoint-every": 0, "preset": None,
+    "dataset": "synthetic",
+    "algos": ["random", "linucb-one", "linucb-ind", "oracle"],
+    "rounds": 10_000,
+    "seeds": 5,
+    "tune-seeds": 0,
+    "seed": 0,
+    "budget": None,
+    "set": {},
+    "out": None,
+    "jobs": None,
+    "backend": "local",
+    "address": None,
+    "gpus-per-unit": 0.0,
+    "checkpoint-every": 0,
+    "preset": None,
     "protocol": None,  # a preset's protocol, checked against the prepared dataset's
     "env": {},  # protocol settings, NAME → value
 }
-KINDS = {"dataset": str, "rounds": int, "seeds": int, "tune-seeds": int, "seed": int, "out": str, "jobs": int,
-         "backend": str, "address": str, "gpus-per-unit": (int, float), "checkpoint-every": int, "preset": str,
-         "protocol": str}
+KINDS = {
+    "dataset": str,
+    "rounds": int,
+    "seeds": int,
+    "tune-seeds": int,
+    "seed": int,
+    "out": str,
+    "jobs": int,
+    "backend": str,
+    "address": str,
+    "gpus-per-unit": (int, float),
+    "checkpoint-every": int,
+    "preset": str,
+    "protocol": str,
+}
 
 
 def split_names(value: str | list[str]) -> list[str]:
@@ -84,7 +109,7 @@ def normalise(layer: dict[str, Any], where: str) -> dict[str, Any]:
             if isinstance(value, str) and value.lower() == "none":
                 value = None
             elif not isinstance(value, int) or isinstance(value, bool):
-                raise UserError(f"{where}: budget should be an integer or \"none\", got {value!r}")
+                raise UserError(f'{where}: budget should be an integer or "none", got {value!r}')
         elif key == "env":
             value = parse_env(value, where)
         elif key == "set":

@@ -42,9 +42,10 @@ def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None) -> tor
     if p <= 0:
         return x
     cut = round(p * 65536)
-    draws = torch.empty(-(-x.numel() // 4), dtype=torch.int64, device=x.device).random_(-2**63, None,
-                                                                                       generator=generator)
-    uniforms = draws.view(torch.int16)[:x.numel()].view(x.shape)  # uniform on [−2¹⁵, 2¹⁵)
+    draws = torch.empty(-(-x.numel() // 4), dtype=torch.int64, device=x.device).random_(
+        -(2**63), None, generator=generator
+    )
+    uniforms = draws.view(torch.int16)[: x.numel()].view(x.shape)  # uniform on [−2¹⁵, 2¹⁵)
     return torch.where(uniforms >= cut - 32768, x, 0.0) * (65536 / (65536 - cut))
 
 
@@ -64,8 +65,17 @@ class AdditiveAttention(nn.Module):
 
 
 class ItemEncoder(nn.Module):
-    def __init__(self, vocab_size: int, n_topics: int, dim: int, word_dim: int, attention_dim: int,
-                 dropout: float, mask_padding: bool, word_pooling: str = "attention"):
+    def __init__(
+        self,
+        vocab_size: int,
+        n_topics: int,
+        dim: int,
+        word_dim: int,
+        attention_dim: int,
+        dropout: float,
+        mask_padding: bool,
+        word_pooling: str = "attention",
+    ):
         super().__init__()
         self.words = nn.Embedding(vocab_size, word_dim, padding_idx=0)
         self.topics = nn.Embedding(n_topics + 1, word_dim)  # row 0: no topic (padding item)
@@ -73,15 +83,16 @@ class ItemEncoder(nn.Module):
         self.out = nn.Linear(2 * word_dim, dim)
         self.dropout, self.mask_padding = dropout, mask_padding
 
-    def forward(self, titles: torch.Tensor, topics: torch.Tensor, drop: bool,
-                generator: torch.Generator | None = None) -> torch.Tensor:
+    def forward(
+        self, titles: torch.Tensor, topics: torch.Tensor, drop: bool, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """titles [N, L] word indices, topics [N] (-1 = none) -> [N, dim]."""
         p = self.dropout if drop else 0.0
         if self.attention is None:
             title = self.bag_of_words(titles, p, generator)
         else:
             if self.mask_padding:  # masked padding changes nothing: cut the columns no title of the batch uses
-                titles = titles[:, :max(1, int((titles > 0).sum(1).max()))] if len(titles) else titles
+                titles = titles[:, : max(1, int((titles > 0).sum(1).max()))] if len(titles) else titles
             words = dropout(self.words(titles), p, generator)
             mask = titles > 0 if self.mask_padding else torch.ones_like(titles, dtype=torch.bool)
             title = self.attention(words, mask)
@@ -126,24 +137,44 @@ class TwoTower(nn.Module):
     mean (see the module docstring); seed: initialisation.
     """
 
-    def __init__(self, vocab_size: int, n_topics: int, dim: int = 64, word_dim: int = 128,
-                 attention_dim: int = 128, dropout: float = 0.2, history: int = HISTORY, mask_padding: bool = True,
-                 word_pooling: str = "attention", seed: int = 0):
+    def __init__(
+        self,
+        vocab_size: int,
+        n_topics: int,
+        dim: int = 64,
+        word_dim: int = 128,
+        attention_dim: int = 128,
+        dropout: float = 0.2,
+        history: int = HISTORY,
+        mask_padding: bool = True,
+        word_pooling: str = "attention",
+        seed: int = 0,
+    ):
         super().__init__()
         if word_pooling not in WORD_POOLING:
             raise UserError(f"word pooling must be one of {', '.join(WORD_POOLING)}, got {word_pooling!r}")
-        self.config = dict(vocab_size=vocab_size, n_topics=n_topics, dim=dim, word_dim=word_dim,
-                           attention_dim=attention_dim, dropout=dropout, history=history,
-                           mask_padding=mask_padding, word_pooling=word_pooling, seed=seed)
+        self.config = dict(
+            vocab_size=vocab_size,
+            n_topics=n_topics,
+            dim=dim,
+            word_dim=word_dim,
+            attention_dim=attention_dim,
+            dropout=dropout,
+            history=history,
+            mask_padding=mask_padding,
+            word_pooling=word_pooling,
+            seed=seed,
+        )
         self.history = history
         with torch.random.fork_rng(devices=[]):  # initialise from the seed, leave the global RNG alone
             torch.manual_seed(seed)
-            self.items = ItemEncoder(vocab_size, n_topics, dim, word_dim, attention_dim, dropout, mask_padding,
-                                     word_pooling)
+            self.items = ItemEncoder(
+                vocab_size, n_topics, dim, word_dim, attention_dim, dropout, mask_padding, word_pooling
+            )
             self.users = UserEncoder(dim, attention_dim, mask_padding)
 
     @classmethod
-    def from_state(cls, config: dict, state: dict) -> "TwoTower":
+    def from_state(cls, config: dict, state: dict) -> TwoTower:
         """Rebuild a saved model: ``TwoTower.from_state(model.config, model.state_dict())``."""
         model = cls(**config)
         model.load_state_dict(state)
@@ -151,34 +182,51 @@ class TwoTower(nn.Module):
 
     # -- batched inference (no gradients) -------------------------------------------------------------------
     @torch.no_grad()
-    def item_vectors(self, titles: np.ndarray | torch.Tensor, topics: np.ndarray | torch.Tensor, passes: int = 0,
-                     generator: torch.Generator | None = None, batch: int = 16384) -> torch.Tensor:
+    def item_vectors(
+        self,
+        titles: np.ndarray | torch.Tensor,
+        topics: np.ndarray | torch.Tensor,
+        passes: int = 0,
+        generator: torch.Generator | None = None,
+        batch: int = 16384,
+    ) -> torch.Tensor:
         """Vectors of all items: [N, dim] without dropout (passes=0), or ``passes`` MC-dropout banks
         [passes, N, dim] with dropout on, masks drawn from ``generator``."""
         titles, topics = torch.as_tensor(titles, dtype=torch.long), torch.as_tensor(topics, dtype=torch.long)
         banks = []
         for _ in range(max(passes, 1)):
-            banks.append(torch.cat([self.items(titles[s:s + batch], topics[s:s + batch], drop=passes > 0,
-                                               generator=generator)
-                                    for s in range(0, len(titles), batch)]) if len(titles) else
-                         torch.zeros(0, self.config["dim"]))
+            banks.append(
+                torch.cat(
+                    [
+                        self.items(titles[s : s + batch], topics[s : s + batch], drop=passes > 0, generator=generator)
+                        for s in range(0, len(titles), batch)
+                    ]
+                )
+                if len(titles)
+                else torch.zeros(0, self.config["dim"])
+            )
         return torch.stack(banks) if passes > 0 else banks[0]
 
     @torch.no_grad()
     def user_vectors(self, item_vectors: torch.Tensor, histories: np.ndarray | torch.Tensor) -> torch.Tensor:
         """User vectors [U, dim] from precomputed ``item_vectors`` [N+1, dim] (or banks [n, N+1, dim] ->
         [n, U, dim]) and histories [U, H] of item indices (0 = padding; only the last ``history`` columns)."""
-        histories = torch.as_tensor(histories, dtype=torch.long)[:, -self.history:]
+        histories = torch.as_tensor(histories, dtype=torch.long)[:, -self.history :]
         return self.users(item_vectors[..., histories, :], histories)
 
     # -- training forward ------------------------------------------------------------------------------------
-    def logits(self, titles: torch.Tensor, topics: torch.Tensor, histories: torch.Tensor,
-               candidates: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    def logits(
+        self,
+        titles: torch.Tensor,
+        topics: torch.Tensor,
+        histories: torch.Tensor,
+        candidates: torch.Tensor,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Logits [B, C] of candidates [B, C] for users with histories [B, H], encoding only the items the batch
         uses (``titles`` [N+1, L], ``topics`` [N+1] of all items), with dropout when the module is training."""
-        histories = histories[:, -self.history:]
-        used, inverse = torch.unique(torch.cat([histories.reshape(-1), candidates.reshape(-1)]),
-                                     return_inverse=True)
+        histories = histories[:, -self.history :]
+        used, inverse = torch.unique(torch.cat([histories.reshape(-1), candidates.reshape(-1)]), return_inverse=True)
         vectors = self.items(titles[used], topics[used], drop=self.training, generator=generator)
         split = histories.numel()
         history_vectors = vectors[inverse[:split].view(histories.shape)]

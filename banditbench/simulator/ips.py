@@ -54,8 +54,7 @@ def ips_weights(propensity: np.ndarray, normalise: bool = True) -> np.ndarray:
     return inverse / inverse.sum(axis=1, keepdims=True) if normalise else inverse
 
 
-def row_weights(variant: str, propensity: EmpiricalPropensity, users: np.ndarray,
-                candidates: np.ndarray) -> np.ndarray:
+def row_weights(variant: str, propensity: EmpiricalPropensity, users: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The [R, C] float32 loss weights of training rows under ``variant`` (see VARIANTS)."""
     if variant == "none":
         return np.full(candidates.shape, 1.0 / candidates.shape[1], np.float32)

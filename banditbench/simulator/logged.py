@@ -108,7 +108,7 @@ def tokenize(titles: pd.Series, max_len: int = MAX_TITLE) -> tuple[np.ndarray, l
     index = {w: i for i, w in enumerate(vocabulary)}
     matrix = np.zeros((len(tokens), max_len), np.int32)
     for row, words in enumerate(tokens):
-        matrix[row, :len(words)] = [index[w] for w in words]
+        matrix[row, : len(words)] = [index[w] for w in words]
     return matrix, vocabulary
 
 
@@ -120,8 +120,11 @@ def item_index(ids: pa.ChunkedArray | pa.Array, news_ids: pa.Array) -> np.ndarra
 
 def flat_lists(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """Values and offsets [rows+1] of a list column (nulls count as empty lists)."""
-    column = pc.fill_null(column.combine_chunks(), pa.scalar([], column.type)) if column.null_count else \
-        column.combine_chunks()
+    column = (
+        pc.fill_null(column.combine_chunks(), pa.scalar([], column.type))
+        if column.null_count
+        else column.combine_chunks()
+    )
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
     return pc.list_flatten(column), np.concatenate([[0], np.cumsum(lengths)])
 
@@ -129,9 +132,11 @@ def flat_lists(column: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
 def load_logged(dataset: PreparedDataset, max_title: int = MAX_TITLE) -> LoggedData:
     """Read a prepared MIND / MovieLens-logged dataset into integer arrays (see the module docstring)."""
     if dataset.manifest.get("protocol") != PROTOCOL:
-        raise UserError(f"dataset {dataset.name!r} is prepared for the {dataset.manifest.get('protocol')!r} "
-                        f"protocol; the simulator needs logged impressions (`banditbench prepare mind` or "
-                        f"`prepare movielens-logged`)")
+        raise UserError(
+            f"dataset {dataset.name!r} is prepared for the {dataset.manifest.get('protocol')!r} "
+            f"protocol; the simulator needs logged impressions (`banditbench prepare mind` or "
+            f"`prepare movielens-logged`)"
+        )
     news = dataset.table("news")
     titles, vocabulary = tokenize(news["title"].fillna(""), max_title)
     n_topics = int(news["topic"].max()) + 1 if len(news) else 0
@@ -146,18 +151,26 @@ def load_logged(dataset: PreparedDataset, max_title: int = MAX_TITLE) -> LoggedD
     clicked, _ = flat_lists(behaviors.column("clicked"))
     time = behaviors.column("time").to_numpy().astype(np.float64)
     impressions = Impressions(
-        user=users.astype(np.int64), time=time,
+        user=users.astype(np.int64),
+        time=time,
         split=behaviors.column("split").to_numpy(zero_copy_only=False).astype(str),
         valid=behaviors.column("valid").to_numpy(zero_copy_only=False).astype(bool),
-        history_offsets=history_offsets, history=item_index(history, news_ids),
-        shown_offsets=shown_offsets, shown=item_index(shown, news_ids),
-        clicked=clicked.to_numpy(zero_copy_only=False).astype(np.int8))
+        history_offsets=history_offsets,
+        history=item_index(history, news_ids),
+        shown_offsets=shown_offsets,
+        shown=item_index(shown, news_ids),
+        clicked=clicked.to_numpy(zero_copy_only=False).astype(np.int8),
+    )
     return LoggedData(
         news_ids=np.concatenate([[""], news["news_id"].astype(str).to_numpy()]).astype(object),
-        titles=np.vstack([np.zeros((1, max_title), np.int32), titles]), vocabulary=vocabulary,
-        topic=np.concatenate([[-1], news["topic"].to_numpy(np.int64)]), topic_names=topic_names,
-        user_ids=np.asarray(user_ids, dtype=object), impressions=impressions,
-        manifest_sha256=dataset.manifest_sha256)
+        titles=np.vstack([np.zeros((1, max_title), np.int32), titles]),
+        vocabulary=vocabulary,
+        topic=np.concatenate([[-1], news["topic"].to_numpy(np.int64)]),
+        topic_names=topic_names,
+        user_ids=np.asarray(user_ids, dtype=object),
+        impressions=impressions,
+        manifest_sha256=dataset.manifest_sha256,
+    )
 
 
 def last_items(offsets: np.ndarray, flat: np.ndarray, rows: np.ndarray, length: int = HISTORY) -> np.ndarray:
@@ -168,8 +181,7 @@ def last_items(offsets: np.ndarray, flat: np.ndarray, rows: np.ndarray, length: 
     start = np.maximum(offsets[rows], end - length)
     position = start[:, None] + np.arange(length)
     inside = position < end[:, None]
-    return np.where(inside, flat[np.minimum(position, max(len(flat) - 1, 0))] if len(flat) else 0,
-                    0).astype(np.int32)
+    return np.where(inside, flat[np.minimum(position, max(len(flat) - 1, 0))] if len(flat) else 0, 0).astype(np.int32)
 
 
 def by_time(time: np.ndarray) -> np.ndarray:
@@ -229,8 +241,9 @@ def training_clicks(data: LoggedData) -> tuple[np.ndarray, np.ndarray]:
     return impression[order], imp.shown[entry[order]]
 
 
-def known_split(data: LoggedData, fraction: float = KNOWN_FRACTION,
-                exclude_users: np.ndarray | None = None) -> KnownSplit:
+def known_split(
+    data: LoggedData, fraction: float = KNOWN_FRACTION, exclude_users: np.ndarray | None = None
+) -> KnownSplit:
     """The first ``fraction`` of training clicks by time (authors' ``cb_train``), without the clicks of
     ``exclude_users`` (a trial's U_τ); ``candidate_users`` are the users of the other clicks."""
     if not 0 <= fraction <= 1:
@@ -278,15 +291,21 @@ class ClickRows:
         return len(self.impression)
 
 
-def click_rows(data: LoggedData, impression: np.ndarray, item: np.ndarray, rng: np.random.Generator,
-               npratio: int = NPRATIO) -> ClickRows:
+def click_rows(
+    data: LoggedData, impression: np.ndarray, item: np.ndarray, rng: np.random.Generator, npratio: int = NPRATIO
+) -> ClickRows:
     """One row per (impression, clicked item): the click plus ``npratio`` of the impression's non-clicked
     items drawn without replacement (all of them, padded with item 0, when there are fewer)."""
     negatives, offsets = negatives_of(data.impressions)
     counts = offsets[impression + 1] - offsets[impression]
     position = sample_without_replacement(counts, npratio, rng)
-    picked = np.where(position >= 0, negatives[np.minimum(offsets[impression][:, None] + np.maximum(position, 0),
-                                                          max(len(negatives) - 1, 0))] if len(negatives) else 0, 0)
+    picked = np.where(
+        position >= 0,
+        negatives[np.minimum(offsets[impression][:, None] + np.maximum(position, 0), max(len(negatives) - 1, 0))]
+        if len(negatives)
+        else 0,
+        0,
+    )
     candidates = np.column_stack([item, picked]).astype(np.int32)
     labels = np.zeros(candidates.shape, np.float32)
     labels[:, 0] = 1

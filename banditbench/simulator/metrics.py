@@ -35,8 +35,12 @@ def f1_threshold(scores: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     f1 = 2 * precision[:-1] * recall[:-1] / np.maximum(precision[:-1] + recall[:-1], 1e-12)
     best = int(np.argmax(f1))
-    return {"threshold": float(thresholds[best]), "precision": float(precision[best]),
-            "recall": float(recall[best]), "f1": float(f1[best])}
+    return {
+        "threshold": float(thresholds[best]),
+        "precision": float(precision[best]),
+        "recall": float(recall[best]),
+        "f1": float(f1[best]),
+    }
 
 
 def click_metrics(groups: np.ndarray, probabilities: np.ndarray, labels: np.ndarray) -> dict:
@@ -49,7 +53,8 @@ def click_metrics(groups: np.ndarray, probabilities: np.ndarray, labels: np.ndar
         "auc_mean_per_impression": float(impression_auc.mean()) if len(impression_auc) else float("nan"),
         "auc_global": float(roc_auc_score(labels, probabilities)) if both_classes else float("nan"),
         "log_loss": float(log_loss(labels, np.clip(probabilities, 1e-7, 1 - 1e-7), labels=[0, 1])),
-        "candidates": int(len(labels)), "positive_rate": float(labels.mean()),
+        "candidates": int(len(labels)),
+        "positive_rate": float(labels.mean()),
         "impressions_with_auc": int(len(impression_auc)),
         "positive_quantiles": [float(q) for q in np.quantile(positive, QUANTILES)] if len(positive) else [],
         "negative_quantiles": [float(q) for q in np.quantile(negative, QUANTILES)] if len(negative) else [],
@@ -61,8 +66,12 @@ def at_threshold(probabilities: np.ndarray, labels: np.ndarray, threshold: float
     """Share of candidates labelled a click by the threshold, and that labelling's precision and recall."""
     predicted = probabilities > threshold if strict else probabilities >= threshold
     hits = int((predicted & (labels == 1)).sum())
-    return {"threshold": threshold, "predicted_click_rate": float(predicted.mean()),
-            "precision": hits / max(int(predicted.sum()), 1), "recall": hits / max(int((labels == 1).sum()), 1)}
+    return {
+        "threshold": threshold,
+        "predicted_click_rate": float(predicted.mean()),
+        "precision": hits / max(int(predicted.sum()), 1),
+        "recall": hits / max(int((labels == 1).sum()), 1),
+    }
 
 
 def text_histogram(probabilities: np.ndarray, labels: np.ndarray, bins: int = 10, width: int = 40) -> list[str]:

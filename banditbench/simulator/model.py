@@ -3,7 +3,7 @@ rule of the authors' CB4Rec code).
 
     sim = Simulator.load(dataset)                      # a PreparedDataset (or its folder); optional overrides
     p = sim.click_probabilities(users, items)          # σ(z_u · x_i), [U, K] for users [U] and items [K] or [U, K]
-    y = sim.clicks(user, items, rng)                   # 0/1 [K]: 1{p ≥ THRES} (or > with strict), each flipped w.p. flip
+    y = sim.clicks(user, items, rng)                   # 0/1 [K]: 1{p ≥ THRES} (> if strict), flipped w.p. flip
     e = sim.expected_clicks(users, items)              # E[y] = (1 − flip)·1{p ≥ THRES} + flip·1{p < THRES}
 
 The flips are drawn from the ``rng`` the environment passes in (its own stream: common random numbers across
@@ -36,10 +36,20 @@ from banditbench.simulator.train import METADATA_FILE, MODEL_FILE, USER_HISTORIE
 
 
 class Simulator:
-    def __init__(self, model: TwoTower, data: LoggedData, threshold: float, flip: float = 0.1,
-                 strict: bool = False, user_history: str = "true", metadata: dict | None = None):
+    def __init__(
+        self,
+        model: TwoTower,
+        data: LoggedData,
+        threshold: float,
+        flip: float = 0.1,
+        strict: bool = False,
+        user_history: str = "true",
+        metadata: dict | None = None,
+    ):
         if user_history not in USER_HISTORIES:
-            raise UserError(f"unknown simulator user history {user_history!r}; choose from: {', '.join(USER_HISTORIES)}")
+            raise UserError(
+                f"unknown simulator user history {user_history!r}; choose from: {', '.join(USER_HISTORIES)}"
+            )
         if not 0 <= flip <= 1 or not 0 <= threshold <= 1:
             raise UserError(f"need 0 ≤ flip ≤ 1 and 0 ≤ threshold ≤ 1, got flip={flip}, threshold={threshold}")
         self.model, self.threshold, self.flip, self.strict = model.eval(), threshold, flip, strict
@@ -55,26 +65,43 @@ class Simulator:
             self.cached[:] = True
 
     @classmethod
-    def load(cls, dataset: PreparedDataset | str | Path, data: LoggedData | None = None, *,
-             data_dir: Path | None = None, threshold: float | None = None, flip: float | None = None,
-             strict: bool | None = None, user_history: str | None = None) -> "Simulator":
+    def load(
+        cls,
+        dataset: PreparedDataset | str | Path,
+        data: LoggedData | None = None,
+        *,
+        data_dir: Path | None = None,
+        threshold: float | None = None,
+        flip: float | None = None,
+        strict: bool | None = None,
+        user_history: str | None = None,
+    ) -> Simulator:
         """The simulator trained for ``dataset`` (a PreparedDataset, or a dataset name with ``data_dir``);
         ``data`` avoids reading the logged tables again; every other argument overrides the trained default."""
         if not isinstance(dataset, PreparedDataset):
             dataset = load_dataset(Path(data_dir or "datasets"), str(dataset))
         folder = simulator_folder(dataset.path)
         if not (folder / METADATA_FILE).is_file():
-            raise UserError(f"dataset {dataset.name!r} has no simulator; run `banditbench simulator train "
-                            f"{dataset.name}` first")
+            raise UserError(
+                f"dataset {dataset.name!r} has no simulator; run `banditbench simulator train {dataset.name}` first"
+            )
         metadata = json.loads((folder / METADATA_FILE).read_text())
         if metadata["dataset_manifest_sha256"] != dataset.manifest_sha256:
-            raise UserError(f"the simulator in {folder} was trained on another preparation of {dataset.name!r}; "
-                            f"retrain it with `banditbench simulator train {dataset.name} --force`")
+            raise UserError(
+                f"the simulator in {folder} was trained on another preparation of {dataset.name!r}; "
+                f"retrain it with `banditbench simulator train {dataset.name} --force`"
+            )
         data = data if data is not None else load_logged(dataset)
         model = TwoTower.from_state(metadata["model"], torch.load(folder / MODEL_FILE, weights_only=True))
-        return cls(model, data, metadata["threshold"] if threshold is None else threshold,
-                   metadata["flip"] if flip is None else flip, metadata["strict"] if strict is None else strict,
-                   metadata["user_history"] if user_history is None else user_history, metadata)
+        return cls(
+            model,
+            data,
+            metadata["threshold"] if threshold is None else threshold,
+            metadata["flip"] if flip is None else flip,
+            metadata["strict"] if strict is None else strict,
+            metadata["user_history"] if user_history is None else user_history,
+            metadata,
+        )
 
     def user_vectors(self, users: np.ndarray) -> np.ndarray:
         """[U, d] user vectors, computed once per user (again after ``record`` changed a history)."""
@@ -82,8 +109,9 @@ class Simulator:
         missing = np.unique(users[~self.cached[users]])
         if len(missing):
             with torch.no_grad():
-                self.user_cache[missing] = self.model.user_vectors(torch.from_numpy(self.item_vectors),
-                                                                   self.histories[missing]).numpy()
+                self.user_cache[missing] = self.model.user_vectors(
+                    torch.from_numpy(self.item_vectors), self.histories[missing]
+                ).numpy()
             self.cached[missing] = True
         return self.user_cache[users]
 
@@ -127,6 +155,6 @@ class Simulator:
         new = np.asarray(items)[np.asarray(clicks) == 1]
         if len(new):
             row = self.histories[user]
-            kept = np.concatenate([row[row > 0], new])[-len(row):]
+            kept = np.concatenate([row[row > 0], new])[-len(row) :]
             self.histories[user] = np.pad(kept, (0, len(row) - len(kept)))
             self.cached[user] = False

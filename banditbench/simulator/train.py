@@ -30,9 +30,9 @@ import resource
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -43,8 +43,16 @@ from banditbench.data.prepared import swap_into_place
 from banditbench.errors import UserError
 from banditbench.simulator import ips
 from banditbench.simulator.encoders import WORD_POOLING, TwoTower
-from banditbench.simulator.logged import (HISTORY, NPRATIO, PROTOCOL, LoggedData, click_rows, last_items,
-                                          load_logged, training_clicks)
+from banditbench.simulator.logged import (
+    HISTORY,
+    NPRATIO,
+    PROTOCOL,
+    LoggedData,
+    click_rows,
+    last_items,
+    load_logged,
+    training_clicks,
+)
 from banditbench.simulator.metrics import at_threshold, click_metrics, text_histogram
 
 FOLDER = "simulator"
@@ -92,7 +100,9 @@ class TrainSettings:
             try:
                 value = float(self.threshold)
             except ValueError:
-                raise UserError(f"--threshold must be paper, f1 or a number in [0, 1], got {self.threshold!r}") from None
+                raise UserError(
+                    f"--threshold must be paper, f1 or a number in [0, 1], got {self.threshold!r}"
+                ) from None
             if not 0 <= value <= 1:
                 raise UserError(f"--threshold must be in [0, 1], got {value}")
 
@@ -116,17 +126,24 @@ def validation_set(data: LoggedData, history: int) -> Validation:
     counts = np.diff(imp.shown_offsets)[impression]
     group = np.repeat(np.arange(len(impression)), counts)
     entry = np.repeat(imp.shown_offsets[impression] - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(
-        counts.sum())
-    return Validation(impression, last_items(imp.history_offsets, imp.history, impression, history), group,
-                      imp.shown[entry], imp.clicked[entry])
+        counts.sum()
+    )
+    return Validation(
+        impression,
+        last_items(imp.history_offsets, imp.history, impression, history),
+        group,
+        imp.shown[entry],
+        imp.clicked[entry],
+    )
 
 
 def validation_probabilities(model: TwoTower, data: LoggedData, valid: Validation, batch: int = 4096) -> np.ndarray:
     """σ(score) of every validation candidate, from item vectors computed once."""
     model.eval()
     items = model.item_vectors(data.titles, data.topic)
-    users = torch.cat([model.user_vectors(items, valid.histories[s:s + batch])
-                       for s in range(0, len(valid.impression), batch)])
+    users = torch.cat(
+        [model.user_vectors(items, valid.histories[s : s + batch]) for s in range(0, len(valid.impression), batch)]
+    )
     logits = (users[torch.as_tensor(valid.group)] * items[torch.as_tensor(valid.items, dtype=torch.long)]).sum(-1)
     return torch.sigmoid(logits).numpy().astype(np.float64)
 
@@ -147,8 +164,13 @@ def simulator_folder(dataset_path: Path) -> Path:
     return Path(dataset_path) / FOLDER
 
 
-def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: bool = False,
-                    progress: Callable[[dict], None] | None = None) -> dict:
+def train_simulator(
+    data_dir: Path,
+    name: str,
+    settings: TrainSettings,
+    force: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
     """Train, validate and save the simulator of prepared dataset ``name``; returns the saved metadata
     (plus ``histogram`` lines, not saved)."""
     settings.check()
@@ -156,8 +178,10 @@ def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: b
     if name not in DATASETS:
         raise UserError(f"unknown dataset {name!r}; the simulator trains on {', '.join(logged)}")
     if name not in logged:
-        raise UserError(f"dataset {name!r} is for the {DATASETS[name].protocol!r} protocol; the simulator trains on "
-                        f"logged impressions: {', '.join(logged)}")
+        raise UserError(
+            f"dataset {name!r} is for the {DATASETS[name].protocol!r} protocol; the simulator trains on "
+            f"logged impressions: {', '.join(logged)}"
+        )
     dataset = load_dataset(data_dir, name)
     folder = simulator_folder(dataset.path)
     if folder.exists() and not force:
@@ -174,9 +198,17 @@ def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: b
         raise UserError(f"dataset {name!r} has no click in its training impressions")
     propensity = ips.EmpiricalPropensity(data, imp.train)
     valid = validation_set(data, settings.history)
-    model = TwoTower(len(data.vocabulary), data.n_topics, dim=settings.dim, word_dim=settings.word_dim,
-                     attention_dim=settings.attention_dim, dropout=settings.dropout, history=settings.history,
-                     word_pooling=settings.word_pooling, seed=settings.seed)
+    model = TwoTower(
+        len(data.vocabulary),
+        data.n_topics,
+        dim=settings.dim,
+        word_dim=settings.word_dim,
+        attention_dim=settings.attention_dim,
+        dropout=settings.dropout,
+        history=settings.history,
+        word_pooling=settings.word_pooling,
+        seed=settings.seed,
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
     titles, topics = torch.as_tensor(data.titles, dtype=torch.long), torch.as_tensor(data.topic)
 
@@ -185,8 +217,9 @@ def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: b
         rows = click_rows(data, click_impression, click_item, rng, settings.npratio)
         users = imp.user[rows.impression]
         weights = torch.as_tensor(ips.row_weights(settings.variant, propensity, users, rows.candidates))
-        histories = torch.as_tensor(last_items(imp.history_offsets, imp.history, rows.impression, settings.history),
-                                    dtype=torch.long)
+        histories = torch.as_tensor(
+            last_items(imp.history_offsets, imp.history, rows.impression, settings.history), dtype=torch.long
+        )
         candidates, labels = torch.as_tensor(rows.candidates, dtype=torch.long), torch.as_tensor(rows.labels)
         model.train()
         total = 0.0
@@ -200,9 +233,14 @@ def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: b
             total += loss.item() * len(batch)
         probabilities = validation_probabilities(model, data, valid)
         metrics = click_metrics(valid.group, probabilities, valid.labels)
-        record = {"epoch": epoch, "train_loss": total / len(rows), "auc_mean_per_impression":
-                  metrics["auc_mean_per_impression"], "auc_global": metrics["auc_global"],
-                  "log_loss": metrics["log_loss"], "seconds": time.perf_counter() - started}
+        record = {
+            "epoch": epoch,
+            "train_loss": total / len(rows),
+            "auc_mean_per_impression": metrics["auc_mean_per_impression"],
+            "auc_global": metrics["auc_global"],
+            "log_loss": metrics["log_loss"],
+            "seconds": time.perf_counter() - started,
+        }
         history.append(record)
         if progress:
             progress(record)
@@ -221,15 +259,27 @@ def train_simulator(data_dir: Path, name: str, settings: TrainSettings, force: b
     metrics["at_threshold"] = at_threshold(probabilities, valid.labels, threshold, settings.strict)
     best_epoch = max(history, key=lambda r: (r["auc_mean_per_impression"], -r["epoch"]))["epoch"]
     metadata = {
-        "dataset": name, "dataset_manifest_sha256": dataset.manifest_sha256, "banditbench_version": __version__,
-        "settings": asdict(settings), "model": model.config,
-        "threshold": threshold, "threshold_source": source, "flip": settings.flip, "strict": settings.strict,
+        "dataset": name,
+        "dataset_manifest_sha256": dataset.manifest_sha256,
+        "banditbench_version": __version__,
+        "settings": asdict(settings),
+        "model": model.config,
+        "threshold": threshold,
+        "threshold_source": source,
+        "flip": settings.flip,
+        "strict": settings.strict,
         "user_history": settings.user_history,
-        "training_rows": int(len(click_impression)), "training_impressions": int(imp.train.sum()),
-        "validation_impressions": int(len(valid.impression)), "best_epoch": best_epoch, "epochs": history,
+        "training_rows": int(len(click_impression)),
+        "training_impressions": int(imp.train.sum()),
+        "validation_impressions": int(len(valid.impression)),
+        "best_epoch": best_epoch,
+        "epochs": history,
         "metrics": metrics,
-        "timing": {"wall_seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu_started,
-                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+        "timing": {
+            "wall_seconds": time.perf_counter() - started,
+            "cpu_seconds": time.process_time() - cpu_started,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        },
     }
     save(folder, model, metadata, force)
     return {**metadata, "histogram": text_histogram(probabilities, valid.labels)}

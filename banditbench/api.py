@@ -1,0 +1,416 @@
+"""The Python API: ``prepare``, ``run`` and ``load``, returning Python objects (results as pandas DataFrames).
+
+The ``banditbench`` command is a thin layer over these functions, so both share one code path: the same
+settings (preset < config file < arguments), the same checks before anything is written, the same
+one-line :class:`~banditbench.errors.UserError` messages (raised here, never a ``SystemExit``).
+
+>>> import banditbench
+>>> banditbench.prepare("synthetic", users=20, clusters=2, dim=5, arms=10, data_dir="datasets")
+>>> results = banditbench.run(algos=["linucb-ind", "club"], dataset="synthetic", rounds=500, seeds=3)
+>>> results.summary()[["algorithm", "regret_mean", "regret_ci_low", "regret_ci_high"]]
+
+``algos`` takes registered names, installed plugins' names, ``"package.module:Class"`` import paths and
+policy classes (see banditbench/algos/plugins.py for what a plugin class declares).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from banditbench.algos import ALGORITHMS, plugins
+from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
+from banditbench.errors import UserError
+from banditbench.presets import resolve
+from banditbench.runner import grid
+from banditbench.runner.executors import make_executor
+from banditbench.runner.experiment import Experiment, execute, plan, prepare_output
+from banditbench.runner.seeds import unit_streams
+
+__all__ = ["Hooks", "Results", "check_contract", "load", "prepare", "run", "run_experiment"]
+
+CONTRACT_ROUNDS = 3  # rounds of the experiment's own environment that a plugin is tried on before the run
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("BANDITBENCH_DATA_DIR", "datasets"))
+
+
+# ---- prepare ---------------------------------------------------------------------------------------------
+SOURCE_OPTIONS = ("source", "offline", "verify", "cache_dir")  # every dataset that reads raw files takes these
+
+
+def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = False, **options: Any) -> Path:
+    """Build the prepared dataset ``name`` under ``data_dir`` and return its folder.
+
+    ``options`` are the options of ``banditbench prepare NAME`` with underscores (``top_users=2000``,
+    ``variant="100k"``), plus, for data read from raw files, ``source`` (a local archive, folder or URL),
+    ``offline``, ``verify`` and ``cache_dir``. Each is checked against its declared domain before anything
+    is read or written (banditbench/data/registry.py)."""
+    from banditbench.data import DATASETS
+
+    dataset = DATASETS.get(name)
+    if dataset is None or dataset.prepare is None:
+        preparable = [n for n, d in DATASETS.items() if d.prepare is not None]
+        raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(preparable)}")
+    known = [o.name for o in dataset.options] + (list(SOURCE_OPTIONS) if dataset.reads_raw else [])
+    unknown = [key for key in options if key not in known]
+    if unknown:
+        raise UserError(f"prepare {name}: no option {unknown[0]!r}; it has: {', '.join(sorted(known))}")
+    checked = dataset.check(options)  # every option within its domain before anything is read
+    if dataset.reads_raw:
+        source = options.get("source")
+        common = {
+            "source": os.fspath(source) if isinstance(source, os.PathLike) else source,
+            "offline": options.get("offline", False),
+            "verify": options.get("verify", True),
+            "cache": options.get("cache_dir"),
+        }
+        accepted = inspect.signature(dataset.prepare).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
+        checked.update(common)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    return Path(dataset.prepare(data_dir, force=force, **checked))
+
+
+# ---- run -------------------------------------------------------------------------------------------------
+@dataclass
+class Hooks:
+    """Progress callbacks (the CLI's progress bar); all optional."""
+
+    on_plan: Callable[[list], None] | None = None
+    on_unit_start: Callable[[Any], None] | None = None
+    progress: Callable[[int], None] | None = None
+
+
+def run(
+    algos: str | type | Iterable[str | type] | None = None,
+    dataset: str | None = None,
+    rounds: int | None = None,
+    seeds: int | None = None,
+    budget: int | str | None = None,
+    out: str | Path | None = None,
+    jobs: int | None = 1,
+    data_dir: str | Path | None = None,
+    *,
+    seed: int | None = None,
+    tune_seeds: int | None = None,
+    params: dict | list[str] | None = None,
+    env: dict[str, Any] | list[str] | None = None,
+    preset: str | None = None,
+    config: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    backend: str | None = None,
+    address: str | None = None,
+    gpus_per_unit: float | None = None,
+    checkpoint_every: int | None = None,
+    device: str | None = None,
+) -> Results:
+    """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
+
+    ``algos``: names, plugin names, ``"package.module:Class"`` paths or policy classes (a comma-separated
+    string works too). ``params``: hyper-parameters, ``{"club": {"alpha": [0.1, 0.3]}}``,
+    ``{"club.alpha": 0.1}`` or ``["club.alpha=0.1,0.3"]`` (a list is a grid), under the algorithms' short
+    names. ``env``: protocol settings (``{"slate_size": 5}``). ``out=None``: a temporary folder that lives
+    as long as the returned Results (``Results.save(path)`` keeps it); give ``out`` to keep the shards.
+    Arguments left at None take the preset's, the config file's or the CLI's defaults. ``jobs=None``: one
+    worker per core.
+    """
+    names = None if algos is None else algorithm_names(algos)
+    flags = {
+        "dataset": dataset,
+        "algos": names,
+        "rounds": rounds,
+        "seeds": seeds,
+        "tune-seeds": tune_seeds,
+        "seed": seed,
+        "budget": budget,
+        "set": params,
+        "env": env,
+        "out": None if out is None else str(out),
+        "jobs": jobs,
+        "backend": backend,
+        "address": address,
+        "gpus-per-unit": gpus_per_unit,
+        "checkpoint-every": checkpoint_every,
+    }
+    results, _, _ = run_experiment(
+        flags, config=config, preset=preset, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device
+    )
+    return results
+
+
+def algorithm_names(algos: str | type | Iterable[str | type]) -> list[str]:
+    """Registry names for ``algos``, plugins registered on the way."""
+    if isinstance(algos, (str, type)):
+        algos = [algos] if isinstance(algos, type) else [a.strip() for a in algos.split(",") if a.strip()]
+    return [plugins.resolve(a) for a in algos]
+
+
+def run_experiment(
+    flags: dict[str, Any],
+    *,
+    config: str | Path | None = None,
+    preset: str | None = None,
+    data_dir: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    device: str | None = None,
+    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    hooks: Hooks | None = None,
+) -> tuple[Results, list, Experiment]:
+    """What ``run`` and ``banditbench run`` share: resolve the settings, plan and check everything, then
+    write. ``flags``: the run's settings by flag name (None where not given). Without an ``out`` anywhere,
+    ``default_out(settings)`` names the folder, or a temporary folder is used. Returns the Results, the
+    units that ran and the experiment."""
+    hooks = hooks or Hooks()
+    config = None if config is None else Path(config)
+    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    s = resolve(flags, config, preset)
+    s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
+    if s["checkpoint-every"] < 0:
+        raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
+    experiment = plan(
+        data_dir=data_dir,
+        dataset=s["dataset"],
+        algorithms=s["algos"],
+        rounds=s["rounds"],
+        seeds=s["seeds"],
+        master_seed=s["seed"],
+        budget=s["budget"],
+        params=s["set"],
+        tune_seeds=s["tune-seeds"],
+        protocol=s["protocol"],
+        device=device,
+        env=s["env"],
+    )
+    executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
+    for name in s["algos"]:
+        if name in plugins.ORIGINS:
+            check_contract(experiment, name)
+            if not isinstance(ALGORITHMS[name].source, str) and getattr(executor, "jobs", 1) != 1:
+                raise UserError(
+                    f"{name} is a class that worker processes cannot import (defined in __main__, "
+                    "a notebook, or inside a function); use jobs=1 or move it into a module"
+                )
+    temporary = None
+    if s["out"]:
+        out = Path(s["out"])
+    elif default_out is not None:
+        out = default_out(s)
+    else:
+        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
+        out = Path(temporary) / "results"
+    try:
+        target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
+        ran = execute(
+            experiment,
+            target,
+            out,
+            executor=executor,
+            checkpoint_every=s["checkpoint-every"],
+            settings={
+                **s,
+                "config": None if config is None else str(config),
+                "data": experiment.dataset.manifest.get("parameters", {}),
+                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS},
+            },
+            on_plan=hooks.on_plan,
+            on_unit_start=hooks.on_unit_start,
+            progress=hooks.progress,
+        )
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return Results(out, temporary=temporary), ran, experiment
+
+
+def default_results_folder(settings: dict[str, Any]) -> Path:
+    """The CLI's ``results/DATASET-TIMESTAMP``."""
+    return Path("results") / f"{settings['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+# ---- the policy contract, tried before the run --------------------------------------------------------------
+def check_contract(experiment: Experiment, name: str) -> None:
+    """Build ``name`` for the experiment's problem and play a few rounds of its own environment (the
+    first seed's streams); a broken rule of the policy contract is one line naming it."""
+    spec = ALGORITHMS[name]
+    config = experiment.config
+    env_seed, policy_seed = unit_streams(config["master_seed"], 0)
+    info = PROTOCOLS[config["protocol"]]
+    params = grid.cells(config["algorithms"][name])[0]  # the first cell of its grid
+    if info.slate:
+        env = info.environment(experiment.dataset, env_seed, config.get("env", {}), config["budget"])
+    else:
+        env = info.environment(experiment.dataset, env_seed)
+    broken = f"{name} breaks the policy contract:"
+    try:
+        policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=params)
+    except TypeError as e:
+        raise UserError(
+            f"{broken} its constructor must take the keywords n_users, n_arms, dim and seed besides "
+            f"its hyper-parameters ({e})"
+        ) from None
+    if info.slate:
+        policy.start(env.problem)
+    for rnd in env.rounds(CONTRACT_ROUNDS):
+        budget = Budget(config["budget"])
+        view = rnd.view(env.catalogue, budget) if info.slate else (rnd if policy.privileged else rnd.view(budget))
+        try:
+            chosen = policy.select(view, budget)
+        except BudgetExceeded as e:
+            raise UserError(f"{broken} select() exceeded the budget ({e})") from None
+        budget.close()
+        if info.slate:
+            from banditbench.runner.slate import check_slate
+
+            try:
+                chosen = check_slate(chosen, env.slate_size, env.n_arms, name)
+            except (RuntimeError, TypeError, ValueError) as e:
+                raise UserError(
+                    f"{broken} select() must return a slate of {env.slate_size} distinct item ids ({e})"
+                ) from None
+            feedback = env.feedback(rnd, chosen)[0]
+        else:
+            arms = len(rnd.arms)
+            if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
+                shape = f" of shape {chosen.shape}" if isinstance(chosen, np.ndarray) else ""
+                raise UserError(
+                    f"{broken} select() must return one arm index (an int), got "
+                    f"{type(chosen).__name__}{shape}: {chosen!r}"
+                )
+            if not 0 <= chosen < arms:
+                raise UserError(
+                    f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
+                )
+            feedback = float(rnd.rewards[chosen])
+        try:
+            policy.update(view, chosen, feedback)
+        except Exception as e:
+            raise UserError(f"{broken} update(view, chosen, reward) failed: {type(e).__name__}: {e}") from None
+
+
+# ---- results -----------------------------------------------------------------------------------------------
+FORMATS = ("md", "csv", "latex", "html")
+
+
+class Results:
+    """One results folder, read lazily. ``frame()`` per round, ``summary()`` final regret with 95 %
+    intervals, ``curves()`` mean cumulative regret per round, ``plot()`` a figure, ``report()`` the tables
+    as Markdown, CSV, LaTeX or HTML text."""
+
+    def __init__(self, *folders: str | Path, temporary: str | None = None, allow_mixed: bool = False):
+        if not folders:
+            raise UserError("load needs at least one results folder")
+        self.folders = [Path(f) for f in folders]
+        self.folder = self.folders[0]
+        self.allow_mixed = allow_mixed
+        self._loaded = None
+        self._report = None
+        if temporary is not None:  # the folder lives as long as this object
+            self._cleanup = weakref.finalize(self, shutil.rmtree, temporary, True)
+        for folder in self.folders:
+            if not folder.exists():
+                raise UserError(f"results folder {folder} does not exist")
+        self._load()  # a folder that is not a results folder fails here, not at first use
+
+    def _load(self):
+        if self._loaded is None:
+            from banditbench.report.tables import load_results
+
+            self._loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
+        return self._loaded
+
+    def _built(self):
+        if self._report is None:
+            from banditbench.report.tables import build_report
+
+            self._report = build_report(self._load())
+        return self._report
+
+    def __repr__(self) -> str:
+        loaded = self._load()
+        folders = ", ".join(repr(str(f)) for f in self.folders)
+        return (
+            f"Results({folders}: {', '.join(loaded.datasets)}; {len(loaded.units)} units of "
+            f"{', '.join(loaded.algorithms)})"
+        )
+
+    @property
+    def algorithms(self) -> list[str]:
+        return list(self._load().algorithms)
+
+    @property
+    def tables(self):
+        """The full report (banditbench.report.tables.Report): summary, pairwise comparisons, ranks."""
+        return self._built()
+
+    def frame(self) -> pd.DataFrame:
+        """Every round of every unit: dataset, algorithm, seed, t, user, group, chosen, reward,
+        expected_reward, best_expected_reward, regret, budget_spent (+ slate and diagnostic columns) and
+        cumulative_regret (or cumulative_ctr for slates)."""
+        return self._load().rounds.copy()
+
+    def summary(self) -> pd.DataFrame:
+        """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % t-interval
+        (``regret_ci_low``, ``regret_ci_high``; CTR columns for slates), paired-test marks and costs."""
+        return self._built().summary.copy()
+
+    def curves(self) -> pd.DataFrame:
+        """Per dataset, algorithm and round t: mean, std and 95 % interval over seeds of the cumulative regret."""
+        from banditbench.report.tables import curves
+
+        return curves(self._load())
+
+    def plot(self):
+        """The cumulative regret (or CTR) curves with 95 % bands, one panel per dataset: a matplotlib Figure."""
+        from banditbench.report.plots import regret_figure
+
+        return regret_figure(self._built())
+
+    def report(self, format: str = "md") -> str:
+        """The report's tables as text: ``md``, ``csv`` (the summary), ``latex`` or ``html`` (with figures)."""
+        from banditbench.report import formats
+
+        report = self._built()
+        if format == "md":
+            return formats.to_markdown(report)
+        if format == "csv":
+            return report.summary.to_csv(index=False)
+        if format == "latex":
+            return formats.to_latex(report)
+        if format == "html":
+            from banditbench.report.plots import svg_figures
+
+            return formats.to_html(report, svg_figures(report))
+        raise UserError(f"unknown format {format!r}; choose from: {', '.join(FORMATS)}")
+
+    def save(self, path: str | Path) -> Results:
+        """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
+        if len(self.folders) > 1:
+            raise UserError("save copies one results folder; these results come from several")
+        path = Path(path)
+        if path.exists():
+            raise UserError(f"{path} already exists; choose a new folder")
+        shutil.copytree(self.folder, path)
+        return Results(path)
+
+
+def load(*paths: str | Path, allow_mixed: bool = False) -> Results:
+    """The results in one or more folders written by ``run`` or ``banditbench run`` (several folders: e.g. one
+    per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``)."""
+    return Results(*paths, allow_mixed=allow_mixed)

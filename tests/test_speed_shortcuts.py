@@ -1,0 +1,159 @@
+"""Shortcuts that must not change decisions: NeuralLinear's per-user statistics and cached components, LinUCB's
+per-block statistics on block-encoded contexts."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.sparse.csgraph import connected_components
+
+from banditbench.algos import ALGORITHMS
+from banditbench.data import load_dataset, synthetic
+from banditbench.envs import PROTOCOLS, Budget, Round
+
+
+def _outer_product_statistics(policy):
+    """A_u = λI + Σ φφᵀ and b_u = Σ rφ summed one sample at a time (the definition)."""
+    x, r = policy.history.all_rows()
+    users = policy.user_of_row[: len(r)]
+    phi = policy._embed(x)
+    m = phi.shape[1]
+    A = torch.eye(m, dtype=torch.float64).mul(policy.lam).repeat(policy.n_users, 1, 1)
+    A.index_add_(0, users, phi[:, :, None] * phi[:, None, :])
+    b = torch.zeros(policy.n_users, m, dtype=torch.float64).index_add_(0, users, r.double()[:, None] * phi)
+    return A, b
+
+
+def _play(policy, env, rounds, after_round=None):
+    choices = []
+    for rnd in env.rounds(rounds):
+        view = rnd.view(Budget())
+        chosen = policy.select(view, Budget())
+        policy.update(view, chosen, float(rnd.rewards[chosen]))
+        choices.append(chosen)
+        if after_round is not None:
+            after_round(policy)
+    return choices
+
+
+def _cosine(tmp_path, users=8):
+    synthetic.prepare(tmp_path, users=users, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, protocol="cosine")
+    return load_dataset(tmp_path, "synthetic-cosine")
+
+
+def _neurallinear(env, seed=4, **params):
+    return ALGORITHMS["neurallinear"].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(seed), params=params
+    )
+
+
+def test_neurallinear_per_user_statistics_equal_the_outer_product_sums(tmp_path):
+    env = PROTOCOLS["cosine"].environment(_cosine(tmp_path), np.random.SeedSequence(1))
+    policy = _neurallinear(env)
+    _play(policy, env, 200)  # 20 trainings, each followed by a rebuild
+    A, b = _outer_product_statistics(policy)
+    torch.testing.assert_close(policy.A, A, rtol=1e-12, atol=1e-10)
+    torch.testing.assert_close(policy.b, b, rtol=0, atol=0)
+    assert (policy.count > 0).all() and not torch.allclose(policy.A[0], policy.A[1])
+
+
+def test_neurallinear_choices_equal_the_definition_and_cached_components_stay_current(tmp_path):
+    dataset = _cosine(tmp_path)
+    env = PROTOCOLS["cosine"].environment(dataset, np.random.SeedSequence(2))
+    fast = _neurallinear(env, alpha2=0.3)
+
+    def check_components(policy):
+        assert np.array_equal(policy.clusters(), connected_components(policy.graph, directed=False)[1])
+
+    fast_choices = _play(fast, env, 600, check_components)
+    assert len(set(fast.clusters().tolist())) > 1  # edges were cut, so the cache was invalidated and rebuilt
+
+    env = PROTOCOLS["cosine"].environment(dataset, np.random.SeedSequence(2))
+    reference = _neurallinear(env, alpha2=0.3)
+
+    def rebuild_by_definition():
+        reference.A, reference.b = _outer_product_statistics(reference)
+        reference.w = torch.linalg.solve(reference.A, reference.b)
+
+    reference._rebuild = rebuild_by_definition
+    reference.clusters = lambda: connected_components(reference.graph, directed=False)[1]
+    assert _play(reference, env, 600) == fast_choices
+
+
+class _Samples:
+    """A prepared classification dataset held in memory: what ClassificationEnvironment reads."""
+
+    def __init__(self, x, labels, encoding="block"):
+        import pandas as pd
+
+        self.frame = pd.DataFrame({f"x_{j}": x[:, j] for j in range(x.shape[1])} | {"label": labels})
+        self.parameters = {"encoding": encoding}
+
+    def table(self, name):
+        return self.frame
+
+
+def _classification(encoding="block", n=300, d=6, K=4, seed=0):
+    from banditbench.envs.classification import ClassificationEnvironment
+
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % K
+    x = rng.standard_normal((n, d)) + np.eye(K, d)[labels] * 2  # classes separable enough to learn
+    return ClassificationEnvironment(_Samples(x, labels, encoding), np.random.SeedSequence(seed))
+
+
+def _linucb(name, dim, n_users, n_arms, blocks):
+    policy = ALGORITHMS[name].build(n_users=n_users, n_arms=n_arms, dim=dim, seed=np.random.SeedSequence(0), params={})
+    policy.blocks = blocks
+    return policy
+
+
+def test_classification_rounds_declare_their_block_width():
+    rnd = next(_classification("block", d=6, K=4).rounds(1))
+    assert rnd.block == 6 and rnd.view(Budget()).block == 6
+    for a in range(4):
+        outside = np.delete(rnd.arms[a], np.arange(a * 6, a * 6 + 6))
+        assert not outside.any() and rnd.arms[a, a * 6 : a * 6 + 6].any()
+    assert next(_classification("shift").rounds(1)).block is None
+
+
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
+def test_block_linucb_choices_equal_the_dense_computation(name):
+    """Arms whose blocks hold different contexts (no exact ties): the same choices, round after round."""
+    K, d, n_users = 4, 5, 3
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal((K, d))
+    policies = {blocks: _linucb(name, K * d, n_users, K, blocks) for blocks in (True, False)}
+    choices = {True: [], False: []}
+    for t in range(600):
+        contexts = rng.standard_normal((K, d))
+        arms = np.zeros((K, K * d))
+        for a in range(K):
+            arms[a, a * d : (a + 1) * d] = contexts[a]
+        rewards = (contexts * theta).sum(1) + 0.1 * rng.standard_normal(K)
+        rnd = Round(t, t % n_users, arms, rewards, rewards, block=d)
+        for blocks, policy in policies.items():
+            view = rnd.view(Budget())
+            chosen = policy.select(view, Budget())
+            policy.update(view, chosen, float(rewards[chosen]))
+            choices[blocks].append(chosen)
+    assert choices[True] == choices[False]
+    assert len(set(choices[True])) == K  # every arm played: every block learnt
+    assert policies[True].stats.A_inv.shape[1:] == (d, d) and policies[False].stats.A_inv.shape[1:] == (K * d, K * d)
+
+
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
+def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protocol(name):
+    """Every arm shows the same instance, so arms whose blocks are still untouched tie exactly; the per-block
+    scores equal the dense ones to rounding, round after round, and the per-block choice is a dense argmax."""
+    env = _classification()
+    block, dense = (_linucb(name, env.dim, env.n_users, env.n_arms, blocks) for blocks in (True, False))
+    for rnd in env.rounds(300):
+        view = rnd.view(Budget())
+        fast, slow = block.scores(view), dense.scores(view)
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+        chosen = block.select(view, Budget())
+        assert slow[chosen] >= slow.max() - 1e-12 * abs(slow.max())
+        for policy in (block, dense):
+            policy.update(view, chosen, float(rnd.rewards[chosen]))
+    assert block.block == 6 and dense.block is None
+    np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
