@@ -37,8 +37,11 @@ def parse_variant(text: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--movielens", type=Path, default=MOVIELENS_100K if MOVIELENS_100K.is_dir()
-                        else Path("/work/shared/datasets/movielens-100k"))
+    parser.add_argument(
+        "--movielens",
+        type=Path,
+        default=MOVIELENS_100K if MOVIELENS_100K.is_dir() else Path("/work/shared/datasets/movielens-100k"),
+    )
     parser.add_argument("--rounds", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--variants", default="default,explore_lr=0.01,code_decision=true")
@@ -58,14 +61,23 @@ def main() -> None:
             algorithm, params = ("random", {}) if variant == "random" else ("eenet", parse_variant(variant))
             finals, shares = [], []
             for seed in range(args.seeds):
-                unit = Unit("movielens", "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params},
-                            0, seed, args.rounds, None)
+                unit = Unit(
+                    "movielens",
+                    "recommendation",
+                    algorithm,
+                    {**ALGORITHMS[algorithm].defaults(), **params},
+                    0,
+                    seed,
+                    args.rounds,
+                    None,
+                )
                 outcome = run_unit(unit, dataset).outcome
                 finals.append(float(outcome.column("regret").to_numpy().sum()))
                 if "diag_overturn_share" in outcome.column_names:
                     share = outcome.column("diag_overturn_share").to_numpy(zero_copy_only=False)
                     shares.append([np.nanmean(share[a:b]) for a, b in zip(windows[:-1], windows[1:])])
-            line = f"{variant:32s} final regret {np.mean(finals):8.1f} ± {np.std(finals, ddof=1) if len(finals) > 1 else 0:6.1f}"
+            spread = np.std(finals, ddof=1) if len(finals) > 1 else 0.0
+            line = f"{variant:32s} final regret {np.mean(finals):8.1f} ± {spread:6.1f}"
             if shares:
                 line += "  overturn share per T/10: " + " ".join(f"{v:.2f}" for v in np.mean(shares, axis=0))
             print(line, flush=True)

@@ -62,8 +62,15 @@ REFERENCE = {
 }
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
-    "mcnb": {"meta_every_10th_in_place": True, "group_cap": True, "code_exploration": True,
-             "meta_pooled_training": True, "code_threshold": True, "share_with_cluster": False, "lr": 1e-3},
+    "mcnb": {
+        "meta_every_10th_in_place": True,
+        "group_cap": True,
+        "code_exploration": True,
+        "meta_pooled_training": True,
+        "code_threshold": True,
+        "share_with_cluster": False,
+        "lr": 1e-3,
+    },
     "club": {"reference_ucb": True, "served_pairs_only": True},
     "locb": {"reference_ucb": True},
     "sclub": {"reference_ucb": True},
@@ -84,12 +91,12 @@ def pool_files(pools: Path) -> dict[str, Path]:
 
     family, paths = find_family(pools, None)
     entry = paths["entry"].name
-    stem = entry[:-len("_entry.npy")]
+    stem = entry[: -len("_entry.npy")]
     names = {"entry": entry, "users": f"{stem}_features.npy", "items": paths["items"].name}
     links = {}
     for alias in ("movie", "yelp"):
         for key, name in names.items():
-            links[alias + name[len(family):]] = paths[key].resolve()
+            links[alias + name[len(family) :]] = paths[key].resolve()
     return links
 
 
@@ -171,8 +178,13 @@ def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds
                     model.train_meta(model.users, t, 1000, model.lr)
                 model.train(user, t)
     end = time.perf_counter()
-    return {"regret": regret.tolist(), "loop_seconds": end - loop_start, "cpu_seconds": time.process_time() - cpu_start,
-            "steady_seconds": end - half if half else end - loop_start, "process_seconds": end - start}
+    return {
+        "regret": regret.tolist(),
+        "loop_seconds": end - loop_start,
+        "cpu_seconds": time.process_time() - cpu_start,
+        "steady_seconds": end - half if half else end - loop_start,
+        "process_seconds": end - start,
+    }
 
 
 def make_reference_model(method: str, env):
@@ -215,8 +227,9 @@ def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: in
 
     limit_threads()
     dataset = load_dataset(data_dir, name)
-    unit = Unit(name, "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed,
-                rounds, None)
+    unit = Unit(
+        name, "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None
+    )
     cpu_start = time.process_time()
     result = run_unit(unit, dataset)
     cpu = time.process_time() - cpu_start
@@ -225,9 +238,14 @@ def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: in
     seconds = result.timing.column("select_seconds").to_numpy() + result.timing.column("update_seconds").to_numpy()
     # the environment's share of the loop, spread evenly, so "steady" covers the same work as theirs
     env_per_round = max(result.wall_seconds - seconds.sum(), 0.0) / rounds
-    steady = seconds[rounds // 2:].sum() + env_per_round * (rounds - rounds // 2)
-    return {"regret": regret.tolist(), "loop_seconds": result.wall_seconds, "cpu_seconds": cpu,
-            "steady_seconds": steady, "process_seconds": end - start}
+    steady = seconds[rounds // 2 :].sum() + env_per_round * (rounds - rounds // 2)
+    return {
+        "regret": regret.tolist(),
+        "loop_seconds": result.wall_seconds,
+        "cpu_seconds": cpu,
+        "steady_seconds": steady,
+        "process_seconds": end - start,
+    }
 
 
 # ----------------------------------------------------------------------------------------------- driver
@@ -235,8 +253,12 @@ def spawn(args: list[str]) -> dict:
     """Run one side in a fresh process (cold start, own memory) and read its JSON answer."""
     with tempfile.NamedTemporaryFile(suffix=".json") as answer:
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, __file__, *args, "--answer", answer.name], capture_output=True,
-                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, __file__, *args, "--answer", answer.name],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         if done.returncode:
             raise SystemExit(f"{' '.join(args[:4])} failed:\n{done.stderr[-3000:]}")
         result = json.loads(Path(answer.name).read_text())
@@ -250,7 +272,7 @@ def welch(a: np.ndarray, b: np.ndarray) -> dict:
     diff = a.mean() - b.mean()
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     se = np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else np.inf
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else np.inf
     half = stats.t.ppf(0.975, df) * se if se > 0 else 0.0
     p = stats.ttest_ind(a, b, equal_var=False).pvalue if se > 0 else (1.0 if diff == 0 else 0.0)
     return {"difference": diff, "ci": [diff - half, diff + half], "p": float(p)}
@@ -262,39 +284,56 @@ def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
     for label, index in (("final", rounds - 1), ("tenth", at)):
         a = np.array([r["regret"][index] for r in ours])
         b = np.array([r["regret"][index] for r in theirs])
-        test = welch(a, b) if len(a) > 1 and len(b) > 1 else {"difference": a.mean() - b.mean(), "ci": [np.nan] * 2,
-                                                                 "p": np.nan}
+        test = (
+            welch(a, b)
+            if len(a) > 1 and len(b) > 1
+            else {"difference": a.mean() - b.mean(), "ci": [np.nan] * 2, "p": np.nan}
+        )
         scale = b.mean() if b.mean() else 1.0
-        summary[label] = {"ours": [a.mean(), a.std(ddof=1) if len(a) > 1 else 0.0],
-                          "theirs": [b.mean(), b.std(ddof=1) if len(b) > 1 else 0.0],
-                          **test, "difference_pct": 100 * test["difference"] / scale,
-                          "ci_pct": [100 * c / scale for c in test["ci"]]}
+        summary[label] = {
+            "ours": [a.mean(), a.std(ddof=1) if len(a) > 1 else 0.0],
+            "theirs": [b.mean(), b.std(ddof=1) if len(b) > 1 else 0.0],
+            **test,
+            "difference_pct": 100 * test["difference"] / scale,
+            "ci_pct": [100 * c / scale for c in test["ci"]],
+        }
     final = summary["final"]
-    summary["verdict"] = ("parity" if abs(final["difference_pct"]) <= 100 * PARITY_MEAN
-                          and max(abs(c) for c in final["ci_pct"]) <= 100 * PARITY_CI else "differs")
+    summary["verdict"] = (
+        "parity"
+        if abs(final["difference_pct"]) <= 100 * PARITY_MEAN and max(abs(c) for c in final["ci_pct"]) <= 100 * PARITY_CI
+        else "differs"
+    )
     return summary
 
 
 def summarise_speed(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
     def side(runs: list[dict]) -> dict:
         half = rounds - rounds // 2
-        return {"steady_rounds_per_s": float(np.median([half / r["steady_seconds"] for r in runs])),
-                "cold_rounds_per_s": float(np.median([rounds / r["cold_seconds"] for r in runs])),
-                "cpu_s_per_1000": float(np.median([1000 * r["cpu_seconds"] / rounds for r in runs]))}
+        return {
+            "steady_rounds_per_s": float(np.median([half / r["steady_seconds"] for r in runs])),
+            "cold_rounds_per_s": float(np.median([rounds / r["cold_seconds"] for r in runs])),
+            "cpu_s_per_1000": float(np.median([1000 * r["cpu_seconds"] / rounds for r in runs])),
+        }
 
     a, b = side(ours), side(theirs)
-    return {"ours": a, "theirs": b, "ratio_steady": a["steady_rounds_per_s"] / b["steady_rounds_per_s"],
-            "ratio_cold": a["cold_rounds_per_s"] / b["cold_rounds_per_s"],
-            "ratio_cpu": b["cpu_s_per_1000"] / a["cpu_s_per_1000"]}
+    return {
+        "ours": a,
+        "theirs": b,
+        "ratio_steady": a["steady_rounds_per_s"] / b["steady_rounds_per_s"],
+        "ratio_cold": a["cold_rounds_per_s"] / b["cold_rounds_per_s"],
+        "ratio_cpu": b["cpu_s_per_1000"] / a["cpu_s_per_1000"],
+    }
 
 
 def print_regret(algorithm: str, s: dict, runs: int, rounds: int) -> None:
     for label, at in (("final", rounds), ("T/10", max(rounds // 10, 1))):
         r = s["final" if label == "final" else "tenth"]
-        print(f"{algorithm:11s} {label:5s} (t={at:>6d}, {runs} runs/side)  ours {r['ours'][0]:8.1f} ± {r['ours'][1]:6.1f}"
-              f"  theirs {r['theirs'][0]:8.1f} ± {r['theirs'][1]:6.1f}  diff {r['difference']:+8.1f} "
-              f"({r['difference_pct']:+.1f} %, 95 % CI {r['ci_pct'][0]:+.1f} … {r['ci_pct'][1]:+.1f} %)  "
-              f"Welch p = {r['p']:.3g}")
+        print(
+            f"{algorithm:11s} {label:5s} (t={at:>6d}, {runs} runs/side)  ours {r['ours'][0]:8.1f} ± {r['ours'][1]:6.1f}"
+            f"  theirs {r['theirs'][0]:8.1f} ± {r['theirs'][1]:6.1f}  diff {r['difference']:+8.1f} "
+            f"({r['difference_pct']:+.1f} %, 95 % CI {r['ci_pct'][0]:+.1f} … {r['ci_pct'][1]:+.1f} %)  "
+            f"Welch p = {r['p']:.3g}"
+        )
     print(f"{algorithm:11s} verdict: {s['verdict']}")
 
 
@@ -306,16 +345,27 @@ def main() -> None:
     parser.add_argument("--algos", default="mcnb,neuucb-one,club", help=f"comma list of {', '.join(REFERENCE)}")
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10, help="runs a side (regret) or alternating pairs (speed)")
-    parser.add_argument("--variant", default="default",
-                        help="comma list of default (the paper's behaviour), code (the switches that reproduce "
-                             "their code) and custom (defaults + --ours-params); every variant of ours faces the "
-                             "same runs of theirs")
+    parser.add_argument(
+        "--variant",
+        default="default",
+        help="comma list of default (the paper's behaviour), code (the switches that reproduce "
+        "their code) and custom (defaults + --ours-params); every variant of ours faces the "
+        "same runs of theirs",
+    )
     parser.add_argument("--ours-params", default="{}", help="JSON hyper-parameters of the custom variant")
-    parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "banditbench-parity",
-                        help="where ours keeps the prepared pools")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "banditbench-parity",
+        help="where ours keeps the prepared pools",
+    )
     parser.add_argument("--out", type=Path, help="write every run's figures and the summaries as JSON")
-    parser.add_argument("--reuse-reference", type=Path, help="an --out file of an earlier regret run with the same "
-                        "--rounds: take their runs' figures from it instead of running their code again")
+    parser.add_argument(
+        "--reuse-reference",
+        type=Path,
+        help="an --out file of an earlier regret run with the same "
+        "--rounds: take their runs' figures from it instead of running their code again",
+    )
     parser.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
@@ -326,11 +376,18 @@ def main() -> None:
         algorithm = args.algos
         method, loader, mode = REFERENCE[algorithm]
         if args.worker == "theirs":
-            result = run_reference(args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds,
-                                   args.seed)
+            result = run_reference(
+                args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
+            )
         else:
-            result = run_ours(args.data_dir / mode, f"authors-{pool_family(args.pools)}", algorithm,
-                              json.loads(args.params), args.rounds, args.seed)
+            result = run_ours(
+                args.data_dir / mode,
+                f"authors-{pool_family(args.pools)}",
+                algorithm,
+                json.loads(args.params),
+                args.rounds,
+                args.seed,
+            )
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         args.answer.write_text(json.dumps(result))
         return
@@ -345,8 +402,14 @@ def main() -> None:
     for algorithm in algos:
         if not (args.reference_dir / f"{REFERENCE[algorithm][0]}.py").is_file():
             parser.error(f"{args.reference_dir} has no {REFERENCE[algorithm][0]}.py for {algorithm}")
-    report = {"rounds": args.rounds, "runs": args.runs, "variant": args.variant, "reference": str(args.reference_dir),
-              "pools": str(pools), "algorithms": {}}
+    report = {
+        "rounds": args.rounds,
+        "runs": args.runs,
+        "variant": args.variant,
+        "reference": str(args.reference_dir),
+        "pools": str(pools),
+        "algorithms": {},
+    }
     variants = [v.strip() for v in args.variant.split(",") if v.strip()]
     if not variants or any(v not in ("default", "code", "custom") for v in variants):
         parser.error("--variant takes a comma list of default, code, custom")
@@ -354,28 +417,46 @@ def main() -> None:
         mode = REFERENCE[algorithm][2]
         prepare_pools(pools, args.data_dir, mode)
         params = {"default": {}, "code": CODE.get(algorithm, {}), "custom": json.loads(args.ours_params)}
-        common = ["--reference-dir", str(args.reference_dir.resolve()), "--pools", str(pools), "--algos", algorithm,
-                  "--rounds", str(args.rounds), "--data-dir", str(args.data_dir)]
+        common = [
+            "--reference-dir",
+            str(args.reference_dir.resolve()),
+            "--pools",
+            str(pools),
+            "--algos",
+            algorithm,
+            "--rounds",
+            str(args.rounds),
+            "--data-dir",
+            str(args.data_dir),
+        ]
         theirs, ours = [], {v: [] for v in variants}
         earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
         for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
             theirs.append(earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common]))
             line = f"{algorithm} run {run}: theirs {theirs[-1]['regret'][-1]:.0f} ({theirs[-1]['loop_seconds']:.1f} s)"
             for v in variants:
-                ours[v].append(spawn(["--worker", "ours", "--seed", str(run), *common, "--params",
-                                      json.dumps(params[v])]))
+                ours[v].append(
+                    spawn(["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])])
+                )
                 line += f"  ours[{v}] {ours[v][-1]['regret'][-1]:.0f} ({ours[v][-1]['loop_seconds']:.1f} s)"
             print(line, flush=True)
         tenth = max(args.rounds // 10, 1) - 1
-        entry = {"theirs_final": [r["regret"][-1] for r in theirs], "theirs_tenth": [r["regret"][tenth] for r in theirs],
-                 "theirs_seconds": [r["loop_seconds"] for r in theirs], "variants": {}}
+        entry = {
+            "theirs_final": [r["regret"][-1] for r in theirs],
+            "theirs_tenth": [r["regret"][tenth] for r in theirs],
+            "theirs_seconds": [r["loop_seconds"] for r in theirs],
+            "variants": {},
+        }
         for v in variants:
-            item = {"params": params[v], "ours_final": [r["regret"][-1] for r in ours[v]],
-                    "ours_tenth": [r["regret"][tenth] for r in ours[v]],
-                    "ours_seconds": [r["loop_seconds"] for r in ours[v]],
-                    # per-round regret of ours and theirs averaged over runs, in 10 windows (the curves' shape)
-                    "ours_windows": window_means(ours[v], args.rounds), "theirs_windows": window_means(theirs,
-                                                                                                    args.rounds)}
+            item = {
+                "params": params[v],
+                "ours_final": [r["regret"][-1] for r in ours[v]],
+                "ours_tenth": [r["regret"][tenth] for r in ours[v]],
+                "ours_seconds": [r["loop_seconds"] for r in ours[v]],
+                # per-round regret of ours and theirs averaged over runs, in 10 windows (the curves' shape)
+                "ours_windows": window_means(ours[v], args.rounds),
+                "theirs_windows": window_means(theirs, args.rounds),
+            }
             label = f"{algorithm}[{v}]"
             if args.measure == "regret":
                 item["summary"] = summarise_regret(ours[v], theirs, args.rounds)
@@ -383,10 +464,14 @@ def main() -> None:
             else:
                 item["summary"] = s = summarise_speed(ours[v], theirs, args.rounds)
                 for side in ("ours", "theirs"):
-                    print(f"{label:11s} {side:6s} steady {s[side]['steady_rounds_per_s']:9.1f} r/s  cold "
-                          f"{s[side]['cold_rounds_per_s']:9.1f} r/s  CPU {s[side]['cpu_s_per_1000']:8.3f} s/1000 rounds")
-                print(f"{label:11s} ours / theirs: steady ×{s['ratio_steady']:.1f}, cold ×{s['ratio_cold']:.1f}, "
-                      f"CPU ×{s['ratio_cpu']:.1f}")
+                    print(
+                        f"{label:11s} {side:6s} steady {s[side]['steady_rounds_per_s']:9.1f} r/s  cold "
+                        f"{s[side]['cold_rounds_per_s']:9.1f} r/s  CPU {s[side]['cpu_s_per_1000']:8.3f} s/1000 rounds"
+                    )
+                print(
+                    f"{label:11s} ours / theirs: steady ×{s['ratio_steady']:.1f}, cold ×{s['ratio_cold']:.1f}, "
+                    f"CPU ×{s['ratio_cpu']:.1f}"
+                )
             entry["variants"][v] = item
         report["algorithms"][algorithm] = entry
         if args.out:

@@ -11,14 +11,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from conftest import banditbench
 
 from banditbench.algos import ALGORITHMS
 from banditbench.data import authors, load_dataset
 from banditbench.errors import UserError
 from banditbench.runner import Unit, run_unit
-from conftest import banditbench
 
 USERS, ITEMS, DIM = 60, 100, 10
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def unit_features(rng: np.random.Generator, n: int, around: np.ndarray | None = None) -> np.ndarray:
     """The authors' SVD feature layout: 9 unit-normalised coordinates and a constant, divided by √2
     (``around``: near these features instead of uniform on the sphere)."""
-    x = rng.normal(size=(n, DIM - 1)) if around is None else around[:, :DIM - 1] + 0.05 * rng.normal(size=(n, DIM - 1))
+    x = rng.normal(size=(n, DIM - 1)) if around is None else around[:, : DIM - 1] + 0.05 * rng.normal(size=(n, DIM - 1))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     return np.hstack([x, np.ones((n, 1))]) / np.sqrt(2)
 
@@ -70,8 +69,9 @@ def test_pools_become_users_items_and_signed_interactions(pools, prepared):
     interactions = dataset.table("interactions")
     assert len(users) == USERS and len(items) == ITEMS and len(interactions) == len(entry)
     np.testing.assert_array_equal(interactions[["user", "item", "label"]].to_numpy(), entry)
-    np.testing.assert_allclose(users[[f"f_{j}" for j in range(DIM)]].to_numpy(),
-                               np.load(pools / f"toy_{USERS}users_{ITEMS}items_features.npy"))
+    np.testing.assert_allclose(
+        users[[f"f_{j}" for j in range(DIM)]].to_numpy(), np.load(pools / f"toy_{USERS}users_{ITEMS}items_features.npy")
+    )
     assert users["group"].nunique() == 5
     assert dataset.parameters["mode"] == "mcnb-code" and dataset.parameters["draw_first_users"] == 5
 
@@ -116,13 +116,21 @@ def test_metaban_code_mode_uses_item_contexts(pools, tmp_path):
     assert rnd.arms.shape == (10, DIM)
 
 
-@pytest.mark.parametrize("break_it,message", [
-    (lambda f: (f / f"toy_{ITEMS}items_{USERS}users_features.npy").unlink(), f"no toy_{ITEMS}items_{USERS}users_features"),
-    (lambda f: np.save(f / f"toy_{USERS}users_{ITEMS}items_entry.npy", np.array([[0, 1, 3]])), "labels must be"),
-    (lambda f: np.save(f / f"toy_{USERS}users_{ITEMS}items_entry.npy", np.array([[USERS, 1, 1]])), "outside"),
-    (lambda f: (f / f"toy_{USERS}users_{ITEMS}items_entry.npy").write_text("version https://git-lfs"),
-     "not a NumPy array"),
-])
+@pytest.mark.parametrize(
+    "break_it,message",
+    [
+        (
+            lambda f: (f / f"toy_{ITEMS}items_{USERS}users_features.npy").unlink(),
+            f"no toy_{ITEMS}items_{USERS}users_features",
+        ),
+        (lambda f: np.save(f / f"toy_{USERS}users_{ITEMS}items_entry.npy", np.array([[0, 1, 3]])), "labels must be"),
+        (lambda f: np.save(f / f"toy_{USERS}users_{ITEMS}items_entry.npy", np.array([[USERS, 1, 1]])), "outside"),
+        (
+            lambda f: (f / f"toy_{USERS}users_{ITEMS}items_entry.npy").write_text("version https://git-lfs"),
+            "not a NumPy array",
+        ),
+    ],
+)
 def test_bad_pools_are_one_clear_error_and_write_nothing(tmp_path, break_it, message):
     folder = write_pools(tmp_path / "src")
     break_it(folder)
@@ -143,8 +151,9 @@ def test_prepare_authors_pools_on_the_command_line(pools, tmp_path):
 
 
 def test_parity_help_documents_both_measures():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--help"], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--help"], capture_output=True, text=True
+    )
     assert done.returncode == 0
     for words in ("--measure regret", "--measure speed", "Welch", "alternating", "CPU-seconds per 1000 rounds"):
         assert words in done.stdout
@@ -193,8 +202,16 @@ def mean_final_regret(data: Path, algorithm: str, params: dict) -> float:
     dataset = load_dataset(data, "authors-toy")
     finals = []
     for seed in range(SEEDS):
-        unit = Unit("authors-toy", "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0,
-                    seed, ROUNDS, None)
+        unit = Unit(
+            "authors-toy",
+            "recommendation",
+            algorithm,
+            {**ALGORITHMS[algorithm].defaults(), **params},
+            0,
+            seed,
+            ROUNDS,
+            None,
+        )
         finals.append(float(run_unit(unit, dataset).outcome.column("regret").to_numpy().sum()))
     return float(np.mean(finals))
 

@@ -18,8 +18,9 @@ def test_overturn_share_is_recorded_by_the_runner(dataset):
 
 def test_a_silent_f2_never_overturns(dataset):
     env = PROTOCOLS["linear"].environment(dataset, np.random.SeedSequence(0))
-    policy = ALGORITHMS["eenet"].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                       seed=np.random.SeedSequence(0), params={})
+    policy = ALGORITHMS["eenet"].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(0), params={}
+    )
     policy.theta2 = torch.zeros_like(policy.theta2)  # f2 ≡ 0 with no biases: the decision is f1's argmax
     for rnd in env.rounds(40):
         view = rnd.view(Budget())

@@ -9,8 +9,9 @@ from banditbench.envs import PROTOCOLS, Budget
 
 def first_round(dataset, params):
     env = PROTOCOLS["linear"].environment(dataset, np.random.SeedSequence(2))
-    policy = ALGORITHMS["mcnb"].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                      seed=np.random.SeedSequence(2), params=params)
+    policy = ALGORITHMS["mcnb"].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(2), params=params
+    )
     rnd = next(env.rounds(1))
     view = rnd.view(Budget())
     chosen = policy.select(view, Budget())

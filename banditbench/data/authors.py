@@ -47,15 +47,17 @@ def find_family(source: Path, name: str | None) -> tuple[str, dict[str, Path]]:
         if match and (name is None or match["name"] == name):
             stem = f"{match['name']}_{match['users']}users_{match['items']}items"
             families[match["name"]] = {
-                "entry": path, "users": source / f"{stem}_features.npy",
-                "items": source / f"{match['name']}_{match['items']}items_{match['users']}users_features.npy"}
+                "entry": path,
+                "users": source / f"{stem}_features.npy",
+                "items": source / f"{match['name']}_{match['items']}items_{match['users']}users_features.npy",
+            }
     if not families:
         wanted = f"{name}_<U>users_<I>items_entry.npy" if name else "<name>_<U>users_<I>items_entry.npy"
         raise UserError(f"{source} has no {wanted} (a Git LFS pointer or a missing file cannot be read)")
     if len(families) > 1:
         raise UserError(f"{source} holds several datasets ({', '.join(sorted(families))}); choose one with --name")
-    (family, paths), = families.items()
-    for key, path in paths.items():
+    ((family, paths),) = families.items()
+    for path in paths.values():
         if not path.is_file():
             raise UserError(f"{source} has {paths['entry'].name} but no {path.name}, which it needs")
     return family, paths
@@ -71,36 +73,56 @@ def load_array(path: Path) -> np.ndarray:
 def read_arrays(paths: dict[str, Path]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     entry, users, items = (load_array(paths[key]) for key in ("entry", "users", "items"))
     if users.ndim != 2 or items.ndim != 2 or users.shape[1] != items.shape[1]:
-        raise UserError(f"{paths['users'].name} {users.shape} and {paths['items'].name} {items.shape} must be "
-                        "2-D feature arrays of the same width")
+        raise UserError(
+            f"{paths['users'].name} {users.shape} and {paths['items'].name} {items.shape} must be "
+            "2-D feature arrays of the same width"
+        )
     if entry.ndim != 2 or entry.shape[1] != 3 or not np.issubdtype(entry.dtype, np.number) or len(entry) == 0:
         raise UserError(f"{paths['entry'].name}: expected [n, 3] rows (user, item, label), got {entry.shape}")
     entry = entry.astype(np.int64)
     user, item, label = entry.T
     if user.min() < 0 or user.max() >= len(users) or item.min() < 0 or item.max() >= len(items):
-        raise UserError(f"{paths['entry'].name}: user or item index outside the {len(users)} × {len(items)} "
-                        "feature arrays")
+        raise UserError(
+            f"{paths['entry'].name}: user or item index outside the {len(users)} × {len(items)} feature arrays"
+        )
     if not np.isin(label, (-1, 1)).all():
         raise UserError(f"{paths['entry'].name}: labels must be +1 or -1")
     return entry, users.astype(np.float64), items.astype(np.float64)
 
 
-def prepare(data_dir: Path, *, source: str | Path | None, name: str | None = None, mode: str = "mcnb-code",
-            groups: int | None = None, seed: int = 0, force: bool = False) -> Path:
+def prepare(
+    data_dir: Path,
+    *,
+    source: str | Path | None,
+    name: str | None = None,
+    mode: str = "mcnb-code",
+    groups: int | None = None,
+    seed: int = 0,
+    force: bool = False,
+) -> Path:
     from banditbench.data.ratings import check_protocol
 
     check_protocol(mode, "groups")
     if source is None:
-        raise UserError("--source is required: the folder with <name>_<U>users_<I>items_entry.npy and the user and "
-                        "item feature arrays (e.g. a checkout of banyikun/MCNB)")
+        raise UserError(
+            "--source is required: the folder with <name>_<U>users_<I>items_entry.npy and the user and "
+            "item feature arrays (e.g. a checkout of banyikun/MCNB)"
+        )
     source = Path(source).expanduser()
     family, paths = find_family(source, name)
     groups = DEFAULT_GROUPS[mode] if groups is None else groups
     entry, user_features, item_features = read_arrays(paths)
     if not 1 <= groups <= len(user_features):
         raise UserError(f"--groups must be between 1 and the {len(user_features)} users, got {groups}")
-    parameters = {"source_name": family, "groups": groups, "seed": seed, "mode": mode, "serve": "groups",
-                  "arms": 10, "draw_first_users": groups if mode == "mcnb-code" else None}
+    parameters = {
+        "source_name": family,
+        "groups": groups,
+        "seed": seed,
+        "mode": mode,
+        "serve": "groups",
+        "arms": 10,
+        "draw_first_users": groups if mode == "mcnb-code" else None,
+    }
     folder = Path(data_dir) / f"authors-{family}"
     if up_to_date(folder, parameters, force):
         return folder
@@ -113,24 +135,61 @@ def prepare(data_dir: Path, *, source: str | Path | None, name: str | None = Non
     items = pd.DataFrame({"item": np.arange(len(item_features))})
     items[columns] = item_features
     interactions = pd.DataFrame({"user": entry[:, 0], "item": entry[:, 1], "label": entry[:, 2]})
-    records = [{"member": key, "file": path.name, "origin": str(path), "bytes": path.stat().st_size,
-                "sha256": sha256_of(path)} for key, path in paths.items()]
-    counts = {"users": len(users), "items": len(items), "interactions": len(interactions),
-              "positives": int((entry[:, 2] > 0).sum()), "negatives": int((entry[:, 2] < 0).sum()),
-              "groups": groups}
-    return write_dataset(folder, f"authors-{family}", {"users": users, "items": items, "interactions": interactions},
-                         parameters, protocol="recommendation", raw_files=records, counts=counts, force=force)
+    records = [
+        {"member": key, "file": path.name, "origin": str(path), "bytes": path.stat().st_size, "sha256": sha256_of(path)}
+        for key, path in paths.items()
+    ]
+    counts = {
+        "users": len(users),
+        "items": len(items),
+        "interactions": len(interactions),
+        "positives": int((entry[:, 2] > 0).sum()),
+        "negatives": int((entry[:, 2] < 0).sum()),
+        "groups": groups,
+    }
+    return write_dataset(
+        folder,
+        f"authors-{family}",
+        {"users": users, "items": items, "interactions": interactions},
+        parameters,
+        protocol="recommendation",
+        raw_files=records,
+        counts=counts,
+        force=force,
+    )
 
 
-register(Dataset(
-    "authors-pools", "the Ban-family repositories' preprocessed arrays (<name>_<U>users_<I>items_entry.npy and "
-    "feature arrays, --source DIR) served in the authors' code mode (mcnb-code | metaban-code); written as "
-    "authors-<name>", "M-CNB §5.2 (banyikun/MCNB); Meta-Ban §4.1", "recommendation", prepare,
-    (Option("name", str, None, "Which dataset of the folder (yelp, movie…) when it holds several.", optional=True),
-     Option("mode", str, "mcnb-code", "mcnb-code (100 groups, [item, rater] contexts) | metaban-code (50 groups, "
-            "item contexts) | paper.", choices=MODES),
-     Option("groups", int, None, "K-means user groups [default: 100 for mcnb-code, 50 otherwise, as the authors' "
-            "loaders].", optional=True, minimum=1),
-     Option("seed", int, 0, "K-means random_state (the authors use 0).", minimum=0)),
-    files="a folder with <name>_<U>users_<I>items_entry.npy, <name>_<U>users_<I>items_features.npy and "
-          "<name>_<I>items_<U>users_features.npy"))
+register(
+    Dataset(
+        "authors-pools",
+        "the Ban-family repositories' preprocessed arrays (<name>_<U>users_<I>items_entry.npy and "
+        "feature arrays, --source DIR) served in the authors' code mode (mcnb-code | metaban-code); written as "
+        "authors-<name>",
+        "M-CNB §5.2 (banyikun/MCNB); Meta-Ban §4.1",
+        "recommendation",
+        prepare,
+        (
+            Option(
+                "name", str, None, "Which dataset of the folder (yelp, movie…) when it holds several.", optional=True
+            ),
+            Option(
+                "mode",
+                str,
+                "mcnb-code",
+                "mcnb-code (100 groups, [item, rater] contexts) | metaban-code (50 groups, item contexts) | paper.",
+                choices=MODES,
+            ),
+            Option(
+                "groups",
+                int,
+                None,
+                "K-means user groups [default: 100 for mcnb-code, 50 otherwise, as the authors' loaders].",
+                optional=True,
+                minimum=1,
+            ),
+            Option("seed", int, 0, "K-means random_state (the authors use 0).", minimum=0),
+        ),
+        files="a folder with <name>_<U>users_<I>items_entry.npy, <name>_<U>users_<I>items_features.npy and "
+        "<name>_<I>items_<U>users_features.npy",
+    )
+)
