@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from banditbench import __version__
+from banditbench.version import __version__
 from banditbench.errors import UserError
 
 MANIFEST = "manifest.json"

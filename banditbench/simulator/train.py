@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from banditbench import __version__
+from banditbench.version import __version__
 from banditbench.data import DATASETS, load_dataset
 from banditbench.data.prepared import swap_into_place
 from banditbench.errors import UserError
