@@ -31,11 +31,11 @@ import pandas as pd
 
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
-from banditbench.errors import UserError
+from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.runner import grid
 from banditbench.runner.executors import make_executor
-from banditbench.runner.experiment import Experiment, execute, plan, prepare_output
+from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
 
 __all__ = ["Hooks", "Results", "check_contract", "load", "prepare", "run", "run_experiment"]
@@ -93,6 +93,7 @@ class Hooks:
     on_plan: Callable[[list], None] | None = None
     on_unit_start: Callable[[Any], None] | None = None
     progress: Callable[[int], None] | None = None
+    warn: Callable[[str], None] | None = None  # a broken shard found on resume, to be run again
 
 
 def run(
@@ -206,6 +207,7 @@ def run_experiment(
                     f"{name} is a class that worker processes cannot import (defined in __main__, "
                     "a notebook, or inside a function); use jobs=1 or move it into a module"
                 )
+    check_sizes(experiment, getattr(executor, "jobs", None) or os.cpu_count() or 1)
     temporary = None
     if s["out"]:
         out = Path(s["out"])
@@ -214,8 +216,9 @@ def run_experiment(
     else:
         temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
         out = Path(temporary) / "results"
+    target = None
     try:
-        target = prepare_output(out, experiment, overwrite=overwrite, resume=resume)
+        target = prepare_output(out, experiment, overwrite=overwrite, resume=resume, data_dir=data_dir)
         ran = execute(
             experiment,
             target,
@@ -231,7 +234,13 @@ def run_experiment(
             on_plan=hooks.on_plan,
             on_unit_start=hooks.on_unit_start,
             progress=hooks.progress,
+            warn=hooks.warn,
         )
+    except KeyboardInterrupt:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) \
+            from None
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

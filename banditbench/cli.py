@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import errno
 import inspect
 import os
+import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from banditbench.errors import UserError
+from banditbench.errors import Interrupted, UserError
 
 app = typer.Typer(
     name="banditbench",
@@ -333,7 +337,8 @@ def run(
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
         hooks = Hooks(
             on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
-            on_unit_start=lambda unit: bar.update(task, description=unit.id), progress=lambda n: bar.advance(task, n))
+            on_unit_start=lambda unit: bar.update(task, description=unit.id), progress=lambda n: bar.advance(task, n),
+            warn=lambda line: Console(stderr=True, highlight=False).print(f"warning: {line}"))
         results, ran, experiment = run_experiment(flags, config=config, preset=preset, data_dir=data_dir,
                                                   overwrite=overwrite, resume=resume, device=device,
                                                   default_out=default_results_folder, hooks=hooks)
@@ -342,6 +347,21 @@ def run(
                   f"results in {results.folder}")
     for table in to_rich(results.tables)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
+
+
+def interrupted(stop: Interrupted) -> str:
+    """The line a Ctrl-C prints: how far the run got and the command that finishes it."""
+    from banditbench.results.shards import shard_path
+
+    units, out = stop.units, stop.out
+    if stop.staged:
+        return f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to " \
+               "replace them"
+    done = sum(shard_path(out, u).exists() for u in units)
+    args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    return f"interrupted: {done} of {len(units)} units done; resume with: banditbench {shlex.join(args)} --resume"
 
 
 def parse_budget(text: Optional[str]) -> int | str | None:
@@ -380,7 +400,7 @@ def report(
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.report import check as gate
-    from banditbench.report.formats import to_rich, write_files
+    from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
 
@@ -394,19 +414,34 @@ def report(
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
     results = load_results(folders, allow_mixed=allow_mixed)
-    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
-    report_ = build_report(results, roles=roles, test=test)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    if results.problems:  # every shard is verified before any file is written
+        for problem in results.problems:
+            errors.print(f"error: {problem}")
+        raise UserError(f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
+                        "with the run's settings to run their units again; nothing was written")
+    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
+    for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
+        for name in _names(text):
+            if name not in results.algorithms:
+                near = difflib.get_close_matches(name, results.algorithms, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}they hold: "
+                                f"{', '.join(results.algorithms)}")
+    report_ = build_report(results, roles=roles, test=test)
+    incomplete = incompleteness(results)
     for exp in results.experiments:
         if exp.missing:
             errors.print(f"warning: {exp.folder}: {len(exp.missing)} units not finished: {', '.join(exp.missing)}")
     for warning in results.warnings:
         errors.print(f"warning: {warning}")
+    if incomplete:
+        errors.print(f"warning: {incomplete}")
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
     target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    for path in write_files(report_, Path(target), chosen) if chosen else []:
+    for path in write_report_files(report_, Path(target), chosen, incomplete) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -424,26 +459,84 @@ def report(
         path = gate.save_baseline(report_, save_baseline)
         if not quiet:
             console.print(f"wrote baseline {path}", highlight=False)
-    for problem in results.problems:
-        errors.print(f"error: {problem}")
-    if results.problems:
-        sys.exit(2)
     if failed:
         sys.exit(1)
+
+
+INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
+
+
+def incompleteness(results) -> str | None:
+    """One line saying which experiments are reported on fewer units than their manifest planned."""
+    parts = [f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+             for exp in results.experiments if exp.missing]
+    if not parts:
+        return None
+    return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+
+
+def write_report_files(report_, target: Path, formats: list[str], incomplete: str | None) -> list[Path]:
+    """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
+    a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
+    line and in INCOMPLETE.txt beside the CSV files."""
+    from banditbench.report.formats import write_files
+    from banditbench.results.shards import disk_full
+
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
+            staging = Path(staging)
+            written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
+            stale = target / INCOMPLETE
+            if incomplete:
+                if "md" in formats:
+                    md = staging / "report.md"
+                    md.write_text(f"> **{incomplete}**\n\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
+                if "csv" in formats:
+                    (staging / INCOMPLETE).write_text(incomplete + "\n", encoding="utf-8")
+                    written.append(Path(INCOMPLETE))
+            for name in written:
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / name, target / name)
+            if not incomplete and "csv" in formats:
+                stale.unlink(missing_ok=True)
+    except OSError as e:
+        raise disk_full(e, target) or UserError(f"cannot write the report to {target}: {e.strerror}") from None
+    return [target / name for name in written]
 
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except UserError as e:
         Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
+    except Interrupted as e:
+        Console(stderr=True).print(interrupted(e), highlight=False, soft_wrap=True)
+        sys.exit(130)
     except typer.Abort:
         sys.exit(130)
+    except SystemExit as e:
+        if not closed_pipe(e):
+            raise
+        # The reader of our output went away (`banditbench report | head -1`): end quietly, as a tool killed by
+        # SIGPIPE would, with nothing more written to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)
     except Exception as e:
         # Usage errors of typer's (vendored or not) click: duck-typed, as their class moved between releases.
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise
         Console(stderr=True).print(f"[red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
+    if code == 130:  # typer turns a Ctrl-C outside a run's units into this code, instead of exiting
+        Console(stderr=True).print("interrupted", highlight=False)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def closed_pipe(exit: SystemExit) -> bool:
+    """Whether typer is exiting because stdout's pipe was closed (it does so with code 1, from an EPIPE)."""
+    cause = exit.__context__
+    return isinstance(cause, OSError) and cause.errno == errno.EPIPE

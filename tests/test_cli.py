@@ -87,7 +87,7 @@ def test_unwritable_output_folder(prepared, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     result = banditbench("run", "--data-dir", prepared, "--out", blocker / "results", "--rounds", 5)
-    assert result.returncode == 2 and "cannot write results to" in result.stderr
+    assert result.returncode == 2 and f"{blocker} is a file, not a folder" in result.stderr
 
 
 def test_existing_output_folder_is_refused_and_kept(prepared, tmp_path):

@@ -15,7 +15,6 @@ over the unit (``select_seconds``, ``update_seconds`` and whatever an algorithm 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from banditbench.errors import UserError
+from banditbench.results.folder import latest_experiment, read_manifest  # noqa: F401 (the report's entry)
 from banditbench.results.shards import SHARDS, read_shard, read_timing
-from banditbench.runner import grid
-from banditbench.runner.experiment import MANIFEST
 
 CTR_OPTIMUM = 0.9  # seed 004: the expected optimal per-slot reward under 10 % flips
 # Settings every unit of one dataset must share for its numbers to be comparable.
@@ -53,13 +51,6 @@ class LoadedExperiment:
         return self.config["dataset"]
 
 
-def latest_experiment(results_dir: Path) -> Path:
-    candidates = sorted(Path(results_dir).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise UserError(f"no experiments in {results_dir}/; run `banditbench run` first")
-    return candidates[-1].parent
-
-
 def _incompatibility(meta: dict, config: dict) -> str | None:
     unit = meta["unit"]
     for key in SETTINGS:
@@ -68,22 +59,23 @@ def _incompatibility(meta: dict, config: dict) -> str | None:
     if meta.get("dataset_manifest_sha256") != config.get("dataset_manifest_sha256"):
         return "it was run on another version of the dataset (dataset manifest sha256 differs)"
     params = config.get("algorithms", {}).get(unit["algorithm"])
-    if params is not None and unit.get("params") not in grid.cells(params):  # one cell of the run's grid
+    if params is not None and not _in_grid(unit.get("params") or {}, params):
         return f"hyper-parameters {unit.get('params')} differ from the manifest's {params}"
     return None
+
+
+def _in_grid(cell: dict, params: dict) -> bool:
+    """Whether ``cell`` is one cell of the run's grid: a list is a grid of values, anything else a fixed value."""
+    return set(cell) == set(params) and all(
+        cell[k] in v if isinstance(v, list) else cell[k] == v for k, v in params.items())
 
 
 def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperiment:
     folder = Path(folder)
     if not folder.exists():
         raise UserError(f"results folder {folder} does not exist")
-    if not (folder / MANIFEST).is_file():
-        raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`")
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        config, unit_ids = manifest["config"], manifest["units"]
-    except (ValueError, KeyError) as e:
-        raise UserError(f"{folder / MANIFEST} is corrupt: {e}") from None
+    manifest = read_manifest(folder)
+    config, unit_ids = manifest["config"], manifest["units"]
     labels = manifest.get("labels", {})  # grid cells reported side by side are named club[alpha=0.1] etc.
     frames, timings, problems, optima = [], [], [], set()
     for unit_id in unit_ids:
@@ -94,6 +86,8 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
             frame, meta = read_shard(path)
             if "t" not in frame or not ("regret" in frame or ctr_columns(frame)):
                 raise ValueError("it has neither a regret column nor CTR columns")
+            if "rounds" in config and len(frame) != config["rounds"]:
+                raise ValueError(f"it has {len(frame)} rows for {config['rounds']} rounds")
         except Exception as e:  # any unreadable file is named, and the rest of the report goes on
             problems.append(f"{path.name}: corrupt shard ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
             continue

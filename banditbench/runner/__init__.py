@@ -1,3 +1,4 @@
-from banditbench.runner.unit import Unit, UnitResult, run_unit
+from banditbench.results.units import Unit, UnitResult
+from banditbench.runner.unit import run_unit
 
 __all__ = ['Unit', 'UnitResult', 'run_unit']

@@ -23,11 +23,16 @@ shards are the same whichever executor ran them (a unit is a pure function of it
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue as queues
 import resource
+import select
+import signal
 import sys
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import forkserver
 from typing import Any, Callable
@@ -38,7 +43,8 @@ from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
 from banditbench.runner.checkpoint import Checkpoints
-from banditbench.runner.unit import Unit, UnitResult, run_unit
+from banditbench.results.units import Unit, UnitResult
+from banditbench.runner.unit import run_unit
 
 Finished = Callable[[Unit, UnitResult], None]
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -91,10 +97,38 @@ class Executor:
 _worker: dict[str, Any] = {}  # per worker process: the dataset, the message queue, the checkpoints
 
 
-def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, added: dict) -> None:
+def die_with(parent: int) -> None:
+    """Make this worker process end when ``parent`` (the process running the experiment) ends, even by
+    ``kill -9``, so that no worker outlives its run. On Linux a pidfd wakes a watchdog thread the moment the
+    parent exits (the worker's own parent is the fork server, so PR_SET_PDEATHSIG alone would not do);
+    elsewhere the thread polls the parent once a second."""
+
+    def watch() -> None:
+        try:
+            handle = os.pidfd_open(parent)
+        except (AttributeError, OSError):  # no pidfd (not Linux, or an old kernel): poll
+            while True:
+                time.sleep(1.0)
+                try:
+                    os.kill(parent, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+        else:
+            select.select([handle], [], [])
+        os._exit(1)
+
+    if parent != os.getpid():
+        threading.Thread(target=watch, name="banditbench-parent-watch", daemon=True).start()
+
+
+def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | None, added: dict, parent: int) -> None:
+    die_with(parent)
     limit_threads()
     plugins.install(added)  # algorithms registered in the parent from import paths or plugins
     _worker.update(dataset=dataset, messages=messages, checkpoints=checkpoints)
+    messages.put(("ready", os.getpid()))
 
 
 def _work(unit: Unit) -> tuple[Unit, UnitResult]:
@@ -109,12 +143,29 @@ def pool_context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context.set_forkserver_preload(["banditbench.worker_signals", __name__])  # signals first: see that module
     # The server (started once per process) gets one-thread variables, so numpy's BLAS starts there without
     # a thread pool: the server stays single-threaded, which is what makes forking from it safe.
     with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):
         forkserver.ensure_running()
     return context
+
+
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Hold a Ctrl-C back until the block ends, then raise it. A worker process whose start was cut off by
+    one would print a traceback (its parent gone before it got its start-up data)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 class LocalExecutor(Executor):
@@ -124,6 +175,7 @@ class LocalExecutor(Executor):
             raise UserError(f"--jobs must be at least 1, got {self.jobs}")
         self.pool = None
         self.messages = None
+        self.ready = 0  # workers that have started
 
     def __exit__(self, *exc) -> None:
         if self.pool is None:
@@ -135,6 +187,7 @@ class LocalExecutor(Executor):
                 process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
+        self.ready = 0
 
     def start(self, dataset: PreparedDataset, checkpoints: Checkpoints | None) -> None:
         # concurrent.futures rather than multiprocessing.Pool: a worker that dies (e.g. killed when out of
@@ -143,7 +196,24 @@ class LocalExecutor(Executor):
             context = pool_context()
             self.messages = context.Queue()
             self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
-                                            initargs=(dataset, self.messages, checkpoints, plugins.added()))
+                                            initargs=(dataset, self.messages, checkpoints, plugins.added(),
+                                                      os.getpid()))
+
+    def await_workers(self, timeout: float = 60.0) -> list[tuple[str, Any]]:
+        """Wait until every started worker has run its initializer (a minute at most); return the other
+        messages that came meanwhile, in order."""
+        early = []
+        deadline = time.monotonic() + timeout
+        while self.ready < len(self.pool._processes) and time.monotonic() < deadline:
+            try:
+                message = self.messages.get(timeout=0.1)
+            except queues.Empty:
+                continue
+            if message[0] == "ready":
+                self.ready += 1
+            else:
+                early.append(message)
+        return early
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
@@ -155,14 +225,17 @@ class LocalExecutor(Executor):
                     on_unit_start(unit)
                 finished(unit, run_one(unit, dataset, progress, checkpoints))
             return
-        self.start(dataset, checkpoints)
+        with deferred_interrupt():  # workers start inside submit: let none be cut off half-born
+            self.start(dataset, checkpoints)
+            futures = [self.pool.submit(_work, unit) for unit in units]
+            early = self.await_workers()
         messages = self.messages
         by_id = {u.id: u for u in units}
 
         def drain() -> None:
             while True:
                 try:
-                    kind, value = messages.get_nowait()
+                    kind, value = early.pop(0) if early else messages.get_nowait()
                 except queues.Empty:
                     return
                 if kind == "start" and on_unit_start is not None:
@@ -170,7 +243,7 @@ class LocalExecutor(Executor):
                 elif kind == "rounds" and progress is not None:
                     progress(value)
 
-        pending = {self.pool.submit(_work, unit) for unit in units}
+        pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             drain()

@@ -1,9 +1,9 @@
 """An experiment: every (algorithm × grid cell × seed) unit on one dataset, written under ``results/<name>/``.
 
-Everything a user can get wrong is checked in :func:`plan` before anything is written. A new
-experiment folder receives shards as units finish (so an interrupted run can be resumed); with
-``overwrite`` the run is staged beside the old folder and swapped in only when it completes, so the
-old results survive a failed rerun.
+Everything a user can get wrong is checked in :func:`plan`, :func:`check_sizes` and
+``results.folder.check_output`` before anything is written. A new experiment folder receives shards as
+units finish (so an interrupted run can be resumed); with ``overwrite`` the run is staged beside the old
+folder and swapped in only when it completes, so the old results survive a failed rerun (results/folder.py).
 
 Grids: with ``tune_seeds = 0`` every cell is run on the report seeds and reported (a sensitivity
 study); with ``tune_seeds > 0`` an algorithm with several cells is first run on the tuning seeds, the
@@ -14,10 +14,9 @@ it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 
 from __future__ import annotations
 
-import json
+import difflib
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -30,13 +29,21 @@ from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
-from banditbench.results.shards import shard_path, write_shard
+from banditbench.results import folder as manifest
+from banditbench.results.folder import Output, check_output
+from banditbench.results.shards import disk_full, estimated_bytes, shard_path, verify_shard, write_shard
+from banditbench.results.units import Unit
 from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.executors import Executor, LocalExecutor
-from banditbench.runner.unit import Unit
 
-MANIFEST = "manifest.json"
+MAX_INT64 = 2**63 - 1
+MAX_ROUNDS = 2**40  # far above any memory; the memory check in check_sizes is the usual limit
+MAX_SEEDS = 100_000
+MAX_UNITS = 1_000_000  # one shard file each
+MAX_JOBS = 4096
+BYTES_PER_ROUND = 256  # a unit's per-round columns in memory (about 12 eight-byte columns), twice over for the
+# Arrow table built from them at the end
 
 
 @dataclass
@@ -64,7 +71,9 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
-        raise UserError(f"unknown algorithm {unknown[0]!r}; choose from: {', '.join(ALGORITHMS)}")
+        near = difflib.get_close_matches(unknown[0], list(ALGORITHMS), n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise UserError(f"unknown algorithm {unknown[0]!r}; {hint}choose from: {', '.join(ALGORITHMS)}")
     if not algorithms:
         raise UserError("--algos is empty; name at least one algorithm")
     if len(set(algorithms)) != len(algorithms):
@@ -73,6 +82,10 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"--rounds must be a positive integer, got {rounds}")
     if seeds < 1:
         raise UserError(f"--seeds must be a positive integer, got {seeds}")
+    for flag, value, limit in (("--rounds", rounds, MAX_ROUNDS), ("--seeds", seeds, MAX_SEEDS),
+                               ("--tune-seeds", tune_seeds, MAX_SEEDS), ("--seed", master_seed, MAX_INT64)):
+        if value > limit:
+            raise UserError(f"{flag} {value} is above the limit of {limit}")
     if tune_seeds < 0:
         raise UserError(f"--tune-seeds must be zero or a positive integer, got {tune_seeds}")
     if master_seed < 0:
@@ -88,6 +101,13 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         flag = {a: {"device": [device]} for a in algorithms if "device" in ALGORITHMS[a].defaults()}
         assignments = grid.merge(flag, assignments)
     resolved = grid.resolve(assignments, algorithms)
+    units = 0  # counted before any unit is built, so that a huge --seeds is refused at once
+    for algo in algorithms:
+        n = len(grid.cells(resolved[algo]))
+        units += n * tune_seeds + seeds if tune_seeds and n > 1 else n * seeds
+    if units > MAX_UNITS:
+        raise UserError(f"{units} units are above the limit of {MAX_UNITS} (one shard file each); "
+                        "lower --seeds, --tune-seeds or the grid")
     for algo in algorithms:  # an unusable device fails here, before anything is written
         for cell in grid.cells(resolved[algo]):
             if "device" in cell:  # a neural algorithm: its module has imported torch already
@@ -147,6 +167,28 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     return experiment
 
 
+def check_sizes(experiment: Experiment, jobs: int) -> None:
+    """Refuse a run whose units cannot fit: the number of units, and the memory the ``jobs`` units running at
+    once need for their per-round columns, against this machine's memory."""
+    c = experiment.config
+    units = len(experiment.units) + len(experiment.tuning_units) + c["seeds"] * len(experiment.tuned)
+    if jobs > MAX_JOBS:
+        raise UserError(f"--jobs {jobs} is above the limit of {MAX_JOBS}")
+    needed = BYTES_PER_ROUND * c["rounds"] * min(jobs, units)
+    memory = physical_memory()
+    if memory and needed > memory:
+        raise UserError(f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
+                        f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower --rounds "
+                        "or --jobs")
+
+
+def physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
     """The protocol's settings, its ``SETTINGS`` defaults filled in and ``given`` cast to their types."""
     defaults = getattr(PROTOCOLS[protocol].environment, "SETTINGS", {})
@@ -158,50 +200,12 @@ def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
             for name, default in defaults.items()}
 
 
-def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> str | None:
-    """The first setting that differs, as ``rounds: 300 in the folder, 301 now``; None if they agree."""
-    for key in sorted(set(saved) | set(current)):
-        name = f"{prefix}{key}"
-        if key not in saved or key not in current:
-            return f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, " \
-                   f"{'absent' if key not in current else repr(current[key])} now"
-        a, b = saved[key], current[key]
-        if isinstance(a, dict) and isinstance(b, dict):
-            found = config_difference(a, b, f"{name}.")
-            if found:
-                return found
-        elif a != b:
-            return f"{name}: {a!r} in the folder, {b!r} now"
-    return None
-
-
-def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume: bool) -> Path:
-    """Check the output folder and return where shards go (a staging folder when overwriting)."""
-    if overwrite and resume:
-        raise UserError("--overwrite and --resume exclude each other")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a folder")
-    if out.exists() and any(out.iterdir()) and not (overwrite or resume):
-        raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
-    if resume and (out / MANIFEST).exists():
-        difference = config_difference(json.loads((out / MANIFEST).read_text())["config"], experiment.config)
-        if difference:
-            raise UserError(f"--resume: {out} was run with other settings ({difference}); "
-                            "use another --out or --overwrite")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if overwrite and out.exists():
-            target = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        else:
-            out.mkdir(exist_ok=True)
-            target = out
-        probe = target / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UserError(f"cannot write results to {out}: {e.strerror}") from None
-    return target
+def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume: bool,
+                   data_dir: Path | None = None) -> Output:
+    """Check the output folder, then create and lock it; returns where shards go (a staging folder when
+    overwriting), to be handed to :func:`execute`."""
+    check_output(Path(out), experiment.config, overwrite=overwrite, resume=resume, data_dir=data_dir)
+    return Output(Path(out), overwrite=overwrite)
 
 
 def final_regret(path: Path) -> float:
@@ -226,62 +230,92 @@ def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, An
 
 def write_manifest(target: Path, experiment: Experiment, tuning: dict[str, Any] | None,
                    execution: dict[str, Any]) -> None:
-    manifest = {"config": experiment.config, "units": [u.id for u in experiment.units],
-                "labels": experiment.labels, "tuning_units": [u.id for u in experiment.tuning_units],
-                "tuning": tuning, "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})),
-                "execution": execution, "banditbench_version": __version__}
-    partial = target / f".{MANIFEST}.partial"
-    partial.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, target / MANIFEST)
+    manifest.write_manifest(target, {
+        "config": experiment.config, "units": [u.id for u in experiment.units], "labels": experiment.labels,
+        "tuning_units": [u.id for u in experiment.tuning_units], "tuning": tuning,
+        "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})), "execution": execution,
+        "banditbench_version": __version__})
 
 
-def execute(experiment: Experiment, target: Path, out: Path, on_unit_start: Callable[[Unit], None] | None = None,
-            progress: Callable[[int], None] | None = None, executor: Executor | None = None,
-            checkpoint_every: int = 0, on_plan: Callable[[list[Unit]], None] | None = None,
-            settings: dict[str, Any] | None = None) -> list[Unit]:
-    """Run every unit whose shard is missing in ``target``; return the units that ran.
+def pending_units(units: list[Unit], target: Path, dataset_sha256: str,
+                  warn: Callable[[str], None] | None = None) -> list[Unit]:
+    """The units without a complete shard; a shard that fails verification is removed and its unit re-run."""
+    pending = []
+    for unit in units:
+        path = shard_path(target, unit)
+        if not path.exists():
+            pending.append(unit)
+            continue
+        problem = verify_shard(path, unit, dataset_sha256)
+        if problem is not None:
+            if warn is not None:
+                warn(f"{path} is broken ({problem}); running {unit.id} again")
+            path.unlink()
+            pending.append(unit)
+    return pending
+
+
+def execute(experiment: Experiment, target: Path | Output, out: Path,
+            on_unit_start: Callable[[Unit], None] | None = None, progress: Callable[[int], None] | None = None,
+            executor: Executor | None = None, checkpoint_every: int = 0,
+            on_plan: Callable[[list[Unit]], None] | None = None, settings: dict[str, Any] | None = None,
+            warn: Callable[[str], None] | None = None) -> list[Unit]:
+    """Run every unit whose shard is missing or broken in ``target``; return the units that ran.
 
     Phase 1 runs the tuning units and the report units already known; phase 2 the report units of
     the cells chosen on the tuning seeds. ``on_plan`` is told the units of each phase before it runs.
     ``settings`` (the run's resolved settings: preset, file, flags) are recorded in the manifest as they
-    are; only ``experiment.config`` decides whether a folder can be resumed.
+    are; only ``experiment.config`` decides whether a folder can be resumed. ``target`` is what
+    :func:`prepare_output` returned; it is committed (a staged overwrite swapped in) and unlocked at the end.
+    A full disk is one :class:`UserError` naming the folder; the finished shards stay, so ``--resume``
+    continues once space is freed.
     """
+    output = target if isinstance(target, Output) else None
+    target = Path(target)
     executor = executor or LocalExecutor(jobs=1)
     checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
     execution = {"executor": executor.describe(), "checkpoint_every": checkpoint_every, "settings": settings}
     ran: list[Unit] = []
-    staged = Path(target) != Path(out)
+    sha = experiment.dataset.manifest_sha256
 
     def run_phase(units: list[Unit]) -> None:
-        pending = [u for u in units if not shard_path(target, u).exists()]
+        pending = pending_units(units, target, sha, warn)
         if on_plan is not None:
             on_plan(pending)
+        left = {u.id: u for u in pending}
 
         def finished(unit: Unit, result) -> None:
-            write_shard(target, unit, result, experiment.dataset.manifest_sha256)
+            write_shard(target, unit, result, sha)
             if checkpoints is not None:
                 checkpoints.clear(unit)
             ran.append(unit)
+            left.pop(unit.id, None)
 
-        executor.run(pending, experiment.dataset, finished, on_unit_start=on_unit_start, progress=progress,
-                     checkpoints=checkpoints)
+        try:
+            executor.run(pending, experiment.dataset, finished, on_unit_start=on_unit_start, progress=progress,
+                         checkpoints=checkpoints)
+        except OSError as e:
+            needed = sum(estimated_bytes(u.rounds) for u in left.values())
+            error = disk_full(e, Path(out), needed)
+            if error is None:
+                raise
+            raise error from None
 
     try:
-        write_manifest(target, experiment, None, execution)
+        try:
+            write_manifest(target, experiment, None, execution)
+        except OSError as e:
+            raise disk_full(e, Path(out)) or e from None
         with executor:
             run_phases(experiment, target, execution, run_phase)
         if checkpoints is not None:
             shutil.rmtree(checkpoints.folder, ignore_errors=True)
     except BaseException:
-        if staged:  # a failed --overwrite leaves the old results as they were
-            shutil.rmtree(target, ignore_errors=True)
+        if output is not None:  # a failed --overwrite leaves the old results as they were
+            output.discard()
         raise
-    if staged:  # overwrite: swap the finished run in
-        old = out.with_name(f".{out.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out, old)
-        os.rename(target, out)
-        shutil.rmtree(old)
+    if output is not None:
+        output.commit()
     return ran
 
 

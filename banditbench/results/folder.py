@@ -1,0 +1,204 @@
+"""A results folder: its manifest, the checks before anything is written into it, its lock, and the
+bookkeeping that lets ``--resume`` finish it.
+
+A folder holds banditbench results when its ``manifest.json`` says so (a JSON object with the run's
+``config`` and planned ``units``). Only such a folder may be resumed or replaced with ``--overwrite``;
+anything else non-empty is refused, so no user file is ever deleted or mixed with results. While a run
+writes into a folder it holds an exclusive ``flock`` on ``<folder>/.lock``, so a second run into the same
+folder is refused instead of racing the first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from banditbench.errors import UserError
+from banditbench.results.shards import SHARDS, replace_atomically
+
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+CHECKPOINTS = "checkpoints"
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`") \
+            from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path} is corrupt: {e}") from None
+    if not isinstance(manifest, dict) or not {"config", "units"} <= set(manifest):
+        raise UserError(f"{path} is corrupt: it lacks the run's config or units")
+    return manifest
+
+
+def is_results_folder(folder: Path) -> bool:
+    try:
+        read_manifest(folder)
+    except UserError:
+        return False
+    return True
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    replace_atomically(Path(folder) / MANIFEST, lambda p: p.write_text(text))
+
+
+def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: str = "") -> str | None:
+    """The first setting that differs, as ``rounds: 300 in the folder, 301 now``; None if they agree."""
+    for key in sorted(set(saved) | set(current)):
+        name = f"{prefix}{key}"
+        if key not in saved or key not in current:
+            return f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, " \
+                   f"{'absent' if key not in current else repr(current[key])} now"
+        a, b = saved[key], current[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            found = config_difference(a, b, f"{name}.")
+            if found:
+                return found
+        elif a != b:
+            return f"{name}: {a!r} in the folder, {b!r} now"
+    return None
+
+
+def _contents(folder: Path) -> list[str]:
+    """What a folder holds, besides a run's lock and the partial files a killed run may leave."""
+    return [p.name for p in folder.iterdir() if p.name != LOCK and not _partial(p.name)]
+
+
+def _partial(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".partial")
+
+
+def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool,
+                 data_dir: Path | None = None) -> None:
+    """Every refusal of ``--out`` that can be decided without writing anything."""
+    if overwrite and resume:
+        raise UserError("--overwrite and --resume exclude each other")
+    if str(out).strip() == "":
+        raise UserError("--out is empty; name a results folder")
+    out = Path(out)
+    where = out.resolve()
+    cwd = Path.cwd().resolve()
+    if where == cwd or where in cwd.parents:
+        raise UserError(f"--out {out} is the current folder or one above it; name a folder of its own for results")
+    if data_dir is not None:
+        data = Path(data_dir).resolve()
+        if where == data or where in data.parents:
+            raise UserError(f"--out {out} is the data folder {data_dir} or one above it; name another folder")
+    for parent in reversed(out.parents):  # --out FILE/sub: blame FILE
+        if parent.exists() and not parent.is_dir():
+            raise UserError(f"--out {out}: {parent} is a file, not a folder")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a folder")
+    if not out.exists():
+        return
+    try:
+        contents = _contents(out)
+    except OSError as e:
+        raise UserError(f"cannot read --out {out}: {e.strerror}") from None
+    if not contents:
+        return
+    results = is_results_folder(out)
+    if not (overwrite or resume):
+        if results:
+            raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
+        raise UserError(f"{out} holds files but no banditbench results; choose another --out")
+    if not results:
+        raise UserError(f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
+                        f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
+                        "another --out")
+    if resume:
+        difference = config_difference(read_manifest(out)["config"], config)
+        if difference:
+            raise UserError(f"--resume: {out} was run with other settings ({difference}); "
+                            "use another --out or --overwrite")
+
+
+def _lock(folder: Path, out: Path):
+    handle = open(folder / LOCK, "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UserError(f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
+                        "finish or choose another --out") from None
+    return handle
+
+
+class Output(os.PathLike):
+    """Where a run writes: ``out`` itself, or a staging folder beside it when replacing old results, which
+    are swapped out only when the new run completes. Holds the folder's lock until :meth:`close`."""
+
+    def __init__(self, out: Path, *, overwrite: bool):
+        self.out = Path(out)
+        self.created = not self.out.exists()
+        self.staged = overwrite and not self.created and bool(_contents(self.out))
+        self.locks = []
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.locks.append(_lock(self.out, self.out))
+            if self.staged:
+                self.target = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", dir=self.out.parent))
+                self.locks.append(_lock(self.target, self.out))  # moves with the folder into place
+            else:
+                self.target = self.out
+                for stale in [*self.out.glob(".*.partial"), *(self.out / SHARDS).glob(".*.partial")]:
+                    stale.unlink()  # left by a killed run; the lock says no run is writing them now
+        except UserError:
+            self.close()
+            if self.created:
+                shutil.rmtree(self.out, ignore_errors=True)
+            raise
+        except OSError as e:
+            self.close()
+            raise UserError(f"cannot write results to {out}: {e.strerror}") from None
+
+    def __fspath__(self) -> str:
+        return str(self.target)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.target / name
+
+    def close(self) -> None:
+        for handle in self.locks:
+            handle.close()
+        self.locks = []
+
+    def commit(self) -> None:
+        """A staged run is complete: swap it in for the old results."""
+        if self.staged:
+            old = self.out.with_name(f".{self.out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(self.out, old)
+            os.rename(self.target, self.out)
+            shutil.rmtree(old)
+            self.target = self.out
+            self.staged = False
+        self.close()
+
+    def discard(self) -> None:
+        """A run failed: drop a staging folder (the old results stay), or a folder this run created that
+        holds no finished unit and no checkpoint, so that a failed first attempt leaves nothing behind."""
+        if self.staged:
+            shutil.rmtree(self.target, ignore_errors=True)
+        elif self.created and not any((self.out / SHARDS).glob("*.parquet")) \
+                and not any((self.out / CHECKPOINTS).glob("*")):
+            shutil.rmtree(self.out, ignore_errors=True)
+        self.close()
+
+
+def latest_experiment(results_dir: Path) -> Path:
+    candidates = sorted(Path(results_dir).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
+    if not candidates:
+        raise UserError(f"no experiments in {results_dir}/; run `banditbench run` first")
+    return candidates[-1].parent

@@ -1,0 +1,54 @@
+"""Fault injection: a run killed at random moments (SIGKILL of the main process, or Ctrl-C's SIGINT to its
+process group) and resumed gives the same shard bytes as an uninterrupted run, and leaves no process behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from test_reliability import session_processes, shards, wait_for
+
+TRIALS = 20
+ARGS = ("run", "--algos", "linucb-ind,club,random", "--rounds", "2000", "--seeds", "2", "--seed", "0")
+
+
+def banditbench(*args):
+    return subprocess.Popen([sys.executable, "-m", "banditbench", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.slow
+def test_runs_killed_at_random_moments_resume_to_identical_shards_and_leave_no_process(data_dir, tmp_path):
+    started = time.monotonic()
+    reference = banditbench(*ARGS, "--jobs", "1", "--data-dir", data_dir, "--out", tmp_path / "reference")
+    assert reference.wait(timeout=300) == 0, reference.stderr.read()
+    duration = time.monotonic() - started
+    expected = shards(tmp_path / "reference")
+    assert len(expected) == 6
+    rng = np.random.default_rng(20261125)
+    for trial in range(TRIALS):
+        out = tmp_path / f"trial{trial}"
+        jobs = str(1 + trial % 2)
+        kill = signal.SIGKILL if trial % 2 == 0 else signal.SIGINT
+        delay = float(rng.uniform(0.3, duration))
+        process = banditbench(*ARGS, "--jobs", jobs, "--data-dir", data_dir, "--out", out)
+        time.sleep(delay)
+        if kill == signal.SIGKILL:
+            process.kill()  # the main process only: its workers must notice by themselves
+        else:
+            os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
+        _, err = process.communicate(timeout=120)
+        assert "Traceback" not in err, (trial, err)
+        if kill == signal.SIGINT and process.returncode != 0:  # 0: it had finished before the signal
+            # 130, or death by SIGINT itself when it lands as the interpreter starts or exits: a shell reports both as 130
+            assert process.returncode in (130, -signal.SIGINT) and "interrupted" in err, (trial, err)
+        wait_for(lambda: session_processes(process.pid) == [], timeout=15)
+        resumed = banditbench(*ARGS, "--jobs", jobs, "--data-dir", data_dir, "--out", out, "--resume")
+        _, err = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, (trial, delay, err)
+        assert shards(out) == expected, (trial, delay)
+        wait_for(lambda: session_processes(resumed.pid) == [], timeout=15)
