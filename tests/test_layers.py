@@ -49,12 +49,12 @@ def imports(path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names}
-    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
-    return {name for name in found if name in modules and name != module_name(path)}
+            # `from package import module` imports the module; `from module import name` the module itself
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names}
+    return {name for name in found if name in MODULES and name != module_name(path)}
 
 
+MODULES = {module_name(p) for p in PACKAGE.rglob("*.py")}
 GRAPH = {module_name(p): imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 

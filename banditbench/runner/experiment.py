@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow.parquet as pq
 
-from banditbench import __version__
+from banditbench.version import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
