@@ -239,8 +239,7 @@ def run_experiment(
     except KeyboardInterrupt:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
-        raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) \
-            from None
+        raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) from None
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -24,6 +24,7 @@ Switches (reference-code quirks that change results):
 from __future__ import annotations
 
 import numpy as np
+
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
@@ -31,11 +32,29 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class CLUB(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "ridge": d.POSITIVE, "random_init_graph": d.FLAG,
-               "reference_ucb": d.FLAG, "served_pairs_only": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "alpha2": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "random_init_graph": d.FLAG,
+        "reference_ucb": d.FLAG,
+        "served_pairs_only": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
-                 random_init_graph: bool = False, reference_ucb: bool = False, served_pairs_only: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 1.0,
+        alpha2: float = 1.0,
+        ridge: float = 1.0,
+        random_init_graph: bool = False,
+        reference_ucb: bool = False,
+        served_pairs_only: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
         self.reference_ucb, self.served_pairs_only = reference_ucb, served_pairs_only
