@@ -93,7 +93,7 @@ class Hooks:
     on_plan: Callable[[list], None] | None = None
     on_unit_start: Callable[[Any], None] | None = None
     progress: Callable[[int], None] | None = None
-    warn: Callable[[str], None] | None = None  # a broken shard found on resume, to be run again
+    warn: Callable[[str], None] | None = None  # dataset warnings; a broken shard found on resume, run again
 
 
 def run(
@@ -198,6 +198,9 @@ def run_experiment(
         device=device,
         env=s["env"],
     )
+    if hooks.warn is not None:  # what prepare found suspicious in the data, repeated where the results are made
+        for line in experiment.dataset.manifest.get("warnings", []):
+            hooks.warn(f"dataset {s['dataset']}: {line}")
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
     for name in s["algos"]:
         if name in plugins.ORIGINS:

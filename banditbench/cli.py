@@ -602,7 +602,7 @@ def report(
         for table in to_rich(report_):
             console.print(table)
     target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    for path in write_report_files(report_, Path(target), chosen, incomplete) if chosen else []:
+    for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -639,10 +639,12 @@ def incompleteness(results) -> str | None:
     return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
 
 
-def write_report_files(report_, target: Path, formats: list[str], incomplete: str | None) -> list[Path]:
+def write_report_files(
+    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = ()
+) -> list[Path]:
     """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
     a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
-    line and in INCOMPLETE.txt beside the CSV files."""
+    line and in INCOMPLETE.txt beside the CSV files; ``warnings`` (the data's, the aggregation's) head report.md."""
     from banditbench.report.formats import write_files
     from banditbench.results.shards import disk_full
 
@@ -652,6 +654,10 @@ def write_report_files(report_, target: Path, formats: list[str], incomplete: st
             staging = Path(staging)
             written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
             stale = target / INCOMPLETE
+            if warnings and "md" in formats:
+                md = staging / "report.md"
+                head = "".join(f"> warning: {line}\n" for line in warnings)
+                md.write_text(head + "\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
             if incomplete:
                 if "md" in formats:
                     md = staging / "report.md"

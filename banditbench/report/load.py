@@ -185,6 +185,8 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
     warnings = []
     first: dict[str, LoadedExperiment] = {}
     for exp in experiments:
+        manifest = read_manifest(exp.folder)
+        warnings += [f"{exp.folder}: dataset {exp.dataset}: {line}" for line in manifest.get("dataset_warnings", [])]
         other = first.setdefault(exp.dataset, exp)
         if other is exp:
             continue

@@ -302,6 +302,7 @@ def write_manifest(
             "tuning": tuning,
             "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})),
             "execution": execution,
+            "dataset_warnings": experiment.dataset.manifest.get("warnings", []),
             "banditbench_version": __version__,
         },
     )
