@@ -409,6 +409,12 @@ def run(
         "ones, that pick the best cell of each grid; 0 reports every cell "
         "\\[default: 0].",
     ),
+    tune_rounds: int | None = typer.Option(
+        None,
+        "--tune-rounds",
+        help="Rounds of each tuning unit, to tune on the first rounds as Ghosh et al. (2021) did; 0 tunes on the "
+        "whole horizon \\[default: 0, or the preset's].",
+    ),
     seed: int | None = typer.Option(
         None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."
     ),
@@ -450,6 +456,7 @@ def run(
         "rounds": rounds,
         "seeds": seeds,
         "tune-seeds": tune_seeds,
+        "tune-rounds": tune_rounds,
         "seed": seed,
         "budget": parse_budget(budget),
         "set": assignments,

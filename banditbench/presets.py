@@ -111,6 +111,7 @@ def preset(
     rounds: int,
     seeds: int,
     tune_seeds: int = 0,
+    tune_rounds: int = 0,
     grid: dict[str, Any] | None = None,
     budget: int | None = None,
     notes: str = "",
@@ -126,6 +127,7 @@ def preset(
         "rounds": rounds,
         "seeds": seeds,
         "tune-seeds": tune_seeds,
+        "tune-rounds": tune_rounds,
         "set": grid or {},
         "budget": budget,
         "notes": notes,
@@ -347,6 +349,7 @@ preset(
     rounds=100_000,
     seeds=30,
     tune_seeds=3,
+    tune_rounds=50_000,
     grid={
         "cmlb.delta": 0.4,
         "cmlb.alpha": 0.2,
@@ -362,8 +365,9 @@ preset(
     },
     notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
     "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
-    "is ours (the paper tunes on its first 500 rounds without giving it), picked on 3 disjoint tuning "
-    "seeds; prepare one dataset per z with `prepare synthetic --protocol synchronous --noise 1 --z Z`. "
+    "is ours (the paper gives none), picked as the paper did on the first 500 steps (500 pulls of each user, "
+    "the first 50 000 rounds) of 3 disjoint tuning seeds; prepare one dataset per z with "
+    "`prepare synthetic --protocol synchronous --noise 1 --z Z`. "
     "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
     "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
     printed=PaperSide(
@@ -573,6 +577,7 @@ def preset_settings(name: str) -> dict[str, Any]:
         )
     spec = PRESETS[name]
     settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
+    settings["tune-rounds"] = spec.get("tune-rounds", 0)
     settings["env"] = spec.get("env", {})
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}
 

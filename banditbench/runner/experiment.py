@@ -85,6 +85,7 @@ def plan(
     budget: int | None,
     params: list[str] | grid.Assignments,
     tune_seeds: int = 0,
+    tune_rounds: int = 0,
     protocol: str | None = None,
     device: str | None = None,
     env: dict[str, Any] | None = None,
@@ -92,7 +93,8 @@ def plan(
     """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
     preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
     hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
-    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``."""
+    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``; ``tune_rounds``: the rounds of
+    a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only."""
     check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
@@ -117,6 +119,8 @@ def plan(
             raise UserError(f"{flag} {value} is above the limit of {limit}")
     if tune_seeds < 0:
         raise UserError(f"--tune-seeds must be zero or a positive integer, got {tune_seeds}")
+    if not 0 <= tune_rounds <= rounds:
+        raise UserError(f"--tune-rounds must be between 0 (the whole horizon) and --rounds {rounds}, got {tune_rounds}")
     if master_seed < 0:
         raise UserError(f"--seed must be non-negative, got {master_seed}")
     if budget is not None and budget < 1:
@@ -190,6 +194,7 @@ def plan(
         "algorithms": resolved,
         "seeds": seeds,
         "tune_seeds": tune_seeds,
+        **({"tune_rounds": tune_rounds} if tune_rounds else {}),  # absent when tuning sees the whole horizon
         "master_seed": master_seed,
         "rounds": rounds,
         "budget": budget,
@@ -201,7 +206,18 @@ def plan(
         if tune_seeds and len(algo_cells) > 1:
             experiment.tuned[algo] = algo_cells
             experiment.tuning_units += [
-                Unit(dataset, protocol, algo, cell, master_seed, j, rounds, budget, tuning=True, env=env_settings)
+                Unit(
+                    dataset,
+                    protocol,
+                    algo,
+                    cell,
+                    master_seed,
+                    j,
+                    tune_rounds or rounds,
+                    budget,
+                    tuning=True,
+                    env=env_settings,
+                )
                 for cell in algo_cells
                 for j in range(tune_seeds)
             ]
