@@ -131,7 +131,7 @@ def plan(
 
         if device not in DEVICES:
             raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
-        flag = {a: {"device": [device]} for a in algorithms if "device" in ALGORITHMS[a].defaults()}
+        flag = {a: {"device": [device]} for a in algorithms if ALGORITHMS[a].capabilities.device}
         assignments = grid.merge(flag, assignments)
     resolved = grid.resolve(assignments, algorithms)
     units = 0  # counted before any unit is built, so that a huge --seeds is refused at once
@@ -144,10 +144,10 @@ def plan(
             "lower --seeds, --tune-seeds or the grid"
         )
     for algo in algorithms:  # an unusable device fails here, before anything is written
-        for cell in grid.cells(resolved[algo]):
-            if "device" in cell:  # a neural algorithm: its module has imported torch already
-                from banditbench.algos.neural import resolve_device
+        if ALGORITHMS[algo].capabilities.device:  # a neural algorithm: its module has imported torch already
+            from banditbench.algos.neural import resolve_device
 
+            for cell in grid.cells(resolved[algo]):
                 resolve_device(cell["device"])
     prepared = load_dataset(data_dir, dataset)
     prepared_for = PROTOCOL_ALIASES.get(prepared.manifest["protocol"], prepared.manifest["protocol"])
@@ -165,13 +165,13 @@ def plan(
     if check is not None:
         check(prepared, env_settings, budget)
     for algo in algorithms:
-        if getattr(ALGORITHMS[algo].policy, "slate", False) != info.slate:
+        if ALGORITHMS[algo].capabilities.slate != info.slate:
             kind = "recommends slates" if info.slate else "recommends one arm per round"
             raise UserError(
                 f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
                 f"`banditbench list` shows the algorithms of each protocol"
             )
-        if ALGORITHMS[algo].fixed.get("two_stage"):  # Alg. 1 picks one topic group per slate item
+        if ALGORITHMS[algo].capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
             topics = prepared.manifest["counts"].get("topics", 0)
             if topics < env_settings.get("slate_size", 0):
                 raise UserError(
@@ -182,7 +182,7 @@ def plan(
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
     if not getattr(info.environment, "provides_user_features", False):
         for algo in algorithms:
-            if ALGORITHMS[algo].fixed.get("user_features"):
+            if ALGORITHMS[algo].capabilities.user_features:
                 raise UserError(
                     f"{algo} needs user features, and protocol {protocol!r} gives none "
                     "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)"
