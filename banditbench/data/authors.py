@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from banditbench.data.prepared import sha256_of, up_to_date, write_dataset
@@ -128,6 +127,8 @@ def prepare(
         return folder
     # One OpenMP thread: the same labels on every machine; n_init = 10 was scikit-learn 0.24's default.
     with threadpool_limits(1):
+        from sklearn.cluster import KMeans  # heavy: imported when a dataset is built, not by every worker
+
         labels = KMeans(n_clusters=groups, random_state=seed, n_init=10).fit_predict(user_features)
     columns = [f"f_{j}" for j in range(user_features.shape[1])]
     users = pd.DataFrame({"user": np.arange(len(user_features)), "group": labels.astype(np.int64)})
