@@ -4,13 +4,13 @@ The Python API (banditbench/api.py): ``banditbench.prepare``, ``banditbench.run`
 imported on first use so that ``import banditbench`` stays light for the command line and worker processes.
 """
 
-__version__ = "0.1.0"
+from banditbench.version import __version__
 
-__all__ = ["Results", "load", "prepare", "run"]
+__all__ = ["Results", "__version__", "load", "prepare", "run"]
 
 
 def __getattr__(name: str):
-    if name in __all__:
+    if name in ("Results", "load", "prepare", "run"):
         from banditbench import api
 
         return getattr(api, name)

@@ -93,7 +93,7 @@ class Hooks:
     on_plan: Callable[[list], None] | None = None
     on_unit_start: Callable[[Any], None] | None = None
     progress: Callable[[int], None] | None = None
-    warn: Callable[[str], None] | None = None  # a broken shard found on resume, to be run again
+    warn: Callable[[str], None] | None = None  # dataset warnings; a broken shard found on resume, run again
 
 
 def run(
@@ -108,6 +108,7 @@ def run(
     *,
     seed: int | None = None,
     tune_seeds: int | None = None,
+    tune_rounds: int | None = None,
     params: dict | list[str] | None = None,
     env: dict[str, Any] | list[str] | None = None,
     preset: str | None = None,
@@ -137,6 +138,7 @@ def run(
         "rounds": rounds,
         "seeds": seeds,
         "tune-seeds": tune_seeds,
+        "tune-rounds": tune_rounds,
         "seed": seed,
         "budget": budget,
         "set": params,
@@ -194,10 +196,14 @@ def run_experiment(
         budget=s["budget"],
         params=s["set"],
         tune_seeds=s["tune-seeds"],
+        tune_rounds=s["tune-rounds"],
         protocol=s["protocol"],
         device=device,
         env=s["env"],
     )
+    if hooks.warn is not None:  # what prepare found suspicious in the data, repeated where the results are made
+        for line in experiment.dataset.manifest.get("warnings", []):
+            hooks.warn(f"dataset {s['dataset']}: {line}")
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
     for name in s["algos"]:
         if name in plugins.ORIGINS:
@@ -239,8 +245,7 @@ def run_experiment(
     except KeyboardInterrupt:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
-        raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) \
-            from None
+        raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) from None
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

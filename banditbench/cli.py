@@ -26,20 +26,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-prepare_app = typer.Typer(help="Build a prepared dataset (Parquet + manifest.json) under --data-dir.",
-                          no_args_is_help=True)
+prepare_app = typer.Typer(
+    help="Build a prepared dataset (Parquet + manifest.json) under --data-dir.", no_args_is_help=True
+)
 app.add_typer(prepare_app, name="prepare")
 
 # Not a terminal (CI logs, pipes): rich drops colour by itself; a wide fixed width keeps tables unwrapped.
 console = Console(width=None if sys.stdout.isatty() else 160)
-DATA_DIR = typer.Option(Path("datasets"), "--data-dir", envvar="BANDITBENCH_DATA_DIR",
-                        help="Folder of prepared datasets.")
+DATA_DIR = typer.Option(
+    Path("datasets"), "--data-dir", envvar="BANDITBENCH_DATA_DIR", help="Folder of prepared datasets."
+)
 
 
 @app.command("list")
 def list_registries(
-    what: Optional[str] = typer.Argument(None, help="presets: the papers' experiments; datasets: every dataset's "
-                                         "options and the files it reads."),
+    what: str | None = typer.Argument(
+        None, help="presets: the papers' experiments; datasets: every dataset's options and the files it reads."
+    ),
 ) -> None:
     """Show the datasets, protocols and algorithms banditbench knows, with their papers (or the presets)."""
     from banditbench.algos import ALGORITHMS, plugins
@@ -47,8 +50,9 @@ def list_registries(
     from banditbench.envs import PROTOCOLS
 
     def defaults(spec) -> str:
-        return ", ".join(f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "")
-                         for k, p in spec.parameters().items())
+        return ", ".join(
+            f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "") for k, p in spec.parameters().items()
+        )
 
     if what == "presets":
         print_presets()
@@ -57,22 +61,41 @@ def list_registries(
         print_datasets()
         return
     if what is not None:
-        raise UserError(f"unknown list {what!r}; `banditbench list`, `banditbench list datasets` or "
-                        "`banditbench list presets`")
+        raise UserError(
+            f"unknown list {what!r}; `banditbench list`, `banditbench list datasets` or `banditbench list presets`"
+        )
     found = plugins.discover()  # installed through the entry-point group banditbench.algorithms
     for title, rows in (
         ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
         ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        ("Algorithms", [(a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper, defaults(a))
-                        for a in ALGORITHMS.values() if a.name not in plugins.ORIGINS]),
-        ("Plugins", [(name, ALGORITHMS[name].description, ALGORITHMS[name].paper, defaults(ALGORITHMS[name]),
-                      origin) if name in ALGORITHMS else (name, "", "", "", origin) for name, origin in found]),
+        (
+            "Algorithms",
+            [
+                (a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper, defaults(a))
+                for a in ALGORITHMS.values()
+                if a.name not in plugins.ORIGINS
+            ],
+        ),
+        (
+            "Plugins",
+            [
+                (name, ALGORITHMS[name].description, ALGORITHMS[name].paper, defaults(ALGORITHMS[name]), origin)
+                if name in ALGORITHMS
+                else (name, "", "", "", origin)
+                for name, origin in found
+            ],
+        ),
     ):
         if not rows:
             continue
         table = Table(title=title, title_justify="left")
-        for column in ("name", "description", "paper", "defaults" if title in ("Algorithms", "Plugins") else "notes",
-                       *(["source"] if title == "Plugins" else [])):
+        for column in (
+            "name",
+            "description",
+            "paper",
+            "defaults" if title in ("Algorithms", "Plugins") else "notes",
+            *(["source"] if title == "Plugins" else []),
+        ):
             table.add_column(column, overflow="fold")
         for row in rows:
             table.add_row(*row)
@@ -82,8 +105,11 @@ def list_registries(
 def print_datasets() -> None:
     from banditbench.data import DATASETS
 
-    table = Table(title="Datasets (banditbench prepare NAME; every one that reads files also takes --source, "
-                  "--offline, --no-verify, --cache-dir, --data-dir, --force)", title_justify="left")
+    table = Table(
+        title="Datasets (banditbench prepare NAME; every one that reads files also takes --source, "
+        "--offline, --no-verify, --cache-dir, --data-dir, --force)",
+        title_justify="left",
+    )
     for column in ("name", "protocol", "reads", "options (default, domain)"):
         table.add_column(column, overflow="fold")
     for d in DATASETS.values():
@@ -102,9 +128,12 @@ def print_presets() -> None:
         table.add_column(column, overflow="fold")
     for name, spec in PRESETS.items():
         tuning = f" + {spec['tune-seeds']} tuning" if spec["tune-seeds"] else ""
-        table.add_row(name, f"{SHORT[spec['paper']]} {spec['reproduces']}",
-                      f"{spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds{tuning}",
-                      "; ".join(missing_for(name)) or "[green]nothing: ready[/]")
+        table.add_row(
+            name,
+            f"{SHORT[spec['paper']]} {spec['reproduces']}",
+            f"{spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds{tuning}",
+            "; ".join(missing_for(name)) or "[green]nothing: ready[/]",
+        )
     console.print(table)
     for paper, short in SHORT.items():
         console.print(f"{short}: {paper}", highlight=False)
@@ -113,12 +142,21 @@ def print_presets() -> None:
 SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")
 OFFLINE = typer.Option(False, "--offline", help="Never touch the network; say what is missing.")
 FORCE = typer.Option(False, "--force", help="Replace an existing prepared dataset.")
-VERIFY = typer.Option(True, "--verify/--no-verify", help="Check the published checksums or row counts; --no-verify "
-                      "accepts a different release at your own risk (the dataset is marked unverified).")
-CACHE = typer.Option(None, "--cache-dir", envvar="BANDITBENCH_CACHE",
-                     help="Cache of raw downloads \\[default: ~/.cache/banditbench].")
-COMMON = {"source": (Optional[str], SOURCE), "offline": (bool, OFFLINE), "verify": (bool, VERIFY),
-          "cache_dir": (Optional[Path], CACHE)}
+VERIFY = typer.Option(
+    True,
+    "--verify/--no-verify",
+    help="Check the published checksums or row counts; --no-verify "
+    "accepts a different release at your own risk (the dataset is marked unverified).",
+)
+CACHE = typer.Option(
+    None, "--cache-dir", envvar="BANDITBENCH_CACHE", help="Cache of raw downloads \\[default: ~/.cache/banditbench]."
+)
+COMMON = {
+    "source": (Optional[str], SOURCE),
+    "offline": (bool, OFFLINE),
+    "verify": (bool, VERIFY),
+    "cache_dir": (Optional[Path], CACHE),
+}
 
 
 def option_parameter(option) -> inspect.Parameter:
@@ -129,15 +167,24 @@ def option_parameter(option) -> inspect.Parameter:
     help_text = help_text.replace("[", "\\[")  # rich would read [default: …] as markup
     if option.type is bool:
         flag = option.flag if not option.default else f"{option.flag}/--no-{option.flag[2:]}"
-        return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                                 default=typer.Option(option.default, flag, help=help_text))
+        return inspect.Parameter(
+            option.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=bool,
+            default=typer.Option(option.default, flag, help=help_text),
+        )
     kind = Optional[option.type] if option.default is None else option.type
-    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
-                             default=typer.Option(option.default, option.flag, help=help_text))
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=kind,
+        default=typer.Option(option.default, option.flag, help=help_text),
+    )
 
 
 def prepare_command(dataset) -> None:
     """`banditbench prepare NAME`, generated from the dataset's declaration (data/registry.py)."""
+
     def command(**values) -> None:
         from banditbench.api import prepare
 
@@ -146,10 +193,14 @@ def prepare_command(dataset) -> None:
 
     parameters = [option_parameter(o) for o in dataset.options]
     if dataset.reads_raw:
-        parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
-                       for name, (kind, default) in COMMON.items()]
-    parameters += [inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, annotation=Path, default=DATA_DIR),
-                   inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=FORCE)]
+        parameters += [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+            for name, (kind, default) in COMMON.items()
+        ]
+    parameters += [
+        inspect.Parameter("data_dir", inspect.Parameter.KEYWORD_ONLY, annotation=Path, default=DATA_DIR),
+        inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=FORCE),
+    ]
     command.__signature__ = inspect.Signature(parameters)
     command.__annotations__ = {p.name: p.annotation for p in parameters}
     files = f" Reads: {dataset.files}." if dataset.files else ""
@@ -174,7 +225,8 @@ def report_prepared(path: Path) -> None:
     manifest = json.loads((path / "manifest.json").read_text())
     counts = manifest.get("counts") or {}
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
-        f"{k}={v}" for k, v in manifest.get("parameters", {}).items())  # generated data: its parameters
+        f"{k}={v}" for k, v in manifest.get("parameters", {}).items()
+    )  # generated data: its parameters
     console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):
@@ -192,8 +244,11 @@ def info(
 
     manifest = load_dataset(data_dir, dataset).manifest
     sanity = dict(manifest.get("sanity", {}))
-    table = Table(title=f"{dataset} ({manifest['protocol']} protocol) in {data_dir / dataset}", title_justify="left",
-                  show_header=False)
+    table = Table(
+        title=f"{dataset} ({manifest['protocol']} protocol) in {data_dir / dataset}",
+        title_justify="left",
+        show_header=False,
+    )
     table.add_column("what", no_wrap=True)
     table.add_column("value", overflow="fold")
     table.add_row("verification", manifest.get("verification", "not recorded (prepared by an older banditbench)"))
@@ -220,30 +275,47 @@ def info(
         console.print("no warnings", highlight=False)
 
 
-simulator_app = typer.Typer(help="The IPS-trained user-choice simulator of seed 004 (logged datasets).",
-                             no_args_is_help=True)
+simulator_app = typer.Typer(
+    help="The IPS-trained user-choice simulator of Zhang et al. 2022 (logged datasets).", no_args_is_help=True
+)
 app.add_typer(simulator_app, name="simulator")
 
 
 @simulator_app.command("train")
 def simulator_train(
     dataset: str = typer.Argument(..., help="A prepared logged dataset: mind or movielens-logged."),
-    variant: str = typer.Option("empirical", "--variant", help="Loss weighting: empirical (IPS 1/p(u,i), p = "
-                                "n(u,i)/n(u), self-normalised per row; the paper) | empirical-unnormalised | none."),
+    variant: str = typer.Option(
+        "empirical",
+        "--variant",
+        help="Loss weighting: empirical (IPS 1/p(u,i), p = "
+        "n(u,i)/n(u), self-normalised per row; the paper) | empirical-unnormalised | none.",
+    ),
     epochs: int = typer.Option(5, "--epochs", help="Epochs cap (early stopping on validation AUC)."),
     patience: int = typer.Option(1, "--patience", help="Epochs without a better validation AUC before stopping."),
-    threshold: str = typer.Option("paper", "--threshold", help="Click threshold THRES: paper (0.384 MIND, 0.855 "
-                                  "MovieLens-20M) | f1 (this model's F1-maximising one) | a number."),
+    threshold: str = typer.Option(
+        "paper",
+        "--threshold",
+        help="Click threshold THRES: paper (0.384 MIND, 0.855 "
+        "MovieLens-20M) | f1 (this model's F1-maximising one) | a number.",
+    ),
     flip: float = typer.Option(0.1, "--flip", help="Probability that each simulated reward is flipped."),
-    strict: bool = typer.Option(False, "--strict/--non-strict", help="Click if p > THRES (the authors' code) "
-                                "instead of p ≥ THRES (the paper)."),
-    user_history: str = typer.Option("true", "--user-history", help="The simulated user: true (logged history) | "
-                                     "true+clicks (plus simulated clicks) | empty (the authors' code: one user)."),
+    strict: bool = typer.Option(
+        False, "--strict/--non-strict", help="Click if p > THRES (the authors' code) instead of p ≥ THRES (the paper)."
+    ),
+    user_history: str = typer.Option(
+        "true",
+        "--user-history",
+        help="The simulated user: true (logged history) | "
+        "true+clicks (plus simulated clicks) | empty (the authors' code: one user).",
+    ),
     dim: int = typer.Option(128, "--dim", help="Item and user vector size."),
     lr: float = typer.Option(1e-3, "--lr", help="Adam learning rate."),
     batch: int = typer.Option(256, "--batch", help="Training rows per Adam step."),
-    word_pooling: str = typer.Option("mean", "--word-pooling", help="Title words pooled by mean (bag of words) or "
-                                     "attention (additive, as NRMS; slower)."),
+    word_pooling: str = typer.Option(
+        "mean",
+        "--word-pooling",
+        help="Title words pooled by mean (bag of words) or attention (additive, as NRMS; slower).",
+    ),
     threads: int = typer.Option(1, "--threads", help="torch threads (results are reproducible for a fixed count)."),
     seed: int = typer.Option(0, "--seed", help="Seed of initialisation, negatives, batch order and dropout."),
     data_dir: Path = DATA_DIR,
@@ -253,98 +325,180 @@ def simulator_train(
     from banditbench.simulator.metrics import QUANTILES
     from banditbench.simulator.train import TrainSettings, train_simulator
 
-    settings = TrainSettings(variant=variant, epochs=epochs, patience=patience, lr=lr, batch=batch, dim=dim,
-                             word_pooling=word_pooling,
-                             threshold=threshold, flip=flip, strict=strict, user_history=user_history, seed=seed,
-                             threads=threads)
+    settings = TrainSettings(
+        variant=variant,
+        epochs=epochs,
+        patience=patience,
+        lr=lr,
+        batch=batch,
+        dim=dim,
+        word_pooling=word_pooling,
+        threshold=threshold,
+        flip=flip,
+        strict=strict,
+        user_history=user_history,
+        seed=seed,
+        threads=threads,
+    )
 
     def progress(r: dict) -> None:
-        console.print(f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
-                      f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
-                      f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)", highlight=False)
+        console.print(
+            f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
+            f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
+            f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
+            highlight=False,
+        )
 
     done = train_simulator(data_dir, dataset, settings, force=force, progress=progress)
     m = done["metrics"]
-    console.print(f"best epoch {done['best_epoch']}: AUC per impression {m['auc_mean_per_impression']:.4f} "
-                  f"({m['impressions_with_auc']} impressions), global AUC {m['auc_global']:.4f}, log-loss "
-                  f"{m['log_loss']:.4f}, {m['candidates']} candidates, positive rate {m['positive_rate']:.4f}",
-                  highlight=False)
+    console.print(
+        f"best epoch {done['best_epoch']}: AUC per impression {m['auc_mean_per_impression']:.4f} "
+        f"({m['impressions_with_auc']} impressions), global AUC {m['auc_global']:.4f}, log-loss "
+        f"{m['log_loss']:.4f}, {m['candidates']} candidates, positive rate {m['positive_rate']:.4f}",
+        highlight=False,
+    )
     quantiles = "/".join(f"{q:.0%}" for q in QUANTILES)
     for label in ("positive", "negative"):
-        console.print(f"{label} probabilities, quantiles {quantiles}: "
-                      + ", ".join(f"{q:.3f}" for q in m[f"{label}_quantiles"]), highlight=False)
+        console.print(
+            f"{label} probabilities, quantiles {quantiles}: " + ", ".join(f"{q:.3f}" for q in m[f"{label}_quantiles"]),
+            highlight=False,
+        )
     for line in done["histogram"]:
         console.print(line, highlight=False)
     if m["f1_best"]:
         f = m["f1_best"]
-        console.print(f"F1-maximising threshold {f['threshold']:.5f}: precision {f['precision']:.3f}, recall "
-                      f"{f['recall']:.3f}, F1 {f['f1']:.3f}", highlight=False)
+        console.print(
+            f"F1-maximising threshold {f['threshold']:.5f}: precision {f['precision']:.3f}, recall "
+            f"{f['recall']:.3f}, F1 {f['f1']:.3f}",
+            highlight=False,
+        )
     t = m["at_threshold"]
-    console.print(f"THRES {done['threshold']:.5f} ({done['threshold_source']}, {'>' if done['strict'] else '≥'}): "
-                  f"{t['predicted_click_rate']:.1%} of validation candidates are clicks (precision "
-                  f"{t['precision']:.3f}, recall {t['recall']:.3f}); flip {done['flip']}, user history "
-                  f"{done['user_history']}", highlight=False)
-    console.print(f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
-                  f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
-                  highlight=False)
+    console.print(
+        f"THRES {done['threshold']:.5f} ({done['threshold_source']}, {'>' if done['strict'] else '≥'}): "
+        f"{t['predicted_click_rate']:.1%} of validation candidates are clicks (precision "
+        f"{t['precision']:.3f}, recall {t['recall']:.3f}); flip {done['flip']}, user history "
+        f"{done['user_history']}",
+        highlight=False,
+    )
+    console.print(
+        f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
+        f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
+        highlight=False,
+    )
 
 
 @app.command()
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", help="Experiment file (TOML, the flags' names as keys); "
-                                          "flags given here override it."),
-    preset: Optional[str] = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
-    algos: Optional[str] = typer.Option(None, "--algos", help="Comma-separated algorithm names (see `banditbench list`) "
-                                        "\\[default: random,linucb-one,linucb-ind,oracle]."),
-    rounds: Optional[int] = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
-    seeds: Optional[int] = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
-    tune_seeds: Optional[int] = typer.Option(None, "--tune-seeds", help="Tuning seeds, disjoint from the reported "
-                                             "ones, that pick the best cell of each grid; 0 reports every cell "
-                                             "\\[default: 0]."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Arms a policy may score per round, or none "
-                                         "\\[default: unlimited, or the preset's]."),
-    env: list[str] = typer.Option([], "--env", help="Protocol setting NAME=VALUE, e.g. twostage's users=100, "
-                                  "slate_size=5; repeatable."),
-    assignments: list[str] = typer.Option([], "--set", "--param", help="Hyper-parameter ALGO.NAME=VALUE, or a grid "
-                                          "ALGO.NAME=V1,V2,…; repeatable."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder \\[default: results/DATASET-TIMESTAMP]."),
+    config: Path | None = typer.Option(
+        None, "--config", help="Experiment file (TOML, the flags' names as keys); flags given here override it."
+    ),
+    preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
+    dataset: str | None = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
+    algos: str | None = typer.Option(
+        None,
+        "--algos",
+        help="Comma-separated algorithm names (see `banditbench list`) "
+        "\\[default: random,linucb-one,linucb-ind,oracle].",
+    ),
+    rounds: int | None = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    seeds: int | None = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
+    tune_seeds: int | None = typer.Option(
+        None,
+        "--tune-seeds",
+        help="Tuning seeds, disjoint from the reported "
+        "ones, that pick the best cell of each grid; 0 reports every cell "
+        "\\[default: 0].",
+    ),
+    tune_rounds: int | None = typer.Option(
+        None,
+        "--tune-rounds",
+        help="Rounds of each tuning unit, to tune on the first rounds as Ghosh et al. (2021) did; 0 tunes on the "
+        "whole horizon \\[default: 0, or the preset's].",
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Master seed; every unit's seed is spawned from it \\[default: 0]."
+    ),
+    budget: str | None = typer.Option(
+        None, "--budget", help="Arms a policy may score per round, or none \\[default: unlimited, or the preset's]."
+    ),
+    env: list[str] = typer.Option(
+        [], "--env", help="Protocol setting NAME=VALUE, e.g. twostage's users=100, slate_size=5; repeatable."
+    ),
+    assignments: list[str] = typer.Option(
+        [], "--set", "--param", help="Hyper-parameter ALGO.NAME=VALUE, or a grid ALGO.NAME=V1,V2,…; repeatable."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Results folder \\[default: results/DATASET-TIMESTAMP]."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing results folder."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted run, skipping finished units."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", help="Units run in parallel \\[default: the number of cores]."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="local (process pool) or ray \\[default: local]."),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster to join \\[default: start a local Ray]."),
-    gpus_per_unit: Optional[float] = typer.Option(None, "--gpus-per-unit", help="GPUs each Ray task asks for \\[default: 0]."),
-    checkpoint_every: Optional[int] = typer.Option(None, "--checkpoint-every", help="Save each unit's state every N "
-                                                   "rounds, so --resume continues it \\[default: 0, never]."),
-    device: Optional[str] = typer.Option(None, "--device",
-                                         help="cpu, cuda or auto: sets `device` of every algorithm that has one."),
+    jobs: int | None = typer.Option(None, "--jobs", help="Units run in parallel \\[default: the number of cores]."),
+    backend: str | None = typer.Option(None, "--backend", help="local (process pool) or ray \\[default: local]."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster to join \\[default: start a local Ray]."),
+    gpus_per_unit: float | None = typer.Option(
+        None, "--gpus-per-unit", help="GPUs each Ray task asks for \\[default: 0]."
+    ),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        "--checkpoint-every",
+        help="Save each unit's state every N rounds, so --resume continues it \\[default: 0, never].",
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda or auto: sets `device` of every algorithm that has one."
+    ),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
     from banditbench.api import Hooks, default_results_folder, run_experiment
     from banditbench.report.formats import to_rich
 
-    flags = {"dataset": dataset, "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
-             "seed": seed, "budget": parse_budget(budget), "set": assignments, "env": env,
-             "out": None if out is None else str(out),
-             "jobs": jobs, "backend": backend, "address": address, "gpus-per-unit": gpus_per_unit,
-             "checkpoint-every": checkpoint_every}
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn())
+    flags = {
+        "dataset": dataset,
+        "algos": algos,
+        "rounds": rounds,
+        "seeds": seeds,
+        "tune-seeds": tune_seeds,
+        "tune-rounds": tune_rounds,
+        "seed": seed,
+        "budget": parse_budget(budget),
+        "set": assignments,
+        "env": env,
+        "out": None if out is None else str(out),
+        "jobs": jobs,
+        "backend": backend,
+        "address": address,
+        "gpus-per-unit": gpus_per_unit,
+        "checkpoint-every": checkpoint_every,
+    }
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=0)  # rounds of all units still to run; a tuned grid adds its phase 2
         hooks = Hooks(
             on_plan=lambda units: bar.update(task, total=bar.tasks[0].total + sum(u.rounds for u in units)),
-            on_unit_start=lambda unit: bar.update(task, description=unit.id), progress=lambda n: bar.advance(task, n),
-            warn=lambda line: Console(stderr=True, highlight=False).print(f"warning: {line}"))
-        results, ran, experiment = run_experiment(flags, config=config, preset=preset, data_dir=data_dir,
-                                                  overwrite=overwrite, resume=resume, device=device,
-                                                  default_out=default_results_folder, hooks=hooks)
+            on_unit_start=lambda unit: bar.update(task, description=unit.id),
+            progress=lambda n: bar.advance(task, n),
+            warn=lambda line: Console(stderr=True, highlight=False).print(f"warning: {line}"),
+        )
+        results, ran, experiment = run_experiment(
+            flags,
+            config=config,
+            preset=preset,
+            data_dir=data_dir,
+            overwrite=overwrite,
+            resume=resume,
+            device=device,
+            default_out=default_results_folder,
+            hooks=hooks,
+        )
     tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
-    console.print(f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
-                  f"results in {results.folder}")
+    console.print(
+        f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
+        f"results in {results.folder}"
+    )
     for table in to_rich(results.tables)[:1]:  # the regret table; `banditbench report` shows the rest
         console.print(table)
 
@@ -355,8 +509,9 @@ def interrupted(stop: Interrupted) -> str:
 
     units, out = stop.units, stop.out
     if stop.staged:
-        return f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to " \
-               "replace them"
+        return (
+            f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
+        )
     done = sum(shard_path(out, u).exists() for u in units)
     args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
     if not any(a == "--out" or a.startswith("--out=") for a in args):
@@ -364,7 +519,7 @@ def interrupted(stop: Interrupted) -> str:
     return f"interrupted: {done} of {len(units)} units done; resume with: banditbench {shlex.join(args)} --resume"
 
 
-def parse_budget(text: Optional[str]) -> int | str | None:
+def parse_budget(text: str | None) -> int | str | None:
     """``--budget 5000`` → 5000; ``--budget none`` stays "none", so that it overrides a preset's budget."""
     if text is None or text.strip().lower() == "none":
         return text
@@ -380,19 +535,28 @@ def _names(text: str) -> list[str]:
 
 @app.command()
 def report(
-    folders: Optional[list[Path]] = typer.Argument(
-        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."),
-    formats: str = typer.Option("md,csv", "--format",
-                                help="Files to write, comma-separated: md, csv, latex, html (one self-contained "
-                                     "file with the plots), png, svg (plots); 'none' writes nothing."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where to write the files [default: the results folder; "
-                                                           "with several, their common parent]."),
-    check: Optional[Path] = typer.Option(None, "--check", help="Exit 1 when an algorithm's final regret got worse "
-                                                               "(or CTR lower) than in this baseline JSON."),
+    folders: list[Path] | None = typer.Argument(
+        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."
+    ),
+    formats: str = typer.Option(
+        "md,csv",
+        "--format",
+        help="Files to write, comma-separated: md, csv, latex, html (one self-contained "
+        "file with the plots), png, svg (plots); 'none' writes nothing.",
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Where to write the files [default: the results folder; with several, their common parent]."
+    ),
+    check: Path | None = typer.Option(
+        None,
+        "--check",
+        help="Exit 1 when an algorithm's final regret got worse (or CTR lower) than in this baseline JSON.",
+    ),
     tolerance: str = typer.Option("5%", "--tolerance", help="Allowed relative change for --check, e.g. 5% or 0.05."),
-    save_baseline: Optional[Path] = typer.Option(None, "--save-baseline", help="Write a baseline JSON for --check."),
-    allow_mixed: bool = typer.Option(False, "--allow-mixed",
-                                     help="Aggregate shards run with different settings or dataset versions."),
+    save_baseline: Path | None = typer.Option(None, "--save-baseline", help="Write a baseline JSON for --check."),
+    allow_mixed: bool = typer.Option(
+        False, "--allow-mixed", help="Aggregate shards run with different settings or dataset versions."
+    ),
     test: str = typer.Option("t", "--test", help="Paired test deciding ties and wins: t or wilcoxon."),
     baselines: str = typer.Option("", "--baselines", help="Algorithms to treat as baselines (overrides the registry)."),
     proposed: str = typer.Option("", "--proposed", help="Algorithms to treat as proposed methods."),
@@ -418,16 +582,20 @@ def report(
     if results.problems:  # every shard is verified before any file is written
         for problem in results.problems:
             errors.print(f"error: {problem}")
-        raise UserError(f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
-                        "with the run's settings to run their units again; nothing was written")
+        raise UserError(
+            f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
+            "with the run's settings to run their units again; nothing was written"
+        )
     roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
     for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
         for name in _names(text):
             if name not in results.algorithms:
                 near = difflib.get_close_matches(name, results.algorithms, n=1)
                 hint = f"did you mean {near[0]!r}? " if near else ""
-                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}they hold: "
-                                f"{', '.join(results.algorithms)}")
+                raise UserError(
+                    f"{flag} {name}: no such algorithm in these results; {hint}they hold: "
+                    f"{', '.join(results.algorithms)}"
+                )
     report_ = build_report(results, roles=roles, test=test)
     incomplete = incompleteness(results)
     for exp in results.experiments:
@@ -441,7 +609,7 @@ def report(
         for table in to_rich(report_):
             console.print(table)
     target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    for path in write_report_files(report_, Path(target), chosen, incomplete) if chosen else []:
+    for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -468,17 +636,22 @@ INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from few
 
 def incompleteness(results) -> str | None:
     """One line saying which experiments are reported on fewer units than their manifest planned."""
-    parts = [f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
-             for exp in results.experiments if exp.missing]
+    parts = [
+        f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+        for exp in results.experiments
+        if exp.missing
+    ]
     if not parts:
         return None
     return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
 
 
-def write_report_files(report_, target: Path, formats: list[str], incomplete: str | None) -> list[Path]:
+def write_report_files(
+    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = ()
+) -> list[Path]:
     """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
     a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
-    line and in INCOMPLETE.txt beside the CSV files."""
+    line and in INCOMPLETE.txt beside the CSV files; ``warnings`` (the data's, the aggregation's) head report.md."""
     from banditbench.report.formats import write_files
     from banditbench.results.shards import disk_full
 
@@ -488,6 +661,10 @@ def write_report_files(report_, target: Path, formats: list[str], incomplete: st
             staging = Path(staging)
             written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
             stale = target / INCOMPLETE
+            if warnings and "md" in formats:
+                md = staging / "report.md"
+                head = "".join(f"> warning: {line}\n" for line in warnings)
+                md.write_text(head + "\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
             if incomplete:
                 if "md" in formats:
                     md = staging / "report.md"

@@ -11,9 +11,10 @@ used), which ``banditbench report`` sets beside ours in its "paper vs here" tabl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from banditbench.errors import UserError
 from banditbench.runner.settings import combine, normalise, read_config, table_to_assignments
@@ -21,8 +22,10 @@ from banditbench.runner.settings import combine, normalise, read_config, table_t
 MCNB = "Ban, Qi, Wei, Liu & He, Meta Clustering of Neural Bandits, KDD 2024"
 METABAN = "Ban, Qi, Wei & He, Neural Collaborative Filtering Bandits via Meta Learning (Meta-Ban), 2022"
 BASS = "Cherkaoui, Barlier & Colin, Adaptive Sample Sharing for Multi Agent Linear Bandits (BASS)"
-GHOSH = "Ghosh, Sankararaman & Ramchandran, Collaborative Learning and Personalization in Multi-Agent " \
-        "Stochastic Linear Bandits, 2021"
+GHOSH = (
+    "Ghosh, Sankararaman & Ramchandran, Collaborative Learning and Personalization in Multi-Agent "
+    "Stochastic Linear Bandits, 2021"
+)
 TWOSTAGE = "Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations"
 
 SHORT = {MCNB: "M-CNB (KDD'24)", METABAN: "Meta-Ban", BASS: "BASS", GHOSH: "Ghosh et al. 2021", TWOSTAGE: "two-stage"}
@@ -31,8 +34,12 @@ LINEAR_CLUSTERING = ["club", "cofiba", "sclub", "locb"]
 
 
 # What each baseline calls the papers' regulariser λ and exploration scale α.
-UCB_NAMES = {"neuucb-one": ("lam", "nu"), "neuucb-ind": ("lam", "nu"), "neu-au": ("lam", "nu"),
-             "neurallinear": ("lam", "alpha")}
+UCB_NAMES = {
+    "neuucb-one": ("lam", "nu"),
+    "neuucb-ind": ("lam", "nu"),
+    "neu-au": ("lam", "nu"),
+    "neurallinear": ("lam", "alpha"),
+}
 
 
 def ucb_grid(algos: list[str], ridge: list[float], alpha: list[float]) -> dict[str, list[float]]:
@@ -93,13 +100,40 @@ class PaperSide:
 PRESETS: dict[str, dict[str, Any]] = {}
 
 
-def preset(name: str, *, paper: str, reproduces: str, dataset: str, protocol: str, algos: list[str], rounds: int,
-           seeds: int, tune_seeds: int = 0, grid: dict[str, Any] | None = None, budget: int | None = None,
-           notes: str = "", env: dict[str, Any] | None = None, printed: PaperSide | None = None) -> None:
-    PRESETS[name] = {"paper": paper, "reproduces": reproduces, "dataset": dataset, "protocol": protocol,
-                     "algos": algos, "rounds": rounds, "seeds": seeds, "tune-seeds": tune_seeds,
-                     "set": grid or {}, "budget": budget, "notes": notes, "env": env or {},
-                     "printed": printed or PaperSide()}
+def preset(
+    name: str,
+    *,
+    paper: str,
+    reproduces: str,
+    dataset: str,
+    protocol: str,
+    algos: list[str],
+    rounds: int,
+    seeds: int,
+    tune_seeds: int = 0,
+    tune_rounds: int = 0,
+    grid: dict[str, Any] | None = None,
+    budget: int | None = None,
+    notes: str = "",
+    env: dict[str, Any] | None = None,
+    printed: PaperSide | None = None,
+) -> None:
+    PRESETS[name] = {
+        "paper": paper,
+        "reproduces": reproduces,
+        "dataset": dataset,
+        "protocol": protocol,
+        "algos": algos,
+        "rounds": rounds,
+        "seeds": seeds,
+        "tune-seeds": tune_seeds,
+        "tune-rounds": tune_rounds,
+        "set": grid or {},
+        "budget": budget,
+        "notes": notes,
+        "env": env or {},
+        "printed": printed or PaperSide(),
+    }
 
 
 # M-CNB (Ban et al. 2024, §6): T = 10000, 10 runs, baselines best of λ ∈ {0.01, 0.1, 1} × α ∈ {1e-4, …, 0.1};
@@ -110,7 +144,8 @@ _mcnb_fixed = {"mcnb.nu": 5.0, "mcnb.gamma": 0.4, "mcnb.S": 1.0}
 _MCNB_REGRET = "cumulative regret after 10000 rounds"
 _mcnb_tables = {
     "movielens": ("Table 3, 2 layers", {"neuucb-one": 4839.6, "neuucb-ind": 7491.0, "mcnb": 4447.1}),
-    "yelp": ("Table 4, 2 layers", {"neuucb-one": 6964.1, "neuucb-ind": 6911.7, "mcnb": 6773.4})}
+    "yelp": ("Table 4, 2 layers", {"neuucb-one": 6964.1, "neuucb-ind": 6911.7, "mcnb": 6773.4}),
+}
 _mcnb_improvement = {"amazon": 5.8, "facebook": 7.7, "movielens": 8.1, "yelp": 2.0}
 _mcnb_data = {"movielens": ({"variant": "25m"}, "the top 10 000 users × 10 000 items of MovieLens-25M")}
 
@@ -120,99 +155,181 @@ def _mcnb_printed(dataset: str) -> PaperSide:
     figure = 2 if dataset in _mcnb_improvement else "3–4"
     claims = [Claim("best", "mcnb", f"M-CNB lowest on every panel (Fig. {figure})")]
     if dataset in _mcnb_improvement:
-        claims.append(Claim("improvement", "mcnb", f"\"M-CNB improves performance by … "
-                            f"{_mcnb_improvement[dataset]}% on {dataset}\" (§6)", value=_mcnb_improvement[dataset]))
+        claims.append(
+            Claim(
+                "improvement",
+                "mcnb",
+                f'"M-CNB improves performance by … {_mcnb_improvement[dataset]}% on {dataset}" (§6)',
+                value=_mcnb_improvement[dataset],
+            )
+        )
     data, data_text = _mcnb_data.get(dataset, ({}, ""))
-    return PaperSide(_MCNB_REGRET, tuple(PaperValue(a, v, where) for a, v in values.items()), tuple(claims),
-                     data, data_text)
+    return PaperSide(
+        _MCNB_REGRET, tuple(PaperValue(a, v, where) for a, v in values.items()), tuple(claims), data, data_text
+    )
 
 
 for _figure, _datasets in (("Fig. 2", ["amazon", "facebook", "movielens", "yelp"]),):
     for _dataset in _datasets:
         _algos = _mcnb_baselines + (["neu-au"] if _dataset in ("movielens", "yelp") else []) + ["mcnb"]
-        preset(f"mcnb-{_dataset}", paper=MCNB, reproduces=f"{_figure} (recommendation, {_dataset} panel)",
-               dataset=_dataset, protocol="recommendation", algos=_algos, rounds=10_000, seeds=10, tune_seeds=3,
-               grid={**ucb_grid([a for a in _algos if a != "mcnb"], [0.01, 0.1, 1.0], [1e-4, 1e-3, 1e-2, 0.1]),
-                     **_mcnb_fixed},
-               notes="K = 10 arms, 1 positive; 50 K-means user groups; top 10000 × 10000 users × items, "
-                     "SVD d = 10. NeuA+U only where user features exist (MovieLens, Yelp).",
-               printed=_mcnb_printed(_dataset))
-for _figure, _datasets in (("Fig. 3", ["mnist-notmnist", "cifar10", "emnist-letters", "shuttle"]),
-                           ("Fig. 4", ["mnist", "fashion-mnist", "mushroom", "magic"])):
+        preset(
+            f"mcnb-{_dataset}",
+            paper=MCNB,
+            reproduces=f"{_figure} (recommendation, {_dataset} panel)",
+            dataset=_dataset,
+            protocol="recommendation",
+            algos=_algos,
+            rounds=10_000,
+            seeds=10,
+            tune_seeds=3,
+            grid={
+                **ucb_grid([a for a in _algos if a != "mcnb"], [0.01, 0.1, 1.0], [1e-4, 1e-3, 1e-2, 0.1]),
+                **_mcnb_fixed,
+            },
+            notes="K = 10 arms, 1 positive; 50 K-means user groups; top 10000 × 10000 users × items, "
+            "SVD d = 10. NeuA+U only where user features exist (MovieLens, Yelp).",
+            printed=_mcnb_printed(_dataset),
+        )
+for _figure, _datasets in (
+    ("Fig. 3", ["mnist-notmnist", "cifar10", "emnist-letters", "shuttle"]),
+    ("Fig. 4", ["mnist", "fashion-mnist", "mushroom", "magic"]),
+):
     for _dataset in _datasets:
         _algos = _mcnb_baselines + ["mcnb"]
-        preset(f"mcnb-{_dataset}", paper=MCNB, reproduces=f"{_figure} (classification, {_dataset} panel)",
-               dataset=_dataset, protocol="classification", algos=_algos, rounds=10_000, seeds=10, tune_seeds=3,
-               grid={**ucb_grid(_mcnb_baselines, [0.01, 0.1, 1.0], [1e-4, 1e-3, 1e-2, 0.1]), **_mcnb_fixed},
-               notes="one class = one user, K = number of classes, block-encoded arms.",
-               printed=_mcnb_printed(_dataset))
+        preset(
+            f"mcnb-{_dataset}",
+            paper=MCNB,
+            reproduces=f"{_figure} (classification, {_dataset} panel)",
+            dataset=_dataset,
+            protocol="classification",
+            algos=_algos,
+            rounds=10_000,
+            seeds=10,
+            tune_seeds=3,
+            grid={**ucb_grid(_mcnb_baselines, [0.01, 0.1, 1.0], [1e-4, 1e-3, 1e-2, 0.1]), **_mcnb_fixed},
+            notes="one class = one user, K = number of classes, block-encoded arms.",
+            printed=_mcnb_printed(_dataset),
+        )
 
 # Meta-Ban (Ban et al. 2022, §5): T = 10000, 10 runs, best of λ ∈ {0.01, 0.1, 1} × α ∈ {0.001, 0.01, 0.1, 1}.
 _metaban_baselines = LINEAR_CLUSTERING + ["neuucb-one", "neuucb-ind"]
 for _figure, _dataset, _protocol, _note in (
-        ("Fig. 1", "movielens", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
-        ("Fig. 2", "yelp", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
-        ("Fig. 3", "mnist-notmnist", "classification", "20 users (classes) in 2 groups, shift-encoded arms, d + 9")):
-    preset(f"metaban-{_dataset}", paper=METABAN, reproduces=f"{_figure} ({_dataset})", dataset=_dataset,
-           protocol=_protocol, algos=_metaban_baselines + ["metaban"], rounds=10_000, seeds=10, tune_seeds=3,
-           grid=ucb_grid(_metaban_baselines, [0.01, 0.1, 1.0], [1e-3, 1e-2, 0.1, 1.0]),
-           notes=f"{_note}.",
-           printed=PaperSide("cumulative regret after 10000 rounds",
-                             claims=(Claim("best", "metaban", f"\"Meta-Ban outperforms all baselines\" ({_figure} "
-                                                              "caption)"),),
-                             stand_in="the paper prints no numbers (its figures are not recoverable)"))
+    ("Fig. 1", "movielens", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
+    ("Fig. 2", "yelp", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
+    ("Fig. 3", "mnist-notmnist", "classification", "20 users (classes) in 2 groups, shift-encoded arms, d + 9"),
+):
+    preset(
+        f"metaban-{_dataset}",
+        paper=METABAN,
+        reproduces=f"{_figure} ({_dataset})",
+        dataset=_dataset,
+        protocol=_protocol,
+        algos=_metaban_baselines + ["metaban"],
+        rounds=10_000,
+        seeds=10,
+        tune_seeds=3,
+        grid=ucb_grid(_metaban_baselines, [0.01, 0.1, 1.0], [1e-3, 1e-2, 0.1, 1.0]),
+        notes=f"{_note}.",
+        printed=PaperSide(
+            "cumulative regret after 10000 rounds",
+            claims=(Claim("best", "metaban", f'"Meta-Ban outperforms all baselines" ({_figure} caption)'),),
+            stand_in="the paper prints no numbers (its figures are not recoverable)",
+        ),
+    )
 
 # BASS (Cherkaoui et al., §7): α line-searched for every method; bandpy's example grid α ∈ {0.1, 1, 5}.
 _bass_algos = ["linucb-ind", "dynucb", "club", "sclub", "cmlb", "bass"]
 _bass_alpha = {f"{a}.alpha": [0.1, 1.0, 5.0] for a in _bass_algos}
-preset("bass-synthetic", paper=BASS, reproduces="Fig. 3 and Tables 2–3 (synthetic, M = 2 clusters)",
-       dataset="synthetic", protocol="linear", algos=_bass_algos + ["oracle"], rounds=10_000, seeds=10,
-       tune_seeds=3, grid=_bass_alpha,
-       notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms x = θ_m + 0.5‖θ_m‖ξ "
-             "around each θ_m (bandpy's generator): prepare with `prepare synthetic --centres bass --arm-set fixed "
-             "--omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω). T, N "
-             "and the run count are lost from the paper: bandpy's T = 10000, N = 18 and our 10 runs.",
-       printed=PaperSide("final cumulative regret", claims=(
-           Claim("best", "bass", "\"BASS significantly outperforms all the other algorithms\" (§7, Table 2)"),
-           Claim("beats", "bass", "\"our approach always results in a gain in comparison to Ind\" (§7)",
-                 b="linucb-ind")),
-           stand_in="Table 2's numbers are lost from the paper, and so are its T, N and run count"))
+preset(
+    "bass-synthetic",
+    paper=BASS,
+    reproduces="Fig. 3 and Tables 2–3 (synthetic, M = 2 clusters)",
+    dataset="synthetic",
+    protocol="linear",
+    algos=_bass_algos + ["oracle"],
+    rounds=10_000,
+    seeds=10,
+    tune_seeds=3,
+    grid=_bass_alpha,
+    notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms x = θ_m + 0.5‖θ_m‖ξ "
+    "around each θ_m (bandpy's generator): prepare with `prepare synthetic --centres bass --arm-set fixed "
+    "--omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω). T, N "
+    "and the run count are lost from the paper: bandpy's T = 10000, N = 18 and our 10 runs.",
+    printed=PaperSide(
+        "final cumulative regret",
+        claims=(
+            Claim("best", "bass", '"BASS significantly outperforms all the other algorithms" (§7, Table 2)'),
+            Claim("beats", "bass", '"our approach always results in a gain in comparison to Ind" (§7)', b="linucb-ind"),
+        ),
+        stand_in="Table 2's numbers are lost from the paper, and so are its T, N and run count",
+    ),
+)
 # Table 4 prints two rows per method (its hyper-parameter labels lost): the better one is the line-searched value.
-_bass_table4 = {"movielens": {"linucb-ind": 11825.2, "dynucb": 16835.0, "club": 11504.2, "sclub": 11085.5,
-                              "bass": 10273.2, "cmlb": 12010.8},
-                "yahoo": {"linucb-ind": 14800.5, "dynucb": 14689.5, "club": 13321.5, "sclub": 13663.0,
-                          "bass": 12456.0, "cmlb": 16757.5}}
+_bass_table4 = {
+    "movielens": {
+        "linucb-ind": 11825.2,
+        "dynucb": 16835.0,
+        "club": 11504.2,
+        "sclub": 11085.5,
+        "bass": 10273.2,
+        "cmlb": 12010.8,
+    },
+    "yahoo": {
+        "linucb-ind": 14800.5,
+        "dynucb": 14689.5,
+        "club": 13321.5,
+        "sclub": 13663.0,
+        "bass": 12456.0,
+        "cmlb": 16757.5,
+    },
+}
 # N and d of Table 4 are lost from the paper: ours, and the MovieLens data (ml-latest-small, the authors'), below.
 _bass_data = {"movielens": "movielens-small", "yahoo": "yahoo"}
 _bass_notes = {
     "movielens": "prepare with `prepare movielens-small` (ml-latest-small, the authors' data; `--variant 100k "
-                 "--source DIR` reads MovieLens-100K as a stand-in): every (user, movie) rating of the first K = 30 "
-                 "movies, the missing ones filled by ridge ALS (rank 10, λ = 1), σ = 1 observation noise, "
-                 "asynchronous pulling, no Oracle. We take N = 20 agents drawn anew each run (the size of bandpy's "
-                 "synthetic N = 18, so every agent is pulled ~500 times in T = 10000) and d = 10 of the 20 one-hot "
-                 "genre labels (the authors' truncation to the first d; d = 10 keeps the linear model well below "
-                 "the K = 30 arms while covering the frequent genres).",
-    "yahoo": "every (agent, arm) reward filled by matrix factorisation, σ = 1 observation noise, no Oracle."}
+    "--source DIR` reads MovieLens-100K as a stand-in): every (user, movie) rating of the first K = 30 "
+    "movies, the missing ones filled by ridge ALS (rank 10, λ = 1), σ = 1 observation noise, "
+    "asynchronous pulling, no Oracle. We take N = 20 agents drawn anew each run (the size of bandpy's "
+    "synthetic N = 18, so every agent is pulled ~500 times in T = 10000) and d = 10 of the 20 one-hot "
+    "genre labels (the authors' truncation to the first d; d = 10 keeps the linear model well below "
+    "the K = 30 arms while covering the frequent genres).",
+    "yahoo": "every (agent, arm) reward filled by matrix factorisation, σ = 1 observation noise, no Oracle.",
+}
 # The paper's text quotes ML-25M statistics, but its loader reads ml-latest-small: any other variant is a stand-in.
 _bass_paper_data = {"movielens": ({"variant": "small"}, "ml-latest-small (the authors' loader)"), "yahoo": ({}, "")}
 for _dataset, _column in (("movielens", "MovieLens"), ("yahoo", "Yahoo")):
-    preset(f"bass-{_dataset}", paper=BASS, reproduces=f"Table 4 ({_column} column) and Fig. 7",
-           dataset=_bass_data[_dataset], protocol="matrix", algos=_bass_algos, rounds=10_000, seeds=10, tune_seeds=3,
-           grid=_bass_alpha, notes=_bass_notes[_dataset],
-           printed=PaperSide("final cumulative regret",
-                             tuple(PaperValue(a, v, f"Table 4, {_column}, better of two rows")
-                                   for a, v in _bass_table4[_dataset].items()),
-                             (Claim("best", "bass", f"BASS lowest in Table 4 ({_column})"),),
-                             data=_bass_paper_data[_dataset][0], data_text=_bass_paper_data[_dataset][1],
-                             stand_in="the paper's T and run count for Table 4 are not stated"))
+    preset(
+        f"bass-{_dataset}",
+        paper=BASS,
+        reproduces=f"Table 4 ({_column} column) and Fig. 7",
+        dataset=_bass_data[_dataset],
+        protocol="matrix",
+        algos=_bass_algos,
+        rounds=10_000,
+        seeds=10,
+        tune_seeds=3,
+        grid=_bass_alpha,
+        notes=_bass_notes[_dataset],
+        printed=PaperSide(
+            "final cumulative regret",
+            tuple(
+                PaperValue(a, v, f"Table 4, {_column}, better of two rows") for a, v in _bass_table4[_dataset].items()
+            ),
+            (Claim("best", "bass", f"BASS lowest in Table 4 ({_column})"),),
+            data=_bass_paper_data[_dataset][0],
+            data_text=_bass_paper_data[_dataset][1],
+            stand_in="the paper's T and run count for Table 4 are not stated",
+        ),
+    )
 
 # Ghosh et al. (2021, §6.1): every user acts on shared contexts each step (the synchronous protocol's N
 # consecutive rounds, so CLUB pulls users round-robin), 1000 pulls per user. The paper compares CMLB with
 # independent OFUL (its "Ind") and CLUB; it prints no numbers (the figures are images), only the claims below.
 _GHOSH_61 = "Ghosh et al. 2021, §6.1"
-_ghosh_imbalanced = (lambda data: data.get("z", 0) > 0 or data.get("users", 0) >= 500,
-                     "balanced clusters (z = 0) and N < 500: the paper claims CMLB's edge only for imbalanced "
-                     "clusters or more users")
+_ghosh_imbalanced = (
+    lambda data: data.get("z", 0) > 0 or data.get("users", 0) >= 500,
+    "balanced clusters (z = 0) and N < 500: the paper claims CMLB's edge only for imbalanced clusters or more users",
+)
 _ghosh_facts = (
     "SCLB (Algorithm 1) starts a fresh CMLB in every doubling phase 2^i; with C = 0.2, α = 0.2 and δ_i = δ/2^i "
     "its exploration length C·d·(N·2^i)^{2α}·ln(1/δ_i) exceeds the phase length up to 2^9 steps (N = 100), so "
@@ -220,45 +337,87 @@ _ghosh_facts = (
     "PMLB (Algorithm 4) learns the average of all users' θ for ⌊√T⌋ steps, then one OFUL per user on the "
     "residual: on well separated clusters the average helps little, so PMLB ≈ independent OFUL is expected.",
     "CMLB and oful-ind explore with OFUL's radius β ≈ 2.4 → 6–7 over 1000 pulls (σ = 1, d = 15); LinUCB-Ind and "
-    "CLUB explore with a constant α (1 by default): compare like with like before reading CMLB against CLUB.")
-preset("ghosh-synthetic", paper=GHOSH, reproduces="Fig. 1(a)–(d) (synthetic clustered users)", dataset="synthetic",
-       protocol="synchronous", algos=["cmlb", "sclb", "pmlb", "oful-ind", "club", "linucb-ind"], rounds=100_000,
-       seeds=30, tune_seeds=3,
-       grid={"cmlb.delta": 0.4, "cmlb.alpha": 0.2, "cmlb.C": 0.2, "sclb.delta": 0.4, "sclb.alpha": 0.2,
-             "sclb.C": 0.2, "pmlb.delta": 0.4, "oful-ind.delta": 0.4, "linucb-ind.ridge": 1.0,
-             "club.alpha": [0.3, 1.0, 3.0], "club.alpha2": [0.3, 1.0, 3.0]},
-       notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
-             "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
-             "is ours (the paper tunes on its first 500 rounds without giving it), picked on 3 disjoint tuning "
-             "seeds; prepare one dataset per z with `prepare synthetic --protocol synchronous --noise 1 --z Z`. "
-             "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
-             "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
-       printed=PaperSide(
-           "average regret per user after 1000 steps",
-           claims=(Claim("beats", "cmlb", f"\"superior compared to the baseline where each agent is playing an "
-                                          f"independent copy of OFUL\" ({_GHOSH_61})", b="oful-ind"),
-                   Claim("competitive", "cmlb", f"\"competitive with respect to CLUB\" ({_GHOSH_61})", b="club"),
-                   Claim("beats", "cmlb", f"\"as the clusters become more imbalanced, or as the number of users "
-                                          f"increases, CMLB has a superior performance compared to CLUB\" "
-                                          f"({_GHOSH_61})", b="club", applies=_ghosh_imbalanced[0],
-                         otherwise=_ghosh_imbalanced[1]),
-                   Claim("beats", "cmlb", "SCLB's \"performance is worse than CMLB\" (Ghosh et al. 2021, §6)",
-                         b="sclb"),
-                   Claim("faster", "cmlb", f"CMLB's \"run-time is faster compared to CLUB\" ({_GHOSH_61})", b="club")),
-           stand_in="the paper prints no numbers and its N, cluster count, z per panel and noise σ are lost with "
-                    "its figures",
-           facts=_ghosh_facts))
-preset("ghosh-lastfm", paper=GHOSH, reproduces="Fig. 1(e) (Last.FM, regret relative to random)", dataset="lastfm",
-       protocol="round-robin", algos=["cmlb", "club", "random"], rounds=10_000, seeds=5,
-       grid={"cmlb.delta": 0.3, "cmlb.alpha": 0.5, "cmlb.C": 0.5, "club.alpha": 1.0, "club.alpha2": 2.0},
-       notes="prepare with `prepare lastfm --pipeline ghosh` (add --guaranteed-positive for the paper's CLUB "
-             "protocol); 25 random artists per round-robin step, tf-idf tag PCA d = 25, reward 1 if the user "
-             "listened; report shows regret ÷ random; the run count is not stated, 5 is ours.",
-       printed=PaperSide("cumulative regret ÷ random's after 10000 rounds",
-                         claims=(Claim("competitive", "cmlb", "\"CMLB is competitive\" (Ghosh et al. 2021, §6.2)",
-                                       b="club"),),
-                         stand_in="the paper prints no numbers, and shows CLUB a guaranteed positive that CMLB "
-                                  "does not get (§6.2)"))
+    "CLUB explore with a constant α (1 by default): compare like with like before reading CMLB against CLUB.",
+)
+preset(
+    "ghosh-synthetic",
+    paper=GHOSH,
+    reproduces="Fig. 1(a)–(d) (synthetic clustered users)",
+    dataset="synthetic",
+    protocol="synchronous",
+    algos=["cmlb", "sclb", "pmlb", "oful-ind", "club", "linucb-ind"],
+    rounds=100_000,
+    seeds=30,
+    tune_seeds=3,
+    tune_rounds=50_000,
+    grid={
+        "cmlb.delta": 0.4,
+        "cmlb.alpha": 0.2,
+        "cmlb.C": 0.2,
+        "sclb.delta": 0.4,
+        "sclb.alpha": 0.2,
+        "sclb.C": 0.2,
+        "pmlb.delta": 0.4,
+        "oful-ind.delta": 0.4,
+        "linucb-ind.ridge": 1.0,
+        "club.alpha": [0.3, 1.0, 3.0],
+        "club.alpha2": [0.3, 1.0, 3.0],
+    },
+    notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
+    "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
+    "is ours (the paper gives none), picked as the paper did on the first 500 steps (500 pulls of each user, "
+    "the first 50 000 rounds) of 3 disjoint tuning seeds; prepare one dataset per z with "
+    "`prepare synthetic --protocol synchronous --noise 1 --z Z`. "
+    "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
+    "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
+    printed=PaperSide(
+        "average regret per user after 1000 steps",
+        claims=(
+            Claim(
+                "beats",
+                "cmlb",
+                f'"superior compared to the baseline where each agent is playing an '
+                f'independent copy of OFUL" ({_GHOSH_61})',
+                b="oful-ind",
+            ),
+            Claim("competitive", "cmlb", f'"competitive with respect to CLUB" ({_GHOSH_61})', b="club"),
+            Claim(
+                "beats",
+                "cmlb",
+                f'"as the clusters become more imbalanced, or as the number of users '
+                f'increases, CMLB has a superior performance compared to CLUB" '
+                f"({_GHOSH_61})",
+                b="club",
+                applies=_ghosh_imbalanced[0],
+                otherwise=_ghosh_imbalanced[1],
+            ),
+            Claim("beats", "cmlb", 'SCLB\'s "performance is worse than CMLB" (Ghosh et al. 2021, §6)', b="sclb"),
+            Claim("faster", "cmlb", f'CMLB\'s "run-time is faster compared to CLUB" ({_GHOSH_61})', b="club"),
+        ),
+        stand_in="the paper prints no numbers and its N, cluster count, z per panel and noise σ are lost with "
+        "its figures",
+        facts=_ghosh_facts,
+    ),
+)
+preset(
+    "ghosh-lastfm",
+    paper=GHOSH,
+    reproduces="Fig. 1(e) (Last.FM, regret relative to random)",
+    dataset="lastfm",
+    protocol="round-robin",
+    algos=["cmlb", "club", "random"],
+    rounds=10_000,
+    seeds=5,
+    grid={"cmlb.delta": 0.3, "cmlb.alpha": 0.5, "cmlb.C": 0.5, "club.alpha": 1.0, "club.alpha2": 2.0},
+    notes="prepare with `prepare lastfm --pipeline ghosh` (add --guaranteed-positive for the paper's CLUB "
+    "protocol); 25 random artists per round-robin step, tf-idf tag PCA d = 25, reward 1 if the user "
+    "listened; report shows regret ÷ random; the run count is not stated, 5 is ours.",
+    printed=PaperSide(
+        "cumulative regret ÷ random's after 10000 rounds",
+        claims=(Claim("competitive", "cmlb", '"CMLB is competitive" (Ghosh et al. 2021, §6.2)', b="club"),),
+        stand_in="the paper prints no numbers, and shows CLUB a guaranteed positive that CMLB does not get (§6.2)",
+    ),
+)
 
 # Two-stage (§5.3): 2000 iterations, 5 trials, budget B = b · m (b = 1000 MIND, 200 MovieLens-20M,
 # whose logged form is the prepared dataset movielens-logged); protocol settings users and slate_size.
@@ -267,17 +426,46 @@ _two_stage_pairs = ["slate-random", "n-greedy", "n-dropout-ucb", "s-n-galm-ucb",
 _CTR = "cumulative CTR after 2000 iterations"
 # The printed means (± std over 5 trials dropped): Table 4's 100-user column, Table 5's #Rec = 5 column (whose
 # one-stage rows equal Table 4's), Table 6.
-_table4 = {"mind": {"slate-random": 320, "glm-ucb": 340, "n-glm-ucb": 522, "n-greedy": 1244, "n-dropout-ucb": 1256,
-                    "s-n-galm-ucb": 1522, "s-n-gblm-ucb": 1366},
-           "movielens-20m": {"slate-random": 242, "glm-ucb": 466, "n-glm-ucb": 842, "n-greedy": 1140,
-                             "n-dropout-ucb": 1145, "s-n-galm-ucb": 1253, "s-n-gblm-ucb": 1281}}
-_table5_two = {"mind": {"2-slate-random": 252, "2-n-greedy": 1450, "2-n-dropout-ucb": 1470, "2-s-n-galm-ucb": 1674,
-                        "2-s-n-gblm-ucb": 1632},
-               "movielens-20m": {"2-slate-random": 242, "2-n-greedy": 1281, "2-n-dropout-ucb": 1358,
-                                 "2-s-n-galm-ucb": 1403, "2-s-n-gblm-ucb": 1496}}
-_table6 = {"mind": {"s-n-galm-ucb": 1739, "s-n-gblm-ucb": 1674, "2-s-n-galm-ucb": 1673, "2-s-n-gblm-ucb": 1650},
-           "movielens-20m": {"s-n-galm-ucb": 1595, "s-n-gblm-ucb": 1668, "2-s-n-galm-ucb": 1695,
-                             "2-s-n-gblm-ucb": 1732}}
+_table4 = {
+    "mind": {
+        "slate-random": 320,
+        "glm-ucb": 340,
+        "n-glm-ucb": 522,
+        "n-greedy": 1244,
+        "n-dropout-ucb": 1256,
+        "s-n-galm-ucb": 1522,
+        "s-n-gblm-ucb": 1366,
+    },
+    "movielens-20m": {
+        "slate-random": 242,
+        "glm-ucb": 466,
+        "n-glm-ucb": 842,
+        "n-greedy": 1140,
+        "n-dropout-ucb": 1145,
+        "s-n-galm-ucb": 1253,
+        "s-n-gblm-ucb": 1281,
+    },
+}
+_table5_two = {
+    "mind": {
+        "2-slate-random": 252,
+        "2-n-greedy": 1450,
+        "2-n-dropout-ucb": 1470,
+        "2-s-n-galm-ucb": 1674,
+        "2-s-n-gblm-ucb": 1632,
+    },
+    "movielens-20m": {
+        "2-slate-random": 242,
+        "2-n-greedy": 1281,
+        "2-n-dropout-ucb": 1358,
+        "2-s-n-galm-ucb": 1403,
+        "2-s-n-gblm-ucb": 1496,
+    },
+}
+_table6 = {
+    "mind": {"s-n-galm-ucb": 1739, "s-n-gblm-ucb": 1674, "2-s-n-galm-ucb": 1673, "2-s-n-gblm-ucb": 1650},
+    "movielens-20m": {"s-n-galm-ucb": 1595, "s-n-gblm-ucb": 1668, "2-s-n-galm-ucb": 1695, "2-s-n-gblm-ucb": 1732},
+}
 
 
 def _ctr_side(where: str, values: dict[str, float], claims: tuple[Claim, ...] = ()) -> PaperSide:
@@ -291,28 +479,60 @@ def _bold(table: dict[str, float], where: str) -> tuple[Claim, ...]:
 
 for _dataset, _column, _b in (("mind", "mind", 1000), ("movielens-logged", "movielens-20m", 200)):
     _t5 = {a: _table4[_column][a] for a in _two_stage_pairs} | _table5_two[_column]
-    preset(f"twostage-table4-{_column}", paper=TWOSTAGE, reproduces=f"Table 4 ({_column}, 100-user column)",
-           dataset=_dataset, protocol="twostage", algos=_one_stage, rounds=2000, seeds=5, budget=_b * 5,
-           env={"users": 100, "slate_size": 5},
-           notes="m = 5 recommendations; the 10- and 1000-user columns: --env users=10 / users=1000.",
-           printed=_ctr_side(f"Table 4, {_column}, 100 users", _table4[_column],
-                             _bold(_table4[_column], f"Table 4, {_column}, 100 users")))
-    preset(f"twostage-table5-{_column}", paper=TWOSTAGE, reproduces=f"Table 5 ({_column}, #Rec = 5 column)",
-           dataset=_dataset, protocol="twostage",
-           algos=_two_stage_pairs + [f"2-{a}" for a in _two_stage_pairs], rounds=2000, seeds=5, budget=_b * 5,
-           env={"users": 100, "slate_size": 5},
-           notes=f"100 users, one- vs two-stage; the #Rec = 3 and 10 columns: --env slate_size=3 --budget {_b * 3} "
-                 f"(or slate_size=10 --budget {_b * 10}); p = b by default.",
-           printed=_ctr_side(f"Table 5, {_column}, #Rec 5", _t5, _bold(_t5, f"Table 5, {_column}, #Rec 5")))
-    preset(f"twostage-table6-{_column}", paper=TWOSTAGE, reproduces=f"Table 6 ({_column}, no budget)",
-           dataset=_dataset, protocol="twostage",
-           algos=["s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-galm-ucb", "2-s-n-gblm-ucb"], rounds=2000, seeds=5,
-           env={"users": 100, "slate_size": 5},
-           notes="100 users, m = 5, no computational budget, p = #items / #topics; the report's select_seconds "
-                 "per iteration is the Time column.",
-           printed=_ctr_side(f"Table 6, {_column}", _table6[_column], tuple(
-               Claim("faster", f"2-{a}", f"two-stage is \"much faster\" (Table 6, {_column})", b=a)
-               for a in ("s-n-galm-ucb", "s-n-gblm-ucb"))))
+    preset(
+        f"twostage-table4-{_column}",
+        paper=TWOSTAGE,
+        reproduces=f"Table 4 ({_column}, 100-user column)",
+        dataset=_dataset,
+        protocol="twostage",
+        algos=_one_stage,
+        rounds=2000,
+        seeds=5,
+        budget=_b * 5,
+        env={"users": 100, "slate_size": 5},
+        notes="m = 5 recommendations; the 10- and 1000-user columns: --env users=10 / users=1000.",
+        printed=_ctr_side(
+            f"Table 4, {_column}, 100 users",
+            _table4[_column],
+            _bold(_table4[_column], f"Table 4, {_column}, 100 users"),
+        ),
+    )
+    preset(
+        f"twostage-table5-{_column}",
+        paper=TWOSTAGE,
+        reproduces=f"Table 5 ({_column}, #Rec = 5 column)",
+        dataset=_dataset,
+        protocol="twostage",
+        algos=_two_stage_pairs + [f"2-{a}" for a in _two_stage_pairs],
+        rounds=2000,
+        seeds=5,
+        budget=_b * 5,
+        env={"users": 100, "slate_size": 5},
+        notes=f"100 users, one- vs two-stage; the #Rec = 3 and 10 columns: --env slate_size=3 --budget {_b * 3} "
+        f"(or slate_size=10 --budget {_b * 10}); p = b by default.",
+        printed=_ctr_side(f"Table 5, {_column}, #Rec 5", _t5, _bold(_t5, f"Table 5, {_column}, #Rec 5")),
+    )
+    preset(
+        f"twostage-table6-{_column}",
+        paper=TWOSTAGE,
+        reproduces=f"Table 6 ({_column}, no budget)",
+        dataset=_dataset,
+        protocol="twostage",
+        algos=["s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-galm-ucb", "2-s-n-gblm-ucb"],
+        rounds=2000,
+        seeds=5,
+        env={"users": 100, "slate_size": 5},
+        notes="100 users, m = 5, no computational budget, p = #items / #topics; the report's select_seconds "
+        "per iteration is the Time column.",
+        printed=_ctr_side(
+            f"Table 6, {_column}",
+            _table6[_column],
+            tuple(
+                Claim("faster", f"2-{a}", f'two-stage is "much faster" (Table 6, {_column})', b=a)
+                for a in ("s-n-galm-ucb", "s-n-gblm-ucb")
+            ),
+        ),
+    )
 
 
 def missing_for(name: str) -> list[str]:
@@ -328,12 +548,19 @@ def missing_for(name: str) -> list[str]:
         missing.append(f"dataset {spec['dataset']}")
     if spec["protocol"] not in PROTOCOLS:
         missing.append(f"protocol {spec['protocol']}")
-    elif spec["dataset"] in DATASETS and spec["protocol"] not in (DATASETS[spec["dataset"]].protocol,
-                                                                  *DATASETS[spec["dataset"]].other_protocols):
-        missing.append(f"dataset {spec['dataset']} under protocol {spec['protocol']} "
-                       f"(it is registered for {DATASETS[spec['dataset']].protocol})")
-    params = [key for key in spec["set"] if key.split(".")[0] in ALGORITHMS
-              and key.split(".", 1)[1] not in ALGORITHMS[key.split(".")[0]].defaults()]
+    elif spec["dataset"] in DATASETS and spec["protocol"] not in (
+        DATASETS[spec["dataset"]].protocol,
+        *DATASETS[spec["dataset"]].other_protocols,
+    ):
+        missing.append(
+            f"dataset {spec['dataset']} under protocol {spec['protocol']} "
+            f"(it is registered for {DATASETS[spec['dataset']].protocol})"
+        )
+    params = [
+        key
+        for key in spec["set"]
+        if key.split(".")[0] in ALGORITHMS and key.split(".", 1)[1] not in ALGORITHMS[key.split(".")[0]].defaults()
+    ]
     if params:
         missing.append(f"hyper-parameter{'s' * (len(params) > 1)} {', '.join(params)}")
     return missing
@@ -345,10 +572,12 @@ def preset_settings(name: str) -> dict[str, Any]:
         raise UserError(f"unknown preset {name!r}; `banditbench list presets` shows them")
     missing = missing_for(name)
     if missing:
-        raise UserError(f"preset {name} ({PRESETS[name]['reproduces']}) cannot run yet: not registered: "
-                        f"{'; '.join(missing)}")
+        raise UserError(
+            f"preset {name} ({PRESETS[name]['reproduces']}) cannot run yet: not registered: {'; '.join(missing)}"
+        )
     spec = PRESETS[name]
     settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
+    settings["tune-rounds"] = spec.get("tune-rounds", 0)
     settings["env"] = spec.get("env", {})
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}
 

@@ -3,16 +3,36 @@
 import csv
 
 import pytest
-
 from conftest import banditbench
 
 
 def test_prepare_run_report_end_to_end(tmp_path):
-    prepared = banditbench("prepare", "synthetic", "--users", 12, "--clusters", 3, "--dim", 4, "--arms", 6,
-                           "--data-dir", tmp_path / "datasets")
+    prepared = banditbench(
+        "prepare",
+        "synthetic",
+        "--users",
+        12,
+        "--clusters",
+        3,
+        "--dim",
+        4,
+        "--arms",
+        6,
+        "--data-dir",
+        tmp_path / "datasets",
+    )
     assert prepared.returncode == 0, prepared.stderr
-    ran = banditbench("run", "--rounds", 400, "--seeds", 2, "--data-dir", tmp_path / "datasets",
-                      "--out", tmp_path / "results" / "tiny")
+    ran = banditbench(
+        "run",
+        "--rounds",
+        400,
+        "--seeds",
+        2,
+        "--data-dir",
+        tmp_path / "datasets",
+        "--out",
+        tmp_path / "results" / "tiny",
+    )
     assert ran.returncode == 0, ran.stderr
     assert "linucb-ind" in ran.stdout and "oracle" in ran.stdout and "ran 8 of 8 units" in ran.stdout
     out = tmp_path / "results" / "tiny"
@@ -58,15 +78,21 @@ def prepared(tmp_path_factory):
     return data_dir
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--algos", "random,nope"], "unknown algorithm 'nope'; choose from: random, linucb-one"),
-    (["--dataset", "nope"], "unknown dataset 'nope'; choose from: synthetic"),
-    (["--rounds", "0"], "--rounds must be a positive integer"),
-    (["--seeds", "-1"], "--seeds must be a positive integer"),
-    (["--budget", "0"], "--budget must be at least 1"),
-    (["--rounds", "ten"], "Invalid value for '--rounds'"),
-    (["--budget", "3", "--algos", "linucb-ind"], "linucb-ind broke the budget in unit linucb-ind-seed"),  # the first to fail of the parallel units
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--algos", "random,nope"], "unknown algorithm 'nope'; choose from: random, linucb-one"),
+        (["--dataset", "nope"], "unknown dataset 'nope'; choose from: synthetic"),
+        (["--rounds", "0"], "--rounds must be a positive integer"),
+        (["--seeds", "-1"], "--seeds must be a positive integer"),
+        (["--budget", "0"], "--budget must be at least 1"),
+        (["--rounds", "ten"], "Invalid value for '--rounds'"),
+        (
+            ["--budget", "3", "--algos", "linucb-ind"],
+            "linucb-ind broke the budget in unit linucb-ind-seed",
+        ),  # the first to fail of the parallel units
+    ],
+)
 def test_bad_run_input_is_one_line_and_writes_nothing(prepared, tmp_path, args, message):
     out = tmp_path / "out"
     result = banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 20, *args)
@@ -101,11 +127,14 @@ def test_existing_output_folder_is_refused_and_kept(prepared, tmp_path):
     assert resumed.returncode == 0 and "ran 0 of 4 units" in resumed.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--users", "0"], "--users must be at least 1"),
-    (["--clusters", "9", "--users", "3"], "--clusters (9) cannot exceed --users (3)"),
-    (["--noise", "-1"], "--noise must be non-negative"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--users", "0"], "--users must be at least 1"),
+        (["--clusters", "9", "--users", "3"], "--clusters (9) cannot exceed --users (3)"),
+        (["--noise", "-1"], "--noise must be non-negative"),
+    ],
+)
 def test_bad_prepare_input(tmp_path, args, message):
     result = banditbench("prepare", "synthetic", "--data-dir", tmp_path, *args)
     assert result.returncode == 2 and message in result.stderr

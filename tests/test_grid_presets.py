@@ -60,6 +60,21 @@ def test_tuning_seeds_never_overlap_report_seeds(data_dir):
     assert all(u.id.endswith(f"tune{u.seed_index}") for u in experiment.tuning_units)
 
 
+def test_tuning_on_the_first_rounds_runs_short_tuning_units_and_full_report_units(data_dir, tmp_path):
+    experiment = planned(data_dir, tune_seeds=2, seeds=2, tune_rounds=50)
+    assert {u.rounds for u in experiment.tuning_units} == {50} and experiment.config["tune_rounds"] == 50
+    out = tmp_path / "prefix"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    lengths = {uid: len(read_shard(out / "shards" / f"{uid}.parquet")[0]) for uid in manifest["units"]}
+    assert set(lengths.values()) == {200}  # the chosen cell is reported over the whole horizon
+    assert all(len(read_shard(out / "shards" / f"{uid}.parquet")[0]) == 50 for uid in manifest["tuning_units"])
+    with pytest.raises(UserError, match="--tune-rounds must be between 0"):
+        planned(data_dir, tune_seeds=2, tune_rounds=201)
+    assert "tune_rounds" not in planned(data_dir, tune_seeds=2).config  # the whole horizon, as before
+    assert presets.resolve({}, None, "ghosh-synthetic")["tune-rounds"] == 50_000
+
+
 def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path):
     experiment = planned(
         data_dir,
@@ -218,9 +233,9 @@ def test_list_presets_and_a_missing_preset_on_the_command_line(data_dir, tmp_pat
     assert listed.returncode == 0
     for name in ("mcnb-movielens", "metaban-mnist-notmnist", "bass-synthetic", "ghosh-lastfm", "twostage-table6-mind"):
         assert name in listed.stdout
-    ran = banditbench("run", "--preset", "bass-movielens", "--data-dir", data_dir, "--out", tmp_path / "out")
+    ran = banditbench("run", "--preset", "bass-yahoo", "--data-dir", data_dir, "--out", tmp_path / "out")
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1
-    assert "error: preset bass-movielens" in ran.stderr and "not registered: protocol matrix" in ran.stderr
+    assert "error: preset bass-yahoo" in ran.stderr and "not registered: dataset yahoo" in ran.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -245,4 +260,5 @@ def test_presets_whose_parts_all_exist_are_ready():
     # BASS on synthetic data with its centres, Ghosh et al. on the synchronous protocol of the same dataset
     assert presets.missing_for("bass-synthetic") == []
     assert presets.missing_for("ghosh-synthetic") == []
-    assert presets.missing_for("bass-movielens") == ["protocol matrix"]
+    assert presets.missing_for("bass-movielens") == []  # the matrix protocol and movielens-small
+    assert presets.missing_for("bass-yahoo") == ["dataset yahoo"]

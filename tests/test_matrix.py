@@ -12,8 +12,18 @@ from banditbench.data.movielens_small import als
 from banditbench.envs.matrix import MatrixEnvironment
 from banditbench.errors import UserError
 
-GENRES = ["Adventure|Animation|Children", "Comedy|Romance", "Drama", "Action|Crime|Thriller", "Comedy",
-          "Horror|Sci-Fi", "Documentary", "Drama|War", "Mystery|Thriller", "Children|Fantasy"]
+GENRES = [
+    "Adventure|Animation|Children",
+    "Comedy|Romance",
+    "Drama",
+    "Action|Crime|Thriller",
+    "Comedy",
+    "Horror|Sci-Fi",
+    "Documentary",
+    "Drama|War",
+    "Mystery|Thriller",
+    "Children|Fantasy",
+]
 
 
 def write_small_zip(tmp_path, n_users=40, n_movies=24, seed=0):
@@ -21,15 +31,23 @@ def write_small_zip(tmp_path, n_users=40, n_movies=24, seed=0):
     titles with commas quoted); movie ids start at 1; ratings are a rank-2 matrix rounded to the half-star scale,
     60 % of the entries observed. Returns the zip and the full (hidden) rating matrix [user, movie id − 1]."""
     rng = np.random.default_rng(seed)
-    full = np.clip(np.rint(2 * (3.2 + rng.normal(0, 0.8, (n_users, 2)) @ rng.normal(0, 0.8, (2, n_movies)))) / 2,
-                   0.5, 5.0)
+    full = np.clip(
+        np.rint(2 * (3.2 + rng.normal(0, 0.8, (n_users, 2)) @ rng.normal(0, 0.8, (2, n_movies)))) / 2, 0.5, 5.0
+    )
     seen = rng.random(full.shape) < 0.6
     users, movies = np.nonzero(seen)
-    ratings = pd.DataFrame({"userId": users + 1, "movieId": movies + 1, "rating": full[seen],
-                            "timestamp": 964982703 + np.arange(len(users))})
+    ratings = pd.DataFrame(
+        {
+            "userId": users + 1,
+            "movieId": movies + 1,
+            "rating": full[seen],
+            "timestamp": 964982703 + np.arange(len(users)),
+        }
+    )
     titles = [f'"Movie {m}, The (199{m % 10})"' for m in range(1, n_movies + 1)]
-    movie_lines = ["movieId,title,genres"] + [f"{m},{t},{GENRES[(m - 1) % len(GENRES)]}"
-                                              for m, t in zip(range(1, n_movies + 1), titles)]
+    movie_lines = ["movieId,title,genres"] + [
+        f"{m},{t},{GENRES[(m - 1) % len(GENRES)]}" for m, t in zip(range(1, n_movies + 1), titles)
+    ]
     archive = tmp_path / "ml-latest-small.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("ml-latest-small/ratings.csv", ratings.to_csv(index=False))
@@ -40,8 +58,9 @@ def write_small_zip(tmp_path, n_users=40, n_movies=24, seed=0):
 
 def prepare(tmp_path, folder="datasets", **options):
     archive, full, seen = write_small_zip(tmp_path)
-    movielens_small.prepare(tmp_path / folder, source=str(archive), offline=True,
-                            **{"agents": 10, "arms": 12, "dim": 6, **options})
+    movielens_small.prepare(
+        tmp_path / folder, source=str(archive), offline=True, **{"agents": 10, "arms": 12, "dim": 6, **options}
+    )
     return load_dataset(tmp_path / folder, "movielens-small"), full, seen
 
 
@@ -61,8 +80,9 @@ def test_als_is_deterministic_and_recovers_a_low_rank_matrix_from_its_observed_e
 
 
 def test_als_gives_an_unrated_item_the_mean_rating():
-    mean, _, Q = als(np.array([0, 1]), np.array([0, 0]), np.array([4.0, 2.0]), 2, 2, rank=2, ridge=1.0,
-                     iterations=3, seed=0)
+    mean, _, Q = als(
+        np.array([0, 1]), np.array([0, 0]), np.array([4.0, 2.0]), 2, 2, rank=2, ridge=1.0, iterations=3, seed=0
+    )
     assert mean == 3.0 and np.array_equal(Q[1], np.zeros(2))
 
 
@@ -91,8 +111,9 @@ def test_prepare_is_deterministic_given_the_seed(tmp_path):
     other, _, _ = prepare(tmp_path, "c", seed=1)
     table = lambda d: d.table("rewards").filter(like="r_").to_numpy()
     assert np.array_equal(table(first), table(second))
-    assert (tmp_path / "a/movielens-small/rewards.parquet").read_bytes() == \
-        (tmp_path / "b/movielens-small/rewards.parquet").read_bytes()
+    assert (tmp_path / "a/movielens-small/rewards.parquet").read_bytes() == (
+        tmp_path / "b/movielens-small/rewards.parquet"
+    ).read_bytes()
     assert not np.array_equal(table(first), table(other))
 
 
@@ -147,11 +168,39 @@ def test_sync_rounds_pull_every_agent_each_step(tmp_path):
 def test_run_reports_regret_as_row_maximum_minus_chosen_value(tmp_path):
     archive, _, _ = write_small_zip(tmp_path)
     data = tmp_path / "datasets"
-    ok = banditbench("prepare", "movielens-small", "--source", archive, "--offline", "--agents", 5, "--arms", 10,
-                     "--dim", 4, "--data-dir", data)
+    ok = banditbench(
+        "prepare",
+        "movielens-small",
+        "--source",
+        archive,
+        "--offline",
+        "--agents",
+        5,
+        "--arms",
+        10,
+        "--dim",
+        4,
+        "--data-dir",
+        data,
+    )
     assert ok.returncode == 0, ok.stderr
-    run = banditbench("run", "--dataset", "movielens-small", "--algos", "linucb-ind", "--rounds", 300, "--seeds", 1,
-                      "--jobs", 1, "--data-dir", data, "--out", tmp_path / "results")
+    run = banditbench(
+        "run",
+        "--dataset",
+        "movielens-small",
+        "--algos",
+        "linucb-ind",
+        "--rounds",
+        300,
+        "--seeds",
+        1,
+        "--jobs",
+        1,
+        "--data-dir",
+        data,
+        "--out",
+        tmp_path / "results",
+    )
     assert run.returncode == 0, run.stderr
     shard = pd.read_parquet(tmp_path / "results/shards/linucb-ind-seed0.parquet")
     table = load_dataset(data, "movielens-small").table("rewards").sort_values("user").filter(like="r_").to_numpy()

@@ -152,3 +152,38 @@ def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path):
     assert any("20 groups for 40 users" in w for w in manifest["warnings"])
     shown = banditbench("info", "shop", "--data-dir", tmp_path / "ds")
     assert shown.returncode == 0 and "positives per user" in shown.stdout and "20 groups for 40 users" in shown.stdout
+
+
+def test_run_and_report_repeat_the_datasets_warnings_in_the_manifest_and_the_report_header(tmp_path):
+    csv, _ = interactions_csv(tmp_path)
+    data, out = tmp_path / "ds", tmp_path / "out"
+    done = banditbench(
+        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", data
+    )
+    assert done.returncode == 0, done.stderr
+    done = banditbench(
+        "run",
+        "--dataset",
+        "shop",
+        "--algos",
+        "random",
+        "--rounds",
+        "20",
+        "--seeds",
+        "1",
+        "--jobs",
+        "1",
+        "--data-dir",
+        data,
+        "--out",
+        out,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: dataset shop: " in done.stderr and "20 groups for 40 users" in done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any("20 groups for 40 users" in w for w in manifest["dataset_warnings"])
+    done = banditbench("report", out, "--format", "md")
+    assert done.returncode == 0, done.stderr
+    assert "dataset shop: " in done.stderr and "20 groups for 40 users" in done.stderr
+    head = (out / "report.md").read_text().splitlines()[0]
+    assert head.startswith("> warning: ") and "20 groups for 40 users" in head

@@ -21,8 +21,9 @@ from banditbench.errors import UserError
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.unit import run_unit
 
-SETTINGS = dict(dataset="synthetic", algorithms=["random", "linucb-ind"], rounds=300, seeds=2, master_seed=0,
-                budget=None, params=[])
+SETTINGS = dict(
+    dataset="synthetic", algorithms=["random", "linucb-ind"], rounds=300, seeds=2, master_seed=0, budget=None, params=[]
+)
 
 
 def run(data_dir, out, *, overwrite=False, resume=False, **settings):
@@ -31,14 +32,18 @@ def run(data_dir, out, *, overwrite=False, resume=False, **settings):
 
 
 def shards(folder):
-    return {p.name: p.read_bytes() for p in sorted((Path(folder) / "shards").glob("*.parquet"))
-            if not p.name.endswith(".timing.parquet")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted((Path(folder) / "shards").glob("*.parquet"))
+        if not p.name.endswith(".timing.parquet")
+    }
 
 
 def tree(folder):
     """Every path under ``folder`` with its size: what "the filesystem is unchanged" compares."""
-    return {str(p.relative_to(folder)): (p.stat().st_size if p.is_file() else None)
-            for p in sorted(Path(folder).rglob("*"))}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size if p.is_file() else None) for p in sorted(Path(folder).rglob("*"))
+    }
 
 
 def main(*args, capsys):
@@ -53,8 +58,14 @@ def main(*args, capsys):
 
 
 def command(*args, **options):
-    return subprocess.Popen([sys.executable, "-m", "banditbench", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, **options)
+    return subprocess.Popen(
+        [sys.executable, "-m", "banditbench", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **options,
+    )
 
 
 def session_processes(session: int) -> list[int]:
@@ -175,42 +186,71 @@ def test_a_non_finite_expected_reward_fails_the_unit_with_its_round_and_algorith
             yield rnd
 
     unit = plan(data_dir=data_dir, **SETTINGS).units[2]  # linucb-ind, seed 0
-    with mock.patch.object(environment, "rounds", poisoned), \
-            pytest.raises(UserError, match="linucb-ind produced a non-finite expected_reward .* at round 7"):
+    with (
+        mock.patch.object(environment, "rounds", poisoned),
+        pytest.raises(UserError, match="linucb-ind produced a non-finite expected_reward .* at round 7"),
+    ):
         run_unit(unit, dataset)
 
 
 def test_sizes_beyond_the_limits_are_refused_before_anything_is_written(data_dir, tmp_path, capsys):
-    for flag, value in (("--rounds", "100000000000000000000"), ("--seeds", "1000000000"), ("--jobs", "100000"),
-                        ("--rounds", "100000000000")):
-        code, err = main("run", "--data-dir", data_dir, "--algos", "random", flag, value, "--out", tmp_path / "x",
-                         capsys=capsys)
+    for flag, value in (
+        ("--rounds", "100000000000000000000"),
+        ("--seeds", "1000000000"),
+        ("--jobs", "100000"),
+        ("--rounds", "100000000000"),
+    ):
+        code, err = main(
+            "run", "--data-dir", data_dir, "--algos", "random", flag, value, "--out", tmp_path / "x", capsys=capsys
+        )
         assert code == 2 and ("limit" in err or "GiB" in err), err
         assert len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
 
 
-def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(data_dir, tmp_path, capsys,
-                                                                               monkeypatch):
+def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run(data_dir, tmp_path / "done")
     (tmp_path / "bad.toml").write_text("rounds = [")
     (tmp_path / "file").write_text("x")
     base = ("run", "--data-dir", data_dir, "--rounds", "50", "--seeds", "1")
     rejected = [
-        (*base, "--algos", "linucb-in"), (*base, "--algos", ""), (*base, "--algos", "random,random"),
-        (*base, "--dataset", "nosuch"), (*base, "--dataset", "movielens-100k"), (*base, "--rounds", "0"),
-        (*base, "--seeds", "-1"), (*base, "--tune-seeds", "-1"), (*base, "--seed", "-1"), (*base, "--budget", "x"),
-        (*base, "--budget", "0"), (*base, "--set", "linucb-ind.alpha=x"), (*base, "--set", "club.alpha=1"),
-        (*base, "--set", "random.nosuch=1"), (*base, "--set", "nodot"), (*base, "--env", "nosuch=1"),
-        (*base, "--config", "bad.toml"), (*base, "--config", "missing.toml"), (*base, "--preset", "nosuch"),
-        (*base, "--jobs", "0"), (*base, "--backend", "nosuch"), (*base, "--checkpoint-every", "-1"),
-        (*base, "--device", "tpu"), (*base, "--out", "file/sub"), (*base, "--out", "."), (*base, "--out", ""),
-        (*base, "--out", "done"), (*base, "--out", "done", "--overwrite", "--resume"),
+        (*base, "--algos", "linucb-in"),
+        (*base, "--algos", ""),
+        (*base, "--algos", "random,random"),
+        (*base, "--dataset", "nosuch"),
+        (*base, "--dataset", "movielens-100k"),
+        (*base, "--rounds", "0"),
+        (*base, "--seeds", "-1"),
+        (*base, "--tune-seeds", "-1"),
+        (*base, "--seed", "-1"),
+        (*base, "--budget", "x"),
+        (*base, "--budget", "0"),
+        (*base, "--set", "linucb-ind.alpha=x"),
+        (*base, "--set", "club.alpha=1"),
+        (*base, "--set", "random.nosuch=1"),
+        (*base, "--set", "nodot"),
+        (*base, "--env", "nosuch=1"),
+        (*base, "--config", "bad.toml"),
+        (*base, "--config", "missing.toml"),
+        (*base, "--preset", "nosuch"),
+        (*base, "--jobs", "0"),
+        (*base, "--backend", "nosuch"),
+        (*base, "--checkpoint-every", "-1"),
+        (*base, "--device", "tpu"),
+        (*base, "--out", "file/sub"),
+        (*base, "--out", "."),
+        (*base, "--out", ""),
+        (*base, "--out", "done"),
+        (*base, "--out", "done", "--overwrite", "--resume"),
         (*base, "--out", "done", "--resume"),  # other settings than the folder's
         ("run", "--data-dir", tmp_path / "nodata", "--out", "x"),
-        ("report", "done", "--format", "nosuch"), ("report", "done", "--test", "nosuch"),
-        ("report", "done", "--tolerance", "x"), ("report", "done", "--proposed", "nosuch"),
-        ("report", "done", "--baselines", "linucb-in"), ("report", "nosuch"), ("report", "file"),
+        ("report", "done", "--format", "nosuch"),
+        ("report", "done", "--test", "nosuch"),
+        ("report", "done", "--tolerance", "x"),
+        ("report", "done", "--proposed", "nosuch"),
+        ("report", "done", "--baselines", "linucb-in"),
+        ("report", "nosuch"),
+        ("report", "file"),
         ("report", "done", "--check", "missing.json"),
     ]
     before = tree(tmp_path)
@@ -220,8 +260,7 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
         assert tree(tmp_path) == before, args
 
 
-def test_a_setting_refused_by_its_policy_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path,
-                                                                                       capsys):
+def test_a_setting_refused_by_its_policy_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path, capsys):
     args = ("run", "--data-dir", data_dir, "--algos", "bass", "--rounds", "30", "--seeds", "1")
     code, err = main(*args, "--set", "bass.radius_convention=foo", "--out", tmp_path / "x", capsys=capsys)
     assert code == 2 and "radius_convention" in err and not (tmp_path / "x").exists()
@@ -258,13 +297,46 @@ def test_a_full_disk_during_a_run_is_one_line_leaves_no_partial_file_and_resumes
         return real(table, where, *args, **kwargs)
 
     with mock.patch.object(module.pq, "write_table", fill_up):
-        code, err = main("run", "--data-dir", data_dir, "--algos", "random,linucb-ind", "--rounds", "300",
-                         "--seeds", "2", "--seed", "0", "--jobs", "1", "--out", tmp_path / "a", capsys=capsys)
+        code, err = main(
+            "run",
+            "--data-dir",
+            data_dir,
+            "--algos",
+            "random,linucb-ind",
+            "--rounds",
+            "300",
+            "--seeds",
+            "2",
+            "--seed",
+            "0",
+            "--jobs",
+            "1",
+            "--out",
+            tmp_path / "a",
+            capsys=capsys,
+        )
     assert code == 2 and len(err.strip().splitlines()) == 1 and f"{tmp_path / 'a'}" in err and "MB" in err, err
     assert not [p for p in (tmp_path / "a").rglob("*") if p.name.endswith(".partial")]
     assert len(shards(tmp_path / "a")) == 1
-    code, err = main("run", "--data-dir", data_dir, "--algos", "random,linucb-ind", "--rounds", "300",
-                     "--seeds", "2", "--seed", "0", "--jobs", "1", "--out", tmp_path / "a", "--resume", capsys=capsys)
+    code, err = main(
+        "run",
+        "--data-dir",
+        data_dir,
+        "--algos",
+        "random,linucb-ind",
+        "--rounds",
+        "300",
+        "--seeds",
+        "2",
+        "--seed",
+        "0",
+        "--jobs",
+        "1",
+        "--out",
+        tmp_path / "a",
+        "--resume",
+        capsys=capsys,
+    )
     assert code == 0, err
     assert shards(tmp_path / "a") == shards(tmp_path / "clean")
 
@@ -302,8 +374,7 @@ def test_ctrl_c_exits_130_names_the_progress_and_stops_the_workers(data_dir, tmp
     line = err.strip().splitlines()[-1]
     assert line.startswith("interrupted: ") and " of 6 units done; resume with: banditbench run " in line
     assert line.endswith("--resume") and "Traceback" not in err
-    time.sleep(1)
-    assert session_processes(process.pid) == []
+    wait_for(lambda: session_processes(process.pid) == [], timeout=15)  # the workers stop by themselves
 
 
 def test_kill_9_leaves_no_worker_fork_server_or_resource_tracker(data_dir, tmp_path):

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-
 from test_reliability import session_processes, shards, wait_for
 
 TRIALS = 20
@@ -17,8 +16,13 @@ ARGS = ("run", "--algos", "linucb-ind,club,random", "--rounds", "2000", "--seeds
 
 
 def banditbench(*args):
-    return subprocess.Popen([sys.executable, "-m", "banditbench", *map(str, args)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "banditbench", *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.slow

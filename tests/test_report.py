@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import banditbench
 
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
@@ -21,7 +22,6 @@ from banditbench.report.load import load_results
 from banditbench.report.tables import build_report, curves
 from banditbench.results.shards import write_shard
 from banditbench.runner.unit import Unit, UnitResult
-from conftest import banditbench
 
 ROUNDS = 50
 
@@ -42,11 +42,21 @@ def report_cli(capsys):
         return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
 
     return run
+
+
 SEED_EFFECT = [100.0, 300.0, 200.0, 500.0, 400.0, 250.0]  # large differences between seeds: only pairing sees 5 units
 
 
-def write_results(folder, finals: dict[str, list[float]], *, dataset="toy", rounds=ROUNDS, extra=None,
-                  timing_extra=None, meta_rounds=None):
+def write_results(
+    folder,
+    finals: dict[str, list[float]],
+    *,
+    dataset="toy",
+    rounds=ROUNDS,
+    extra=None,
+    timing_extra=None,
+    meta_rounds=None,
+):
     """A results folder whose unit (algorithm, seed i) has final cumulative regret finals[algorithm][i]."""
     units = []
     for algorithm, values in finals.items():
@@ -59,27 +69,42 @@ def write_results(folder, finals: dict[str, list[float]], *, dataset="toy", roun
             timing.update({name: np.full(rounds, value) for name, value in (timing_extra or {}).items()})
             write_shard(folder, unit, UnitResult(pa.table(columns), pa.table(timing), 0.25 * (1 + i)), "sha")
             units.append(unit.id)
-    config = {"dataset": dataset, "dataset_manifest_sha256": "sha", "protocol": "linear",
-              "algorithms": {a: {} for a in finals}, "seeds": max(map(len, finals.values())), "master_seed": 0,
-              "rounds": rounds, "budget": None}
+    config = {
+        "dataset": dataset,
+        "dataset_manifest_sha256": "sha",
+        "protocol": "linear",
+        "algorithms": {a: {} for a in finals},
+        "seeds": max(map(len, finals.values())),
+        "master_seed": 0,
+        "rounds": rounds,
+        "budget": None,
+    }
     (folder / "manifest.json").write_text(json.dumps({"config": config, "units": units}))
     return folder
 
 
 def planted(folder, dataset="toy", worse=0.0):
-    """"mine" (a proposed method) has 30 less regret than linucb-ind on every seed (10 % of the mean); "twin" differs
+    """ "mine" (a proposed method) has 30 less regret than linucb-ind on every seed (10 % of the mean); "twin" differs
     from linucb-ind by
     zero-mean noise; random is far worse; the oracle has regret 0."""
     base = np.array(SEED_EFFECT[:5])
-    return write_results(folder, {
-        "random": list(base * 3), "linucb-ind": list(base * (1 + worse)), "twin": list(base + [3, -3, 2, -2, 0.5]),
-        "mine": list(base - 30 + [0.5, -0.5, 0.3, -0.2, 0.1]), "oracle": [0.0] * 5}, dataset=dataset)
+    return write_results(
+        folder,
+        {
+            "random": list(base * 3),
+            "linucb-ind": list(base * (1 + worse)),
+            "twin": list(base + [3, -3, 2, -2, 0.5]),
+            "mine": list(base - 30 + [0.5, -0.5, 0.3, -0.2, 0.1]),
+            "oracle": [0.0] * 5,
+        },
+        dataset=dataset,
+    )
 
 
 def test_describe_mean_std_and_t_interval_by_hand():
     d = stats.describe([1.0, 2.0, 3.0, 4.0])
     t_975_3 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
-    std = np.sqrt(((1.5 ** 2) * 2 + (0.5 ** 2) * 2) / 3)  # = 1.2910
+    std = np.sqrt(((1.5**2) * 2 + (0.5**2) * 2) / 3)  # = 1.2910
     assert d["n"] == 4 and d["mean"] == 2.5 and d["std"] == pytest.approx(1.2909944487)
     assert d["ci_low"] == pytest.approx(2.5 - t_975_3 * std / 2) and d["ci_high"] == pytest.approx(4.5542, abs=1e-4)
     single = stats.describe([7.0])
@@ -124,14 +149,16 @@ def test_planted_better_algorithm_is_detected_and_planted_tie_is_not(tmp_path):
     assert rows.loc["mine", "role"] == "proposed" and rows.loc["linucb-ind", "role"] == "baseline"
     expected = 100 * (np.sum(SEED_EFFECT[:5]) - rows.loc["mine", "regret_mean"] * 5) / np.sum(SEED_EFFECT[:5])
     assert rows.loc["mine", "improvement_pct"] == pytest.approx(expected) and expected == pytest.approx(10, abs=0.1)
-    assert rows.loc["mine", "regret_std"] == pytest.approx(np.std(np.array(SEED_EFFECT[:5])
-                                                                  + [0.5, -0.5, 0.3, -0.2, 0.1], ddof=1))
+    assert rows.loc["mine", "regret_std"] == pytest.approx(
+        np.std(np.array(SEED_EFFECT[:5]) + [0.5, -0.5, 0.3, -0.2, 0.1], ddof=1)
+    )
 
 
 def test_a_tie_with_the_best_is_marked(tmp_path):
     base = np.array(SEED_EFFECT[:5])
-    folder = write_results(tmp_path / "r", {"a": list(base), "b": list(base + [1, -1, 2, -2, 0.5]),
-                                            "c": list(base * 2)})
+    folder = write_results(
+        tmp_path / "r", {"a": list(base), "b": list(base + [1, -1, 2, -2, 0.5]), "c": list(base * 2)}
+    )
     rows = build_report(load_results([folder])).summary.set_index("algorithm")
     assert rows.loc["a", "best"] and rows.loc["b", "tied_with_best"] and not rows.loc["c", "tied_with_best"]
     assert rows.loc["b", "p_vs_best"] > 0.05
@@ -141,8 +168,9 @@ def test_a_tie_with_the_best_is_marked(tmp_path):
 def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
     base = np.array(SEED_EFFECT[:5])
     one = write_results(tmp_path / "one", {"x": list(base), "y": list(base * 1.2), "z": list(base * 3)}, dataset="one")
-    two = write_results(tmp_path / "two", {"x": list(base + [1, -1, 2, -2, 0.5]), "y": list(base),
-                                           "z": list(base * 3)}, dataset="two")
+    two = write_results(
+        tmp_path / "two", {"x": list(base + [1, -1, 2, -2, 0.5]), "y": list(base), "z": list(base * 3)}, dataset="two"
+    )
     report = build_report(load_results([one, two]))
     assert report.results.datasets == ["one", "two"]
     wtl = report.win_tie_loss
@@ -158,8 +186,9 @@ def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
 
 def test_friedman_and_nemenyi_critical_difference_by_hand():
     # 4 datasets, 3 algorithms, always ranked a < b < c: χ² = 12N/(k(k+1))·Σ R_j² − 3N(k+1) = 4·14 − 48 = 8, df 2
-    means = pd.DataFrame([(d, a, m) for d in "wxyz" for a, m in zip("abc", (1.0, 2.0, 3.0))],
-                         columns=["dataset", "algorithm", "mean"])
+    means = pd.DataFrame(
+        [(d, a, m) for d in "wxyz" for a, m in zip("abc", (1.0, 2.0, 3.0))], columns=["dataset", "algorithm", "mean"]
+    )
     result = stats.friedman_nemenyi(means, dict.fromkeys("wxyz", False))
     assert result["friedman_p"] == pytest.approx(np.exp(-8 / 2))  # χ²(2) survival function = e^(−x/2)
     assert result["critical_difference"] == pytest.approx(2.343 * np.sqrt(3 * 4 / (6 * 4)), abs=1e-3)  # q = 2.343
@@ -172,8 +201,12 @@ def test_ctr_runs_are_detected_and_ranked_by_highest_ctr(tmp_path):
     def slates(clicks):
         return lambda i, t: {"slate_size": np.full(rounds, 5), "clicks": np.full(rounds, clicks)}
 
-    folder = write_results(tmp_path / "r", {"random": [0.0] * 3, "mine": [0.0] * 3}, rounds=rounds,
-                           extra={"random": slates(1), "mine": slates(4)})
+    folder = write_results(
+        tmp_path / "r",
+        {"random": [0.0] * 3, "mine": [0.0] * 3},
+        rounds=rounds,
+        extra={"random": slates(1), "mine": slates(4)},
+    )
     report = build_report(load_results([folder]))
     assert report.results.kinds == {"toy": "ctr"}
     rows = report.summary.set_index("algorithm")
@@ -237,11 +270,20 @@ def test_every_format_parses_back_to_the_same_numbers(tmp_path):
     folder = planted(tmp_path / "r")
     report = build_report(load_results([folder]))
     written = write_files(report, tmp_path / "out", ["md", "csv", "latex", "html"])
-    assert {p.name for p in written} == {"report.md", "report.csv", "comparisons.csv", "win_tie_loss.csv",
-                                         "ranks.csv", "curves.csv", "report.tex", "report.html"}
+    assert {p.name for p in written} == {
+        "report.md",
+        "report.csv",
+        "comparisons.csv",
+        "win_tie_loss.csv",
+        "ranks.csv",
+        "curves.csv",
+        "report.tex",
+        "report.html",
+    }
     summary = pd.read_csv(tmp_path / "out" / "report.csv").set_index("algorithm")
-    assert summary.loc["mine", "regret_mean"] == pytest.approx(report.summary.set_index("algorithm")
-                                                               .loc["mine", "regret_mean"])
+    assert summary.loc["mine", "regret_mean"] == pytest.approx(
+        report.summary.set_index("algorithm").loc["mine", "regret_mean"]
+    )
     mine = "{:.2f} ± {:.2f}".format(summary.loc["mine", "regret_mean"], summary.loc["mine", "regret_std"])
 
     md = markdown_tables((tmp_path / "out" / "report.md").read_text())
@@ -272,9 +314,11 @@ def test_every_format_parses_back_to_the_same_numbers(tmp_path):
 
 
 def test_outputs_and_plots_are_byte_identical_and_non_empty(tmp_path):
-    folder = write_results(tmp_path / "r", {
-        "random": [30.0, 32.0, 31.0], "mine": [10.0, 12.0, 11.0]},
-        extra={"mine": lambda i, t: {"diag_n_clusters": np.where(t % 10 == 9, 1.0 + t // 10, np.nan)}})
+    folder = write_results(
+        tmp_path / "r",
+        {"random": [30.0, 32.0, 31.0], "mine": [10.0, 12.0, 11.0]},
+        extra={"mine": lambda i, t: {"diag_n_clusters": np.where(t % 10 == 9, 1.0 + t // 10, np.nan)}},
+    )
     formats = ["md", "csv", "latex", "html", "png", "svg"]
     first = write_files(build_report(load_results([folder])), tmp_path / "a", formats)
     second = write_files(build_report(load_results([folder])), tmp_path / "b", formats)
@@ -300,8 +344,9 @@ def test_check_exits_1_on_a_planted_regression_and_0_otherwise(tmp_path, report_
     assert within.returncode == 0 and "check passed" in within.stdout
     failed = report_cli(worse, "--format", "none", "--quiet", "--check", baseline, "--tolerance", "5%")
     assert failed.returncode == 1
-    assert failed.stdout.strip().splitlines() == ["REGRESSION linucb-ind on toy: worse: final regret 300 → 330 "
-                                                  "(+10.0 %, tolerance 5 %)"]
+    assert failed.stdout.strip().splitlines() == [
+        "REGRESSION linucb-ind on toy: worse: final regret 300 → 330 (+10.0 %, tolerance 5 %)"
+    ]
     missing = report_cli(same, "--format", "md", "--check", tmp_path / "nope.json")
     assert missing.returncode == 2 and "does not exist" in missing.stderr and not (same / "report.md").exists()
     strict = report_cli(slightly, "--format", "none", "-q", "--check", baseline, "--tolerance", "0.01")
@@ -362,8 +407,16 @@ def test_a_corrupt_shard_is_named_nothing_is_written_and_exit_is_non_zero(tmp_pa
 def test_real_runner_results_give_every_format(data_dir, tmp_path, report_cli):
     from banditbench.runner.experiment import execute, plan, prepare_output
 
-    experiment = plan(data_dir=data_dir, dataset="synthetic", algorithms=["random", "linucb-one", "linucb-ind"],
-                      rounds=200, seeds=3, master_seed=0, budget=None, params=[])
+    experiment = plan(
+        data_dir=data_dir,
+        dataset="synthetic",
+        algorithms=["random", "linucb-one", "linucb-ind"],
+        rounds=200,
+        seeds=3,
+        master_seed=0,
+        budget=None,
+        params=[],
+    )
     out = tmp_path / "results"
     execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
     shown = report_cli(out, "--format", "md,csv,latex,html,png,svg", "--test", "wilcoxon")

@@ -16,11 +16,15 @@ Switches (reference-code quirks that change results):
   (Shuai Li's code); False (default) keeps the complete graph of Algorithm 1 (Ban's and bandpy's code).
 - ``reference_ucb``: Ban's/Shuai Li's index xᵀθ + β(N, t)·xᵀM⁻¹x without the square root, with
   β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1, NaN at t = 0 so the first round plays arm 0.
+- ``served_pairs_only``: Ban's code tests an edge only when both users have been served; an edge to a user
+  without data is never cut, so never-served users bridge everyone and the graph can stay one component.
+  Algorithm 1 tests every neighbour (default False).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
@@ -28,14 +32,32 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
 
 
 class CLUB(Policy):
-    domains = {"alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "ridge": d.POSITIVE, "random_init_graph": d.FLAG,
-               "reference_ucb": d.FLAG}
+    domains = {
+        "alpha": d.NON_NEGATIVE,
+        "alpha2": d.NON_NEGATIVE,
+        "ridge": d.POSITIVE,
+        "random_init_graph": d.FLAG,
+        "reference_ucb": d.FLAG,
+        "served_pairs_only": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, alpha: float = 1.0, alpha2: float = 1.0, ridge: float = 1.0,
-                 random_init_graph: bool = False, reference_ucb: bool = False):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        alpha: float = 1.0,
+        alpha2: float = 1.0,
+        ridge: float = 1.0,
+        random_init_graph: bool = False,
+        reference_ucb: bool = False,
+        served_pairs_only: bool = False,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
-        self.reference_ucb = reference_ucb
+        self.reference_ucb, self.served_pairs_only = reference_ucb, served_pairs_only
         self.users = RidgeStats(n_users, dim, ridge, logdet=False)
         self.clusters_ = RidgeStats(n_users, dim, ridge, raw_sums=False, logdet=False)  # one slot per possible cluster
         self.confidence = ConfidenceTable()
@@ -58,6 +80,8 @@ class CLUB(Policy):
         count = users.count[i]
         self.cb[i] = self.alpha2 * self.confidence.upto(count)[count]
         neighbours = np.flatnonzero(self.graph[i])
+        if self.served_pairs_only:
+            neighbours = neighbours[users.count[neighbours] > 0]
         if neighbours.size == 0:
             return
         distance = distances(users.theta[neighbours], users.theta[i])

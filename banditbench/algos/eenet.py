@@ -24,30 +24,67 @@ after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
-from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, History, check_choice, is_training_round,
-                                      resolve_device, torch_generator, train_adam)
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    ArmGradients,
+    History,
+    check_choice,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+    train_adam,
+)
 
 DECISIONS = ("linear", "neural")
 
 
 class EENet(Policy):
-    domains = {**NETWORK_DOMAINS, "explore_width": d.COUNT, "pool": d.COUNT, "explore_lr": d.POSITIVE,
-               "code_decision": d.FLAG, "decision": d.Choice(DECISIONS), "decision_width": d.COUNT,
-               "decision_warmup": d.STEPS, "decision_lr": d.POSITIVE}
+    domains = {
+        **NETWORK_DOMAINS,
+        "explore_width": d.COUNT,
+        "pool": d.COUNT,
+        "explore_lr": d.POSITIVE,
+        "code_decision": d.FLAG,
+        "decision": d.Choice(DECISIONS),
+        "decision_width": d.COUNT,
+        "decision_warmup": d.STEPS,
+        "decision_lr": d.POSITIVE,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, width: int = 100, depth: int = 2, bias: bool = False,
-                 init: str = "paper", explore_width: int = 100, pool: int = 1, lr: float = 1e-2,
-                 explore_lr: float = 1e-3, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
-                 code_decision: bool = False, decision: str = "linear", decision_width: int = 20,
-                 decision_warmup: int = 500, decision_lr: float = 1e-3, gradients: str = "closed", device: str = "cpu",
-                 threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        explore_width: int = 100,
+        pool: int = 1,
+        lr: float = 1e-2,
+        explore_lr: float = 1e-3,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        code_decision: bool = False,
+        decision: str = "linear",
+        decision_width: int = 20,
+        decision_warmup: int = 500,
+        decision_lr: float = 1e-3,
+        gradients: str = "closed",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
@@ -68,6 +105,7 @@ class EENet(Policy):
             self.theta3 = self.f3.init(self.generator, self.device)[None]
             self.decision_data = History(1, 2, self.device)  # H_t
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
+        self._decisions = self._overturns = 0  # since the last diagnostics sample
 
     def _phi(self, G: torch.Tensor) -> torch.Tensor:
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
@@ -88,8 +126,17 @@ class EENet(Policy):
         else:
             score = f1 + f2  # linear decision maker f3
         chosen = int(torch.argmax(score))
+        self._decisions += 1
+        self._overturns += chosen != int(torch.argmax(f1))  # f2 changed exploitation's choice
         self._x, self._phi_all, self._f1, self._pair = x[chosen], phi, float(f1[chosen]), pairs[chosen]
         return chosen
+
+    def diagnostics(self) -> dict[str, float]:
+        """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
+        arm than f1 alone would have (exploration at work; it should fall as f2 learns the gains)."""
+        share = self._overturns / self._decisions if self._decisions else float("nan")
+        self._decisions = self._overturns = 0
+        return {"overturn_share": share}
 
     def update(self, view, chosen, reward):
         self.exploit_data.add(self.one, self._x, reward)

@@ -8,12 +8,12 @@ Per round, for every arm x_i at once (Algorithm 1 lines 6–10, batched over arm
                       + sqrt((S+1)/(2μ^{u_t})) + sqrt(2 log(1/δ)/μ^{u_t})
 then Θ_t = Θ_{t,î} (line 13). User-learners train with Adam on the schedule of §6 (every user whose T^u grew).
 
-Lines 14–17 give (x_t, r_t) to every member of the chosen arm's cluster N̂_î (``share_with_cluster=True``).
-Taken literally with θ^u_0 = Θ_0 for all u (line 2), this never clusters anything: at round 1 all learners are
-equal, so every cluster is all of N, every T^u receives every sample, and the learners stay (up to minibatch
-noise) copies of one another for ever — we measured one inferred cluster (ARI 0) on synthetic-cosine. So by
-default (``share_with_cluster=False``) T^u and μ^u grow only on the rounds u is served, as in the authors'
-code at HEAD; the cluster still decides which members' data adapt Θ (Alg. 2).
+Lines 14–17 give (x_t, r_t) to every member of the chosen arm's cluster N̂_î: μ^u grows and T^u gains the sample
+for each of them (default, ``share_with_cluster=True``). With θ^u_0 = Θ_0 for every u (line 2) all learners agree
+at round 1, so early clusters are all of N and the early samples reach every T^u; the learners then differ only
+through their own minibatch noise. ``share_with_cluster=False`` is the other reading, the authors' code at HEAD:
+T^u and μ^u grow only on the rounds u is served; the cluster still decides which members' data adapt Θ (Alg. 2).
+The two play alike on the authors' Yelp pools (docs/fidelity.md), so the paper's reading is the default.
 
 Choices the paper leaves open (documented defaults): η₂ = ``eta2`` (0.05, one step, ``meta_steps`` more);
 the draw of one sample per user is shared by the K arms of a round (all K adaptations are then one matrix
@@ -40,26 +40,75 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.neural import NETWORK_DOMAINS
-from banditbench.algos.neural import (MLP, SCHEDULES, ArmGradients, UserLearners, check_choice, connected_labels,
-                                      is_training_round, resolve_device, torch_generator, train_adam)
+from banditbench.algos.neural import (
+    MLP,
+    NETWORK_DOMAINS,
+    SCHEDULES,
+    ArmGradients,
+    UserLearners,
+    check_choice,
+    connected_labels,
+    is_training_round,
+    resolve_device,
+    torch_generator,
+    train_adam,
+)
 
 
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
 
-    domains = {**NETWORK_DOMAINS, "gamma": d.NON_NEGATIVE, "nu": d.POSITIVE, "S": d.POSITIVE, "delta": d.PROBABILITY,
-               "eta2": d.POSITIVE, "meta_steps": d.STEPS, "alpha": d.NON_NEGATIVE, "meta_every_10th_in_place": d.FLAG,
-               "group_cap": d.FLAG, "code_exploration": d.FLAG, "code_nu": d.NON_NEGATIVE,
-               "meta_pooled_training": d.FLAG, "code_threshold": d.FLAG, "share_with_cluster": d.FLAG}
+    domains = {
+        **NETWORK_DOMAINS,
+        "gamma": d.NON_NEGATIVE,
+        "nu": d.POSITIVE,
+        "S": d.POSITIVE,
+        "delta": d.PROBABILITY,
+        "eta2": d.POSITIVE,
+        "meta_steps": d.STEPS,
+        "alpha": d.NON_NEGATIVE,
+        "meta_every_10th_in_place": d.FLAG,
+        "group_cap": d.FLAG,
+        "code_exploration": d.FLAG,
+        "code_nu": d.NON_NEGATIVE,
+        "meta_pooled_training": d.FLAG,
+        "code_threshold": d.FLAG,
+        "share_with_cluster": d.FLAG,
+    }
 
-    def __init__(self, *, n_users, n_arms, dim, seed, gamma: float = 0.4, nu: float = 5.0, S: float = 1.0,
-                 delta: float = 0.1, eta2: float = 0.05, meta_steps: int = 1, alpha: float = 1.0,
-                 lr: float = 1e-2, train_steps: int = 50, batch_size: int = 32, schedule: str = "paper",
-                 width: int = 100, depth: int = 2, bias: bool = False, init: str = "paper",
-                 meta_every_10th_in_place: bool = False, group_cap: bool = False, code_exploration: bool = False,
-                 code_nu: float = 1e-4, meta_pooled_training: bool = False, code_threshold: bool = False,
-                 share_with_cluster: bool = False, gradients: str = "closed", device: str = "cpu", threads: int = 1):
+    def __init__(
+        self,
+        *,
+        n_users,
+        n_arms,
+        dim,
+        seed,
+        gamma: float = 0.4,
+        nu: float = 5.0,
+        S: float = 1.0,
+        delta: float = 0.1,
+        eta2: float = 0.05,
+        meta_steps: int = 1,
+        alpha: float = 1.0,
+        lr: float = 1e-2,
+        train_steps: int = 50,
+        batch_size: int = 32,
+        schedule: str = "paper",
+        width: int = 100,
+        depth: int = 2,
+        bias: bool = False,
+        init: str = "paper",
+        meta_every_10th_in_place: bool = False,
+        group_cap: bool = False,
+        code_exploration: bool = False,
+        code_nu: float = 1e-4,
+        meta_pooled_training: bool = False,
+        code_threshold: bool = False,
+        share_with_cluster: bool = True,
+        gradients: str = "closed",
+        device: str = "cpu",
+        threads: int = 1,
+    ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.threshold = (nu - 1.0) / nu * gamma  # 0.32 with the paper's ν = 5, γ = 0.4
@@ -73,8 +122,9 @@ class MCNB(Policy):
         self.mlp = MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = self.mlp.init(self.generator, self.device)  # frozen, for g(x; Θ_0)
         self.Theta = self.Theta0.clone()
-        self.users = UserLearners(self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps,
-                                  batch_size=batch_size)
+        self.users = UserLearners(
+            self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps, batch_size=batch_size
+        )
         self.served = torch.zeros(n_users, dtype=torch.long, device=self.device)  # code's per-user select count
         self.last_timings = {name: 0.0 for name in self.timing_columns}
         self.bonus: torch.Tensor | None = None  # last round's meta-side exploration bonus per arm
@@ -130,7 +180,7 @@ class MCNB(Policy):
             members = torch.nonzero(groups[i] & (self.users.mu > 0)).flatten()
             if len(members) == 0:
                 continue
-            rows = torch.cat([history.rows[u, :history.counts[u]] for u in members.tolist()])
+            rows = torch.cat([history.rows[u, : history.counts[u]] for u in members.tolist()])
             order = rows[torch.randperm(len(rows), generator=self.generator, device=self.device)][:100]
             Theta = self.Theta.clone().requires_grad_(True)
             optimiser = torch.optim.SGD([Theta], lr=1e-2)
@@ -160,21 +210,22 @@ class MCNB(Policy):
         if self.code_exploration:
             arms = ArmGradients(self.mlp, thetas, x)
             f, G = arms.f, arms.rows()
-            ucb = f + self.code_nu ** 0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
-            self.bonus = self.code_nu ** 0.5 * G.norm(dim=1)
+            ucb = f + self.code_nu**0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
+            self.bonus = self.code_nu**0.5 * G.norm(dim=1)
         else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
             K = len(x)
             arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
             f, G = arms.f[:K], arms.rows()
-            self.bonus = self.alpha * (G[:K] - G[K:]).norm(dim=1) / self.mlp.width ** 0.25
+            self.bonus = self.alpha * (G[:K] - G[K:]).norm(dim=1) / self.mlp.width**0.25
             mu = max(int(self.users.mu[user]), 1)  # μ^{u_t}_{t−1}; the term is the same for every arm
             user_side = np.sqrt((self.S + 1) / (2 * mu)) + np.sqrt(2 * np.log(1 / self.delta) / mu)
             ucb = f + self.bonus + user_side
         chosen = int(torch.argmax(ucb))
         if not self.meta_every_10th_in_place:
             self.Theta = thetas[chosen].clone()  # line 13: Θ_t = Θ_{t,î}
-        self._group = self._code_group if (self.meta_every_10th_in_place and self._code_group is not None) \
-            else groups[chosen]
+        self._group = (
+            self._code_group if (self.meta_every_10th_in_place and self._code_group is not None) else groups[chosen]
+        )
         self._x = x[chosen]
         self.last_timings["clustering"] = t1 - t0
         self.last_timings["meta_adaptation"] = t2 - t1
@@ -182,15 +233,19 @@ class MCNB(Policy):
 
     def update(self, view, chosen, reward):
         t0 = time.perf_counter()
-        members = torch.nonzero(self._group).flatten() if self.share_with_cluster else \
-            torch.tensor([view.user], device=self.device)
+        members = (
+            torch.nonzero(self._group).flatten()
+            if self.share_with_cluster
+            else torch.tensor([view.user], device=self.device)
+        )
         self.users.add(members, self._x, reward)  # lines 14–17 (every member of N̂_{u_t}(x_t)) or u_t only
         if is_training_round(view.t, self.schedule):
             self.users.train()
             if self.meta_pooled_training:
                 history = self.users.history
-                pick = torch.randint(history.size, (self.train_steps, 1, self.batch_size), generator=self.generator,
-                                     device=self.device)  # Adam on every user's data pooled
+                pick = torch.randint(
+                    history.size, (self.train_steps, 1, self.batch_size), generator=self.generator, device=self.device
+                )  # Adam on every user's data pooled
                 batches = ((history.x[rows], history.r[rows]) for rows in pick)
                 self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
         self.last_timings["user_training"] = time.perf_counter() - t0

@@ -147,8 +147,8 @@ class MetaBan(Policy):
                 at = self.users.theta[data_users]
             else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per member serves all arms
                 at = self.Theta if step == 0 else thetas[:, None, :]
-            # ∇ ½ mean_s (f − r)²; the closure is called at once
-            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)  # noqa: B023
+            # ∇ ½ mean_s (f − r)²
+            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)
             if self.meta_update == "fomaml":
                 per_member = per_member + self.lam / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
             thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]

@@ -325,7 +325,7 @@ def train_adam(
     theta = theta.detach().clone()
     optimiser = Adam(theta, lr=lr)
     for x, r in minibatches:
-        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])  # noqa: B023 (called at once)
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
         if anchor is not None:
             c, theta0 = anchor
             gradient.addcmul_(theta - theta0, 2 * c[:, None])

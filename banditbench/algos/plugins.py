@@ -26,12 +26,13 @@ processes receive the same entries through :func:`added` and :func:`install`.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import re
 import sys
 from importlib import metadata
 
-from banditbench.algos.base import ALGORITHMS, ROLES, AlgorithmSpec, Policy
+from banditbench.algos.base import ALGORITHMS, ROLES, AlgorithmSpec, Capabilities, Policy
 from banditbench.errors import UserError
 
 GROUP = "banditbench.algorithms"
@@ -137,14 +138,13 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
         raise UserError(f"{name}: role must be one of {', '.join(ROLES)}, got {role!r}")
     doc = (policy.__doc__ or "").strip().splitlines()
     description = getattr(policy, "description", None) or (doc[0] if doc else title)
-    declared = getattr(policy, "capabilities", None)  # what the class declares it needs, as registered ones do
+    # What the class declares it needs, as registered ones do; else read from its slate flag and defaults
+    declared = getattr(policy, "capabilities", None)
+    if declared is None:
+        takes_device = "device" in inspect.signature(policy.__init__).parameters
+        declared = Capabilities(slate=bool(getattr(policy, "slate", False)), device=takes_device)
     ALGORITHMS[name] = AlgorithmSpec(
-        name,
-        source,
-        getattr(policy, "paper", None) or "plugin",
-        description,
-        role=role,
-        **({"capabilities": declared} if declared is not None else {}),
+        name, source, getattr(policy, "paper", None) or "plugin", description, role=role, capabilities=declared
     )
     ORIGINS[name] = origin
     return name

@@ -12,14 +12,31 @@ from banditbench.data.prepared import MANIFEST, PreparedDataset, load_dataset
 from banditbench.data.registry import DATASETS, Dataset, Option, register
 from banditbench.errors import UserError
 
-MODULES = ("synthetic", "movielens", "classification", "facebook", "lastfm", "yelp", "amazon", "logged", "own",
-           "movielens_small")
+MODULES = (
+    "synthetic",
+    "movielens",
+    "classification",
+    "facebook",
+    "lastfm",
+    "yelp",
+    "amazon",
+    "logged",
+    "own",
+    "movielens_small",
+    "authors",
+)
 
 for _module in MODULES:
     importlib.import_module(f"banditbench.data.{_module}")
 
-def DatasetInfo(name: str, description: str, paper: str, protocol: str,  # noqa: N802
-                other_protocols: tuple[str, ...] = ()) -> Dataset:
+
+def DatasetInfo(
+    name: str,
+    description: str,
+    paper: str,
+    protocol: str,  # noqa: N802
+    other_protocols: tuple[str, ...] = (),
+) -> Dataset:
     """A listing-only declaration (no prepare command), in the registry's earlier signature."""
     return Dataset(name, description, paper, protocol, other_protocols=other_protocols)
 
@@ -41,9 +58,20 @@ def check_dataset_name(data_dir: Path, name: str, protocols) -> None:
     protocol = prepared_protocol(data_dir, name)
     if protocol is not None and protocol in protocols:
         return
-    raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}, or a dataset of your own "
-                    f"prepared in {data_dir}/ (`banditbench prepare interactions --name {name}`)")
+    raise UserError(
+        f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}, or a dataset of your own "
+        f"prepared in {data_dir}/ (`banditbench prepare interactions --name {name}`)"
+    )
 
 
-__all__ = ["DATASETS", "Dataset", "DatasetInfo", "Option", "PreparedDataset", "check_dataset_name", "load_dataset",
-           "prepared_protocol", "register"]
+__all__ = [
+    "DATASETS",
+    "Dataset",
+    "DatasetInfo",
+    "Option",
+    "PreparedDataset",
+    "check_dataset_name",
+    "load_dataset",
+    "prepared_protocol",
+    "register",
+]

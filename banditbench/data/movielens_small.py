@@ -49,8 +49,18 @@ def spec(variant: str = "small") -> RawSpec:
     return RawSpec("movielens-small", (SMALL,), {"ratings": ("ratings.csv",), "movies": ("movies.csv",)})
 
 
-def als(users: np.ndarray, items: np.ndarray, values: np.ndarray, n_users: int, n_items: int, *, rank: int,
-        ridge: float, iterations: int, seed: int) -> tuple[float, np.ndarray, np.ndarray]:
+def als(
+    users: np.ndarray,
+    items: np.ndarray,
+    values: np.ndarray,
+    n_users: int,
+    n_items: int,
+    *,
+    rank: int,
+    ridge: float,
+    iterations: int,
+    seed: int,
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Ridge alternating least squares on the observed entries (Hu, Koren & Volinsky 2008 without confidence
     weights): minimise Σ_obs (r_ui − μ − p_u·q_i)² + λ(Σ‖p_u‖² + Σ‖q_i‖²), μ the mean rating.
 
@@ -68,8 +78,9 @@ def als(users: np.ndarray, items: np.ndarray, values: np.ndarray, n_users: int, 
     return mean, P, Q
 
 
-def _ridge_rows(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, other: np.ndarray, n_rows: int,
-                ridge: float) -> np.ndarray:
+def _ridge_rows(
+    rows: np.ndarray, cols: np.ndarray, values: np.ndarray, other: np.ndarray, n_rows: int, ridge: float
+) -> np.ndarray:
     rank = other.shape[1]
     X = other[cols]  # [n_obs, rank]
     gram = np.zeros((n_rows, rank * rank))
@@ -93,8 +104,19 @@ def genre_vectors(genres: pd.Series) -> np.ndarray:
     return onehot
 
 
-def build(ratings: pd.DataFrame, movies: pd.DataFrame, *, arms: int, dim: int, features: str, compat: str,
-          rank: int, ridge: float, iterations: int, seed: int) -> tuple[dict[str, pd.DataFrame], dict[str, float]]:
+def build(
+    ratings: pd.DataFrame,
+    movies: pd.DataFrame,
+    *,
+    arms: int,
+    dim: int,
+    features: str,
+    compat: str,
+    rank: int,
+    ridge: float,
+    iterations: int,
+    seed: int,
+) -> tuple[dict[str, pd.DataFrame], dict[str, float]]:
     """The reward table [users × arms] and the arm features [arms × dim] (see the module docstring)."""
     movies = movies.sort_values("raw_item", kind="stable").reset_index(drop=True)
     if arms > len(movies):
@@ -103,8 +125,9 @@ def build(ratings: pd.DataFrame, movies: pd.DataFrame, *, arms: int, dim: int, f
     item_ids = np.union1d(ratings["raw_item"].to_numpy(), movies["raw_item"].to_numpy())
     items = np.searchsorted(item_ids, ratings["raw_item"].to_numpy())
     values = ratings["rating"].to_numpy(np.float64)
-    mean, P, Q = als(users, items, values, len(user_ids), len(item_ids), rank=rank, ridge=ridge,
-                     iterations=iterations, seed=seed)
+    mean, P, Q = als(
+        users, items, values, len(user_ids), len(item_ids), rank=rank, ridge=ridge, iterations=iterations, seed=seed
+    )
     rmse = float(np.sqrt(np.mean((mean + np.einsum("nr,nr->n", P[users], Q[items]) - values) ** 2)))
 
     if compat == "bandpy":  # rewards of movie id k (k = 0 … K−1), features of the k-th movie of the file
@@ -138,19 +161,50 @@ def build(ratings: pd.DataFrame, movies: pd.DataFrame, *, arms: int, dim: int, f
     reward_table = pd.DataFrame(table, columns=[f"r_{k}" for k in range(arms)])
     reward_table.insert(0, "user", np.arange(len(user_ids)))
     reward_table.insert(1, "raw_user", user_ids)
-    fit = {"mean_rating": mean, "train_rmse": rmse, "observed_entries": len(observed),
-           "filled_entries": int(table.size - len(observed))}
+    fit = {
+        "mean_rating": mean,
+        "train_rmse": rmse,
+        "observed_entries": len(observed),
+        "filled_entries": int(table.size - len(observed)),
+    }
     return {"rewards": reward_table, "arms": arm_table}, fit
 
 
-def prepare(data_dir: Path, *, variant: str = "small", agents: int = 20, arms: int = 30, dim: int = 10,
-            features: str = "genres", compat: str = "none", rank: int = 10, ridge: float = 1.0,
-            iterations: int = 15, seed: int = 0, noise: float = 1.0, pulling: str = "async",
-            source: str | None = None, offline: bool = False, cache: Path | None = None, force: bool = False,
-            verify: bool = True) -> Path:
-    parameters = {"variant": variant, "agents": agents, "arms": arms, "dim": dim, "features": features,
-                  "compat": compat, "rank": rank, "ridge": ridge, "iterations": iterations, "seed": seed,
-                  "noise": noise, "pulling": pulling}
+def prepare(
+    data_dir: Path,
+    *,
+    variant: str = "small",
+    agents: int = 20,
+    arms: int = 30,
+    dim: int = 10,
+    features: str = "genres",
+    compat: str = "none",
+    rank: int = 10,
+    ridge: float = 1.0,
+    iterations: int = 15,
+    seed: int = 0,
+    noise: float = 1.0,
+    pulling: str = "async",
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+    verify: bool = True,
+) -> Path:
+    parameters = {
+        "variant": variant,
+        "agents": agents,
+        "arms": arms,
+        "dim": dim,
+        "features": features,
+        "compat": compat,
+        "rank": rank,
+        "ridge": ridge,
+        "iterations": iterations,
+        "seed": seed,
+        "noise": noise,
+        "pulling": pulling,
+    }
     if features == "factors" and dim > rank:
         raise UserError(f"--dim {dim} exceeds --rank {rank}: the factor features have only {rank} dimensions")
     folder = Path(data_dir) / NAME
@@ -160,38 +214,87 @@ def prepare(data_dir: Path, *, variant: str = "small", agents: int = 20, arms: i
     with raw_files(spec(variant), source, offline, cache, verify) as raw:
         ratings = movielens.read_ratings(raw["ratings"], reader)
         movies = movielens.read_movies(raw["movies"], reader)
-    tables, fit = build(ratings, movies, arms=arms, dim=dim, features=features, compat=compat, rank=rank,
-                        ridge=ridge, iterations=iterations, seed=seed)
+    tables, fit = build(
+        ratings,
+        movies,
+        arms=arms,
+        dim=dim,
+        features=features,
+        compat=compat,
+        rank=rank,
+        ridge=ridge,
+        iterations=iterations,
+        seed=seed,
+    )
     n_users = len(tables["rewards"])
     if agents > n_users:
         raise UserError(f"--agents {agents}: the ratings hold only {n_users} users")
     tables["fit"] = pd.DataFrame([fit])  # the factorisation's fit, beside the tables it filled
     counts = {"users": n_users, "arms": arms}
     rows = {"read": len(ratings), "kept": len(ratings)}
-    return write_dataset(folder, NAME, tables, parameters, protocol="matrix", raw_files=raw.records, counts=counts,
-                         force=force, rows=rows, verification=raw.verification)
+    return write_dataset(
+        folder,
+        NAME,
+        tables,
+        parameters,
+        protocol="matrix",
+        raw_files=raw.records,
+        counts=counts,
+        force=force,
+        rows=rows,
+        verification=raw.verification,
+    )
 
 
-register(Dataset(
-    NAME, "MovieLens ml-latest-small (or --variant 100k as a stand-in): users × the first K movies, missing "
-    "ratings filled by ridge ALS, genre (or factor) arm features", "Harper & Konstan 2015; BASS Sec. 7, App. R",
-    "matrix", prepare,
-    (Option("variant", str, "small", "small (ml-latest-small, the authors' data) | 100k (MovieLens-100K stand-in).",
-            choices=VARIANTS),
-     Option("agents", int, 20, "N agents drawn (without replacement) from the users in every run.", minimum=1),
-     Option("arms", int, 30, "K arms: the first K movies (the authors' loader allows K ≤ 30).", minimum=2),
-     Option("dim", int, 10, "d: arm features truncated to their first d entries.", minimum=1),
-     Option("features", str, "genres", "genres (one-hot, the authors' choice) | factors (the ALS item factors).",
-            choices=FEATURES),
-     Option("compat", str, "none", "none (features and rewards of the same movie) | bandpy (the authors' "
-            "off-by-one between features and rewards, rounded predictions).", choices=COMPAT),
-     Option("rank", int, 10, "ALS rank r.", minimum=1),
-     Option("ridge", float, 1.0, "ALS ridge λ.", minimum=1e-6),
-     Option("iterations", int, 15, "ALS alternations.", minimum=1),
-     Option("seed", int, 0, "seed of the ALS starting factors.", minimum=0),
-     Option("noise", float, 1.0, "σ: observation = table value + σ·N(0, 1).", minimum=0),
-     Option("pulling", str, "async", "async (one uniform agent a round) | sync (every agent each step).",
-            choices=("async", "sync"))),
-    raw=lambda variant="small": spec(variant),
-    files="ml-latest-small.zip or its folder: ratings.csv + movies.csv; --variant 100k: ml-100k.zip or u.data + "
-          "u.item"))
+register(
+    Dataset(
+        NAME,
+        "MovieLens ml-latest-small (or --variant 100k as a stand-in): users × the first K movies, missing "
+        "ratings filled by ridge ALS, genre (or factor) arm features",
+        "Harper & Konstan 2015; BASS Sec. 7, App. R",
+        "matrix",
+        prepare,
+        (
+            Option(
+                "variant",
+                str,
+                "small",
+                "small (ml-latest-small, the authors' data) | 100k (MovieLens-100K stand-in).",
+                choices=VARIANTS,
+            ),
+            Option("agents", int, 20, "N agents drawn (without replacement) from the users in every run.", minimum=1),
+            Option("arms", int, 30, "K arms: the first K movies (the authors' loader allows K ≤ 30).", minimum=2),
+            Option("dim", int, 10, "d: arm features truncated to their first d entries.", minimum=1),
+            Option(
+                "features",
+                str,
+                "genres",
+                "genres (one-hot, the authors' choice) | factors (the ALS item factors).",
+                choices=FEATURES,
+            ),
+            Option(
+                "compat",
+                str,
+                "none",
+                "none (features and rewards of the same movie) | bandpy (the authors' "
+                "off-by-one between features and rewards, rounded predictions).",
+                choices=COMPAT,
+            ),
+            Option("rank", int, 10, "ALS rank r.", minimum=1),
+            Option("ridge", float, 1.0, "ALS ridge λ.", minimum=1e-6),
+            Option("iterations", int, 15, "ALS alternations.", minimum=1),
+            Option("seed", int, 0, "seed of the ALS starting factors.", minimum=0),
+            Option("noise", float, 1.0, "σ: observation = table value + σ·N(0, 1).", minimum=0),
+            Option(
+                "pulling",
+                str,
+                "async",
+                "async (one uniform agent a round) | sync (every agent each step).",
+                choices=("async", "sync"),
+            ),
+        ),
+        raw=lambda variant="small": spec(variant),
+        files="ml-latest-small.zip or its folder: ratings.csv + movies.csv; --variant 100k: ml-100k.zip or u.data + "
+        "u.item",
+    )
+)

@@ -20,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from banditbench import __version__
 from banditbench.errors import UserError
+from banditbench.version import __version__
 
 MANIFEST = "manifest.json"
 

@@ -56,5 +56,6 @@ class MatrixEnvironment:
             rewards = expected + self.noise * self.rng.standard_normal((size, K))
             for i, agent in enumerate(agents.tolist()):
                 t = start + i
-                yield Round(t, agent, self.arm_set, rewards[i], expected[i], -1,
-                            step=t // N if self.synchronous else None)
+                yield Round(
+                    t, agent, self.arm_set, rewards[i], expected[i], -1, step=t // N if self.synchronous else None
+                )

@@ -7,7 +7,7 @@ otherwise (reward 0), the positive at a uniformly random position; the context o
 item's SVD feature. A group's items are those its members rated; an item some member rated
 positively is never one of the group's negatives.
 
-The authors' code differs (reference-implementations.md §15.A) and is offered as named modes:
+The authors' code (banyikun/MCNB and the Meta-Ban code) differs and is offered as named modes:
 
 - ``metaban-code``: a real user is drawn uniformly and mapped to its group (groups weighted by size);
   9 items are drawn *with replacement* from the group's positive entries and 1 from its negative
@@ -99,12 +99,19 @@ class RecommendationEnvironment:
             self.negatives = Pools(pool[label < 0], item[label < 0], rater[label < 0], self.n_users)
             eligible = (self.positives.count >= 1) & (self.negatives.count >= 1)
         if not eligible.any():
-            need = f"1 positive and {self.n_arms - 1} negatives" if self.mode == "paper" else "1 positive and 1 negative"
-            raise UserError(f"dataset {dataset.name!r}: no {serve[:-1]} has the {need} a round needs; "
-                            "prepare it with more users/items or fewer groups")
+            need = (
+                f"1 positive and {self.n_arms - 1} negatives" if self.mode == "paper" else "1 positive and 1 negative"
+            )
+            raise UserError(
+                f"dataset {dataset.name!r}: no {serve[:-1]} has the {need} a round needs; "
+                "prepare it with more users/items or fewer groups"
+            )
         self.eligible = np.flatnonzero(eligible)
         # Code modes draw a real user and serve its group, so pools are weighted by their eligible members.
         self.served_users = np.flatnonzero(eligible[pool_of_user])
+        first = params.get("draw_first_users")  # M-CNB's loader draws u among the first n real users only
+        if first:
+            self.served_users = self.served_users[self.served_users < first]
         self.pool_of_user = pool_of_user
         self.dim = self.item_features.shape[1] * (2 if self.mode == "mcnb-code" else 1)
         # The code modes' Gaussian-pdf map is elementwise, so it is applied to the feature tables once.
@@ -128,17 +135,17 @@ class RecommendationEnvironment:
             n_pos, n_neg = pos.count[pools], neg.count[pools]
             entries = np.empty((size, K), np.int64)  # [others…, rewarded] as offsets within the pool's entries
             if self.mode == "paper":  # 1 liked item, K − 1 distinct others
-                entries[:, K - 1], entries[:, :K - 1] = integer_then_choice(rng, n_pos, n_neg, K - 1)
+                entries[:, K - 1], entries[:, : K - 1] = integer_then_choice(rng, n_pos, n_neg, K - 1)
                 others, chosen = neg, pos
             else:  # K − 1 liked entries with replacement, the rewarded arm is the one disliked entry
                 entries[:] = rng.integers(0, np.hstack([np.repeat(n_pos[:, None], K - 1, axis=1), n_neg[:, None]]))
                 others, chosen = pos, neg
-            entries[:, :K - 1] += others.start[pools, None]
+            entries[:, : K - 1] += others.start[pools, None]
             entries[:, K - 1] += chosen.start[pools]
             order = layout[positions]
 
             def arranged(field: str) -> np.ndarray:  # [size, K] values of one entry field, in arm order
-                values = [getattr(others, field)[entries[:, :K - 1]], getattr(chosen, field)[entries[:, K - 1:]]]
+                values = [getattr(others, field)[entries[:, : K - 1]], getattr(chosen, field)[entries[:, K - 1 :]]]
                 return np.take_along_axis(np.hstack(values), order, axis=1)
 
             arms = self.item_arms[arranged("item")]  # [size, K, d]
@@ -149,5 +156,4 @@ class RecommendationEnvironment:
             groups = self.group_of_pool[pools].tolist()
             user_features = self.pool_features[pools]
             for i, pool in enumerate(pools.tolist()):
-                yield Round(start + i, pool, arms[i], rewards[i], rewards[i], groups[i],
-                            user_features=user_features[i])
+                yield Round(start + i, pool, arms[i], rewards[i], rewards[i], groups[i], user_features=user_features[i])

@@ -4,11 +4,11 @@ What the report reads from an outcome shard (``results/shards.py``):
 - always ``t``; ``regret`` (per round, pseudo-regret) and ``reward`` when present;
 - ``diag_*`` columns (``runner/diagnostics.py``): sampled every few rounds, NaN elsewhere; the last sample of a
   unit is its final value;
-- simulator runs (seed 004): a shard is a CTR shard when it has a ``ctr`` column (clicks / slate size of the
+- simulator runs (Zhang et al. 2022): a shard is a CTR shard when it has a ``ctr`` column (clicks / slate size of the
   round), or a ``slate_size`` column (m, items recommended) with ``clicks`` (clicked items of the slate; without
   it ``reward`` is taken as the click count y_t = Σ clicks). Cumulative CTR = Σ_t clicks_t / m, and regret against
-  the optimum = CTR_OPTIMUM·t − cumulative CTR (seed 004: rewards flipped with p = 0.1, so 0.9 per iteration). A
-  shard's metadata key ``ctr_optimum`` overrides 0.9.
+  the optimum = CTR_OPTIMUM·t − cumulative CTR (Zhang et al. 2022: rewards flipped with p = 0.1, so 0.9 per
+  iteration). A shard's metadata key ``ctr_optimum`` overrides 0.9.
 From the timing sidecar: ``wall_seconds`` and ``peak_rss_mb`` (metadata) and every float per-round column summed
 over the unit (``select_seconds``, ``update_seconds`` and whatever an algorithm adds).
 """
@@ -25,7 +25,7 @@ from banditbench.errors import UserError
 from banditbench.results.folder import latest_experiment, read_manifest  # noqa: F401 (the report's entry)
 from banditbench.results.shards import SHARDS, read_shard, read_timing
 
-CTR_OPTIMUM = 0.9  # seed 004: the expected optimal per-slot reward under 10 % flips
+CTR_OPTIMUM = 0.9  # Zhang et al. 2022: the expected optimal per-slot reward under 10 % flips
 # Settings every unit of one dataset must share for its numbers to be comparable.
 SETTINGS = ("dataset", "protocol", "rounds", "budget", "master_seed", "env")  # env: protocol settings, if any
 
@@ -67,7 +67,8 @@ def _incompatibility(meta: dict, config: dict) -> str | None:
 def _in_grid(cell: dict, params: dict) -> bool:
     """Whether ``cell`` is one cell of the run's grid: a list is a grid of values, anything else a fixed value."""
     return set(cell) == set(params) and all(
-        cell[k] in v if isinstance(v, list) else cell[k] == v for k, v in params.items())
+        cell[k] in v if isinstance(v, list) else cell[k] == v for k, v in params.items()
+    )
 
 
 def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperiment:
@@ -93,8 +94,10 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
             continue
         reason = _incompatibility(meta, config)
         if reason is not None and not allow_mixed:
-            raise UserError(f"{path} does not belong with the other shards of {folder}: {reason}; "
-                            f"pass --allow-mixed to aggregate anyway")
+            raise UserError(
+                f"{path} does not belong with the other shards of {folder}: {reason}; "
+                f"pass --allow-mixed to aggregate anyway"
+            )
         optima.add(float(meta.get("ctr_optimum", CTR_OPTIMUM)))
         label = labels.get(unit_id, meta["unit"]["algorithm"])
         frame.insert(0, "algorithm", label)
@@ -103,20 +106,31 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         try:
             timing = read_timing(path) or {}
         except Exception as e:
-            problems.append(f"{path.name.replace('.parquet', '.timing.parquet')}: corrupt timing sidecar "
-                            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+            problems.append(
+                f"{path.name.replace('.parquet', '.timing.parquet')}: corrupt timing sidecar "
+                f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
+            )
             timing = {}
-        timings.append({"unit": unit_id, "algorithm": label, "seed": meta["unit"]["seed_index"],
-                        "rounds": len(frame), "wall_seconds": timing.get("wall_seconds", np.nan),
-                        "peak_rss_mb": timing.get("peak_rss_mb", np.nan), **timing.get("totals", {})})
+        timings.append(
+            {
+                "unit": unit_id,
+                "algorithm": label,
+                "seed": meta["unit"]["seed_index"],
+                "rounds": len(frame),
+                "wall_seconds": timing.get("wall_seconds", np.nan),
+                "peak_rss_mb": timing.get("peak_rss_mb", np.nan),
+                **timing.get("totals", {}),
+            }
+        )
     if not frames:
         if problems:
             raise UserError(f"{folder}: no readable shard; {'; '.join(problems)}")
         raise UserError(f"{folder} has no finished units yet; run `banditbench run --out {folder} --resume`")
     if len(optima) > 1 and not allow_mixed:
         raise UserError(f"{folder}: shards disagree on the CTR optimum ({sorted(optima)}); pass --allow-mixed")
-    return LoadedExperiment(folder, config, unit_ids, pd.concat(frames, ignore_index=True), pd.DataFrame(timings),
-                            problems, max(optima))
+    return LoadedExperiment(
+        folder, config, unit_ids, pd.concat(frames, ignore_index=True), pd.DataFrame(timings), problems, max(optima)
+    )
 
 
 def ctr_columns(frame: pd.DataFrame) -> bool:
@@ -124,7 +138,7 @@ def ctr_columns(frame: pd.DataFrame) -> bool:
 
 
 def round_ctr(frame: pd.DataFrame) -> pd.Series:
-    """CTR of each round (seed 004): clicks / slate size."""
+    """CTR of each round (Zhang et al. 2022): clicks / slate size."""
     if "ctr" in frame:
         return frame["ctr"].astype(float)
     clicks = frame["clicks"] if "clicks" in frame else frame["reward"]
@@ -160,8 +174,10 @@ class Results:
 
 
 def _dataset_settings(exp: LoadedExperiment) -> dict:
-    return {**{k: exp.config.get(k) for k in SETTINGS},
-            "dataset_manifest_sha256": exp.config.get("dataset_manifest_sha256")}
+    return {
+        **{k: exp.config.get(k) for k in SETTINGS},
+        "dataset_manifest_sha256": exp.config.get("dataset_manifest_sha256"),
+    }
 
 
 def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
@@ -169,20 +185,28 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
     warnings = []
     first: dict[str, LoadedExperiment] = {}
     for exp in experiments:
+        manifest = read_manifest(exp.folder)
+        warnings += [f"{exp.folder}: dataset {exp.dataset}: {line}" for line in manifest.get("dataset_warnings", [])]
         other = first.setdefault(exp.dataset, exp)
         if other is exp:
             continue
         a, b = _dataset_settings(other), _dataset_settings(exp)
         differing = [k for k in a if a[k] != b[k]]
         shared = set(other.config["algorithms"]) & set(exp.config["algorithms"])
-        differing += [f"{algo} hyper-parameters" for algo in sorted(shared)
-                      if other.config["algorithms"][algo] != exp.config["algorithms"][algo]]
+        differing += [
+            f"{algo} hyper-parameters"
+            for algo in sorted(shared)
+            if other.config["algorithms"][algo] != exp.config["algorithms"][algo]
+        ]
         if differing and not allow_mixed:
-            raise UserError(f"{other.folder} and {exp.folder} both hold dataset {exp.dataset!r} but differ in "
-                            f"{', '.join(differing)}; pass --allow-mixed to aggregate them anyway")
+            raise UserError(
+                f"{other.folder} and {exp.folder} both hold dataset {exp.dataset!r} but differ in "
+                f"{', '.join(differing)}; pass --allow-mixed to aggregate them anyway"
+            )
         if differing:
-            warnings.append(f"aggregating {other.folder} and {exp.folder} although they differ in "
-                            f"{', '.join(differing)}")
+            warnings.append(
+                f"aggregating {other.folder} and {exp.folder} although they differ in {', '.join(differing)}"
+            )
     frames, units, kinds, algorithms = [], [], {}, []
     seen: dict[tuple, Path] = {}
     for exp in experiments:

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from banditbench import __version__
+from banditbench.version import __version__
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
 

@@ -33,22 +33,28 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import forkserver
-from typing import Any, Callable
+from typing import Any
 from unittest import mock
 
 from banditbench.algos import plugins
 from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
-from banditbench.runner.checkpoint import Checkpoints
 from banditbench.results.units import Unit, UnitResult
+from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.unit import run_unit
 
 Finished = Callable[[Unit, UnitResult], None]
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                    "NUMEXPR_NUM_THREADS")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 
 def run_one(unit: Unit, dataset: PreparedDataset, progress=None, checkpoints: Checkpoints | None = None) -> UnitResult:
@@ -87,9 +93,16 @@ class Executor:
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def run(self, units: list[Unit], dataset: PreparedDataset, finished: Finished, *,
-            on_unit_start: Callable[[Unit], None] | None = None, progress: Callable[[int], None] | None = None,
-            checkpoints: Checkpoints | None = None) -> None:
+    def run(
+        self,
+        units: list[Unit],
+        dataset: PreparedDataset,
+        finished: Finished,
+        *,
+        on_unit_start: Callable[[Unit], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        checkpoints: Checkpoints | None = None,
+    ) -> None:
         raise NotImplementedError
 
 
@@ -195,9 +208,12 @@ class LocalExecutor(Executor):
         if self.pool is None:
             context = pool_context()
             self.messages = context.Queue()
-            self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_init_worker,
-                                            initargs=(dataset, self.messages, checkpoints, plugins.added(),
-                                                      os.getpid()))
+            self.pool = ProcessPoolExecutor(
+                self.jobs,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(dataset, self.messages, checkpoints, plugins.added(), os.getpid()),
+            )
 
     def await_workers(self, timeout: float = 60.0) -> list[tuple[str, Any]]:
         """Wait until every started worker has run its initializer (a minute at most); return the other

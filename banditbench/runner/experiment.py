@@ -17,14 +17,14 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from banditbench import __version__
 from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
@@ -36,6 +36,7 @@ from banditbench.results.units import Unit
 from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.executors import Executor, LocalExecutor
+from banditbench.version import __version__
 
 MAX_INT64 = 2**63 - 1
 MAX_ROUNDS = 2**40  # far above any memory; the memory check in check_sizes is the usual limit
@@ -57,17 +58,43 @@ class Experiment:
 
     def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
         c = self.config
-        return [Unit(c["dataset"], c["protocol"], algorithm, params, c["master_seed"], i, c["rounds"], c["budget"],
-                     env=c.get("env", {})) for i in range(c["seeds"])]
+        return [
+            Unit(
+                c["dataset"],
+                c["protocol"],
+                algorithm,
+                params,
+                c["master_seed"],
+                i,
+                c["rounds"],
+                c["budget"],
+                env=c.get("env", {}),
+            )
+            for i in range(c["seeds"])
+        ]
 
 
-def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, seeds: int, master_seed: int,
-         budget: int | None, params: list[str] | grid.Assignments, tune_seeds: int = 0,
-         protocol: str | None = None, device: str | None = None, env: dict[str, Any] | None = None) -> Experiment:
+def plan(
+    *,
+    data_dir: Path,
+    dataset: str,
+    algorithms: list[str],
+    rounds: int,
+    seeds: int,
+    master_seed: int,
+    budget: int | None,
+    params: list[str] | grid.Assignments,
+    tune_seeds: int = 0,
+    tune_rounds: int = 0,
+    protocol: str | None = None,
+    device: str | None = None,
+    env: dict[str, Any] | None = None,
+) -> Experiment:
     """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
     preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
     hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
-    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``."""
+    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``; ``tune_rounds``: the rounds of
+    a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only."""
     check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
@@ -82,12 +109,18 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         raise UserError(f"--rounds must be a positive integer, got {rounds}")
     if seeds < 1:
         raise UserError(f"--seeds must be a positive integer, got {seeds}")
-    for flag, value, limit in (("--rounds", rounds, MAX_ROUNDS), ("--seeds", seeds, MAX_SEEDS),
-                               ("--tune-seeds", tune_seeds, MAX_SEEDS), ("--seed", master_seed, MAX_INT64)):
+    for flag, value, limit in (
+        ("--rounds", rounds, MAX_ROUNDS),
+        ("--seeds", seeds, MAX_SEEDS),
+        ("--tune-seeds", tune_seeds, MAX_SEEDS),
+        ("--seed", master_seed, MAX_INT64),
+    ):
         if value > limit:
             raise UserError(f"{flag} {value} is above the limit of {limit}")
     if tune_seeds < 0:
         raise UserError(f"--tune-seeds must be zero or a positive integer, got {tune_seeds}")
+    if not 0 <= tune_rounds <= rounds:
+        raise UserError(f"--tune-rounds must be between 0 (the whole horizon) and --rounds {rounds}, got {tune_rounds}")
     if master_seed < 0:
         raise UserError(f"--seed must be non-negative, got {master_seed}")
     if budget is not None and budget < 1:
@@ -98,7 +131,7 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
 
         if device not in DEVICES:
             raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
-        flag = {a: {"device": [device]} for a in algorithms if "device" in ALGORITHMS[a].defaults()}
+        flag = {a: {"device": [device]} for a in algorithms if ALGORITHMS[a].capabilities.device}
         assignments = grid.merge(flag, assignments)
     resolved = grid.resolve(assignments, algorithms)
     units = 0  # counted before any unit is built, so that a huge --seeds is refused at once
@@ -106,19 +139,23 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         n = len(grid.cells(resolved[algo]))
         units += n * tune_seeds + seeds if tune_seeds and n > 1 else n * seeds
     if units > MAX_UNITS:
-        raise UserError(f"{units} units are above the limit of {MAX_UNITS} (one shard file each); "
-                        "lower --seeds, --tune-seeds or the grid")
+        raise UserError(
+            f"{units} units are above the limit of {MAX_UNITS} (one shard file each); "
+            "lower --seeds, --tune-seeds or the grid"
+        )
     for algo in algorithms:  # an unusable device fails here, before anything is written
-        for cell in grid.cells(resolved[algo]):
-            if "device" in cell:  # a neural algorithm: its module has imported torch already
-                from banditbench.algos.neural import resolve_device
+        if ALGORITHMS[algo].capabilities.device:  # a neural algorithm: its module has imported torch already
+            from banditbench.algos.neural import resolve_device
 
+            for cell in grid.cells(resolved[algo]):
                 resolve_device(cell["device"])
     prepared = load_dataset(data_dir, dataset)
     prepared_for = PROTOCOL_ALIASES.get(prepared.manifest["protocol"], prepared.manifest["protocol"])
     if protocol is not None and protocol != prepared_for:
-        raise UserError(f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
-                        f"for {prepared.manifest['protocol']!r}")
+        raise UserError(
+            f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
+            f"for {prepared.manifest['protocol']!r}"
+        )
     protocol = prepared_for
     if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
         raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
@@ -128,26 +165,39 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
     if check is not None:
         check(prepared, env_settings, budget)
     for algo in algorithms:
-        if getattr(ALGORITHMS[algo].policy, "slate", False) != info.slate:
+        if ALGORITHMS[algo].capabilities.slate != info.slate:
             kind = "recommends slates" if info.slate else "recommends one arm per round"
-            raise UserError(f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
-                            f"`banditbench list` shows the algorithms of each protocol")
-        if ALGORITHMS[algo].fixed.get("two_stage"):  # Alg. 1 picks one topic group per slate item
+            raise UserError(
+                f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
+                f"`banditbench list` shows the algorithms of each protocol"
+            )
+        if ALGORITHMS[algo].capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
             topics = prepared.manifest["counts"].get("topics", 0)
             if topics < env_settings.get("slate_size", 0):
-                raise UserError(f"{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
-                                f"for a slate of {env_settings['slate_size']}; lower --env slate_size")
+                raise UserError(
+                    f"{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
+                    f"for a slate of {env_settings['slate_size']}; lower --env slate_size"
+                )
     # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
     # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
     if not getattr(info.environment, "provides_user_features", False):
         for algo in algorithms:
-            if ALGORITHMS[algo].fixed.get("user_features"):
-                raise UserError(f"{algo} needs user features, and protocol {protocol!r} gives none "
-                                "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)")
+            if ALGORITHMS[algo].capabilities.user_features:
+                raise UserError(
+                    f"{algo} needs user features, and protocol {protocol!r} gives none "
+                    "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)"
+                )
     config = {
-        "dataset": dataset, "dataset_manifest_sha256": prepared.manifest_sha256, "protocol": protocol,
-        "algorithms": resolved, "seeds": seeds, "tune_seeds": tune_seeds, "master_seed": master_seed,
-        "rounds": rounds, "budget": budget,
+        "dataset": dataset,
+        "dataset_manifest_sha256": prepared.manifest_sha256,
+        "protocol": protocol,
+        "algorithms": resolved,
+        "seeds": seeds,
+        "tune_seeds": tune_seeds,
+        **({"tune_rounds": tune_rounds} if tune_rounds else {}),  # absent when tuning sees the whole horizon
+        "master_seed": master_seed,
+        "rounds": rounds,
+        "budget": budget,
         **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
     }
     experiment = Experiment(prepared, [], config)
@@ -155,9 +205,22 @@ def plan(*, data_dir: Path, dataset: str, algorithms: list[str], rounds: int, se
         algo_cells = grid.cells(resolved[algo])
         if tune_seeds and len(algo_cells) > 1:
             experiment.tuned[algo] = algo_cells
-            experiment.tuning_units += [Unit(dataset, protocol, algo, cell, master_seed, j, rounds, budget, tuning=True,
-                                             env=env_settings)
-                                        for cell in algo_cells for j in range(tune_seeds)]
+            experiment.tuning_units += [
+                Unit(
+                    dataset,
+                    protocol,
+                    algo,
+                    cell,
+                    master_seed,
+                    j,
+                    tune_rounds or rounds,
+                    budget,
+                    tuning=True,
+                    env=env_settings,
+                )
+                for cell in algo_cells
+                for j in range(tune_seeds)
+            ]
             continue
         for cell in algo_cells:
             units = experiment.report_units(algo, cell)
@@ -177,9 +240,11 @@ def check_sizes(experiment: Experiment, jobs: int) -> None:
     needed = BYTES_PER_ROUND * c["rounds"] * min(jobs, units)
     memory = physical_memory()
     if memory and needed > memory:
-        raise UserError(f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
-                        f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower --rounds "
-                        "or --jobs")
+        raise UserError(
+            f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
+            f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower --rounds "
+            "or --jobs"
+        )
 
 
 def physical_memory() -> int | None:
@@ -194,14 +259,18 @@ def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
     defaults = getattr(PROTOCOLS[protocol].environment, "SETTINGS", {})
     unknown = [name for name in given if name not in defaults]
     if unknown:
-        raise UserError(f"--env {unknown[0]}: protocol {protocol!r} has no such setting; it has: "
-                        f"{', '.join(defaults) or 'none'}")
-    return {name: grid.cast(protocol, name, given.get(name, default), default, flag="--env")
-            for name, default in defaults.items()}
+        raise UserError(
+            f"--env {unknown[0]}: protocol {protocol!r} has no such setting; it has: {', '.join(defaults) or 'none'}"
+        )
+    return {
+        name: grid.cast(protocol, name, given.get(name, default), default, flag="--env")
+        for name, default in defaults.items()
+    }
 
 
-def prepare_output(out: Path, experiment: Experiment, *, overwrite: bool, resume: bool,
-                   data_dir: Path | None = None) -> Output:
+def prepare_output(
+    out: Path, experiment: Experiment, *, overwrite: bool, resume: bool, data_dir: Path | None = None
+) -> Output:
     """Check the output folder, then create and lock it; returns where shards go (a staging folder when
     overwriting), to be handed to :func:`execute`."""
     check_output(Path(out), experiment.config, overwrite=overwrite, resume=resume, data_dir=data_dir)
@@ -219,26 +288,45 @@ def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, An
         scores = []
         for cell in algo_cells:
             units = [u for u in experiment.tuning_units if u.algorithm == algo and u.params == cell]
-            scores.append({"params": cell, "units": [u.id for u in units],
-                           "final_regret_mean": float(np.mean([final_regret(shard_path(target, u)) for u in units]))})
+            scores.append(
+                {
+                    "params": cell,
+                    "units": [u.id for u in units],
+                    "final_regret_mean": float(np.mean([final_regret(shard_path(target, u)) for u in units])),
+                }
+            )
         best = min(range(len(scores)), key=lambda i: scores[i]["final_regret_mean"])  # first of equals
-        record[algo] = {"chosen": scores[best]["params"], "cells": scores,
-                        "tuning_seeds": list(range(experiment.config["tune_seeds"])),
-                        "report_seeds": list(range(experiment.config["seeds"]))}
+        record[algo] = {
+            "chosen": scores[best]["params"],
+            "cells": scores,
+            "tuning_seeds": list(range(experiment.config["tune_seeds"])),
+            "report_seeds": list(range(experiment.config["seeds"])),
+        }
     return record
 
 
-def write_manifest(target: Path, experiment: Experiment, tuning: dict[str, Any] | None,
-                   execution: dict[str, Any]) -> None:
-    manifest.write_manifest(target, {
-        "config": experiment.config, "units": [u.id for u in experiment.units], "labels": experiment.labels,
-        "tuning_units": [u.id for u in experiment.tuning_units], "tuning": tuning,
-        "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})), "execution": execution,
-        "banditbench_version": __version__})
+def write_manifest(
+    target: Path, experiment: Experiment, tuning: dict[str, Any] | None, execution: dict[str, Any]
+) -> None:
+    manifest.write_manifest(
+        target,
+        {
+            "config": experiment.config,
+            "units": [u.id for u in experiment.units],
+            "labels": experiment.labels,
+            "tuning_units": [u.id for u in experiment.tuning_units],
+            "tuning": tuning,
+            "pending_tuning": sorted(set(experiment.tuned) - set(tuning or {})),
+            "execution": execution,
+            "dataset_warnings": experiment.dataset.manifest.get("warnings", []),
+            "banditbench_version": __version__,
+        },
+    )
 
 
-def pending_units(units: list[Unit], target: Path, dataset_sha256: str,
-                  warn: Callable[[str], None] | None = None) -> list[Unit]:
+def pending_units(
+    units: list[Unit], target: Path, dataset_sha256: str, warn: Callable[[str], None] | None = None
+) -> list[Unit]:
     """The units without a complete shard; a shard that fails verification is removed and its unit re-run."""
     pending = []
     for unit in units:
@@ -255,11 +343,18 @@ def pending_units(units: list[Unit], target: Path, dataset_sha256: str,
     return pending
 
 
-def execute(experiment: Experiment, target: Path | Output, out: Path,
-            on_unit_start: Callable[[Unit], None] | None = None, progress: Callable[[int], None] | None = None,
-            executor: Executor | None = None, checkpoint_every: int = 0,
-            on_plan: Callable[[list[Unit]], None] | None = None, settings: dict[str, Any] | None = None,
-            warn: Callable[[str], None] | None = None) -> list[Unit]:
+def execute(
+    experiment: Experiment,
+    target: Path | Output,
+    out: Path,
+    on_unit_start: Callable[[Unit], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    executor: Executor | None = None,
+    checkpoint_every: int = 0,
+    on_plan: Callable[[list[Unit]], None] | None = None,
+    settings: dict[str, Any] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[Unit]:
     """Run every unit whose shard is missing or broken in ``target``; return the units that ran.
 
     Phase 1 runs the tuning units and the report units already known; phase 2 the report units of
@@ -292,8 +387,14 @@ def execute(experiment: Experiment, target: Path | Output, out: Path,
             left.pop(unit.id, None)
 
         try:
-            executor.run(pending, experiment.dataset, finished, on_unit_start=on_unit_start, progress=progress,
-                         checkpoints=checkpoints)
+            executor.run(
+                pending,
+                experiment.dataset,
+                finished,
+                on_unit_start=on_unit_start,
+                progress=progress,
+                checkpoints=checkpoints,
+            )
         except OSError as e:
             needed = sum(estimated_bytes(u.rounds) for u in left.values())
             error = disk_full(e, Path(out), needed)
@@ -319,8 +420,9 @@ def execute(experiment: Experiment, target: Path | Output, out: Path,
     return ran
 
 
-def run_phases(experiment: Experiment, target: Path, execution: dict[str, Any],
-               run_phase: Callable[[list[Unit]], None]) -> None:
+def run_phases(
+    experiment: Experiment, target: Path, execution: dict[str, Any], run_phase: Callable[[list[Unit]], None]
+) -> None:
     run_phase(experiment.tuning_units + experiment.units)
     if not experiment.tuned:
         return

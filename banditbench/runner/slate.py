@@ -41,12 +41,17 @@ class SlateRounds:
         policy.start(self.env.problem)
 
     def new_columns(self, T: int) -> dict[str, np.ndarray]:
-        return {"user": np.empty(T, np.int64), "slate": np.empty((T, self.m), np.int64),
-                "clicked": np.empty((T, self.m), np.int8), "expected_reward": np.empty(T)}
+        return {
+            "user": np.empty(T, np.int64),
+            "slate": np.empty((T, self.m), np.int64),
+            "clicked": np.empty((T, self.m), np.int8),
+            "expected_reward": np.empty(T),
+        }
 
     def use(self, columns: dict[str, np.ndarray], policy) -> None:
         self.users, self.slates, self.clicked, self.expected = (
-            columns[name] for name in ("user", "slate", "clicked", "expected_reward"))
+            columns[name] for name in ("user", "slate", "clicked", "expected_reward")
+        )
 
     def view(self, rnd, budget):
         return rnd.view(self.env.catalogue, budget)
@@ -68,10 +73,14 @@ class SlateRounds:
         clicks = self.clicked.sum(axis=1).astype(np.int64)
         regret = optimum - self.expected
         columns = {
-            "user": self.users, "slate": pa.FixedSizeListArray.from_arrays(self.slates.ravel(), self.m),
+            "user": self.users,
+            "slate": pa.FixedSizeListArray.from_arrays(self.slates.ravel(), self.m),
             "clicked": pa.FixedSizeListArray.from_arrays(self.clicked.ravel(), self.m),
-            "slate_size": np.full(T, self.m, np.int64), "clicks": clicks, "ctr": clicks / self.m,
-            "expected_reward": self.expected, "best_expected_reward": np.full(T, optimum), "regret": regret,
+            "slate_size": np.full(T, self.m, np.int64),
+            "clicks": clicks,
+            "ctr": clicks / self.m,
+            "expected_reward": self.expected,
+            "best_expected_reward": np.full(T, optimum),
+            "regret": regret,
         }
-        return columns, {"clicks": clicks, "expected_reward": self.expected, "regret": regret}, \
-            {"ctr_optimum": optimum}
+        return columns, {"clicks": clicks, "expected_reward": self.expected, "regret": regret}, {"ctr_optimum": optimum}

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from banditbench.algos import ALGORITHMS
-from banditbench.data import PreparedDataset
 from banditbench.algos.base import Policy
+from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
@@ -40,13 +41,16 @@ class ArmRounds:
         pass
 
     def new_columns(self, T: int) -> dict[str, np.ndarray]:
-        return {**{name: np.empty(T, np.int64) for name in ("users", "groups", "chosen_arms")},
-                **{name: np.empty(T) for name in ("rewards", "expected_rewards", "best_expected_rewards")}}
+        return {
+            **{name: np.empty(T, np.int64) for name in ("users", "groups", "chosen_arms")},
+            **{name: np.empty(T) for name in ("rewards", "expected_rewards", "best_expected_rewards")},
+        }
 
     def use(self, columns: dict[str, np.ndarray], policy: Policy) -> None:
         self.users, self.groups, self.chosen, self.rewards, self.expected, self.best = (
-            columns[name] for name in ("users", "groups", "chosen_arms", "rewards", "expected_rewards",
-                                       "best_expected_rewards"))
+            columns[name]
+            for name in ("users", "groups", "chosen_arms", "rewards", "expected_rewards", "best_expected_rewards")
+        )
         self.privileged = policy.privileged  # the oracle sees the hidden expected rewards
         self.diagnosed = has_diagnostics(policy)
 
@@ -71,28 +75,49 @@ class ArmRounds:
     def outcome(self, T: int) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
         """The outcome columns, those that must be finite, and the shard's extra metadata."""
         regret = self.best - self.expected  # max(expected) − expected[chosen] (DESIGN.md, "Round")
-        columns = {"user": self.users, "group": self.groups, "chosen": self.chosen, "reward": self.rewards,
-                   "expected_reward": self.expected, "best_expected_reward": self.best, "regret": regret}
-        finite = {"reward": self.rewards, "expected_reward": self.expected, "best_expected_reward": self.best,
-                  "regret": regret}
+        columns = {
+            "user": self.users,
+            "group": self.groups,
+            "chosen": self.chosen,
+            "reward": self.rewards,
+            "expected_reward": self.expected,
+            "best_expected_reward": self.best,
+            "regret": regret,
+        }
+        finite = {
+            "reward": self.rewards,
+            "expected_reward": self.expected,
+            "best_expected_reward": self.best,
+            "regret": regret,
+        }
         return columns, finite, None
 
 
-def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], None] | None = None,
-             checkpoints: Checkpoints | None = None) -> UnitResult:
+def run_unit(
+    unit: Unit,
+    dataset: PreparedDataset,
+    progress: Callable[[int], None] | None = None,
+    checkpoints: Checkpoints | None = None,
+) -> UnitResult:
     """Run one unit, one-arm or slate rounds alike; with ``checkpoints``, save its state every
     ``checkpoints.every`` rounds and continue from a saved state if there is one (runner/checkpoint.py)."""
     env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
     kind = (SlateRounds if PROTOCOLS[unit.protocol].slate else ArmRounds)(unit, dataset, env_seed)
     env = kind.env
     T = unit.rounds
-    policy = ALGORITHMS[unit.algorithm].build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim,
-                                              seed=policy_seed, params=unit.params)
+    policy = ALGORITHMS[unit.algorithm].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params
+    )
     kind.begin(policy)
     state = checkpoints.load(unit) if checkpoints is not None else None  # after the build: torch's RNG
     if state is None:
-        columns = {**kind.new_columns(T), "budget_spent": np.empty(T, np.int64), "select_seconds": np.empty(T),
-                   "update_seconds": np.empty(T), **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns}}
+        columns = {
+            **kind.new_columns(T),
+            "budget_spent": np.empty(T, np.int64),
+            "select_seconds": np.empty(T),
+            "update_seconds": np.empty(T),
+            **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns},
+        }
         diagnostics: dict[str, np.ndarray] = {}
         start, wall_before = 0, 0.0
     else:
@@ -103,7 +128,8 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
             progress(start - start % PROGRESS_EVERY)  # the loop reports the rest of this block
     kind.use(columns, policy)
     budget_spent, select_seconds, update_seconds = (
-        columns[name] for name in ("budget_spent", "select_seconds", "update_seconds"))
+        columns[name] for name in ("budget_spent", "select_seconds", "update_seconds")
+    )
     components = {name: columns[f"{name}_seconds"] for name in policy.timing_columns}  # the policy's own time split
     view_of, choice, feedback, record = kind.view, kind.choice, kind.feedback, kind.record
     diagnosed = kind.diagnosed
@@ -135,17 +161,37 @@ def run_unit(unit: Unit, dataset: PreparedDataset, progress: Callable[[int], Non
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
-            checkpoints.save(unit, {"t": t + 1, "policy": policy.state_dict(), "columns": columns,
-                                    "diagnostics": diagnostics, "wall_seconds": wall_before + clock() - started})
+            checkpoints.save(
+                unit,
+                {
+                    "t": t + 1,
+                    "policy": policy.state_dict(),
+                    "columns": columns,
+                    "diagnostics": diagnostics,
+                    "wall_seconds": wall_before + clock() - started,
+                },
+            )
     wall = wall_before + clock() - started
     if progress is not None:
         progress(T % PROGRESS_EVERY)
     outcome, finite, metadata = kind.outcome(T)
     check_finite(unit, finite)
-    outcome = pa.table({"t": np.arange(T, dtype=np.int64), **outcome, "budget_spent": budget_spent,
-                        **{f"diag_{name}": values for name, values in sorted(diagnostics.items())}})
-    timing = pa.table({"t": outcome["t"], "select_seconds": select_seconds, "update_seconds": update_seconds,
-                       **{f"{name}_seconds": seconds for name, seconds in components.items()}})
+    outcome = pa.table(
+        {
+            "t": np.arange(T, dtype=np.int64),
+            **outcome,
+            "budget_spent": budget_spent,
+            **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
+        }
+    )
+    timing = pa.table(
+        {
+            "t": outcome["t"],
+            "select_seconds": select_seconds,
+            "update_seconds": update_seconds,
+            **{f"{name}_seconds": seconds for name, seconds in components.items()},
+        }
+    )
     return UnitResult(outcome, timing, wall, metadata=metadata)
 
 
@@ -156,13 +202,17 @@ def check_finite(unit: Unit, columns: dict[str, np.ndarray]) -> None:
         bad = ~np.isfinite(values)
         if bad.any():
             t = int(np.argmax(bad))
-            raise UserError(f"{unit.algorithm} produced a non-finite {name} ({values[t]}) at round {t} of unit "
-                            f"{unit.id}; check its hyper-parameters")
+            raise UserError(
+                f"{unit.algorithm} produced a non-finite {name} ({values[t]}) at round {t} of unit "
+                f"{unit.id}; check its hyper-parameters"
+            )
 
 
 def has_diagnostics(policy: Policy) -> bool:
     kind = type(policy)
-    return any(getattr(kind, name) is not getattr(Policy, name) for name in ("clusters", "sharing_graph", "diagnostics"))
+    return any(
+        getattr(kind, name) is not getattr(Policy, name) for name in ("clusters", "sharing_graph", "diagnostics")
+    )
 
 
 def sample_diagnostics(policy: Policy, true_groups: np.ndarray | None) -> dict[str, float]:

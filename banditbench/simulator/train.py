@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from banditbench import __version__
 from banditbench.data import DATASETS, load_dataset
 from banditbench.data.prepared import swap_into_place
 from banditbench.errors import UserError
@@ -54,6 +53,7 @@ from banditbench.simulator.logged import (
     training_clicks,
 )
 from banditbench.simulator.metrics import at_threshold, click_metrics, text_histogram
+from banditbench.version import __version__
 
 FOLDER = "simulator"
 MODEL_FILE = "model.pt"
