@@ -590,4 +590,11 @@ def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | Non
     file_layer.pop("preset", None)
     layers = [preset_settings(preset)] if preset else []
     layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
-    return combine(layers, preset)
+    settings = combine(layers, preset)
+    if (
+        preset
+        and not any("tune-rounds" in layer for layer in layers[1:])
+        and settings["tune-rounds"] > settings["rounds"]
+    ):
+        settings["tune-rounds"] = 0  # a run shortened below the preset's tuning prefix tunes on its whole horizon
+    return settings

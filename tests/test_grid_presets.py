@@ -73,6 +73,8 @@ def test_tuning_on_the_first_rounds_runs_short_tuning_units_and_full_report_unit
         planned(data_dir, tune_seeds=2, tune_rounds=201)
     assert "tune_rounds" not in planned(data_dir, tune_seeds=2).config  # the whole horizon, as before
     assert presets.resolve({}, None, "ghosh-synthetic")["tune-rounds"] == 50_000
+    assert presets.resolve({"rounds": 1000}, None, "ghosh-synthetic")["tune-rounds"] == 0  # shortened: whole horizon
+    assert presets.resolve({"rounds": 1000, "tune-rounds": 2000}, None, "ghosh-synthetic")["tune-rounds"] == 2000
 
 
 def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path):
