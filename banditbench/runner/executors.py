@@ -159,8 +159,16 @@ def pool_context() -> multiprocessing.context.BaseContext:
     context.set_forkserver_preload(["banditbench.worker_signals", __name__])  # signals first: see that module
     # The server (started once per process) gets one-thread variables, so numpy's BLAS starts there without
     # a thread pool: the server stays single-threaded, which is what makes forking from it safe.
-    with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):
-        forkserver.ensure_running()
+    # It is started while this process ignores SIGINT, a disposition that survives exec and that Python keeps:
+    # a Ctrl-C while the server is still importing cannot interrupt it (the window here is the fork and exec).
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):
+            forkserver.ensure_running()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
     return context
 
 
