@@ -283,6 +283,27 @@ def test_report_names_an_unknown_proposed_or_baseline_algorithm(data_dir, tmp_pa
 
 
 # ---- full disks ----------------------------------------------------------------------------------------------
+def small_run(data_dir, out) -> tuple:
+    """The two-algorithm, two-seed run that the full-disk test interrupts and then resumes."""
+    return (
+        "run",
+        "--data-dir",
+        data_dir,
+        "--algos",
+        "random,linucb-ind",
+        "--rounds",
+        "300",
+        "--seeds",
+        "2",
+        "--seed",
+        "0",
+        "--jobs",
+        "1",
+        "--out",
+        out,
+    )
+
+
 def test_a_full_disk_during_a_run_is_one_line_leaves_no_partial_file_and_resumes(data_dir, tmp_path, capsys):
     from banditbench.results import shards as module
 
@@ -298,42 +319,14 @@ def test_a_full_disk_during_a_run_is_one_line_leaves_no_partial_file_and_resumes
 
     with mock.patch.object(module.pq, "write_table", fill_up):
         code, err = main(
-            "run",
-            "--data-dir",
-            data_dir,
-            "--algos",
-            "random,linucb-ind",
-            "--rounds",
-            "300",
-            "--seeds",
-            "2",
-            "--seed",
-            "0",
-            "--jobs",
-            "1",
-            "--out",
-            tmp_path / "a",
+            *small_run(data_dir, tmp_path / "a"),
             capsys=capsys,
         )
     assert code == 2 and len(err.strip().splitlines()) == 1 and f"{tmp_path / 'a'}" in err and "MB" in err, err
     assert not [p for p in (tmp_path / "a").rglob("*") if p.name.endswith(".partial")]
     assert len(shards(tmp_path / "a")) == 1
     code, err = main(
-        "run",
-        "--data-dir",
-        data_dir,
-        "--algos",
-        "random,linucb-ind",
-        "--rounds",
-        "300",
-        "--seeds",
-        "2",
-        "--seed",
-        "0",
-        "--jobs",
-        "1",
-        "--out",
-        tmp_path / "a",
+        *small_run(data_dir, tmp_path / "a"),
         "--resume",
         capsys=capsys,
     )
