@@ -7,6 +7,7 @@ import errno
 import inspect
 import os
 import shlex
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -692,7 +693,8 @@ def main() -> None:
     except Interrupted as e:
         Console(stderr=True).print(interrupted(e), highlight=False, soft_wrap=True)
         sys.exit(130)
-    except typer.Abort:
+    except typer.Abort:  # a Ctrl-C that typer caught outside a run's units
+        Console(stderr=True).print("interrupted", highlight=False)
         sys.exit(130)
     except SystemExit as e:
         if not closed_pipe(e):
@@ -711,6 +713,17 @@ def main() -> None:
         Console(stderr=True).print("interrupted", highlight=False)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def entry() -> None:
+    """The process's entry point (the `banditbench` script, `python -m banditbench`): `main`, then an exit that
+    a Ctrl-C cannot turn into a silent death by signal."""
+    try:
+        main()
+    finally:
+        # While the interpreter shuts down, Python restores SIGINT's default action, so a Ctrl-C landing then
+        # killed a finished run without a word. Ignored from here on (a disposition Python keeps), it cannot.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def closed_pipe(exit: SystemExit) -> bool:

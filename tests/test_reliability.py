@@ -370,6 +370,24 @@ def test_ctrl_c_exits_130_names_the_progress_and_stops_the_workers(data_dir, tmp
     wait_for(lambda: session_processes(process.pid) == [], timeout=15)  # the workers stop by themselves
 
 
+def test_a_ctrl_c_while_the_interpreter_exits_leaves_a_finished_commands_exit_code(tmp_path):
+    # A module-level object deleted while Python tears its modules down, after it restored SIGINT's default
+    # action: the last moment a Ctrl-C can land. It used to kill the finished command silently (-SIGINT).
+    script = tmp_path / "late_ctrl_c.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from banditbench.cli import entry\n"
+        "class CtrlCAtTeardown:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "late = CtrlCAtTeardown()\n"
+        "sys.argv = ['banditbench', 'list', 'presets']\n"
+        "entry()\n"
+    )
+    finished = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, (finished.returncode, finished.stderr)
+
+
 def test_kill_9_leaves_no_worker_fork_server_or_resource_tracker(data_dir, tmp_path):
     process = command(*LONG, "--data-dir", data_dir, "--out", tmp_path / "out")
     wait_for(lambda: len(session_processes(process.pid)) >= 5)  # the run, tracker, fork server, 2 workers
