@@ -1,17 +1,18 @@
 """The learned logistic propensity model, the alternative to the empirical propensity in the authors' code for
-Zhang et al. 2022, §4 (their ``PropensityScoreModel``; propensity via logistic regression as in Schnabel et
-al. 2016, §3.3, used for IPS as in Imbens & Rubin 2015, Ch. 12).
+Zhang et al. 2022, §4 (their ``PropensityScoreModel``; propensities estimated by logistic regression as in
+Schnabel et al. 2016, §5, and used for inverse propensity weighting as in Imbens & Rubin 2015).
 
 On frozen user vectors z [U, d] and item vectors x [N+1, d] of a click model,
 
     logit(u, i) = w_uᵀ z_u + w_iᵀ x_i + z_uᵀ W x_i + b,        p̂(u, i) = σ(logit(u, i)),
 
 trained with BCE to tell the items *displayed* to a user (shown in one of the user's training impressions,
-clicked or not) from items never displayed to the user. One sample per user and epoch: ``positives`` = 2
-displayed items and ``negatives`` = 10 non-displayed items, each drawn uniformly without replacement (the
+clicked or not) from items never displayed to the user. One sample per user and epoch: ``POSITIVES`` = 2
+displayed items and ``NEGATIVES`` = 10 non-displayed items, each drawn uniformly without replacement (the
 authors' ``propensity_score_num_pos`` / ``num_neg``); when a user has fewer, the missing slots are masked out of
 the loss, which is the mean over users of the mean BCE of their unmasked slots. Adam, batch 64 users, 10 epochs
-(the authors' ``EPOCHS``), initialisation and draws from the seed.
+(the authors' ``EPOCHS``; ``--propensity-epochs``) with the simulator's ``--lr`` (as the authors' code),
+initialisation and draws from the seed.
 
 Where the frozen vectors come from (the chicken-and-egg order; the authors' ``preprocess.py`` computes them from
 a click model trained *without* IPS, with the simulator's architecture): the simulator's two towers are first
@@ -114,7 +115,7 @@ class LogisticPropensity(nn.Module):
 
     def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Logits [B, C] of users z [B, d_u] and their items x [B, C, d_i]."""
-        interaction = torch.einsum("bd,bcd->bc", z, self.bilinear(x))
+        interaction = torch.einsum("be,bce->bc", z @ self.bilinear.weight, x)  # zᵀW once per user, not per item
         return self.user_linear(z) + self.item_linear(x).squeeze(-1) + interaction
 
 
@@ -126,10 +127,15 @@ class LearnedPropensity:
         self.user_vectors, self.item_vectors = torch.as_tensor(user_vectors), torch.as_tensor(item_vectors)
 
     @torch.no_grad()
-    def raw(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """σ(logit) [R, C] of users [R] and items [R, C], unclipped."""
-        logits = self.model(self.user_vectors[torch.as_tensor(users)], self.item_vectors[torch.as_tensor(items)])
-        return torch.sigmoid(logits).numpy().astype(np.float64)
+    def raw(self, users: np.ndarray, items: np.ndarray, batch: int = 65536) -> np.ndarray:
+        """σ(logit) [R, C] of users [R] and items [R, C], unclipped; in batches of rows, so that the gathered
+        item vectors of a MIND-large epoch never sit in memory at once."""
+        users, items = torch.as_tensor(users), torch.as_tensor(items)
+        logits = [
+            self.model(self.user_vectors[users[s : s + batch]], self.item_vectors[items[s : s + batch]])
+            for s in range(0, len(users), batch)
+        ]
+        return torch.sigmoid(torch.cat(logits)).numpy().astype(np.float64) if logits else np.ones(items.shape)
 
     def __call__(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Propensities of user-item pairs (users [R, 1] with items [R, C]); 1 for the padding item."""

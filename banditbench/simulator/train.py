@@ -4,7 +4,9 @@ What is trained: a two-tower click model (banditbench/simulator/encoders.py; the
 larger than the learners': ``dim`` 128 by default) on every click of the prepared *training* impressions. A
 training row is the clicked item plus ``npratio`` = 4 non-clicked items of the same impression (redrawn every
 epoch), the user given by the impression's history (last 50). Loss: BCE-with-logits weighted by inverse
-propensity, self-normalised per row (banditbench/simulator/ips.py; ``--variant``). Adam, early stopping on the
+propensity, self-normalised per row (banditbench/simulator/ips.py; ``--variant``), the propensity being the
+empirical n(u,i)/n(u) or, with ``--propensity learned``, a logistic model of display fitted on the frozen towers of
+a first fit without IPS (banditbench/simulator/propensity.py gives the order). Adam, early stopping on the
 validation impressions' mean per-impression AUC (the authors' checkpoint criterion) with ``patience`` epochs and
 an ``epochs`` cap; the best epoch's weights are kept. Then the held-out figures (AUC, log-loss, score
 distributions, the F1-maximising threshold) are computed and the model is saved next to the prepared data, in
