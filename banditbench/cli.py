@@ -291,6 +291,15 @@ def simulator_train(
         help="Loss weighting: empirical (IPS 1/p(u,i), p = "
         "n(u,i)/n(u), self-normalised per row; the paper) | empirical-unnormalised | none.",
     ),
+    propensity: str = typer.Option(
+        "empirical",
+        "--propensity",
+        help="p(u,i) of the IPS weights: empirical (n(u,i)/n(u)) | learned (the authors' logistic model of "
+        "display on frozen vectors of the towers first trained without IPS).",
+    ),
+    propensity_epochs: int = typer.Option(
+        10, "--propensity-epochs", help="Epochs of the learned propensity model (one sample per user each)."
+    ),
     epochs: int = typer.Option(5, "--epochs", help="Epochs cap (early stopping on validation AUC)."),
     patience: int = typer.Option(1, "--patience", help="Epochs without a better validation AUC before stopping."),
     threshold: str = typer.Option(
@@ -328,6 +337,8 @@ def simulator_train(
 
     settings = TrainSettings(
         variant=variant,
+        propensity=propensity,
+        propensity_epochs=propensity_epochs,
         epochs=epochs,
         patience=patience,
         lr=lr,
@@ -344,7 +355,8 @@ def simulator_train(
 
     def progress(r: dict) -> None:
         console.print(
-            f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
+            ("towers without IPS, for the propensity model: " if r.get("stage") == "encoders" else "")
+            + f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
             f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
             f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
             highlight=False,
@@ -381,6 +393,22 @@ def simulator_train(
         f"{done['user_history']}",
         highlight=False,
     )
+    p = m["propensity"]
+    for kind, summary in p["summaries"].items():
+        console.print(
+            f"{kind} propensity{' (used)' if kind == p['used'] else ''}: mean {summary['mean']:.3f}, {quantiles} "
+            + ", ".join(f"{q:.3f}" for q in summary["quantiles"])
+            + f"; ESS of the IPS weights {summary['ess']:.0f}/{summary['weights']} ({summary['ess_share']:.1%}),"
+            f" {summary['ess_per_row_mean']:.2f}/{settings.npratio + 1} per row",
+            highlight=False,
+        )
+    if "learned_model" in p:
+        lm = p["learned_model"]
+        console.print(
+            f"learned propensity model: held-out AUC {lm['heldout_auc']:.4f} (displayed vs not, "
+            f"{lm['heldout_users']} validation users), floor {lm['floor']}",
+            highlight=False,
+        )
     console.print(
         f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
         f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",

@@ -2,7 +2,8 @@
 
 - ``logged``: a prepared logged dataset (MIND / MovieLens-logged) as integer arrays, the known split, click rows;
 - ``encoders``: the light two-tower click model (simulator and learners each have their own instance);
-- ``ips``: empirical propensities and the IPS-weighted logistic loss;
+- ``ips``: empirical propensities, the IPS-weighted logistic loss, propensity summaries (ESS);
+- ``propensity``: the learned logistic propensity model (``--propensity learned``);
 - ``train``: `banditbench simulator train` (fit, validate, save next to the prepared data);
 - ``model``: ``Simulator.load(dataset)`` for environments: click probabilities, thresholded clicks with flips.
 """

@@ -1,5 +1,5 @@
 """Inverse-propensity weighting of the simulator's logistic loss
-(Zhang et al. 2022, §4: inverse-frequency propensities).
+(Zhang et al. 2022, §4: inverse-frequency propensities; IPS as in Imbens & Rubin 2015 and Schnabel et al. 2016).
 
 Empirical propensity (the authors' ``compute_empirical_ips``): p(u, i) = n(u, i) / n(u), with n(u) the number of
 logged impressions of user u and n(u, i) the number of those that showed item i (clicked or not); p = 1 for a
@@ -7,14 +7,27 @@ pair never shown (e.g. the padding item 0). The loss of a training row r with ca
 weighted by 1/p_rj, self-normalised over the row (``normalise=True``, the authors' ``ips_normalize``):
 
     L = mean_{r,j} BCE(s_rj, y_rj) · (1/p_rj) / Σ_k (1/p_rk)
+
+``--propensity learned`` puts the logistic propensity model of banditbench/simulator/propensity.py in place of
+p; the weighting rules of ``--variant`` are the same for both. ``propensity_summary`` describes a propensity on
+training rows: its mean and quantiles, and Kish's effective sample size (Σw)²/Σw² of the weights it gives.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from banditbench.simulator.logged import LoggedData
+from banditbench.simulator.metrics import QUANTILES
+
+# --propensity of `simulator train`: which p(u, i) the IPS weights divide by.
+PROPENSITIES = {
+    "empirical": "p = n(u,i)/n(u), the inverse-frequency propensity (the paper's IPS, the authors' default)",
+    "learned": "a logistic model of display on frozen click-model vectors (banditbench/simulator/propensity.py)",
+}
 
 # --variant of `simulator train`: how a training row is weighted.
 VARIANTS = {
@@ -54,7 +67,7 @@ def ips_weights(propensity: np.ndarray, normalise: bool = True) -> np.ndarray:
     return inverse / inverse.sum(axis=1, keepdims=True) if normalise else inverse
 
 
-def row_weights(variant: str, propensity: EmpiricalPropensity, users: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def row_weights(variant: str, propensity: Callable, users: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The [R, C] float32 loss weights of training rows under ``variant`` (see VARIANTS)."""
     if variant == "none":
         return np.full(candidates.shape, 1.0 / candidates.shape[1], np.float32)
@@ -66,3 +79,30 @@ def weighted_logistic_loss(logits: torch.Tensor, labels: torch.Tensor, weights: 
     """mean over rows and candidates of BCE-with-logits · weight."""
     bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
     return (bce * weights).mean()
+
+
+def effective_sample_size(weights: np.ndarray) -> float:
+    """Kish's effective sample size (Σw)² / Σw² of a set of importance weights."""
+    weights = np.asarray(weights, np.float64).ravel()
+    return float(weights.sum() ** 2 / max((weights**2).sum(), np.finfo(float).tiny))
+
+
+def propensity_summary(variant: str, propensity: Callable, users: np.ndarray, candidates: np.ndarray) -> dict:
+    """Mean and quantiles of the propensities of training rows' real candidates (the padding item 0 left out),
+    and the effective sample size of the rows' loss weights under ``variant`` (``none`` is summarised under the
+    self-normalised rule, the weights IPS would give): over all weights, as a share of them, and the mean over
+    rows of each row's own."""
+    p = propensity(users[:, None], candidates)
+    real = p[candidates > 0]
+    weights = row_weights("empirical" if variant == "none" else variant, propensity, users, candidates)
+    per_row = weights.sum(1) ** 2 / (weights.astype(np.float64) ** 2).sum(1)
+    ess = effective_sample_size(weights)
+    return {
+        "mean": float(real.mean()) if len(real) else float("nan"),
+        "quantiles": [float(q) for q in np.quantile(real, QUANTILES)] if len(real) else [],
+        "min": float(real.min()) if len(real) else float("nan"),
+        "ess": ess,
+        "ess_share": ess / max(weights.size, 1),
+        "ess_per_row_mean": float(per_row.mean()) if len(per_row) else float("nan"),
+        "weights": int(weights.size),
+    }

@@ -4,7 +4,9 @@ What is trained: a two-tower click model (banditbench/simulator/encoders.py; the
 larger than the learners': ``dim`` 128 by default) on every click of the prepared *training* impressions. A
 training row is the clicked item plus ``npratio`` = 4 non-clicked items of the same impression (redrawn every
 epoch), the user given by the impression's history (last 50). Loss: BCE-with-logits weighted by inverse
-propensity, self-normalised per row (banditbench/simulator/ips.py; ``--variant``). Adam, early stopping on the
+propensity, self-normalised per row (banditbench/simulator/ips.py; ``--variant``), the propensity being the
+empirical n(u,i)/n(u) or, with ``--propensity learned``, a logistic model of display fitted on the frozen towers of
+a first fit without IPS (banditbench/simulator/propensity.py gives the order). Adam, early stopping on the
 validation impressions' mean per-impression AUC (the authors' checkpoint criterion) with ``patience`` epochs and
 an ``epochs`` cap; the best epoch's weights are kept. Then the held-out figures (AUC, log-loss, score
 distributions, the F1-maximising threshold) are computed and the model is saved next to the prepared data, in
@@ -41,6 +43,7 @@ from banditbench.data import DATASETS, load_dataset
 from banditbench.data.prepared import swap_into_place
 from banditbench.errors import UserError
 from banditbench.simulator import ips
+from banditbench.simulator import propensity as propensity_model
 from banditbench.simulator.encoders import WORD_POOLING, TwoTower
 from banditbench.simulator.logged import (
     HISTORY,
@@ -48,6 +51,7 @@ from banditbench.simulator.logged import (
     PROTOCOL,
     LoggedData,
     click_rows,
+    initial_histories,
     last_items,
     load_logged,
     training_clicks,
@@ -61,11 +65,16 @@ METADATA_FILE = "simulator.json"
 # THRES of Zhang et al. 2022, §4 (the F1-maximising thresholds of the authors' simulators); "f1" uses this model's own.
 PAPER_THRESHOLDS = {"mind": 0.384, "movielens-logged": 0.855}
 USER_HISTORIES = ("true", "true+clicks", "empty")
+# Purposes of the seed's extra streams (``stream``); the simulator itself draws from the seed directly.
+ENCODER_STREAM, PROPENSITY_STREAM, SUMMARY_STREAM = 1, 2, 3
 
 
 @dataclass(frozen=True)
 class TrainSettings:
     variant: str = "empirical"
+    propensity: str = "empirical"  # or "learned": the logistic propensity model (banditbench/simulator/propensity.py)
+    propensity_epochs: int = propensity_model.EPOCHS
+    propensity_floor: float = propensity_model.FLOOR
     epochs: int = 5
     patience: int = 1
     lr: float = 1e-3
@@ -87,11 +96,27 @@ class TrainSettings:
     def check(self) -> None:
         if self.variant not in ips.VARIANTS:
             raise UserError(f"unknown --variant {self.variant!r}; choose from: {', '.join(ips.VARIANTS)}")
+        if self.propensity not in ips.PROPENSITIES:
+            raise UserError(f"unknown --propensity {self.propensity!r}; choose from: {', '.join(ips.PROPENSITIES)}")
+        if self.propensity == "learned" and self.variant == "none":
+            raise UserError("--propensity learned needs IPS weights: --variant empirical or empirical-unnormalised")
+        if not 0 < self.propensity_floor <= 1:
+            raise UserError(f"the propensity floor must be in (0, 1], got {self.propensity_floor}")
         if self.word_pooling not in WORD_POOLING:
             raise UserError(f"unknown --word-pooling {self.word_pooling!r}; choose from: {', '.join(WORD_POOLING)}")
         if self.user_history not in USER_HISTORIES:
             raise UserError(f"unknown --user-history {self.user_history!r}; choose from: {', '.join(USER_HISTORIES)}")
-        for name in ("epochs", "batch", "npratio", "dim", "word_dim", "attention_dim", "history", "threads"):
+        for name in (
+            "epochs",
+            "propensity_epochs",
+            "batch",
+            "npratio",
+            "dim",
+            "word_dim",
+            "attention_dim",
+            "history",
+            "threads",
+        ):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.patience < 0 or not self.lr > 0 or not 0 <= self.dropout < 1 or not 0 <= self.flip <= 1:
@@ -164,6 +189,143 @@ def simulator_folder(dataset_path: Path) -> Path:
     return Path(dataset_path) / FOLDER
 
 
+def fit_click_model(
+    data: LoggedData,
+    settings: TrainSettings,
+    variant: str,
+    propensity: Callable,
+    click_impression: np.ndarray,
+    click_item: np.ndarray,
+    valid: Validation,
+    rng: np.random.Generator,
+    generator: torch.Generator,
+    started: float,
+    progress: Callable[[dict], None] | None,
+    stage: str | None = None,
+) -> tuple[TwoTower, list[dict]]:
+    """The click model trained with the ``variant`` loss weights of ``propensity``, early-stopped on the
+    validation mean per-impression AUC, with the best epoch's weights; and the per-epoch log."""
+    imp = data.impressions
+    model = TwoTower(
+        len(data.vocabulary),
+        data.n_topics,
+        dim=settings.dim,
+        word_dim=settings.word_dim,
+        attention_dim=settings.attention_dim,
+        dropout=settings.dropout,
+        history=settings.history,
+        word_pooling=settings.word_pooling,
+        seed=settings.seed,
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    titles, topics = torch.as_tensor(data.titles, dtype=torch.long), torch.as_tensor(data.topic)
+
+    best, best_state, history, waited = -np.inf, copy.deepcopy(model.state_dict()), [], 0
+    for epoch in range(1, settings.epochs + 1):
+        rows = click_rows(data, click_impression, click_item, rng, settings.npratio)
+        users = imp.user[rows.impression]
+        weights = torch.as_tensor(ips.row_weights(variant, propensity, users, rows.candidates))
+        histories = torch.as_tensor(
+            last_items(imp.history_offsets, imp.history, rows.impression, settings.history), dtype=torch.long
+        )
+        candidates, labels = torch.as_tensor(rows.candidates, dtype=torch.long), torch.as_tensor(rows.labels)
+        model.train()
+        total = 0.0
+        for batch in np.array_split(rng.permutation(len(rows)), max(1, -(-len(rows) // settings.batch))):
+            batch = torch.as_tensor(batch)
+            logits = model.logits(titles, topics, histories[batch], candidates[batch], generator)
+            loss = ips.weighted_logistic_loss(logits, labels[batch], weights[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(batch)
+        probabilities = validation_probabilities(model, data, valid)
+        metrics = click_metrics(valid.group, probabilities, valid.labels)
+        record = {
+            "epoch": epoch,
+            "train_loss": total / len(rows),
+            "auc_mean_per_impression": metrics["auc_mean_per_impression"],
+            "auc_global": metrics["auc_global"],
+            "log_loss": metrics["log_loss"],
+            "seconds": time.perf_counter() - started,
+        }
+        history.append(record)
+        if progress:
+            progress(record if stage is None else {**record, "stage": stage})
+        score = metrics["auc_mean_per_impression"]
+        if score > best or epoch == 1:
+            best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
+        else:
+            waited += 1
+            if waited > settings.patience:
+                break
+    model.load_state_dict(best_state)
+    return model, history
+
+
+def propensity_metrics(
+    data: LoggedData,
+    settings: TrainSettings,
+    empirical: ips.EmpiricalPropensity,
+    learned: tuple | None,
+    click_impression: np.ndarray,
+    click_item: np.ndarray,
+) -> dict:
+    """The propensity used and the empirical one side by side, on one draw of training rows (its own stream):
+    mean, quantiles and the effective sample size of the IPS weights; for the learned model its figures."""
+    rng, _ = stream(settings.seed, SUMMARY_STREAM)
+    rows = click_rows(data, click_impression, click_item, rng, settings.npratio)
+    users = data.impressions.user[rows.impression]
+    summaries = {"empirical": ips.propensity_summary(settings.variant, empirical, users, rows.candidates)}
+    figures = {"used": settings.propensity, "variant": settings.variant, "summaries": summaries}
+    if learned is not None:
+        model, model_figures = learned
+        summaries["learned"] = ips.propensity_summary(settings.variant, model, users, rows.candidates)
+        figures["learned_model"] = model_figures
+    return figures
+
+
+def stream(seed: int, purpose: int) -> tuple[np.random.Generator, torch.Generator]:
+    """Independent numpy and torch streams for one ``purpose`` of the learned-propensity path, so that the
+    IPS-weighted simulator itself draws from ``seed`` exactly as with the empirical propensity."""
+    sequence = np.random.SeedSequence([seed, purpose])
+    return np.random.default_rng(sequence), torch.Generator().manual_seed(int(sequence.generate_state(1)[0]))
+
+
+def learned_propensity(
+    data: LoggedData,
+    settings: TrainSettings,
+    click_impression: np.ndarray,
+    click_item: np.ndarray,
+    valid: Validation,
+    started: float,
+    progress: Callable[[dict], None] | None,
+) -> tuple[propensity_model.LearnedPropensity, dict]:
+    """The logistic propensity model on frozen vectors of the simulator's towers fitted without IPS (see
+    banditbench/simulator/propensity.py for the order), and its figures."""
+    rng, generator = stream(settings.seed, ENCODER_STREAM)
+    encoders, log = fit_click_model(
+        data, settings, "none", None, click_impression, click_item, valid, rng, generator, started, progress, "encoders"
+    )
+    encoders.eval()
+    with torch.no_grad():
+        items = encoders.item_vectors(data.titles, data.topic)
+        users = encoders.user_vectors(items, initial_histories(data, settings.history))
+    rng, _ = stream(settings.seed, PROPENSITY_STREAM)
+    learned, figures = propensity_model.fit_propensity(
+        data,
+        users.numpy(),
+        items.numpy(),
+        rng,
+        settings.seed,
+        settings.lr,
+        epochs=settings.propensity_epochs,
+        floor=settings.propensity_floor,
+    )
+    best_epoch = max(log, key=lambda r: (r["auc_mean_per_impression"], -r["epoch"]))["epoch"]
+    return learned, {**figures, "encoder_epochs": log, "encoder_best_epoch": best_epoch}
+
+
 def train_simulator(
     data_dir: Path,
     name: str,
@@ -196,65 +358,28 @@ def train_simulator(
     click_impression, click_item = training_clicks(data)
     if len(click_impression) == 0:
         raise UserError(f"dataset {name!r} has no click in its training impressions")
-    propensity = ips.EmpiricalPropensity(data, imp.train)
+    empirical = ips.EmpiricalPropensity(data, imp.train)
     valid = validation_set(data, settings.history)
-    model = TwoTower(
-        len(data.vocabulary),
-        data.n_topics,
-        dim=settings.dim,
-        word_dim=settings.word_dim,
-        attention_dim=settings.attention_dim,
-        dropout=settings.dropout,
-        history=settings.history,
-        word_pooling=settings.word_pooling,
-        seed=settings.seed,
+    propensity, learned = empirical, None
+    if settings.propensity == "learned":
+        learned = learned_propensity(data, settings, click_impression, click_item, valid, started, progress)
+        propensity = learned[0]
+    model, history = fit_click_model(
+        data,
+        settings,
+        settings.variant,
+        propensity,
+        click_impression,
+        click_item,
+        valid,
+        rng,
+        generator,
+        started,
+        progress,
     )
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    titles, topics = torch.as_tensor(data.titles, dtype=torch.long), torch.as_tensor(data.topic)
-
-    best, best_state, history, waited = -np.inf, copy.deepcopy(model.state_dict()), [], 0
-    for epoch in range(1, settings.epochs + 1):
-        rows = click_rows(data, click_impression, click_item, rng, settings.npratio)
-        users = imp.user[rows.impression]
-        weights = torch.as_tensor(ips.row_weights(settings.variant, propensity, users, rows.candidates))
-        histories = torch.as_tensor(
-            last_items(imp.history_offsets, imp.history, rows.impression, settings.history), dtype=torch.long
-        )
-        candidates, labels = torch.as_tensor(rows.candidates, dtype=torch.long), torch.as_tensor(rows.labels)
-        model.train()
-        total = 0.0
-        for batch in np.array_split(rng.permutation(len(rows)), max(1, -(-len(rows) // settings.batch))):
-            batch = torch.as_tensor(batch)
-            logits = model.logits(titles, topics, histories[batch], candidates[batch], generator)
-            loss = ips.weighted_logistic_loss(logits, labels[batch], weights[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(batch)
-        probabilities = validation_probabilities(model, data, valid)
-        metrics = click_metrics(valid.group, probabilities, valid.labels)
-        record = {
-            "epoch": epoch,
-            "train_loss": total / len(rows),
-            "auc_mean_per_impression": metrics["auc_mean_per_impression"],
-            "auc_global": metrics["auc_global"],
-            "log_loss": metrics["log_loss"],
-            "seconds": time.perf_counter() - started,
-        }
-        history.append(record)
-        if progress:
-            progress(record)
-        score = metrics["auc_mean_per_impression"]
-        if score > best or epoch == 1:
-            best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
-        else:
-            waited += 1
-            if waited > settings.patience:
-                break
-
-    model.load_state_dict(best_state)
     probabilities = validation_probabilities(model, data, valid)
     metrics = click_metrics(valid.group, probabilities, valid.labels)
+    metrics["propensity"] = propensity_metrics(data, settings, empirical, learned, click_impression, click_item)
     threshold, source = resolve_threshold(settings.threshold, name, metrics["f1_best"])
     metrics["at_threshold"] = at_threshold(probabilities, valid.labels, threshold, settings.strict)
     best_epoch = max(history, key=lambda r: (r["auc_mean_per_impression"], -r["epoch"]))["epoch"]
