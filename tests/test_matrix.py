@@ -8,7 +8,7 @@ from conftest import banditbench
 from fixtures_raw import SHARED
 
 from banditbench.data import load_dataset, movielens_small
-from banditbench.data.movielens_small import als
+from banditbench.data.completion import als
 from banditbench.envs.matrix import MatrixEnvironment
 from banditbench.errors import UserError
 
