@@ -59,10 +59,12 @@ def _ridge_rows(
 
 @dataclass(frozen=True)
 class Completed:
-    """A completed table [users × arms], the item factors Q it was filled from and the fit's figures."""
+    """A completed table [users × arms], the item factors Q it was filled from, the observed entries of each arm
+    (the rest of its column is predicted) and the fit's figures."""
 
     table: np.ndarray
     item_factors: np.ndarray
+    observed_per_arm: np.ndarray
     fit: dict[str, float]
 
 
@@ -107,7 +109,7 @@ def complete(
         "observed_entries": len(observed),
         "filled_entries": int(table.size - len(observed)),
     }
-    return Completed(table, Q, fit)
+    return Completed(table, Q, np.bincount(observed["arm"].to_numpy(), minlength=len(arm_items)), fit)
 
 
 def reward_frame(table: np.ndarray, raw_users: np.ndarray) -> pd.DataFrame:
@@ -118,8 +120,10 @@ def reward_frame(table: np.ndarray, raw_users: np.ndarray) -> pd.DataFrame:
     return frame
 
 
-def arm_frame(features: np.ndarray) -> pd.DataFrame:
-    """The ``arms`` table the matrix protocol reads: ``arm`` and one ``x_j`` per feature."""
+def arm_frame(features: np.ndarray, observed_per_arm: np.ndarray) -> pd.DataFrame:
+    """The ``arms`` table the matrix protocol reads: ``arm``, one ``x_j`` per feature, and ``observed``, the
+    entries of the arm's column that were observed rather than filled (the sanity report reads it)."""
     frame = pd.DataFrame(features, columns=[f"x_{j}" for j in range(features.shape[1])])
     frame.insert(0, "arm", np.arange(len(features)))
+    frame["observed"] = observed_per_arm
     return frame

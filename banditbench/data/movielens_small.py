@@ -110,7 +110,7 @@ def build(
         x = completed.item_factors[np.searchsorted(item_ids, movies["raw_item"].to_numpy()[feature_rows])]
     if dim > x.shape[1]:
         raise UserError(f"--dim {dim}: the {features} features have only {x.shape[1]} dimensions")
-    arm_table = completion.arm_frame(x[:, :dim])
+    arm_table = completion.arm_frame(x[:, :dim], completed.observed_per_arm)
     arm_table["reward_movie"] = reward_movies
     arm_table["feature_movie"] = movies["raw_item"].to_numpy()[feature_rows]
     arm_table["title"] = movies["title"].to_numpy()[feature_rows]
