@@ -226,3 +226,7 @@ def test_bass_yahoo_preset_is_ready_and_runs_reduced_on_the_fixture(tmp_path):
         assert len(rounds) == 200 and set(rounds["user"]) <= set(range(8))
         assert np.all(np.isin(rounds["best_expected_reward"], table.max(axis=1)))
         np.testing.assert_allclose(rounds["regret"], rounds["best_expected_reward"] - rounds["expected_reward"])
+    assert banditbench("report", tmp_path / "out").returncode == 0
+    values = pd.read_csv(tmp_path / "out" / "paper_vs_here.csv").query("kind == 'value'")
+    assert len(values) == len(algos) and (values["verdict"] == "not comparable").all()
+    assert values["reason"].str.startswith("data prepared with clusters = 10: a stand-in for set2.train.txt").all()
