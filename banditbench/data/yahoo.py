@@ -27,6 +27,7 @@ file read is recorded in the manifest.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -37,8 +38,11 @@ from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+
 NAME = "yahoo"
-N_FEATURES = 700  # the dimension of set 2's feature vectors (Chapelle & Chang 2010, Sec. 2)
+N_FEATURES = 700  # the dimension of set 2's feature vectors (Chapelle & Chang 2010)
 RELEVANCE_RANGE = (0.0, 4.0)
 N_INIT = 1  # what scikit-learn's n_init="auto", the authors' setting, means for k-means++
 COMPAT = ("none", "bandpy")
@@ -53,7 +57,7 @@ SPEC = RawSpec(
 )
 
 
-def read_documents(path: Path) -> tuple[object, np.ndarray, np.ndarray]:
+def read_documents(path: Path) -> tuple[csr_matrix, np.ndarray, np.ndarray]:
     """(features [documents × 700] as a sparse CSR matrix, relevance, query id) of every line of ``path``."""
     from sklearn.datasets import load_svmlight_file  # heavy: imported when the dataset is built
 
@@ -76,7 +80,7 @@ def read_documents(path: Path) -> tuple[object, np.ndarray, np.ndarray]:
     return X, relevance, query
 
 
-def distinct_rows(X) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(X: csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     """(index of the first document of each distinct vector, in order of appearance; each document's vector)."""
     keys = [
         X.indices[a:b].tobytes() + X.data[a:b].tobytes() for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())
@@ -87,7 +91,7 @@ def distinct_rows(X) -> tuple[np.ndarray, np.ndarray]:
     return first, codes
 
 
-def cluster(X, clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def cluster(X: csr_matrix, clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """K-means on the distinct document vectors: (each document's cluster label, the centres [clusters × 700])."""
     from sklearn.cluster import KMeans  # heavy: imported when the dataset is built
     from threadpoolctl import threadpool_limits
@@ -101,7 +105,7 @@ def cluster(X, clusters: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build(
-    X,
+    X: csr_matrix,
     relevance: np.ndarray,
     query: np.ndarray,
     *,
