@@ -264,7 +264,7 @@ def info(
         if isinstance(value, dict):  # quantiles, in their order (the manifest sorts keys)
             value = ", ".join(f"{k} {value[k]:g}" for k in QUANTILES if k in value)
         elif isinstance(value, float):
-            value = f"{value:.1%}" if key.startswith("resolved") else f"{value:g}"
+            value = f"{value:.1%}" if key.startswith("resolved") or key.endswith("_share") else f"{value:g}"
         table.add_row(key.replace("_", " "), str(value))
     table.add_row("parameters", ", ".join(f"{k}={v}" for k, v in manifest.get("parameters", {}).items()))
     for record in manifest.get("raw_files", []):

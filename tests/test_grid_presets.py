@@ -1,6 +1,8 @@
 """Grids, tuning seeds, experiment files and presets, through the planning API and the CLI."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -161,12 +163,13 @@ def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
         prepare_output(out, other_grid, overwrite=False, resume=True)
 
 
-def test_a_paper_preset_names_what_is_not_registered_yet():
+def test_a_paper_preset_names_what_is_not_registered_yet(monkeypatch):
+    monkeypatch.setitem(presets.PRESETS, "unready", {**presets.PRESETS["bass-yahoo"], "dataset": "nodata"})
     with pytest.raises(UserError) as error:
-        resolve({}, None, "bass-yahoo")
+        resolve({}, None, "unready")
     message = str(error.value)
-    assert message.startswith("preset bass-yahoo (Table 4 (Yahoo column) and Fig. 7) cannot run yet")
-    assert "not registered: dataset yahoo" in message
+    assert message.startswith("preset unready (Table 4 (Yahoo column) and Fig. 7) cannot run yet")
+    assert "not registered: dataset nodata" in message
     assert presets.missing_for("mcnb-movielens") == []  # COFIBA, its last missing baseline, is registered
     with pytest.raises(UserError, match="unknown preset 'nope'"):
         resolve({}, None, "nope")
@@ -235,9 +238,19 @@ def test_list_presets_and_a_missing_preset_on_the_command_line(data_dir, tmp_pat
     assert listed.returncode == 0
     for name in ("mcnb-movielens", "metaban-mnist-notmnist", "bass-synthetic", "ghosh-lastfm", "twostage-table6-mind"):
         assert name in listed.stdout
-    ran = banditbench("run", "--preset", "bass-yahoo", "--data-dir", data_dir, "--out", tmp_path / "out")
+    # the real entry point, with a preset naming a dataset that is not registered
+    script = (
+        "from banditbench import presets; "
+        "presets.PRESETS['unready'] = {**presets.PRESETS['bass-yahoo'], 'dataset': 'nodata'}; "
+        "from banditbench.cli import main; main()"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script, "run", "--preset", "unready", "--data-dir", data_dir, "--out", tmp_path / "out"],
+        capture_output=True,
+        text=True,
+    )
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1
-    assert "error: preset bass-yahoo" in ran.stderr and "not registered: dataset yahoo" in ran.stderr
+    assert "error: preset unready" in ran.stderr and "not registered: dataset nodata" in ran.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -263,4 +276,4 @@ def test_presets_whose_parts_all_exist_are_ready():
     assert presets.missing_for("bass-synthetic") == []
     assert presets.missing_for("ghosh-synthetic") == []
     assert presets.missing_for("bass-movielens") == []  # the matrix protocol and movielens-small
-    assert presets.missing_for("bass-yahoo") == ["dataset yahoo"]
+    assert presets.missing_for("bass-yahoo") == []  # the matrix protocol and yahoo

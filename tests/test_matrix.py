@@ -8,7 +8,7 @@ from conftest import banditbench
 from fixtures_raw import SHARED
 
 from banditbench.data import load_dataset, movielens_small
-from banditbench.data.movielens_small import als
+from banditbench.data.completion import als
 from banditbench.envs.matrix import MatrixEnvironment
 from banditbench.errors import UserError
 
@@ -133,6 +133,18 @@ def test_bandpy_compat_shifts_rewards_by_one_movie_against_the_features(tmp_path
     filled = ~np.column_stack([np.zeros(len(seen), bool), observed])
     assert np.all(table_q[filled] == np.rint(table_q[filled]))  # filled entries rounded, as the authors' loader does
     assert not np.array_equal(table_q, table_d)
+
+
+def test_sanity_report_counts_observed_entries_and_flags_an_arm_never_observed(tmp_path):
+    default, _, seen = prepare(tmp_path, "a")
+    report = default.manifest["sanity"]
+    assert (report["table_rows"], report["arms"]) == (40, 12)
+    assert report["observed_share"] == round(seen[:, :12].mean(), 4) and default.manifest["warnings"] == []
+    np.testing.assert_array_equal(default.table("arms")["observed"], seen[:, :12].sum(axis=0))
+    quirk, _, _ = prepare(tmp_path, "b", compat="bandpy")
+    assert quirk.manifest["warnings"] == [
+        "1 of the 12 arms (arm 0) have no observed reward: their columns are the factorisation's predictions only"
+    ]
 
 
 def test_async_rounds_draw_uniform_agents_and_noisy_table_values(tmp_path):

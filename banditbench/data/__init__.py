@@ -24,6 +24,7 @@ MODULES = (
     "own",
     "movielens_small",
     "authors",
+    "yahoo",
 )
 
 for _module in MODULES:

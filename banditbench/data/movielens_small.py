@@ -7,10 +7,11 @@ with a matrix-factorization approach (Rendle & Schmidt-Thieme 2008)". The author
 order of first appearance in movies.csv) truncated to the first d entries, and rounds the factorisation's
 predictions to integers.
 
-Here the table is filled by :func:`als`, a ridge alternating-least-squares factorisation of the centred ratings
-(rank, λ and iterations are prepare options; the start is drawn from ``--seed``, so the table is a deterministic
-function of the raw files and the options). Observed ratings are kept; every missing (user, arm) entry is the
-prediction, clipped to the rating scale [0.5, 5] (then rounded under ``--compat bandpy``).
+Here the table is filled by :func:`~banditbench.data.completion.als`, a ridge alternating-least-squares
+factorisation of the centred ratings (rank, λ and iterations are prepare options; the start is drawn from
+``--seed``, so the table is a deterministic function of the raw files and the options). Observed ratings are
+kept; every missing (user, arm) entry is the prediction, clipped to the rating scale [0.5, 5] (then rounded
+under ``--compat bandpy``).
 
 Arms are the first K movies by id. ``--compat none`` (default) takes an arm's features and its rewards from the
 same movie. ``--compat bandpy`` reproduces the authors' loader: the rewards of arm k are those of movie id k
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data import movielens
+from banditbench.data import completion, movielens
 from banditbench.data.fetch import Download, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
@@ -47,48 +48,6 @@ def spec(variant: str = "small") -> RawSpec:
     if variant == "100k":
         return movielens.spec("100k")
     return RawSpec("movielens-small", (SMALL,), {"ratings": ("ratings.csv",), "movies": ("movies.csv",)})
-
-
-def als(
-    users: np.ndarray,
-    items: np.ndarray,
-    values: np.ndarray,
-    n_users: int,
-    n_items: int,
-    *,
-    rank: int,
-    ridge: float,
-    iterations: int,
-    seed: int,
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Ridge alternating least squares on the observed entries (Hu, Koren & Volinsky 2008 without confidence
-    weights): minimise Σ_obs (r_ui − μ − p_u·q_i)² + λ(Σ‖p_u‖² + Σ‖q_i‖²), μ the mean rating.
-
-    Each half-step solves, for every user u, (Σ_{i∈I_u} q_i q_iᵀ + λI) p_u = Σ_{i∈I_u} q_i (r_ui − μ), then the
-    same for every item. Factors start at N(0, 0.1²) from ``seed``. A row with no entry gets the zero vector
-    (its prediction is μ). Returns (μ, P [n_users, rank], Q [n_items, rank])."""
-    mean = float(values.mean())
-    centred = values - mean
-    rng = np.random.default_rng(seed)
-    P = 0.1 * rng.standard_normal((n_users, rank))
-    Q = 0.1 * rng.standard_normal((n_items, rank))
-    for _ in range(iterations):
-        P = _ridge_rows(users, items, centred, Q, n_users, ridge)
-        Q = _ridge_rows(items, users, centred, P, n_items, ridge)
-    return mean, P, Q
-
-
-def _ridge_rows(
-    rows: np.ndarray, cols: np.ndarray, values: np.ndarray, other: np.ndarray, n_rows: int, ridge: float
-) -> np.ndarray:
-    rank = other.shape[1]
-    X = other[cols]  # [n_obs, rank]
-    gram = np.zeros((n_rows, rank * rank))
-    np.add.at(gram, rows, (X[:, :, None] * X[:, None, :]).reshape(len(rows), -1))
-    target = np.zeros((n_rows, rank))
-    np.add.at(target, rows, X * values[:, None])
-    gram = gram.reshape(n_rows, rank, rank) + ridge * np.eye(rank)
-    return np.linalg.solve(gram, target[:, :, None])[:, :, 0]
 
 
 def genre_vectors(genres: pd.Series) -> np.ndarray:
@@ -124,50 +83,39 @@ def build(
     user_ids, users = np.unique(ratings["raw_user"].to_numpy(), return_inverse=True)
     item_ids = np.union1d(ratings["raw_item"].to_numpy(), movies["raw_item"].to_numpy())
     items = np.searchsorted(item_ids, ratings["raw_item"].to_numpy())
-    values = ratings["rating"].to_numpy(np.float64)
-    mean, P, Q = als(
-        users, items, values, len(user_ids), len(item_ids), rank=rank, ridge=ridge, iterations=iterations, seed=seed
-    )
-    rmse = float(np.sqrt(np.mean((mean + np.einsum("nr,nr->n", P[users], Q[items]) - values) ** 2)))
 
     if compat == "bandpy":  # rewards of movie id k (k = 0 … K−1), features of the k-th movie of the file
         reward_movies, feature_rows = np.arange(arms), np.arange(arms)
     else:  # the first K movies: features and rewards of the same movie
         reward_movies, feature_rows = movies["raw_item"].to_numpy()[:arms], np.arange(arms)
-    known = np.isin(reward_movies, item_ids)
-    columns = np.where(known, np.searchsorted(item_ids, reward_movies), 0)
-    table = mean + P @ Q[columns].T  # [n_users, K]
-    table[:, ~known] = mean  # a movie id absent from the files: the mean rating
-    table = np.clip(table, *RATING_RANGE)
-    if compat == "bandpy":  # predictions clipped to the rating scale, then rounded (0.5 rounds to 0)
-        table = np.rint(table)
-    observed = pd.DataFrame({"user": users, "raw_item": ratings["raw_item"].to_numpy(), "rating": values})
-    observed = observed[observed["raw_item"].isin(reward_movies)].drop_duplicates(["user", "raw_item"], keep="last")
-    arm_of = {movie: k for k, movie in enumerate(reward_movies.tolist())}
-    table[observed["user"].to_numpy(), observed["raw_item"].map(arm_of).to_numpy()] = observed["rating"].to_numpy()
+    known = np.isin(reward_movies, item_ids)  # a movie id absent from the files gets the mean rating
+    completed = completion.complete(
+        users,
+        items,
+        ratings["rating"].to_numpy(np.float64),
+        len(user_ids),
+        len(item_ids),
+        np.where(known, np.searchsorted(item_ids, reward_movies), -1),
+        value_range=RATING_RANGE,
+        rounded=compat == "bandpy",  # predictions clipped to the rating scale, then rounded (0.5 rounds to 0)
+        rank=rank,
+        ridge=ridge,
+        iterations=iterations,
+        seed=seed,
+    )
 
     if features == "genres":
         x = genre_vectors(movies["genres"])[feature_rows]
     else:
-        x = Q[np.searchsorted(item_ids, movies["raw_item"].to_numpy()[feature_rows])]
+        x = completed.item_factors[np.searchsorted(item_ids, movies["raw_item"].to_numpy()[feature_rows])]
     if dim > x.shape[1]:
         raise UserError(f"--dim {dim}: the {features} features have only {x.shape[1]} dimensions")
-    x = x[:, :dim]
-    arm_table = pd.DataFrame(x, columns=[f"x_{j}" for j in range(dim)])
-    arm_table.insert(0, "arm", np.arange(arms))
+    arm_table = completion.arm_frame(x[:, :dim], completed.observed_per_arm)
     arm_table["reward_movie"] = reward_movies
     arm_table["feature_movie"] = movies["raw_item"].to_numpy()[feature_rows]
     arm_table["title"] = movies["title"].to_numpy()[feature_rows]
-    reward_table = pd.DataFrame(table, columns=[f"r_{k}" for k in range(arms)])
-    reward_table.insert(0, "user", np.arange(len(user_ids)))
-    reward_table.insert(1, "raw_user", user_ids)
-    fit = {
-        "mean_rating": mean,
-        "train_rmse": rmse,
-        "observed_entries": len(observed),
-        "filled_entries": int(table.size - len(observed)),
-    }
-    return {"rewards": reward_table, "arms": arm_table}, fit
+    reward_table = completion.reward_frame(completed.table, user_ids)
+    return {"rewards": reward_table, "arms": arm_table}, completed.fit
 
 
 def prepare(

@@ -7,7 +7,9 @@ them). ``banditbench info DATASET`` prints both. Thresholds:
 - fewer than ``MIN_RESOLVED`` (50 %) of the references resolve (MIND: impression and history ids that
   name a news item in news.tsv) → error naming the override flag, because the results would be noise;
 - median positives per user below ``MIN_MEDIAN_POSITIVES`` (2) → warning;
-- more user groups than users / ``USERS_PER_GROUP`` (5) → warning.
+- more user groups than users / ``USERS_PER_GROUP`` (5) → warning;
+- a reward table (matrix protocol) with an arm none of whose entries was observed, or an arm feature that is 0
+  for every arm → warning.
 """
 
 from __future__ import annotations
@@ -127,6 +129,41 @@ def logged(tables: dict[str, pd.DataFrame], allow_unresolved: bool = False) -> t
     return report, warnings
 
 
+def matrix(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], list[str]]:
+    """The reward table's size, the share of its entries observed rather than filled by the factorisation, and
+    for query data (a ``queries`` table) the documents and distinct items of each query."""
+    rewards, arms = tables["rewards"], tables["arms"]
+    n_arms = len(arms)
+    report: dict[str, Any] = {"table_rows": len(rewards), "arms": n_arms}
+    warnings = []
+    if "observed" in arms.columns:
+        observed = arms["observed"].to_numpy()
+        share = float(observed.sum()) / (len(rewards) * n_arms) if len(rewards) and n_arms else 0.0
+        report["observed_share"] = round(share, 4)
+        report["filled_share"] = round(1 - share, 4)
+        report["observed_per_arm"] = quantiles(observed)
+        empty = np.flatnonzero(observed == 0)
+        if empty.size:
+            warnings.append(
+                f"{empty.size} of the {n_arms} arms (arm {', '.join(map(str, empty[:5].tolist()))}"
+                f"{', …' if empty.size > 5 else ''}) have no observed reward: their columns are the "
+                "factorisation's predictions only"
+            )
+    if "queries" in tables:
+        queries = tables["queries"]
+        report["queries"] = len(queries)
+        report["documents_per_query"] = quantiles(queries["documents"].to_numpy())
+        report["items_per_query"] = quantiles(queries["items"].to_numpy())
+    features = arms.filter(like="x_").to_numpy()
+    zero = np.flatnonzero(~features.any(axis=0)) if len(features) else np.zeros(0, int)
+    if zero.size:
+        warnings.append(
+            f"{zero.size} of the {features.shape[1]} arm features (x_{', x_'.join(map(str, zero[:5].tolist()))}"
+            f"{', …' if zero.size > 5 else ''}) are 0 for every arm: they carry no information"
+        )
+    return report, warnings
+
+
 def analyse(
     protocol: str, tables: dict[str, pd.DataFrame], *, allow_unresolved: bool = False
 ) -> tuple[dict[str, Any], list[str]]:
@@ -137,4 +174,6 @@ def analyse(
         return classification(tables)
     if "behaviors" in tables and "news" in tables:
         return logged(tables, allow_unresolved)
+    if "rewards" in tables and "arms" in tables:
+        return matrix(tables)
     return {}, []
