@@ -11,9 +11,12 @@ import pytest
 from fixtures_raw import CIFAR_BATCHES, cifar_batches, write_cifar_binary, write_cifar_python
 
 from banditbench import presets
+from banditbench.algos import ALGORITHMS
+from banditbench.algos.ridge import RidgeStats
 from banditbench.data import classification, load_dataset
 from banditbench.data.fetch import Download, check_hashes
 from banditbench.errors import UserError
+from banditbench.runner import experiment
 
 
 def prepare(tmp_path, source, **kwargs):
@@ -185,3 +188,30 @@ def _with_download(spec, download):
 def test_mcnb_cifar10_preset_is_ready():
     assert presets.missing_for("mcnb-cifar10") == []
     assert presets.PRESETS["mcnb-cifar10"]["dataset"] == "cifar10"
+
+
+@pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
+def test_linear_clustering_declares_the_dense_ridge_matrices_it_allocates(name):
+    spec = ALGORITHMS[name]
+    policy = spec.build(n_users=6, n_arms=3, dim=12, seed=np.random.SeedSequence(0), params={})
+    stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
+    allocated = sum(s.A_inv.nbytes + (s.gram.nbytes if s.gram is not None else 0) for s in stats)
+    declared = spec.state_bytes(n_users=6, n_arms=3, dim=12, params={})
+    exact = name in ("club", "sclub")  # LOCB draws its seed users, COFIBA's groups grow: a lower bound
+    assert declared == allocated if exact else 0 < declared <= allocated
+    # block-encoded CIFAR-10: 10 users, d·K = 30 720, every matrix 30 720² float64 = 7.03 GiB
+    assert spec.state_bytes(n_users=10, n_arms=10, dim=30_720, params={}) >= 10 * 30_720**2 * 8
+
+
+def test_a_run_whose_dense_statistics_cannot_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    prepare(tmp_path, write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10)))
+    monkeypatch.setattr(experiment, "physical_memory", lambda: 16 * 2**30)
+    settings = dict(data_dir=tmp_path / "ds", dataset="cifar10", rounds=5, seeds=1, master_seed=0, budget=None)
+    with pytest.raises(UserError) as error:
+        experiment.plan(algorithms=["neuucb-one", "club"], params=[], **settings)
+    assert str(error.value) == (
+        "club keeps dense statistics of the 30,720-dimensional contexts of 'cifar10': about 211 GiB for one "
+        "unit, more than this machine's 16.0 GiB; leave it out of --algos, or prepare cifar10 with --encoding "
+        "shift (d + K − 1)"
+    )
+    assert experiment.plan(algorithms=["neuucb-one", "mcnb", "neurallinear"], params=[], **settings).units
