@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import banditbench
 from fixtures_raw import CIFAR_BATCHES, cifar_batches, write_cifar_binary, write_cifar_python
 
 from banditbench import presets
@@ -215,3 +216,31 @@ def test_a_run_whose_dense_statistics_cannot_fit_is_refused_before_anything_is_w
         "shift (d + K − 1)"
     )
     assert experiment.plan(algorithms=["neuucb-one", "mcnb", "neurallinear"], params=[], **settings).units
+
+
+FEASIBLE = ("neuucb-one", "neuucb-ind", "neurallinear", "mcnb")  # the preset's algorithms without dense d·K statistics
+
+
+@pytest.mark.slow  # four neural units on d·K = 30 720 inputs: about 30 s
+def test_a_reduced_mcnb_cifar10_preset_runs_end_to_end_on_the_fixture(tmp_path):
+    batches = cifar_batches(per_batch=10)
+    done = banditbench(
+        "prepare", "cifar10", "--source", write_cifar_python(tmp_path / "raw", batches), "--no-verify",
+        "--offline", "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    names = {"neuucb-one": ("lam", "nu"), "neuucb-ind": ("lam", "nu"), "neurallinear": ("lam", "alpha")}
+    config = tmp_path / "reduced.toml"
+    config.write_text(
+        f'algos = "{",".join(FEASIBLE)}"\nrounds = 12\nseeds = 1\ntune-seeds = 0\njobs = 1\n[set]\n'
+        + "".join(f'"{a}.{r}" = 0.1\n"{a}.{e}" = 0.01\n' for a, (r, e) in names.items())
+        + "".join(f'"{a}.train_steps" = 1\n' for a in FEASIBLE)
+    )
+    out = tmp_path / "run"
+    ran = banditbench(
+        "run", "--preset", "mcnb-cifar10", "--config", config, "--data-dir", tmp_path / "ds", "--out", out
+    )
+    assert ran.returncode == 0, ran.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["execution"]["settings"]["preset"] == "mcnb-cifar10" and len(manifest["units"]) == 4
+    assert sorted(u.rsplit("-", 2)[0] for u in manifest["units"]) == sorted(FEASIBLE)
