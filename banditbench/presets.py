@@ -599,6 +599,9 @@ def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | Non
     file_layer.pop("preset", None)
     layers = [preset_settings(preset)] if preset else []
     layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
+    chosen = next((layer["algos"] for layer in reversed(layers[1:]) if "algos" in layer), None)
+    if preset and chosen is not None:  # --algos narrows a preset: its grid keeps the algorithms left
+        layers[0]["set"] = {algo: names for algo, names in layers[0]["set"].items() if algo in chosen}
     settings = combine(layers, preset)
     if (
         preset

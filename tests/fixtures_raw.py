@@ -55,3 +55,52 @@ def write_idx(path: Path, array: np.ndarray) -> None:
     header = struct.pack(">I", magic) + b"".join(struct.pack(">I", n) for n in array.shape)
     with gzip.open(path, "wb") as f:
         f.write(header + array.astype(np.uint8).tobytes())
+
+
+CIFAR_BATCHES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch")
+
+
+def cifar_batches(per_batch: int = 20, seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Pixels uint8 [n, 3072] and labels of the six CIFAR-10 batches; every batch holds all ten classes."""
+    rng = np.random.default_rng(seed)
+    return {
+        name: (
+            rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8),
+            (np.arange(per_batch) + k) % 10,
+        )
+        for k, name in enumerate(CIFAR_BATCHES)
+    }
+
+
+def write_cifar_python(folder: Path, batches, tar: bool = True, protocol: int = 2) -> Path:
+    """The Python release: cifar-10-batches-py/ with one pickled dict per batch (bytes keys, as the
+    published Python 2 pickles load with encoding="bytes"), in cifar-10-python.tar.gz when ``tar``."""
+    import pickle
+    import tarfile
+
+    inner = folder / "cifar-10-batches-py"
+    inner.mkdir(parents=True, exist_ok=True)
+    for name, (pixels, labels) in batches.items():
+        batch = {
+            b"batch_label": f"{name} of 6".encode(),
+            b"labels": [int(v) for v in labels],
+            b"data": pixels,
+            b"filenames": [f"image_{i}.png".encode() for i in range(len(labels))],
+        }
+        (inner / name).write_bytes(pickle.dumps(batch, protocol=protocol))
+    if not tar:
+        return inner
+    path = folder / "cifar-10-python.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        archive.add(inner, arcname="cifar-10-batches-py")
+    return path
+
+
+def write_cifar_binary(folder: Path, batches) -> Path:
+    """The binary release's folder cifar-10-batches-bin/: records of 1 label byte + 3072 pixel bytes."""
+    inner = folder / "cifar-10-batches-bin"
+    inner.mkdir(parents=True, exist_ok=True)
+    for name, (pixels, labels) in batches.items():
+        records = np.concatenate([np.asarray(labels, np.uint8)[:, None], pixels], axis=1)
+        (inner / f"{name}.bin").write_bytes(records.tobytes())
+    return inner

@@ -13,6 +13,7 @@ from banditbench.errors import UserError
 from banditbench.presets import resolve
 from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
+from banditbench.runner import grid
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
 
@@ -277,3 +278,16 @@ def test_presets_whose_parts_all_exist_are_ready():
     assert presets.missing_for("ghosh-synthetic") == []
     assert presets.missing_for("bass-movielens") == []  # the matrix protocol and movielens-small
     assert presets.missing_for("bass-yahoo") == []  # the matrix protocol and yahoo
+
+
+def test_algos_narrow_a_preset_and_its_grid_but_a_flag_for_a_dropped_algorithm_is_refused():
+    settings = resolve({"algos": "neuucb-one,mcnb"}, None, "mcnb-mnist")
+    assert settings["algos"] == ["neuucb-one", "mcnb"]
+    assert set(settings["set"]) == {"neuucb-one", "mcnb"} and settings["set"]["neuucb-one"]["nu"] == [
+        1e-4,
+        1e-3,
+        1e-2,
+        0.1,
+    ]
+    with pytest.raises(UserError, match="'club' is not among --algos"):
+        grid.resolve(resolve({"algos": "mcnb", "set": ["club.alpha=1"]}, None, "mcnb-mnist")["set"], ["mcnb"])

@@ -60,6 +60,12 @@ class Policy(Stateful):
         """Any other deterministic per-round figures worth keeping (timings belong in the timing sidecar)."""
         return {}
 
+    @classmethod
+    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, **params: Any) -> int:
+        """The bytes of the statistics the constructor allocates (a lower bound for state that grows), for
+        ``plan`` to refuse a unit that cannot fit before anything is written; 0 when small or unknown."""
+        return 0
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -145,6 +151,11 @@ class AlgorithmSpec:
     def needs(self) -> list[str]:
         """The capabilities that are set, by name (for ``banditbench list``)."""
         return [name.replace("_", " ") for name, value in vars(self.capabilities).items() if value]
+
+    def state_bytes(self, *, n_users: int, n_arms: int, dim: int, params: dict[str, Any]) -> int:
+        """What the policy's statistics need for this problem and these hyper-parameters (``Policy.state_bytes``)."""
+        every = {**self.defaults(), **self.fixed, **params}
+        return self.policy.state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, **every)
 
     def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)

@@ -28,7 +28,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
 
 
 class CLUB(Policy):
@@ -66,6 +66,10 @@ class CLUB(Policy):
         self.label = np.zeros(n_users, dtype=np.int64)
         self.n_clusters = 0
         self._split(np.arange(n_users))  # the initial clusters are the components of the initial graph
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users, dim) + ridge_bytes(n_users, dim, raw_sums=False)  # users, then clusters
 
     def select(self, view, budget):
         arms = view.arms[:]

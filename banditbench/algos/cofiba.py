@@ -55,7 +55,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms
+from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms, ridge_bytes
 from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
@@ -125,6 +125,10 @@ class COFIBA(Policy):
         self.active = np.array([0])  # item cluster ids in use; the first nodes seen form cluster 0
         self._start_user_graph(0)
         self._nodes = np.zeros(n_arms, dtype=np.int64)
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users + 1, dim)  # users and the first cluster's group; more groups come later
 
     # --- select ------------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
 
 
 class LOCB(Policy):
@@ -52,6 +52,10 @@ class LOCB(Policy):
         self.local = RidgeStats(len(self.seeds), dim, ridge, logdet=False)
         self.confidence = ConfidenceTable()  # F(m)
         self.member = np.ones((len(self.seeds), n_users), dtype=bool)  # C_s starts with every user
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users + 1, dim)  # users and at least one seed's local cluster (the distinct seeds drawn)
 
     def _scores(self, stats, k, arms, t):
         return stats.cluster_ucb(k, arms, self.alpha, t, self.reference_ucb)

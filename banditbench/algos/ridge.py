@@ -13,6 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True) -> int:
+    """The float64 d×d matrices of ``RidgeStats(n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums are kept."""
+    return 8 * n_learners * dim * dim * (2 if raw_sums else 1)
+
+
 class RidgeStats:
     """``raw_sums=False`` drops G and b (learners whose samples are never pooled), ``logdet=False`` drops log det A:
     fewer array operations per update in the round loop."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
 
 
 class SCLUB(Policy):
@@ -64,6 +64,10 @@ class SCLUB(Policy):
         self.unchecked = self.size.copy()  # unchecked members per cluster
         self.stage, self.stage_end = 1, 2  # stage s covers 2^s rounds
         self.confidence = ConfidenceTable()  # F(m)
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return 2 * ridge_bytes(n_users, dim)  # users, then one group slot per user
 
     def select(self, view, budget):
         scores = self.groups.cluster_ucb(self.label[view.user], view.arms[:], self.alpha, view.t, self.reference_ucb)

@@ -9,13 +9,18 @@ Each family reads its raw files into features X [n, d] and labels y ∈ {0..K−
 - ``none``: pixels/255 for images, the raw values otherwise.
 
 URLs and checksums come from other libraries' sources (torchvision md5 / TFDS sha256 for the MNIST family,
-scikit-learn's sha256 for covertype). UCI publishes no checksums: the sha256 of what was read is
-recorded in the manifest.
+scikit-learn's sha256 for covertype, Keras's sha256 beside the md5 the CIFAR-10 page publishes). UCI publishes
+no checksums: the sha256 of what was read is recorded in the manifest.
+
+CIFAR-10 (Krizhevsky 2009, "Learning Multiple Layers of Features from Tiny Images", ch. 3): its Python
+release is pickles, read by a restricted unpickler that can rebuild numpy arrays and nothing else.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
+import pickle
 import struct
 import tarfile
 from collections.abc import Callable
@@ -141,6 +146,108 @@ def read_notmnist(raw: RawFiles, split: str):
     return np.stack(images).astype(np.float32) / 255.0, np.array(labels, np.int64)
 
 
+CIFAR_PIXELS = 3 * 32 * 32  # channel-major: 1024 red, 1024 green, then 1024 blue values, rows top to bottom
+CIFAR_CLASSES = 10
+CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR_TEST = "test_batch"
+
+
+def _numpy_global(module: str, name: str):
+    return getattr(importlib.import_module(module), name)
+
+
+def _numpy_core(module: str, name: str):
+    """A helper numpy's array pickles name, wherever this numpy keeps it (numpy._core since 2.0)."""
+    try:
+        return _numpy_global(f"numpy._core.{module}", name)
+    except ImportError:
+        return _numpy_global(f"numpy.core.{module}", name)
+
+
+class BatchUnpickler(pickle.Unpickler):
+    """Unpickles a CIFAR-10 Python batch, a dict of bytes keys, a uint8 array and lists: the only globals it
+    resolves are the ones that rebuild a numpy array (``_frombuffer`` for protocol-5 re-pickles) and
+    ``_codecs.encode``, which Python 3 writes for bytes in protocol-2 pickles. Any other global (``os.system``,
+    ``builtins.eval``…) is refused before it is called, so a tampered file cannot run code."""
+
+    ALLOWED = {
+        **{
+            (f"numpy.{core}.{module}", name): lambda module=module, name=name: _numpy_core(module, name)
+            for core in ("core", "_core")
+            for module, name in (("multiarray", "_reconstruct"), ("numeric", "_frombuffer"))
+        },
+        ("numpy", "ndarray"): lambda: np.ndarray,
+        ("numpy", "dtype"): lambda: np.dtype,
+        ("_codecs", "encode"): lambda: _numpy_global("_codecs", "encode"),
+    }
+
+    def __init__(self, file, path: Path):
+        super().__init__(file, encoding="bytes")
+        self.path = path
+
+    def find_class(self, module: str, name: str):
+        allowed = self.ALLOWED.get((module, name))
+        if allowed is None:
+            raise UserError(
+                f"{self.path}: refused, the pickle calls {module}.{name}, which a CIFAR-10 batch never does "
+                "(only numpy arrays are allowed); the file is not the published one"
+            )
+        return allowed()
+
+
+def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One batch as (pixels uint8 [n, 3072], labels [n]): a Python-release pickle, or a binary-release
+    ``.bin`` of n records of 1 label byte + 3072 pixel bytes."""
+    if path.suffix == ".bin":
+        with reading(path, "a CIFAR-10 binary batch (records of 1 label byte + 3072 pixel bytes)"):
+            body = np.frombuffer(path.read_bytes(), np.uint8)
+            if body.size == 0 or body.size % (CIFAR_PIXELS + 1):
+                raise ValueError(f"{body.size} bytes, not a whole number of 3073-byte records: the file is truncated")
+        records = body.reshape(-1, CIFAR_PIXELS + 1)
+        pixels, labels = records[:, 1:], records[:, 0].astype(np.int64)
+    else:
+        with reading(path, "a CIFAR-10 Python batch (a pickled dict with b'data' and b'labels')"):
+            with open(path, "rb") as f:
+                try:
+                    batch = BatchUnpickler(f, path).load()
+                except pickle.UnpicklingError as e:
+                    raise ValueError(str(e) or "not a pickle") from None
+            if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+                raise ValueError("no dict with b'data' and b'labels'")
+            pixels, labels = batch[b"data"], np.asarray(batch[b"labels"])
+            if not isinstance(pixels, np.ndarray) or pixels.dtype != np.uint8 or pixels.ndim != 2:
+                raise ValueError("b'data' is not a 2-D uint8 array")
+            if pixels.shape[1] != CIFAR_PIXELS:
+                raise ValueError(f"rows of {pixels.shape[1]} values, expected {CIFAR_PIXELS}")
+            if labels.ndim != 1 or len(labels) != len(pixels) or not np.issubdtype(labels.dtype, np.integer):
+                raise ValueError(f"{len(pixels)} images but b'labels' is not a list of {len(pixels)} integers")
+            labels = labels.astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= CIFAR_CLASSES):
+        raise UserError(f"{path}: label {int(labels.max())} outside 0..9")
+    return pixels, labels
+
+
+def read_cifar10(raw: RawFiles, split: str):
+    """The five training batches then the test batch, in file order; features = pixels/255 (channel-major)."""
+    keys = [k for k in (*CIFAR_TRAIN, CIFAR_TEST) if raw.get(k) is not None]
+    batches = [read_cifar_batch(raw[k]) for k in keys]
+    pixels = np.concatenate([p for p, _ in batches])
+    return pixels.astype(np.float32) / np.float32(255.0), np.concatenate([y for _, y in batches])
+
+
+def cifar10_spec(split: str) -> RawSpec:
+    """The Python release by default; ``--source`` also takes its folder cifar-10-batches-py/, or the binary
+    release (cifar-10-binary.tar.gz or cifar-10-batches-bin/, whose checksum is not pinned here)."""
+    python = Download(
+        "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+        "cifar-10-python.tar.gz",
+        "md5:c58f30108f718f92721af3b95e74349a",
+        sha256="6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+    )
+    keys = {"all": (*CIFAR_TRAIN, CIFAR_TEST), "train": CIFAR_TRAIN, "test": (CIFAR_TEST,)}[split]
+    return RawSpec("cifar10", (python,), {k: (k, f"{k}.bin") for k in keys})
+
+
 def read_table(path: Path, expected: str, n_columns: int, **kwargs) -> pd.DataFrame:
     with reading(path, expected), open_bytes(path) as f:
         frame = pd.read_csv(f, header=None, **kwargs)
@@ -215,6 +322,7 @@ class Family:
     read: Callable[[RawFiles, str], tuple[np.ndarray, np.ndarray]]
     normalise: str  # default normalisation
     images: bool = False
+    colour: bool = False  # colour images: MNIST's grey-level mean/std does not apply
     files: str = ""  # the raw files accepted, in words
 
 
@@ -337,6 +445,17 @@ FAMILIES = {
         images=True,
         files="notMNIST_small.tar.gz or its folder A..J/*.png, or the IDX files of a notMNIST mirror",
     ),
+    "cifar10": Family(
+        "cifar10",
+        "CIFAR-10, 60k 32×32 colour images (50k train + 10k test), 3072 features, 10 classes",
+        cifar10_spec,
+        read_cifar10,
+        "l2",
+        images=True,
+        colour=True,
+        files="cifar-10-python.tar.gz or its folder cifar-10-batches-py/ (data_batch_1..5, test_batch); "
+        "the binary release cifar-10-binary.tar.gz or cifar-10-batches-bin/ (*.bin)",
+    ),
     "shuttle": Family(
         "shuttle",
         "UCI Statlog Shuttle, 58k rows, 9 features, 7 classes (78% class 1)",
@@ -406,15 +525,16 @@ FAMILIES = {
 }
 
 
-def apply_normalisation(x: np.ndarray, how: str, images: bool) -> np.ndarray:
+def apply_normalisation(x: np.ndarray, how: str, images: bool, colour: bool = False) -> np.ndarray:
     if how == "meanstd":
-        if not images:
-            raise UserError("--normalise meanstd is MNIST's pixel standardisation; use l2 or none for tabular data")
+        if not images or colour:
+            kind = "colour images" if images else "tabular data"
+            raise UserError(f"--normalise meanstd is MNIST's pixel standardisation; use l2 or none for {kind}")
         return ((x - MNIST_MEAN) / MNIST_STD).astype(np.float32)
     if how == "l2":
         norms = np.linalg.norm(x, axis=1, keepdims=True)
-        return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0).astype(np.float32)
-    return x.astype(np.float32)
+        return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0).astype(np.float32, copy=False)
+    return x.astype(np.float32, copy=False)
 
 
 def samples_table(x: np.ndarray, y: np.ndarray) -> pd.DataFrame:
@@ -445,6 +565,8 @@ def prepare(
     ):
         if value not in choices:
             raise UserError(f"unknown {flag} {value!r}; choose from: {', '.join(choices)}")
+    if normalisation == "meanstd" and (not family.images or family.colour):  # refused before anything is read
+        apply_normalisation(np.zeros((0, 1), np.float32), normalisation, family.images, family.colour)
     if split != "all" and name in ("mushroom", "magic", "covertype", "notmnist"):
         raise UserError(f"{name} has no published train/test split; use --split all")
     parameters = {"split": split, "normalise": normalisation, "encoding": encoding, "verify": verify}
@@ -453,7 +575,7 @@ def prepare(
         return folder
     with raw_files(family.spec(split), source, offline, cache, verify) as raw:
         x, y = family.read(raw, split)
-    x = apply_normalisation(x, normalisation, family.images)
+    x = apply_normalisation(x, normalisation, family.images, family.colour)
     counts = {
         "samples": len(y),
         "features": x.shape[1],

@@ -46,6 +46,12 @@ class Download:
     url: str
     fname: str
     known_hash: str | None = None  # "sha256:…" or "md5:…" when published; None: recorded, not checked
+    # the file's sha256 pinned beside a published md5 (e.g. by another library): checked too, and recorded
+    sha256: str | None = None
+
+    def hashes(self) -> tuple[str, ...]:
+        """Every checksum the file must match, the published one first."""
+        return tuple(h for h in (self.known_hash, f"sha256:{self.sha256}" if self.sha256 else None) if h)
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,11 @@ def check_hash(path: Path, known_hash: str | None) -> None:
         raise mismatch(path, f"{algorithm} {value}", f"{algorithm} {pooch.file_hash(str(path), alg=algorithm)}")
 
 
+def check_hashes(path: Path, item: Download) -> None:
+    for known_hash in item.hashes():
+        check_hash(path, known_hash)
+
+
 def count_lines(path: Path) -> int:
     """Lines of a (possibly compressed) text file; a last line without its newline counts too."""
     lines, last = 0, b"\n"
@@ -215,7 +226,7 @@ def check_member(path: Path, name: str, spec: RawSpec, sha256: str) -> bool:
 def download(item: Download, cache: Path, offline: bool) -> Path:
     """The cached copy of ``item``, downloaded (with retries and resume) and verified when needed."""
     target = cache / item.fname
-    if target.is_file() and hash_matches(target, item.known_hash):
+    if target.is_file() and all(hash_matches(target, h) for h in item.hashes()):
         return target
     if offline:
         state = "fails its checksum" if target.is_file() else "is not in the cache"
@@ -232,7 +243,9 @@ def download(item: Download, cache: Path, offline: bool) -> Path:
         retry_if_failed=RETRIES,
     )
     try:
-        return Path(fetcher.fetch(item.fname, downloader=ResumingDownloader(cache / f"{item.fname}.part", item.fname)))
+        fetched = Path(
+            fetcher.fetch(item.fname, downloader=ResumingDownloader(cache / f"{item.fname}.part", item.fname))
+        )
     except ValueError as e:  # pooch's hash mismatch after the last retry
         raise UserError(
             f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} "
@@ -243,6 +256,8 @@ def download(item: Download, cache: Path, offline: bool) -> Path:
             f"cannot download {item.url}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}; "
             f"download it by hand and pass it to --source"
         ) from None
+    check_hashes(fetched, item)  # the pinned sha256 beside a published md5
+    return fetched
 
 
 # ---------------------------------------------------------------- locating members
@@ -336,16 +351,16 @@ def source_places(spec: RawSpec, source: str, cache: Path, offline: bool, verify
         if offline:
             raise UserError(f"--offline: --source {source} is a URL; pass a local file or folder instead")
         fname = Path(source.split("?")[0]).name
-        known = next((d.known_hash for d in spec.downloads if d.fname == fname), None)
-        return [download(Download(source, fname, known), cache, offline=False)]
+        known = next((replace(d, url=source) for d in spec.downloads if d.fname == fname), Download(source, fname))
+        return [download(known, cache, offline=False)]
     path = Path(source).expanduser()
     if not path.exists():
         raise UserError(f"--source {source} does not exist; {spec.where()}")
     for item in spec.downloads if verify else ():  # a local copy of a published archive must match its checksum
         if path.is_file() and path.name == item.fname:
-            check_hash(path, item.known_hash)
+            check_hashes(path, item)
         elif path.is_dir() and (path / item.fname).is_file():
-            check_hash(path / item.fname, item.known_hash)
+            check_hashes(path / item.fname, item)
     return [path]
 
 
@@ -359,7 +374,7 @@ def raw_files(
     unverified. Every missing member is named in one error, each by its exact file name."""
     cache = cache_dir(cache)
     if not verify:
-        spec = replace(spec, downloads=tuple(replace(d, known_hash=None) for d in spec.downloads))
+        spec = replace(spec, downloads=tuple(replace(d, known_hash=None, sha256=None) for d in spec.downloads))
     if source is None and spec.gated:
         raise UserError(f"{spec.dataset} cannot be downloaded automatically: {spec.gated}")
     if source is not None:
@@ -369,7 +384,9 @@ def raw_files(
             missing = [
                 item
                 for item in spec.downloads
-                if not ((cache / item.fname).is_file() and hash_matches(cache / item.fname, item.known_hash))
+                if not (
+                    (cache / item.fname).is_file() and all(hash_matches(cache / item.fname, h) for h in item.hashes())
+                )
             ]
             if missing:
                 raise UserError(
@@ -378,7 +395,8 @@ def raw_files(
                     "its folder to --source, or prepare once without --offline"
                 )
         places = [download(item, cache, offline) for item in spec.downloads]
-    checked = {d.fname: d.known_hash for d in spec.downloads if d.known_hash}
+    checked = {d.fname: d for d in spec.downloads if d.hashes()}
+    pinned = {d.fname: d.sha256 for d in spec.downloads if d.sha256}
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
         found = RawFiles({})
         missing = []
@@ -393,7 +411,7 @@ def raw_files(
             sha256 = sha256_of(path)
             member_checked = check_member(path, path.name, spec, sha256) if verify else False
             if verify and "!" not in origin and path.name in checked:  # a published file, found on its own
-                check_hash(path, checked[path.name])
+                check_hashes(path, checked[path.name])
                 member_checked = True
             from_checked_archive = verify and "!" in origin and Path(origin.split("!")[0]).name in checked
             verified.append(member_checked or from_checked_archive)
@@ -408,6 +426,8 @@ def raw_files(
                     "verified": bool(member_checked or from_checked_archive),
                 }
             )
+            if from_checked_archive and Path(origin.split("!")[0]).name in pinned:  # the archive's pinned sha256
+                found.records[-1]["archive_sha256"] = pinned[Path(origin.split("!")[0]).name]
         if missing:
             where = ", ".join(map(str, places))
             raise UserError(

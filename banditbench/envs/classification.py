@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.round import Round
@@ -37,6 +38,19 @@ class ClassificationEnvironment:
         self.d = d
         self.dim = d * self.n_arms if self.encoding == "block" else d + self.n_arms - 1
         self.rng = np.random.default_rng(seed)
+
+    @staticmethod
+    def dimensions(dataset: PreparedDataset) -> tuple[int, int, int]:
+        """(users, arms, context dimension) of the rounds, from the table's schema and its label and source
+        columns only, so that ``plan`` can size the policies without loading the features."""
+        path = dataset.path / dataset.manifest["tables"]["samples"]["file"]
+        names = pq.read_schema(path).names
+        columns = pq.read_table(path, columns=[c for c in ("label", "source") if c in names])
+        n_arms = int(columns["label"].to_numpy().max()) + 1
+        n_sources = int(columns["source"].to_numpy().max()) + 1 if "source" in names else 1
+        d = sum(name.startswith("x_") for name in names)
+        block = dataset.parameters.get("encoding", "block") == "block"
+        return n_arms * n_sources, n_arms, d * n_arms if block else d + n_arms - 1
 
     def order(self, n_rounds: int) -> np.ndarray:
         """Instance indices for n rounds: passes over a fresh random permutation of the data. With several
