@@ -14,6 +14,25 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from banditbench.data.registry import Option
+
+# The options every reward-table dataset declares alike: the factorisation's, then the matrix protocol's.
+FACTORISATION_OPTIONS = (
+    Option("rank", int, 10, "ALS rank r.", minimum=1),
+    Option("ridge", float, 1.0, "ALS ridge λ.", minimum=1e-6),
+    Option("iterations", int, 15, "ALS alternations.", minimum=1),
+)
+PROTOCOL_OPTIONS = (
+    Option("noise", float, 1.0, "σ: observation = table value + σ·N(0, 1).", minimum=0),
+    Option(
+        "pulling",
+        str,
+        "async",
+        "async (one uniform agent a round) | sync (every agent each step).",
+        choices=("async", "sync"),
+    ),
+)
+
 
 def als(
     users: np.ndarray,
