@@ -11,6 +11,10 @@ otherwise the user's cluster gets a Sherman–Morrison update.
 ``centroid="mean"`` takes the mean of the members' θ_u, the centroid of the authors' Java code.
 ``n_clusters`` = 4 is the authors' code default; BASS sets it to the true number of clusters.
 Switch ``reference_ucb``: the GNB baseline's index xᵀθ_c + α·xᵀA_c⁻¹x without square root or log (α = 0.1 there).
+Switch ``refresh_on_move`` (the authors' bandpy code, used by BASS (Cherkaoui et al. 2025) for its DynUCB runs): a
+cluster's (θ_c, A_c⁻¹) are recomputed from its members only when a user joins or leaves it; a pull that moves nobody
+leaves them as they were, so a cluster plays on the statistics of its last membership change and a user is
+reassigned by its distance to those. Every cluster starts at θ_c = 0, so the first user to pull joins cluster 0.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class DynUCB(Policy):
         "ridge": d.POSITIVE,
         "centroid": d.Choice(CENTROIDS),
         "reference_ucb": d.FLAG,
+        "refresh_on_move": d.FLAG,
     }
 
     def __init__(
@@ -46,6 +51,7 @@ class DynUCB(Policy):
         ridge: float = 1.0,
         centroid: str = "ridge",
         reference_ucb: bool = False,
+        refresh_on_move: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if centroid not in CENTROIDS:
@@ -53,6 +59,7 @@ class DynUCB(Policy):
         if n_clusters < 1:
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
+        self.refresh_on_move = refresh_on_move
         self.users = RidgeStats(n_users, dim, ridge, logdet=False)
         self.groups = RidgeStats(n_clusters, dim, ridge, logdet=False)
         self.label = self.rng.integers(n_clusters, size=n_users)
@@ -70,7 +77,8 @@ class DynUCB(Policy):
         u, x = view.user, view.arms[chosen]
         old = self.label[u]
         self.users.update(u, x, reward)
-        self.groups.update(old, x, reward)
+        if not self.refresh_on_move:
+            self.groups.update(old, x, reward)
         if self.centroid == "ridge":
             centres = self.groups.theta
         else:
@@ -78,7 +86,11 @@ class DynUCB(Policy):
             np.add.at(sums, self.label, self.users.theta)
             centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
         new = int(distances(centres, self.users.theta[u]).argmin())
-        if new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
+        if new != old and self.refresh_on_move:  # both clusters rebuilt from their members' current statistics
+            self.label[u] = new
+            for c in (old, new):
+                self.groups.assign(c, *self.users.pool(np.flatnonzero(self.label == c)))
+        elif new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
             self.label[u] = new
             g, users = self.groups, self.users
             for c, sign in ((old, -1), (new, 1)):
