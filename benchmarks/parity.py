@@ -93,9 +93,12 @@ CODE = {
     "neuucb-ind": {"lam": 1e-2, "nu": 0.1, "bias": True, "init": "torch", "train_served_only": True},
     "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
     # bandpy's LBC builds the test ellipsoid with shape βV⁻¹ (radius sqrt(β)), the paper with β²V⁻¹
-    "bass": {"radius_convention": "bandpy"},
+    # (bandpy_clock: their UCB index runs one round behind ours, log(t + 1) at 0-based round t)
+    "bass": {"radius_convention": "bandpy", "bandpy_clock": True},
     # bandpy's DynUCB recomputes a cluster's statistics only when a member joins or leaves it
-    "dynucb": {"refresh_on_move": True},
+    "dynucb": {"refresh_on_move": True, "bandpy_clock": True},
+    # bandpy's CMLB: α-LinUCB throughout, one clustering after Te = 1000 rounds at γ = 1, warm cluster pools
+    "cmlb": {"bandpy_schedule": True, "p_star": 0.1, "bandpy_clock": True},
 }
 PARITY_MEAN, PARITY_CI = 0.03, 0.06
 

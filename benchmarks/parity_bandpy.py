@@ -19,7 +19,8 @@ by an object whose ``integers`` returns the next listed agent, so their selectio
 their environment's ``compute_reward`` returns the listed reward. Regret is their ``no_noise_R_t`` (the
 pseudo-regret of the acting agent, max_k ⟨θ, x_k⟩ − ⟨θ, x_chosen⟩), the same quantity as ours. The one
 protocol difference left is theirs: round 1 plays arm 0 by default (``default_act``); ours plays the argmax
-of an all-zero index there, which is arm 0 too.
+of an all-zero index there, which is arm 0 too. DynUCB's random initial clusters are a draw as well: their
+controller is given the labels our DynUCB draws for the same run (``initial_labels``).
 
 Their controllers take bandpy's class defaults except where BASS's setting fixes a value (one hyper-parameter
 set, the same on both sides, SETTINGS below): α = 1 (the α-LinUCB scale), λ = 1, σ = R = 1, S = 1, δ = 1e-3
@@ -127,6 +128,28 @@ def their_environment(bandpy_env, instance: dict, rounds: int, rewards: np.ndarr
     )
 
 
+def initial_labels(data_dir: Path, seed: int, params: dict) -> np.ndarray:
+    """The initial clusters our DynUCB draws for seed index ``seed`` (the first draw of its policy stream)."""
+    sys.path.insert(0, str(ROOT))
+    from banditbench.algos import ALGORITHMS
+    from banditbench.runner.seeds import unit_streams
+
+    instance = instance_arrays(data_dir)
+    n_arms, dim = instance["arms"].shape
+    params = {**ALGORITHMS["dynucb"].defaults(), **params}
+    policy = ALGORITHMS["dynucb"].build(
+        n_users=len(instance["labels"]), n_arms=n_arms, dim=dim, seed=unit_streams(0, seed)[1], params=params
+    )
+    return policy.label.copy()
+
+
+def give_labels(controller, labels: np.ndarray) -> None:
+    """Their DynUCB's initial clusters set to ``labels`` (no agent has data yet: every cluster's statistics stay
+    A = λI, b = 0, so only the membership changes)."""
+    controller.agent_labels = {f"agent_{i}": int(label) for i, label in enumerate(labels)}
+    controller.comps = {m: [i for i, label in enumerate(labels) if label == m] for m in range(controller.n_clusters)}
+
+
 def their_controller(controllers, name: str, arms: list, n_agents: int, seed: int, settings: dict | None = None):
     kwargs = {**THEIR_SETTINGS.get(name, {}), **(settings or {})}
     return getattr(controllers, name)(arms=arms, N=n_agents, seed=seed, **kwargs)
@@ -158,6 +181,8 @@ def run_bandpy(
     controller = their_controller(
         controllers, CONTROLLERS[algorithm], env.arms, len(instance["labels"]), seed, settings
     )
+    if algorithm == "dynucb":
+        give_labels(controller, initial_labels(data_dir, seed, OUR_SETTINGS["dynucb"]))
     # their run_one_trial, with the agent list in place of the controller's draws
     env.reset(seed=seed)
     controller.reset(seed=seed)

@@ -15,6 +15,9 @@ Switch ``refresh_on_move`` (the authors' bandpy code, used by BASS (Cherkaoui et
 cluster's (θ_c, A_c⁻¹) are recomputed from its members only when a user joins or leaves it; a pull that moves nobody
 leaves them as they were, so a cluster plays on the statistics of its last membership change and a user is
 reassigned by its distance to those. Every cluster starts at θ_c = 0, so the first user to pull joins cluster 0.
+Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
+log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
+starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class DynUCB(Policy):
         "centroid": d.Choice(CENTROIDS),
         "reference_ucb": d.FLAG,
         "refresh_on_move": d.FLAG,
+        "bandpy_clock": d.FLAG,
     }
 
     def __init__(
@@ -52,6 +56,7 @@ class DynUCB(Policy):
         centroid: str = "ridge",
         reference_ucb: bool = False,
         refresh_on_move: bool = False,
+        bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if centroid not in CENTROIDS:
@@ -60,6 +65,7 @@ class DynUCB(Policy):
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
         self.refresh_on_move = refresh_on_move
+        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
         self.users = RidgeStats(n_users, dim, ridge, logdet=False)
         self.groups = RidgeStats(n_clusters, dim, ridge, logdet=False)
         self.label = self.rng.integers(n_clusters, size=n_users)
@@ -70,7 +76,7 @@ class DynUCB(Policy):
         if self.reference_ucb:
             scores = arms @ g.theta[c] + self.alpha * quadratic_forms(g.A_inv[c], arms)
         else:
-            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + 1)
+            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + self.clock)
         return int(scores.argmax())
 
     def update(self, view, chosen, reward):
