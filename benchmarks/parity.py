@@ -21,7 +21,9 @@ loader, cached under ``--data-dir``) and then the registered algorithm, one unit
 
 ``--measure regret``: ``--runs`` runs a side (≥ 10 for a verdict); mean ± sd of the final cumulative regret and of
 the regret at T/10, the difference of means (ours − theirs) with its 95 % Welch CI, both also in % of their
-mean, and Welch's t-test p-value. Verdict "parity" when the difference is within ±3 % and its CI inside ±6 %.
+mean, and Welch's t-test p-value (bandpy: run i of both sides faces the same draws, so the paired CI and
+p-value of the run-by-run differences instead). Verdict "parity" when the difference is within ±3 % and its CI
+inside ±6 %.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
 "steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
@@ -298,14 +300,29 @@ def welch(a: np.ndarray, b: np.ndarray) -> dict:
     return {"difference": diff, "ci": [diff - half, diff + half], "p": float(p)}
 
 
-def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
+def paired(a: np.ndarray, b: np.ndarray) -> dict:
+    """Mean of the run-by-run differences a − b with its 95 % t interval and the paired t-test's p: the instrument
+    when run i of both sides faced the same draws (the bandpy comparison), where Welch's would count the shared
+    noise twice (ten identical runs a side give Welch an interval of ±17 % around 0)."""
+    from scipy import stats
+
+    diff = a - b
+    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    half = stats.t.ppf(0.975, len(diff) - 1) * se if se > 0 else 0.0
+    p = stats.ttest_rel(a, b).pvalue if se > 0 else (1.0 if diff.mean() == 0 else 0.0)
+    return {"difference": float(diff.mean()), "ci": [diff.mean() - half, diff.mean() + half], "p": float(p)}
+
+
+def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int, same_draws: bool = False) -> dict:
+    """Welch's comparison; with ``same_draws`` (run i of both sides on the same draws) the paired one."""
     at = max(rounds // 10, 1) - 1
     summary = {}
     for label, index in (("final", rounds - 1), ("tenth", at)):
         a = np.array([r["regret"][index] for r in ours])
         b = np.array([r["regret"][index] for r in theirs])
+        compare = paired if same_draws and len(a) == len(b) else welch
         test = (
-            welch(a, b)
+            compare(a, b)
             if len(a) > 1 and len(b) > 1
             else {"difference": a.mean() - b.mean(), "ci": [np.nan] * 2, "p": np.nan}
         )
@@ -314,6 +331,7 @@ def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
             "ours": [a.mean(), a.std(ddof=1) if len(a) > 1 else 0.0],
             "theirs": [b.mean(), b.std(ddof=1) if len(b) > 1 else 0.0],
             **test,
+            "test": "paired" if compare is paired else "welch",
             "difference_pct": 100 * test["difference"] / scale,
             "ci_pct": [100 * c / scale for c in test["ci"]],
         }
@@ -352,7 +370,7 @@ def print_regret(algorithm: str, s: dict, runs: int, rounds: int) -> None:
             f"{algorithm:11s} {label:5s} (t={at:>6d}, {runs} runs/side)  ours {r['ours'][0]:8.1f} ± {r['ours'][1]:6.1f}"
             f"  theirs {r['theirs'][0]:8.1f} ± {r['theirs'][1]:6.1f}  diff {r['difference']:+8.1f} "
             f"({r['difference_pct']:+.1f} %, 95 % CI {r['ci_pct'][0]:+.1f} … {r['ci_pct'][1]:+.1f} %)  "
-            f"Welch p = {r['p']:.3g}"
+            f"{'paired' if r.get('test') == 'paired' else 'Welch'} p = {r['p']:.3g}"
         )
     print(f"{algorithm:11s} verdict: {s['verdict']}")
 
@@ -522,7 +540,8 @@ def main() -> None:
             }
             label = f"{algorithm}[{v}]"
             if args.measure == "regret":
-                item["summary"] = summarise_regret(ours[v], theirs, args.rounds)
+                same_draws = REFERENCE[algorithm][1] == "bandpy" and not args.reuse_reference
+                item["summary"] = summarise_regret(ours[v], theirs, args.rounds, same_draws)
                 print_regret(label, item["summary"], args.runs, args.rounds)
             else:
                 item["summary"] = s = summarise_speed(ours[v], theirs, args.rounds)

@@ -362,3 +362,12 @@ def bandpy_instance_regret(data: Path, algorithm: str, params: dict) -> float:
 def test_regret_on_the_bandpy_instance_stays_where_parity_left_it(bandpy_instance, algorithm, params):
     regret = bandpy_instance_regret(bandpy_instance, algorithm, dict(params))
     assert regret == pytest.approx(BANDPY_RECORDED[(algorithm, params)], rel=TOLERANCE), f"{algorithm}: {regret}"
+
+
+def test_identical_runs_on_shared_draws_are_parity_by_the_paired_test():
+    harness = load_harness()
+    runs = [{"regret": [0, 10, 200.0 + d]} for d in (-40, -10, 0, 15, 35)]  # wide spread, the same on both sides
+    assert harness.summarise_regret(runs, runs, 3)["verdict"] == "differs"  # Welch counts the shared noise twice
+    summary = harness.summarise_regret(runs, runs, 3, same_draws=True)
+    assert summary["final"]["test"] == "paired" and summary["final"]["ci"] == [0.0, 0.0]
+    assert summary["verdict"] == "parity"
