@@ -21,7 +21,9 @@ loader, cached under ``--data-dir``) and then the registered algorithm, one unit
 
 ``--measure regret``: ``--runs`` runs a side (≥ 10 for a verdict); mean ± sd of the final cumulative regret and of
 the regret at T/10, the difference of means (ours − theirs) with its 95 % Welch CI, both also in % of their
-mean, and Welch's t-test p-value. Verdict "parity" when the difference is within ±3 % and its CI inside ±6 %.
+mean, and Welch's t-test p-value (bandpy: run i of both sides faces the same draws, so the paired CI and
+p-value of the run-by-run differences instead). Verdict "parity" when the difference is within ±3 % and its CI
+inside ±6 %.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
 "steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
@@ -31,6 +33,15 @@ CPU-seconds per 1000 rounds of the loop, and the ratio ours / theirs.
 behaviour), ``code`` (the switches of ours that reproduce their code, CODE below), ``custom`` (the defaults updated
 by ``--ours-params``). Results go to the terminal and, with ``--out``, to a JSON file (every run's final regret and
 regret at T/10, the summaries, and the mean per-round regret in 10 windows of the horizon).
+
+``--algos bass,dynucb,cmlb`` compares with hcherkaoui/bandpy (its ``LBC``, ``DynUCB`` and ``CMLB`` controllers)
+on BASS's synthetic setting instead of the arm pools: REF is a bandpy checkout (commit 0c404b6), ``--reference-deps
+DEPS`` a folder with the packages its imports need beyond ours (numba, llvmlite, wget, matrix_factorization; e.g.
+``pip install --target DEPS --no-deps numba llvmlite wget matrix_factorization``), put on the path of their runs
+only; ``--omega`` and ``--instance-seed`` choose the instance (``prepare synthetic --centres bass --arm-set fixed``,
+N = 18, M = 2, K = 10, d = 5, σ = 1). Their environment is fed our instance, and run i of both sides faces the
+same agent of every round and the same noisy rewards (our environment's stream of seed index i); see
+``benchmarks/parity_bandpy.py``.
 """
 
 from __future__ import annotations
@@ -59,6 +70,10 @@ REFERENCE = {
     "neuucb-one": ("neuucb_one", "mcnb", "mcnb-code"),
     "neuucb-ind": ("neuucb_ind", "mcnb", "mcnb-code"),
     "metaban": ("meta_ban", "metaban", "metaban-code"),
+    # hcherkaoui/bandpy (benchmarks/parity_bandpy.py): their controller, our synthetic instance
+    "bass": ("LBC", "bandpy", "bass-synthetic"),
+    "dynucb": ("DynUCB", "bandpy", "bass-synthetic"),
+    "cmlb": ("CMLB", "bandpy", "bass-synthetic"),
 }
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
@@ -79,6 +94,13 @@ CODE = {
     "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch"},
     "neuucb-ind": {"lam": 1e-2, "nu": 0.1, "bias": True, "init": "torch", "train_served_only": True},
     "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
+    # bandpy's LBC builds the test ellipsoid with shape βV⁻¹ (radius sqrt(β)), the paper with β²V⁻¹
+    # (bandpy_clock: their UCB index runs one round behind ours, log(t + 1) at 0-based round t)
+    "bass": {"radius_convention": "bandpy", "bandpy_clock": True},
+    # bandpy's DynUCB recomputes a cluster's statistics only when a member joins or leaves it
+    "dynucb": {"refresh_on_move": True, "bandpy_clock": True},
+    # bandpy's CMLB: α-LinUCB throughout, one clustering after Te = 1000 rounds at γ = 1, warm cluster pools
+    "cmlb": {"bandpy_schedule": True, "p_star": 0.1, "bandpy_clock": True},
 }
 PARITY_MEAN, PARITY_CI = 0.03, 0.06
 
@@ -217,7 +239,9 @@ def prepare_pools(pools: Path, data_dir: Path, mode: str) -> str:
     return authors.prepare(data_dir / mode, source=pools, mode=mode).name
 
 
-def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int) -> dict:
+def run_ours(
+    data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int, protocol: str = "recommendation"
+) -> dict:
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from banditbench.algos import ALGORITHMS
@@ -227,9 +251,7 @@ def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: in
 
     limit_threads()
     dataset = load_dataset(data_dir, name)
-    unit = Unit(
-        name, "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None
-    )
+    unit = Unit(name, protocol, algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None)
     cpu_start = time.process_time()
     result = run_unit(unit, dataset)
     cpu = time.process_time() - cpu_start
@@ -278,14 +300,30 @@ def welch(a: np.ndarray, b: np.ndarray) -> dict:
     return {"difference": diff, "ci": [diff - half, diff + half], "p": float(p)}
 
 
-def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
+def paired(a: np.ndarray, b: np.ndarray) -> dict:
+    """Mean of the run-by-run differences a − b with its 95 % t interval and the paired t-test's p: the instrument
+    when run i of both sides faced the same draws (the bandpy comparison), where Welch's would count the shared
+    noise twice (ten identical runs a side give Welch an interval of ±17 % around 0)."""
+    from scipy import stats
+
+    diff = a - b
+    diff[np.abs(diff) <= 1e-9 * np.abs(b).max()] = 0.0  # the same trajectory summed in another order
+    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    half = stats.t.ppf(0.975, len(diff) - 1) * se if se > 0 else 0.0
+    p = stats.ttest_rel(a, b).pvalue if se > 0 else (1.0 if diff.mean() == 0 else 0.0)
+    return {"difference": float(diff.mean()), "ci": [diff.mean() - half, diff.mean() + half], "p": float(p)}
+
+
+def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int, same_draws: bool = False) -> dict:
+    """Welch's comparison; with ``same_draws`` (run i of both sides on the same draws) the paired one."""
     at = max(rounds // 10, 1) - 1
     summary = {}
     for label, index in (("final", rounds - 1), ("tenth", at)):
         a = np.array([r["regret"][index] for r in ours])
         b = np.array([r["regret"][index] for r in theirs])
+        compare = paired if same_draws and len(a) == len(b) else welch
         test = (
-            welch(a, b)
+            compare(a, b)
             if len(a) > 1 and len(b) > 1
             else {"difference": a.mean() - b.mean(), "ci": [np.nan] * 2, "p": np.nan}
         )
@@ -294,6 +332,7 @@ def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
             "ours": [a.mean(), a.std(ddof=1) if len(a) > 1 else 0.0],
             "theirs": [b.mean(), b.std(ddof=1) if len(b) > 1 else 0.0],
             **test,
+            "test": "paired" if compare is paired else "welch",
             "difference_pct": 100 * test["difference"] / scale,
             "ci_pct": [100 * c / scale for c in test["ci"]],
         }
@@ -332,7 +371,7 @@ def print_regret(algorithm: str, s: dict, runs: int, rounds: int) -> None:
             f"{algorithm:11s} {label:5s} (t={at:>6d}, {runs} runs/side)  ours {r['ours'][0]:8.1f} ± {r['ours'][1]:6.1f}"
             f"  theirs {r['theirs'][0]:8.1f} ± {r['theirs'][1]:6.1f}  diff {r['difference']:+8.1f} "
             f"({r['difference_pct']:+.1f} %, 95 % CI {r['ci_pct'][0]:+.1f} … {r['ci_pct'][1]:+.1f} %)  "
-            f"Welch p = {r['p']:.3g}"
+            f"{'paired' if r.get('test') == 'paired' else 'Welch'} p = {r['p']:.3g}"
         )
     print(f"{algorithm:11s} verdict: {s['verdict']}")
 
@@ -341,6 +380,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference-dir", type=Path, help="local checkout of the authors' repository")
     parser.add_argument("--pools", type=Path, help="folder of the pool arrays [default: --reference-dir]")
+    parser.add_argument(
+        "--reference-deps", type=Path, help="bandpy only: folder of the packages their code imports and ours lacks"
+    )
+    parser.add_argument(
+        "--omega", type=float, default=float(np.pi / 4), help="bandpy only: the angle ω of the instance"
+    )
+    parser.add_argument("--instance-seed", type=int, default=0, help="bandpy only: seed of the instance's arms")
     parser.add_argument("--measure", choices=("regret", "speed"), default="regret")
     parser.add_argument("--algos", default="mcnb,neuucb-one,club", help=f"comma list of {', '.join(REFERENCE)}")
     parser.add_argument("--rounds", type=int, default=10_000)
@@ -375,7 +421,28 @@ def main() -> None:
     if args.worker:
         algorithm = args.algos
         method, loader, mode = REFERENCE[algorithm]
-        if args.worker == "theirs":
+        if loader == "bandpy":
+            parity_bandpy = bandpy_side()
+            if args.worker == "theirs":
+                result = parity_bandpy.run_bandpy(
+                    args.reference_dir.resolve(),
+                    args.reference_deps,
+                    args.data_dir / mode,
+                    algorithm,
+                    args.rounds,
+                    args.seed,
+                )
+            else:
+                result = run_ours(
+                    args.data_dir / mode,
+                    "synthetic",
+                    algorithm,
+                    json.loads(args.params),
+                    args.rounds,
+                    args.seed,
+                    "linear",
+                )
+        elif args.worker == "theirs":
             result = run_reference(
                 args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
             )
@@ -395,12 +462,16 @@ def main() -> None:
     if args.reference_dir is None or not args.reference_dir.is_dir():
         parser.error("--reference-dir must be a local checkout of the authors' code")
     pools = (args.pools or args.reference_dir).resolve()
+    parity_bandpy = bandpy_side()
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = [a for a in algos if a not in REFERENCE]
     if unknown or args.rounds < 10 or args.runs < 1:
         parser.error(f"unknown --algos {unknown} (choose from {', '.join(REFERENCE)}), or --rounds < 10 or --runs < 1")
     for algorithm in algos:
-        if not (args.reference_dir / f"{REFERENCE[algorithm][0]}.py").is_file():
+        if REFERENCE[algorithm][1] == "bandpy":
+            if not (args.reference_dir / "bandpy" / "controllers").is_dir():
+                parser.error(f"{args.reference_dir} is not a bandpy checkout (no bandpy/controllers) for {algorithm}")
+        elif not (args.reference_dir / f"{REFERENCE[algorithm][0]}.py").is_file():
             parser.error(f"{args.reference_dir} has no {REFERENCE[algorithm][0]}.py for {algorithm}")
     report = {
         "rounds": args.rounds,
@@ -415,8 +486,17 @@ def main() -> None:
         parser.error("--variant takes a comma list of default, code, custom")
     for algorithm in algos:
         mode = REFERENCE[algorithm][2]
-        prepare_pools(pools, args.data_dir, mode)
-        params = {"default": {}, "code": CODE.get(algorithm, {}), "custom": json.loads(args.ours_params)}
+        setting = {}
+        if REFERENCE[algorithm][1] == "bandpy":
+            parity_bandpy.prepare_instance(args.data_dir / mode, args.omega, args.instance_seed)
+            setting = parity_bandpy.OUR_SETTINGS[algorithm]
+        else:
+            prepare_pools(pools, args.data_dir, mode)
+        params = {
+            "default": setting,
+            "code": {**setting, **CODE.get(algorithm, {})},
+            "custom": {**setting, **json.loads(args.ours_params)},
+        }
         common = [
             "--reference-dir",
             str(args.reference_dir.resolve()),
@@ -429,6 +509,8 @@ def main() -> None:
             "--data-dir",
             str(args.data_dir),
         ]
+        if args.reference_deps:
+            common += ["--reference-deps", str(args.reference_deps.resolve())]
         theirs, ours = [], {v: [] for v in variants}
         earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
         for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
@@ -459,7 +541,8 @@ def main() -> None:
             }
             label = f"{algorithm}[{v}]"
             if args.measure == "regret":
-                item["summary"] = summarise_regret(ours[v], theirs, args.rounds)
+                same_draws = REFERENCE[algorithm][1] == "bandpy" and not args.reuse_reference
+                item["summary"] = summarise_regret(ours[v], theirs, args.rounds, same_draws)
                 print_regret(label, item["summary"], args.runs, args.rounds)
             else:
                 item["summary"] = s = summarise_speed(ours[v], theirs, args.rounds)
@@ -500,6 +583,14 @@ def window_means(runs: list[dict], rounds: int) -> list[float]:
     edges = np.linspace(0, rounds, 11).astype(int)
     cumulative = np.array([[0.0, *r["regret"]] for r in runs]).mean(0)
     return [float((cumulative[b] - cumulative[a]) / max(b - a, 1)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def bandpy_side():
+    """benchmarks/parity_bandpy.py: the instance, their controllers' runner and the settings of both sides."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import parity_bandpy
+
+    return parity_bandpy
 
 
 def pool_family(pools: Path) -> str:

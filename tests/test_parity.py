@@ -155,7 +155,15 @@ def test_parity_help_documents_both_measures():
         [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--help"], capture_output=True, text=True
     )
     assert done.returncode == 0
-    for words in ("--measure regret", "--measure speed", "Welch", "alternating", "CPU-seconds per 1000 rounds"):
+    for words in (
+        "--measure regret",
+        "--measure speed",
+        "Welch",
+        "alternating",
+        "CPU-seconds per 1000 rounds",
+        "--algos bass,dynucb,cmlb",
+        "--reference-deps",
+    ):
         assert words in done.stdout
 
 
@@ -236,3 +244,130 @@ if __name__ == "__main__":  # print the figures to record above
         authors.prepare(Path(tmp) / "data", source=folder, mode="mcnb-code", groups=5)
         for key in RECORDED:
             print(key, round(mean_final_regret(Path(tmp) / "data", key[0], dict(key[1])), 2))
+
+
+# ---------------------------------------- bandpy (BASS, DynUCB, CMLB): benchmarks/parity_bandpy.py
+# A stand-in package with bandpy's interface (controller: default_act / act / reset / rng / T_i; environment:
+# ClusteredGaussianLinearBandit with compute_reward, step and no_noise_R_t), never their code.
+FAKE_BANDPY = {
+    "bandpy/__init__.py": "",
+    "bandpy/env/__init__.py": """
+import numpy as np
+
+class ClusteredGaussianLinearBandit:
+    def __init__(self, N, T, d, arms, thetas, theta_idx, sigma, shuffle_labels):
+        self.T, self.arms, self.thetas, self.theta_idx = T, arms, thetas, theta_idx
+
+    def reset(self, seed=None):
+        self.t, self.no_noise_R_t = 1, np.zeros(self.T)
+
+    def step(self, action):
+        name, k = next(iter(action.items()))
+        y, mean = self.compute_reward(name, k)
+        theta = self.thetas[self.theta_idx[int(name.split("_")[1])]]
+        best = max((x.T @ theta).item() for x in self.arms)
+        self.no_noise_R_t[self.t - 1] = self.no_noise_R_t[self.t - 2] * (self.t > 1) + best - mean
+        observation = {name: {"last_arm_pulled": k, "last_reward": y, "t": self.t}}
+        self.t += 1
+        return observation, {name: y}, self.T < self.t, {}
+""",
+    "bandpy/controllers/__init__.py": '''
+import numpy as np
+
+class DynUCB:
+    """Plays arm (agent mod K); remembers the agents it drew and its initial clusters."""
+    def __init__(self, arms, N, seed, n_clusters, **kwargs):
+        self.K, self.N, self.n_clusters, self.T_i, self.drawn = len(arms), N, n_clusters, np.zeros(N, int), []
+    def reset(self, seed=None):
+        self.rng = np.random.default_rng(seed)
+    def _choose(self):
+        i = int(self.rng.integers(self.N)); self.T_i[i] += 1; self.drawn.append(i); return i
+    def default_act(self):
+        return {f"agent_{self._choose()}": 0}
+    def act(self, observation, reward, info):
+        i = self._choose(); return {f"agent_{i}": i % self.K}
+
+LBC = CMLB = DynUCB
+''',
+}
+SMALL = {"users": 6, "clusters": 2, "dim": 3, "arms": 4, "noise": 1.0, "z": 0.0}
+
+
+@pytest.fixture(scope="module")
+def bandpy_instance(tmp_path_factory) -> Path:
+    harness = load_harness().bandpy_side()
+    data = tmp_path_factory.mktemp("bandpy-instance")
+    harness.prepare_instance(data, omega=np.pi / 4, seed=0, instance=SMALL)
+    return data
+
+
+@pytest.fixture()
+def fake_bandpy(tmp_path, monkeypatch) -> Path:
+    for name, text in FAKE_BANDPY.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # run_bandpy prepends their folder; undo it after the test
+    for module in [m for m in sys.modules if m == "bandpy" or m.startswith("bandpy.")]:
+        monkeypatch.delitem(sys.modules, module)
+    return tmp_path
+
+
+def test_bandpy_side_faces_our_agents_rewards_and_initial_clusters(fake_bandpy, bandpy_instance):
+    harness = load_harness().bandpy_side()
+    rounds = 50
+    result = harness.run_bandpy(fake_bandpy, None, bandpy_instance, "dynucb", rounds, seed=2)
+    agents, _, expected = harness.draws(bandpy_instance, 2, rounds)
+    controller_agents = __import__("bandpy.controllers").controllers  # the fake module run_bandpy imported
+    assert controller_agents.DynUCB is controller_agents.LBC
+    chosen = np.where(np.arange(rounds) == 0, 0, agents % SMALL["arms"])  # their default pull, then agent mod K
+    regret = expected.max(1) - expected[np.arange(rounds), chosen]
+    np.testing.assert_allclose(result["regret"], np.cumsum(regret))  # our agents in our order, our rewards
+    labels = harness.initial_labels(bandpy_instance, 2, harness.OUR_SETTINGS["dynucb"])
+    assert labels.shape == (SMALL["users"],) and set(labels.tolist()) <= {0, 1}
+
+
+def test_bandpy_instance_is_bass_generator_with_fixed_arms(bandpy_instance):
+    harness = load_harness().bandpy_side()
+    instance = harness.instance_arrays(bandpy_instance)
+    np.testing.assert_allclose(instance["centres"], [[1, 0, 0], [np.cos(np.pi / 4), np.sin(np.pi / 4), 0]])
+    assert instance["arms"].shape == (4, 3) and np.bincount(instance["labels"]).tolist() == [3, 3]
+    agents, rewards, expected = harness.draws(bandpy_instance, 0, 20)
+    theta = instance["centres"][instance["labels"][agents]]
+    np.testing.assert_allclose(expected, theta @ instance["arms"].T)  # noise-free reward ⟨θ_agent, x_k⟩
+    assert not np.allclose(rewards, expected)  # and σ = 1 noise on top
+
+
+# Regression guard on the instance format of the bandpy comparison (6 agents, 2 clusters, K = 4, d = 3, σ = 1,
+# T = 400, seeds 0–2): our regret in paper mode and with the code switches that reproduce bandpy round for round.
+BANDPY_RECORDED = {
+    ("bass", ()): 55.61,
+    ("bass", (("radius_convention", "bandpy"), ("bandpy_clock", True))): 51.84,
+    ("dynucb", ()): 29.91,
+    ("dynucb", (("refresh_on_move", True), ("bandpy_clock", True))): 49.55,
+    ("cmlb", ()): 60.0,
+    ("cmlb", (("bandpy_schedule", True), ("p_star", 0.1), ("bandpy_clock", True), ("explore_rounds", 100))): 39.48,
+}
+
+
+def bandpy_instance_regret(data: Path, algorithm: str, params: dict) -> float:
+    harness = load_harness()
+    setting = {**harness.bandpy_side().OUR_SETTINGS[algorithm], **params}
+    if algorithm == "dynucb":
+        setting["n_clusters"] = SMALL["clusters"]
+    runs = [harness.run_ours(data, "synthetic", algorithm, setting, ROUNDS, seed, "linear") for seed in range(SEEDS)]
+    return float(np.mean([r["regret"][-1] for r in runs]))
+
+
+@pytest.mark.parametrize("algorithm,params", list(BANDPY_RECORDED))
+def test_regret_on_the_bandpy_instance_stays_where_parity_left_it(bandpy_instance, algorithm, params):
+    regret = bandpy_instance_regret(bandpy_instance, algorithm, dict(params))
+    assert regret == pytest.approx(BANDPY_RECORDED[(algorithm, params)], rel=TOLERANCE), f"{algorithm}: {regret}"
+
+
+def test_identical_runs_on_shared_draws_are_parity_by_the_paired_test():
+    harness = load_harness()
+    runs = [{"regret": [0, 10, 200.0 + d]} for d in (-40, -10, 0, 15, 35)]  # wide spread, the same on both sides
+    assert harness.summarise_regret(runs, runs, 3)["verdict"] == "differs"  # Welch counts the shared noise twice
+    summary = harness.summarise_regret(runs, runs, 3, same_draws=True)
+    assert summary["final"]["test"] == "paired" and summary["final"]["ci"] == [0.0, 0.0]
+    assert summary["verdict"] == "parity"

@@ -17,6 +17,9 @@ neighbour's sum; a cut subtracts the two agents' Gram matrices), all tests of a 
 Switch ``radius_convention``: "paper" (Σ = γ²β²V⁻¹, default) or "bandpy" (Σ = γβV⁻¹: the authors' bandpy
 ``LBC`` code, an effective radius sqrt(β), which separates much earlier). δ = 1e-3 is bandpy's class
 default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper's synthetic runs.
+Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
+log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
+starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class BASS(Policy):
         "S": d.POSITIVE,
         "epsilon": d.FRACTION,
         "radius_convention": d.Choice(CONVENTIONS),
+        "bandpy_clock": d.FLAG,
     }
 
     def __init__(
@@ -87,6 +91,7 @@ class BASS(Policy):
         S: float = 1.0,
         epsilon: float = 0.0,
         radius_convention: str = "paper",
+        bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if radius_convention not in CONVENTIONS:
@@ -95,6 +100,7 @@ class BASS(Policy):
             )
         self.alpha, self.ridge, self.delta, self.gamma = alpha, ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
+        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
         self.local = RidgeStats(n_users, dim, ridge)
         self.ridge_eye = ridge * np.eye(dim)
         self.graph = np.ones((n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
@@ -109,7 +115,7 @@ class BASS(Policy):
         arms = view.arms[:]
         A_inv = self.shared_A_inv[i]
         theta = A_inv @ self.shared_b[i]
-        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + 1).argmax())
+        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + self.clock).argmax())
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]

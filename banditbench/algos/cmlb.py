@@ -14,6 +14,16 @@ OFUL's radius is β = σ·sqrt(2 log(1/δ) + log det V − d log λ) + sqrt(λ)�
 Under the asynchronous protocol (one user per round) every round is its own step and the cluster OFUL is
 updated with that single reward. T (``horizon``, in steps) is a hyper-parameter since the policy is not
 told the run length; 1000 is the paper's synthetic T.
+
+Switch ``bandpy_schedule`` (the CMLB of the BASS authors' bandpy code, Cherkaoui et al. 2025, used for their
+CMLB runs): every user plays α-LinUCB (index xᵀθ̂ + ``ucb_alpha``·sqrt(xᵀA⁻¹x·log(t+1)), BASS's common index) on
+its own samples for the first ``explore_rounds`` + 1 global rounds; then, once, users i ~ j iff
+‖θ̂_i − θ̂_j‖ < ``cluster_threshold`` (an absolute γ), components smaller than ⌊p*·N⌋ are merged into one, and
+each cluster plays α-LinUCB on the pooled samples of its members, their individual-phase samples included (no
+fresh start, no averaging). The paper's T_Explore, γ = 3/(NT)^α and OFUL radius are not used in this mode.
+Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
+log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
+starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -55,6 +65,11 @@ class CMLB(Policy):
         "sigma": d.POSITIVE,
         "S": d.POSITIVE,
         "averaged_noise": d.FLAG,
+        "bandpy_schedule": d.FLAG,
+        "ucb_alpha": d.NON_NEGATIVE,
+        "explore_rounds": d.COUNT,
+        "cluster_threshold": d.POSITIVE,
+        "bandpy_clock": d.FLAG,
     }
 
     def __init__(
@@ -74,12 +89,22 @@ class CMLB(Policy):
         sigma: float = 1.0,
         S: float = 1.0,
         averaged_noise: bool = True,
+        bandpy_schedule: bool = False,
+        ucb_alpha: float = 1.0,
+        explore_rounds: int = 1000,
+        cluster_threshold: float = 1.0,
+        bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
         self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
+        self.bandpy_schedule, self.ucb_alpha = bandpy_schedule, ucb_alpha
+        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
+        if bandpy_schedule:  # the clustering round and threshold are given; a component needs ⌊p*·N⌋ members
+            self.explore_steps, self.threshold = explore_rounds + 1, cluster_threshold
+            self.p_star = np.floor(p_star * n_users) / n_users
 
     def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
         """A fresh instance of Algorithm 2 over steps [first_step, first_step + horizon)."""
@@ -114,15 +139,15 @@ class CMLB(Policy):
         return int((arms @ stats.theta[learner] + beta * stats.widths(learner, arms)).argmax())
 
     def select(self, view, budget):
+        if self.bandpy_schedule:
+            return self._select_bandpy(view)
         step = current_step(view)
         self._advance(step)
         u = view.user
         if step - self.first_step < self.explore_steps:  # individual learning phase
             return self._oful(self.individual, u, view.arms[:], self.sigma)
         if self.label is None:
-            self.label = maximal_cluster(self.individual.theta, self.threshold, self.p_star)
-            self.sizes = np.bincount(self.label)
-            self.group = RidgeStats(len(self.sizes), self.dim, self.ridge)  # fresh OFULs, no warm start
+            self._cluster()
         c = int(self.label[u])
         if self.played.get(c, (-1, 0))[0] == step:
             return self.played[c][1]
@@ -131,8 +156,35 @@ class CMLB(Policy):
         self.played[c] = (step, arm)
         return arm
 
+    def _cluster(self) -> None:
+        """Algorithm 3 on the individual estimates; fresh cluster OFULs (bandpy: pooled from the members)."""
+        self.label = maximal_cluster(self.individual.theta, self.threshold, self.p_star)
+        self.sizes = np.bincount(self.label)
+        self.group = RidgeStats(len(self.sizes), self.dim, self.ridge)
+        if self.bandpy_schedule:
+            for c in range(len(self.sizes)):
+                self.group.assign(c, *self.individual.pool(np.flatnonzero(self.label == c)))
+
+    def _select_bandpy(self, view) -> int:
+        """α-LinUCB on the user's own samples, then, after the one clustering, on its cluster's pool."""
+        if view.t < self.explore_steps:
+            stats, learner = self.individual, view.user
+        else:
+            if self.label is None:
+                self._cluster()
+            stats, learner = self.group, int(self.label[view.user])
+        scores = log_ucb_scores(
+            stats.theta[learner], stats.A_inv[learner], view.arms[:], self.ucb_alpha, view.t + self.clock
+        )
+        return int(scores.argmax())
+
     def update(self, view, chosen, reward):
         step, u, x = current_step(view), view.user, view.arms[chosen]
+        if self.bandpy_schedule:  # own samples always; the cluster's pool too once it exists
+            self.individual.update(u, x, reward)
+            if self.label is not None:
+                self.group.update(int(self.label[u]), x, reward)
+            return
         if step - self.first_step < self.explore_steps:
             self.individual.update(u, x, reward)
             return

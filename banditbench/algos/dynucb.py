@@ -11,6 +11,13 @@ otherwise the user's cluster gets a Sherman–Morrison update.
 ``centroid="mean"`` takes the mean of the members' θ_u, the centroid of the authors' Java code.
 ``n_clusters`` = 4 is the authors' code default; BASS sets it to the true number of clusters.
 Switch ``reference_ucb``: the GNB baseline's index xᵀθ_c + α·xᵀA_c⁻¹x without square root or log (α = 0.1 there).
+Switch ``refresh_on_move`` (the authors' bandpy code, used by BASS (Cherkaoui et al. 2025) for its DynUCB runs): a
+cluster's (θ_c, A_c⁻¹) are recomputed from its members only when a user joins or leaves it; a pull that moves nobody
+leaves them as they were, so a cluster plays on the statistics of its last membership change and a user is
+reassigned by its distance to those. Every cluster starts at θ_c = 0, so the first user to pull joins cluster 0.
+Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
+log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
+starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ class DynUCB(Policy):
         "ridge": d.POSITIVE,
         "centroid": d.Choice(CENTROIDS),
         "reference_ucb": d.FLAG,
+        "refresh_on_move": d.FLAG,
+        "bandpy_clock": d.FLAG,
     }
 
     def __init__(
@@ -46,6 +55,8 @@ class DynUCB(Policy):
         ridge: float = 1.0,
         centroid: str = "ridge",
         reference_ucb: bool = False,
+        refresh_on_move: bool = False,
+        bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         if centroid not in CENTROIDS:
@@ -53,6 +64,8 @@ class DynUCB(Policy):
         if n_clusters < 1:
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
+        self.refresh_on_move = refresh_on_move
+        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
         self.users = RidgeStats(n_users, dim, ridge, logdet=False)
         self.groups = RidgeStats(n_clusters, dim, ridge, logdet=False)
         self.label = self.rng.integers(n_clusters, size=n_users)
@@ -63,14 +76,15 @@ class DynUCB(Policy):
         if self.reference_ucb:
             scores = arms @ g.theta[c] + self.alpha * quadratic_forms(g.A_inv[c], arms)
         else:
-            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + 1)
+            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + self.clock)
         return int(scores.argmax())
 
     def update(self, view, chosen, reward):
         u, x = view.user, view.arms[chosen]
         old = self.label[u]
         self.users.update(u, x, reward)
-        self.groups.update(old, x, reward)
+        if not self.refresh_on_move:
+            self.groups.update(old, x, reward)
         if self.centroid == "ridge":
             centres = self.groups.theta
         else:
@@ -78,7 +92,11 @@ class DynUCB(Policy):
             np.add.at(sums, self.label, self.users.theta)
             centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
         new = int(distances(centres, self.users.theta[u]).argmin())
-        if new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
+        if new != old and self.refresh_on_move:  # both clusters rebuilt from their members' current statistics
+            self.label[u] = new
+            for c in (old, new):
+                self.groups.assign(c, *self.users.pool(np.flatnonzero(self.label == c)))
+        elif new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
             self.label[u] = new
             g, users = self.groups, self.users
             for c, sign in ((old, -1), (new, 1)):
