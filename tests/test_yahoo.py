@@ -1,5 +1,6 @@
 """The Yahoo! Learning to Rank Challenge (set 2) loader of BASS's real-data protocol, on a small set2.train.txt."""
 
+import json
 import tarfile
 
 import numpy as np
@@ -230,3 +231,9 @@ def test_bass_yahoo_preset_is_ready_and_runs_reduced_on_the_fixture(tmp_path):
     values = pd.read_csv(tmp_path / "out" / "paper_vs_here.csv").query("kind == 'value'")
     assert len(values) == len(algos) and (values["verdict"] == "not comparable").all()
     assert values["reason"].str.startswith("data prepared with clusters = 10: a stand-in for set2.train.txt").all()
+    # BASS's CMLB is bandpy's: its exploration is the LinUCB scale ucb_alpha, not Ghosh et al.'s exponent alpha
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["config"]["algorithms"]["cmlb"]["bandpy_schedule"] is True
+    scale = pd.read_csv(tmp_path / "out" / "paper_vs_here.csv").query("claim == 'exploration scale'")["here"].iloc[0]
+    chosen = manifest["tuning"]["cmlb"]["chosen"]["ucb_alpha"]
+    assert f"cmlb: α = {chosen}" in scale

@@ -219,9 +219,10 @@ def exploration_scale(results: Results, summary: pd.DataFrame, dataset: str) -> 
             if np.isfinite(radius):
                 scales[algorithm] = f"β̄ = {radius:.2f}"
             else:
-                named = [
-                    f"{symbol} = {params[key]}" for key, symbol in EXPLORATION.get(algorithm, SCALES) if key in params
-                ]
+                keys = EXPLORATION.get(algorithm, SCALES)
+                if params.get("bandpy_schedule"):  # bandpy's CMLB: a LinUCB scale; its alpha is Ghosh et al.'s exponent
+                    keys = (("ucb_alpha", "α"),)
+                named = [f"{symbol} = {params[key]}" for key, symbol in keys if key in params]
                 if named:
                     scales[algorithm] = ", ".join(named)
     return scales
