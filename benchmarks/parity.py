@@ -59,6 +59,7 @@ REFERENCE = {
     "neuucb-one": ("neuucb_one", "mcnb", "mcnb-code"),
     "neuucb-ind": ("neuucb_ind", "mcnb", "mcnb-code"),
     "metaban": ("meta_ban", "metaban", "metaban-code"),
+    "eenet": ("EENet", "mnist", "classification"),  # banyikun/EE-Net-ICLR-2022; see parity_eenet.py
 }
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
@@ -79,7 +80,12 @@ CODE = {
     "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch"},
     "neuucb-ind": {"lam": 1e-2, "nu": 0.1, "bias": True, "init": "torch", "train_served_only": True},
     "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
+    # their EE_Net(pool_step_size=50, lr_1=0.01, lr_2=0.001, hidden=100) with torch's layers (biases, init)
+    "eenet": {"code_decision": True, "lr": 1e-2, "explore_lr": 1e-3, "width": 100, "bias": True, "init": "torch"},
 }
+# Settings of the instance that every variant of ours gets: f2 of EE-Net reads the gradient of f1 block-averaged
+# in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
+BASE = {"eenet": {"pool": 50}}
 PARITY_MEAN, PARITY_CI = 0.03, 0.06
 
 
@@ -217,7 +223,9 @@ def prepare_pools(pools: Path, data_dir: Path, mode: str) -> str:
     return authors.prepare(data_dir / mode, source=pools, mode=mode).name
 
 
-def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int) -> dict:
+def run_ours(
+    data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int, protocol: str = "recommendation"
+) -> dict:
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from banditbench.algos import ALGORITHMS
@@ -227,9 +235,7 @@ def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: in
 
     limit_threads()
     dataset = load_dataset(data_dir, name)
-    unit = Unit(
-        name, "recommendation", algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None
-    )
+    unit = Unit(name, protocol, algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None)
     cpu_start = time.process_time()
     result = run_unit(unit, dataset)
     cpu = time.process_time() - cpu_start
@@ -370,12 +376,25 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--answer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--order", type=Path, help=argparse.SUPPRESS)  # the images their EE-Net run drew
     args = parser.parse_args()
 
     if args.worker:
         algorithm = args.algos
         method, loader, mode = REFERENCE[algorithm]
-        if args.worker == "theirs":
+        if algorithm == "eenet":
+            import parity_eenet
+
+            if args.worker == "theirs":
+                result = parity_eenet.run_reference(
+                    args.reference_dir.resolve(), args.pools.resolve(), args.rounds, args.seed
+                )
+            else:
+                folder = Path(tempfile.mkdtemp(prefix="parity-eenet-"))
+                name = parity_eenet.replay_dataset(args.pools.resolve(), json.loads(args.order.read_text()), folder)
+                params = json.loads(args.params)
+                result = run_ours(folder, name, algorithm, params, args.rounds, args.seed, "classification")
+        elif args.worker == "theirs":
             result = run_reference(
                 args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
             )
@@ -415,8 +434,14 @@ def main() -> None:
         parser.error("--variant takes a comma list of default, code, custom")
     for algorithm in algos:
         mode = REFERENCE[algorithm][2]
-        prepare_pools(pools, args.data_dir, mode)
-        params = {"default": {}, "code": CODE.get(algorithm, {}), "custom": json.loads(args.ours_params)}
+        if algorithm != "eenet":  # EE-Net's instance is the images their run drew, replayed per run
+            prepare_pools(pools, args.data_dir, mode)
+        base = BASE.get(algorithm, {})
+        params = {
+            "default": base,
+            "code": {**base, **CODE.get(algorithm, {})},
+            "custom": {**base, **json.loads(args.ours_params)},
+        }
         common = [
             "--reference-dir",
             str(args.reference_dir.resolve()),
@@ -434,9 +459,14 @@ def main() -> None:
         for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
             theirs.append(earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common]))
             line = f"{algorithm} run {run}: theirs {theirs[-1]['regret'][-1]:.0f} ({theirs[-1]['loop_seconds']:.1f} s)"
+            order = Path(tempfile.mkdtemp(prefix="parity-order-")) / "order.json"
+            order.write_text(json.dumps(theirs[-1].get("order", [])))
             for v in variants:
                 ours[v].append(
-                    spawn(["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])])
+                    spawn(
+                        ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
+                        + (["--order", str(order)] if algorithm == "eenet" else [])
+                    )
                 )
                 line += f"  ours[{v}] {ours[v][-1]['regret'][-1]:.0f} ({ours[v][-1]['loop_seconds']:.1f} s)"
             print(line, flush=True)
@@ -446,6 +476,7 @@ def main() -> None:
             "theirs_tenth": [r["regret"][tenth] for r in theirs],
             "theirs_seconds": [r["loop_seconds"] for r in theirs],
             "variants": {},
+            **({"theirs_orders": [r["order"] for r in theirs]} if algorithm == "eenet" else {}),
         }
         for v in variants:
             item = {
@@ -486,12 +517,15 @@ def reused_runs(path: Path, algorithm: str, rounds: int) -> list[dict]:
         raise SystemExit(f"{path} has no {algorithm} runs of {rounds} rounds")
     windows = next(iter(entry["variants"].values()))["theirs_windows"]
     runs = []
-    for final, tenth, seconds in zip(entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"]):
+    orders = entry.get("theirs_orders", [[]] * len(entry["theirs_final"]))  # EE-Net: the images each run drew
+    for final, tenth, seconds, order in zip(
+        entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"], orders
+    ):
         regret = np.full(rounds, np.nan)  # only the figures the summaries read, and the windows' cumulative sums
         edges = np.linspace(0, rounds, 11).astype(int)
         regret[edges[1:] - 1] = np.cumsum(np.array(windows) * np.diff(edges))
         regret[max(rounds // 10, 1) - 1], regret[-1] = tenth, final
-        runs.append({"regret": regret.tolist(), "loop_seconds": seconds})
+        runs.append({"regret": regret.tolist(), "loop_seconds": seconds, "order": order})
     return runs
 
 
