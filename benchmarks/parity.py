@@ -16,6 +16,10 @@ given its 0.24 default ``n_init = 10`` (the version the authors pin), one thread
 seeded with the run index (their code seeds nothing). The round loop calls their classes in the order of
 their ``run.py``; the regret of a round is max(reward) − reward(chosen), as theirs.
 
+EE-Net (``--algos eenet``, REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7, DIR = a folder of the MNIST IDX files) runs
+on their MNIST protocol instead: see parity_eenet.py for its shims and for how ours replays the images each of
+their runs drew. Every variant of ours gets BASE below (f2 reads f1's gradient mean-pooled in blocks of 50).
+
 Ours runs ``banditbench prepare authors-pools`` on DIR (mode ``mcnb-code`` or ``metaban-code`` to match the
 loader, cached under ``--data-dir``) and then the registered algorithm, one unit per run (seed index = run).
 

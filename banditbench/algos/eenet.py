@@ -18,8 +18,8 @@ for large inputs such as MNIST's block encoding). Both networks train on M-CNB �
 (``train_steps`` minibatch steps, fresh optimiser; the paper leaves steps and rates open).
 
 The authors' code at HEAD (banyikun/EE-Net-ICLR-2022 @08d6ed7) as a switch, ``code_decision=True``:
-the f2 label is shifted, r − f1 + 1; arm = argmax f1 + w·(f2 − 1) with w = 0.1 up to round 1000 and 0.01
-after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
+the f2 label is shifted, r − f1 + 1; arm = argmax f1 + w·(f2 − 1) with w = 0.1 up to round t = 1000 (0-based) and
+0.01 after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class EENet(Policy):
         if self.decision == "neural" and view.t >= self.decision_warmup:
             score = self.f3.forward(self.theta3[0], pairs)  # neural decision maker f3([f1, f2]; θ3)
         elif self.code_decision:
-            score = f1 + (0.1 if view.t < 1000 else 0.01) * (f2 - 1.0)
+            score = f1 + (0.1 if view.t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
         else:
             score = f1 + f2  # linear decision maker f3
         chosen = int(torch.argmax(score))
