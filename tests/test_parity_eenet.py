@@ -166,3 +166,35 @@ def test_block_reduce_shim_pads_with_zeros_like_scikit_image():
 
     reduced = parity_eenet.block_reduce(np.arange(7.0)[None], block_size=(1, 3), func=np.mean)
     np.testing.assert_allclose(reduced, [[1.0, 4.0, 2.0]])  # the last block is (6, 0, 0)
+
+
+def sgd_steps(mlp, theta, x, r, order, lr):
+    for i in order:
+        _, gradient = mlp.gradient(theta, x[i][None, None], lambda f: 2 * (f - r[i]))
+        theta = theta - lr * gradient
+    return theta
+
+
+@pytest.mark.parametrize("max_steps, tolerance, steps", [(2000, 10.0, 3), (5, 0.0, 5)])
+def test_code_training_passes_stop_at_the_tolerance_or_the_step_cap(max_steps, tolerance, steps):
+    from banditbench.algos.neural import MLP, train_passes
+
+    mlp = MLP(4, 6, 2, bias=True, init="torch")
+    generator = torch.Generator().manual_seed(3)
+    theta = mlp.init(generator, torch.device("cpu"))[None]
+    x, r = torch.randn(3, 4, generator=generator), torch.tensor([1.0, 0.0, 1.0])
+    order = torch.randperm(3, generator=torch.Generator().manual_seed(9)).tolist()
+    trained = train_passes(
+        mlp,
+        theta,
+        x,
+        r,
+        torch.Generator().manual_seed(9),
+        lr=0.1,
+        optimiser="sgd",
+        max_steps=max_steps,
+        tolerance=tolerance,
+    )
+    # one pass when its loss is already within a loose tolerance; else passes in the same order up to the cap
+    expected = sgd_steps(mlp, theta, x, r, (order * 2)[:steps], 0.1)
+    torch.testing.assert_close(trained, expected)

@@ -20,6 +20,10 @@ for large inputs such as MNIST's block encoding). Both networks train on M-CNB �
 The authors' code at HEAD (banyikun/EE-Net-ICLR-2022 @08d6ed7) as a switch, ``code_decision=True``:
 the f2 label is shifted, r − f1 + 1; arm = argmax f1 + w·(f2 − 1) with w = 0.1 up to round t = 1000 (0-based) and
 0.01 after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
+``code_training=True``: their training loop instead of minibatch Adam — at each training round, single-sample
+steps over passes of the whole history in one shuffled order, at most 2 000 steps, stopping after a pass whose mean
+squared error is ≤ 1e-3 (f1) or 2e-3 (f2); f1 by plain SGD at ``lr``, f2 by Adam at ``explore_lr`` with L2 weight
+decay 1e-4.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_adam,
+    train_passes,
 )
 
 DECISIONS = ("linear", "neural")
@@ -52,6 +57,7 @@ class EENet(Policy):
         "pool": d.COUNT,
         "explore_lr": d.POSITIVE,
         "code_decision": d.FLAG,
+        "code_training": d.FLAG,
         "decision": d.Choice(DECISIONS),
         "decision_width": d.COUNT,
         "decision_warmup": d.STEPS,
@@ -77,6 +83,7 @@ class EENet(Policy):
         batch_size: int = 32,
         schedule: str = "paper",
         code_decision: bool = False,
+        code_training: bool = False,
         decision: str = "linear",
         decision_width: int = 20,
         decision_warmup: int = 500,
@@ -88,7 +95,7 @@ class EENet(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
-        self.train_steps, self.batch_size = train_steps, batch_size
+        self.train_steps, self.batch_size, self.code_training = train_steps, batch_size, code_training
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
         self.f1 = MLP(dim, width, depth, bias, init, gradients)
@@ -148,11 +155,28 @@ class EENet(Policy):
                     self.explore_data.add(self.one, self._phi_all[i], 1.2)
         if self.decision == "neural":
             self.decision_data.add(self.one, self._pair, reward)  # H_t
-        if is_training_round(view.t, self.schedule):
+        if not is_training_round(view.t, self.schedule):
+            return
+        if self.code_training:  # the authors' loop
+            x, r = self.exploit_data.all_rows()
+            self.theta1 = train_passes(self.f1, self.theta1, x, r, self.generator, lr=self.lr, optimiser="sgd")
+            x, r = self.explore_data.all_rows()
+            self.theta2 = train_passes(
+                self.f2,
+                self.theta2,
+                x,
+                r,
+                self.generator,
+                lr=self.explore_lr,
+                optimiser="adam",
+                tolerance=2e-3,
+                weight_decay=1e-4,
+            )
+        else:
             batches = self.exploit_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
             self.theta1 = train_adam(self.f1, self.theta1, batches, lr=self.lr)
             batches = self.explore_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
             self.theta2 = train_adam(self.f2, self.theta2, batches, lr=self.explore_lr)
-            if self.decision == "neural":
-                batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-                self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)
+        if self.decision == "neural":
+            batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)

@@ -333,6 +333,46 @@ def train_adam(
     return theta
 
 
+def train_passes(
+    mlp: MLP,
+    theta: torch.Tensor,
+    x: torch.Tensor,
+    r: torch.Tensor,
+    generator: torch.Generator,
+    *,
+    lr: float,
+    optimiser: str,
+    max_steps: int = 2000,
+    tolerance: float = 1e-3,
+    weight_decay: float = 0.0,
+) -> torch.Tensor:
+    """Single-sample steps on (f(x; θ) − r)² over passes of the whole history x [n, d], r [n] in one shuffled
+    order, until ``max_steps`` steps or the end of a pass whose mean loss is ≤ ``tolerance`` (the Ban-family
+    training loop). ``optimiser`` "sgd" or "adam" (fresh per call); ``weight_decay`` adds λθ to each gradient, as
+    torch.optim's (L2) weight decay. θ [1, p] → trained θ [1, p]."""
+    theta = theta.detach().clone()
+    adam = Adam(theta, lr=lr) if optimiser == "adam" else None
+    order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
+    steps = 0
+    while True:
+        pass_loss = 0.0
+        for i in order:
+            f, gradient = mlp.gradient(theta, x[i][None, None], lambda f: 2 * (f - r[i]))
+            if weight_decay:
+                gradient.add_(theta, alpha=weight_decay)
+            if adam is None:
+                theta.add_(gradient, alpha=-lr)
+            else:
+                adam.step(gradient)
+            loss = float((f - r[i]) ** 2)
+            pass_loss += loss
+            steps += 1
+            if steps >= max_steps:
+                return theta
+        if pass_loss / len(order) <= tolerance:
+            return theta
+
+
 class DiagonalCovariance:
     """NeuralUCB's Z = λI + Σ g gᵀ/m kept as its diagonal (the papers' and authors' practical approximation)."""
 
