@@ -22,7 +22,7 @@ from banditbench.algos.adam import Adam
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
-SCHEDULES = ("paper", "every-round")
+SCHEDULES = ("paper", "every-round", "code")
 INITS = ("paper", "torch")
 GRADIENTS = ("closed", "batched", "vmap")
 
@@ -73,10 +73,13 @@ def is_training_round(t: int, schedule: str = "paper") -> bool:
     """Whether the networks train after round t (0-based, as the runner counts).
 
     "paper": "every 10 rounds in the first 1000 rounds and every 100 rounds afterwards" (M-CNB §6), i.e.
-    after rounds 10, 20, …, 1000, 1100, 1200, … counting from 1. "every-round": after every round.
+    after rounds 10, 20, …, 1000, 1100, 1200, … counting from 1. "every-round": after every round. "code": the
+    Ban-family runners' test on the 0-based t, after t = 0, 10, …, 990, 1000, 1100, …
     """
     if schedule == "every-round":
         return True
+    if schedule == "code":
+        return t % 10 == 0 if t < 1000 else t % 100 == 0
     n = t + 1
     return n % 10 == 0 if n <= 1000 else n % 100 == 0
 
