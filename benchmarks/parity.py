@@ -27,6 +27,8 @@ loader, cached under ``--data-dir``) and then the registered algorithm, one unit
 the regret at T/10, the difference of means (ours − theirs) with its 95 % Welch CI, both also in % of their
 mean, and Welch's t-test p-value. Verdict "parity" when the difference is within ±3 % and its CI inside ±6 %.
 
+``--jobs N`` runs N pairs (their run and ours) at once, for regret only.
+
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
 "steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
 CPU-seconds per 1000 rounds of the loop, and the ratio ours / theirs.
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -356,6 +359,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10, help="runs a side (regret) or alternating pairs (speed)")
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="pairs run at once (regret only: concurrent pairs share the machine, so keep 1 for --measure speed)",
+    )
+    parser.add_argument(
         "--variant",
         default="default",
         help="comma list of default (the paper's behaviour), code (the switches that reproduce "
@@ -420,7 +429,9 @@ def main() -> None:
     pools = (args.pools or args.reference_dir).resolve()
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = [a for a in algos if a not in REFERENCE]
-    if unknown or args.rounds < 10 or args.runs < 1:
+    if args.measure == "speed" and args.jobs != 1:
+        parser.error("--measure speed times one pair at a time; drop --jobs")
+    if unknown or args.rounds < 10 or args.runs < 1 or args.jobs < 1:
         parser.error(f"unknown --algos {unknown} (choose from {', '.join(REFERENCE)}), or --rounds < 10 or --runs < 1")
     for algorithm in algos:
         if not (args.reference_dir / f"{REFERENCE[algorithm][0]}.py").is_file():
@@ -458,22 +469,27 @@ def main() -> None:
             "--data-dir",
             str(args.data_dir),
         ]
-        theirs, ours = [], {v: [] for v in variants}
         earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
-        for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
-            theirs.append(earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common]))
-            line = f"{algorithm} run {run}: theirs {theirs[-1]['regret'][-1]:.0f} ({theirs[-1]['loop_seconds']:.1f} s)"
+
+        def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance
+            mine = earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common])
+            line = f"{algorithm} run {run}: theirs {mine['regret'][-1]:.0f} ({mine['loop_seconds']:.1f} s)"
             order = Path(tempfile.mkdtemp(prefix="parity-order-")) / "order.json"
-            order.write_text(json.dumps(theirs[-1].get("order", [])))
+            order.write_text(json.dumps(mine.get("order", [])))
+            answers = {}
             for v in variants:
-                ours[v].append(
-                    spawn(
-                        ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
-                        + (["--order", str(order)] if algorithm == "eenet" else [])
-                    )
+                answers[v] = spawn(
+                    ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
+                    + (["--order", str(order)] if algorithm == "eenet" else [])
                 )
-                line += f"  ours[{v}] {ours[v][-1]['regret'][-1]:.0f} ({ours[v][-1]['loop_seconds']:.1f} s)"
+                line += f"  ours[{v}] {answers[v]['regret'][-1]:.0f} ({answers[v]['loop_seconds']:.1f} s)"
             print(line, flush=True)
+            return mine, answers
+
+        with ThreadPoolExecutor(args.jobs) as pool:  # alternating: theirs, ours, theirs, ours… (per job)
+            pairs = list(pool.map(pair, range(args.runs)))
+        theirs = [mine for mine, _ in pairs]
+        ours = {v: [answers[v] for _, answers in pairs] for v in variants}
         tenth = max(args.rounds // 10, 1) - 1
         entry = {
             "theirs_final": [r["regret"][-1] for r in theirs],
