@@ -198,3 +198,22 @@ def test_code_training_passes_stop_at_the_tolerance_or_the_step_cap(max_steps, t
     # one pass when its loss is already within a loose tolerance; else passes in the same order up to the cap
     expected = sgd_steps(mlp, theta, x, r, (order * 2)[:steps], 0.1)
     torch.testing.assert_close(trained, expected)
+
+
+def test_conv_explorer_is_a_conv1d_then_the_mlp():
+    from banditbench.algos.eenet import ConvMLP
+
+    net = ConvMLP(15685, 100, bias=True, init="torch")
+    assert net.outputs == 312 and net.p == 101 + 312 * 100 + 100 + 100 + 1  # the code's f2 on MNIST's pooled φ
+    small = ConvMLP(460, 5, bias=True, init="torch")
+    theta = small.init(torch.Generator().manual_seed(0), torch.device("cpu"))
+    x = torch.randn(3, 460)
+    conv = torch.nn.functional.conv1d(x[:, None], theta[:100].view(1, 1, 100), theta[100:101], stride=50)[:, 0]
+    W1, b1 = theta[101 : 101 + 8 * 5].view(5, 8), theta[141:146]
+    W2, b2 = theta[146:151].view(1, 5), theta[151:]
+    expected = (torch.relu(conv @ W1.T + b1) @ W2.T + b2)[:, 0]
+    torch.testing.assert_close(small.forward(theta, x), expected)
+    f, gradient = small.gradient(theta[None], x[None], lambda f: torch.ones_like(f))
+    leaf = theta.clone().requires_grad_(True)
+    (expected_gradient,) = torch.autograd.grad(small.forward(leaf, x).sum(), leaf)
+    torch.testing.assert_close(gradient[0], expected_gradient)
