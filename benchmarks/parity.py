@@ -16,6 +16,10 @@ given its 0.24 default ``n_init = 10`` (the version the authors pin), one thread
 seeded with the run index (their code seeds nothing). The round loop calls their classes in the order of
 their ``run.py``; the regret of a round is max(reward) − reward(chosen), as theirs.
 
+EE-Net (``--algos eenet``, REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7, DIR = a folder of the MNIST IDX files) runs
+on their MNIST protocol instead: see parity_eenet.py for its shims and for how ours replays the images each of
+their runs drew. Every variant of ours gets BASE below (f2 reads f1's gradient mean-pooled in blocks of 50).
+
 Ours runs ``banditbench prepare authors-pools`` on DIR (mode ``mcnb-code`` or ``metaban-code`` to match the
 loader, cached under ``--data-dir``) and then the registered algorithm, one unit per run (seed index = run).
 
@@ -24,6 +28,8 @@ the regret at T/10, the difference of means (ours − theirs) with its 95 % Welc
 mean, and Welch's t-test p-value (bandpy: run i of both sides faces the same draws, so the paired CI and
 p-value of the run-by-run differences instead). Verdict "parity" when the difference is within ±3 % and its CI
 inside ±6 %.
+
+``--jobs N`` runs N pairs (their run and ours) at once, for regret only.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
 "steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
@@ -54,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +81,7 @@ REFERENCE = {
     "bass": ("LBC", "bandpy", "bass-synthetic"),
     "dynucb": ("DynUCB", "bandpy", "bass-synthetic"),
     "cmlb": ("CMLB", "bandpy", "bass-synthetic"),
+    "eenet": ("EENet", "mnist", "classification"),  # banyikun/EE-Net-ICLR-2022; see parity_eenet.py
 }
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
@@ -101,7 +109,12 @@ CODE = {
     "dynucb": {"refresh_on_move": True, "bandpy_clock": True},
     # bandpy's CMLB: α-LinUCB throughout, one clustering after Te = 1000 rounds at γ = 1, warm cluster pools
     "cmlb": {"bandpy_schedule": True, "p_star": 0.1, "bandpy_clock": True},
+    # their EE_Net(pool_step_size=50, lr_1=0.01, lr_2=0.001, hidden=100) with torch's layers (biases, init)
+    "eenet": {"code_decision": True, "lr": 1e-2, "explore_lr": 1e-3, "width": 100, "bias": True, "init": "torch"},
 }
+# Settings of the instance that every variant of ours gets: f2 of EE-Net reads the gradient of f1 block-averaged
+# in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
+BASE = {"eenet": {"pool": 50}}
 PARITY_MEAN, PARITY_CI = 0.03, 0.06
 
 
@@ -392,6 +405,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10, help="runs a side (regret) or alternating pairs (speed)")
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="pairs run at once (regret only: concurrent pairs share the machine, so keep 1 for --measure speed)",
+    )
+    parser.add_argument(
         "--variant",
         default="default",
         help="comma list of default (the paper's behaviour), code (the switches that reproduce "
@@ -416,6 +435,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--answer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--order", type=Path, help=argparse.SUPPRESS)  # the images their EE-Net run drew
     args = parser.parse_args()
 
     if args.worker:
@@ -442,6 +462,18 @@ def main() -> None:
                     args.seed,
                     "linear",
                 )
+        elif algorithm == "eenet":
+            import parity_eenet
+
+            if args.worker == "theirs":
+                result = parity_eenet.run_reference(
+                    args.reference_dir.resolve(), args.pools.resolve(), args.rounds, args.seed
+                )
+            else:
+                folder = Path(tempfile.mkdtemp(prefix="parity-eenet-"))
+                name = parity_eenet.replay_dataset(args.pools.resolve(), json.loads(args.order.read_text()), folder)
+                params = json.loads(args.params)
+                result = run_ours(folder, name, algorithm, params, args.rounds, args.seed, "classification")
         elif args.worker == "theirs":
             result = run_reference(
                 args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
@@ -465,7 +497,9 @@ def main() -> None:
     parity_bandpy = bandpy_side()
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = [a for a in algos if a not in REFERENCE]
-    if unknown or args.rounds < 10 or args.runs < 1:
+    if args.measure == "speed" and args.jobs != 1:
+        parser.error("--measure speed times one pair at a time; drop --jobs")
+    if unknown or args.rounds < 10 or args.runs < 1 or args.jobs < 1:
         parser.error(f"unknown --algos {unknown} (choose from {', '.join(REFERENCE)}), or --rounds < 10 or --runs < 1")
     for algorithm in algos:
         if REFERENCE[algorithm][1] == "bandpy":
@@ -486,11 +520,11 @@ def main() -> None:
         parser.error("--variant takes a comma list of default, code, custom")
     for algorithm in algos:
         mode = REFERENCE[algorithm][2]
-        setting = {}
+        setting = BASE.get(algorithm, {})
         if REFERENCE[algorithm][1] == "bandpy":
             parity_bandpy.prepare_instance(args.data_dir / mode, args.omega, args.instance_seed)
             setting = parity_bandpy.OUR_SETTINGS[algorithm]
-        else:
+        elif algorithm != "eenet":  # EE-Net's instance is the images their run drew, replayed per run
             prepare_pools(pools, args.data_dir, mode)
         params = {
             "default": setting,
@@ -511,23 +545,34 @@ def main() -> None:
         ]
         if args.reference_deps:
             common += ["--reference-deps", str(args.reference_deps.resolve())]
-        theirs, ours = [], {v: [] for v in variants}
         earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
-        for run in range(args.runs):  # alternating: theirs, ours, theirs, ours…
-            theirs.append(earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common]))
-            line = f"{algorithm} run {run}: theirs {theirs[-1]['regret'][-1]:.0f} ({theirs[-1]['loop_seconds']:.1f} s)"
+
+        def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance
+            mine = earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common])
+            line = f"{algorithm} run {run}: theirs {mine['regret'][-1]:.0f} ({mine['loop_seconds']:.1f} s)"
+            order = Path(tempfile.mkdtemp(prefix="parity-order-")) / "order.json"
+            order.write_text(json.dumps(mine.get("order", [])))
+            answers = {}
             for v in variants:
-                ours[v].append(
-                    spawn(["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])])
+                answers[v] = spawn(
+                    ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
+                    + (["--order", str(order)] if algorithm == "eenet" else [])
                 )
-                line += f"  ours[{v}] {ours[v][-1]['regret'][-1]:.0f} ({ours[v][-1]['loop_seconds']:.1f} s)"
+                line += f"  ours[{v}] {answers[v]['regret'][-1]:.0f} ({answers[v]['loop_seconds']:.1f} s)"
             print(line, flush=True)
+            return mine, answers
+
+        with ThreadPoolExecutor(args.jobs) as pool:  # alternating: theirs, ours, theirs, ours… (per job)
+            pairs = list(pool.map(pair, range(args.runs)))
+        theirs = [mine for mine, _ in pairs]
+        ours = {v: [answers[v] for _, answers in pairs] for v in variants}
         tenth = max(args.rounds // 10, 1) - 1
         entry = {
             "theirs_final": [r["regret"][-1] for r in theirs],
             "theirs_tenth": [r["regret"][tenth] for r in theirs],
             "theirs_seconds": [r["loop_seconds"] for r in theirs],
             "variants": {},
+            **({"theirs_orders": [r["order"] for r in theirs]} if algorithm == "eenet" else {}),
         }
         for v in variants:
             item = {
@@ -569,12 +614,15 @@ def reused_runs(path: Path, algorithm: str, rounds: int) -> list[dict]:
         raise SystemExit(f"{path} has no {algorithm} runs of {rounds} rounds")
     windows = next(iter(entry["variants"].values()))["theirs_windows"]
     runs = []
-    for final, tenth, seconds in zip(entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"]):
+    orders = entry.get("theirs_orders", [[]] * len(entry["theirs_final"]))  # EE-Net: the images each run drew
+    for final, tenth, seconds, order in zip(
+        entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"], orders
+    ):
         regret = np.full(rounds, np.nan)  # only the figures the summaries read, and the windows' cumulative sums
         edges = np.linspace(0, rounds, 11).astype(int)
         regret[edges[1:] - 1] = np.cumsum(np.array(windows) * np.diff(edges))
         regret[max(rounds // 10, 1) - 1], regret[-1] = tenth, final
-        runs.append({"regret": regret.tolist(), "loop_seconds": seconds})
+        runs.append({"regret": regret.tolist(), "loop_seconds": seconds, "order": order})
     return runs
 
 

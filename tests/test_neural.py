@@ -26,6 +26,11 @@ def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
     assert all(is_training_round(t, "every-round") for t in range(50))
 
 
+def test_code_schedule_tests_the_zero_based_round_as_the_authors_runners():
+    fired = [t for t in range(1300) if is_training_round(t, "code")]
+    assert fired[:3] == [0, 10, 20] and fired[99:] == [990, 1000, 1100, 1200]
+
+
 @pytest.mark.parametrize("gradients", ["closed", "vmap", "batched"])
 @pytest.mark.parametrize("bias,depth", [(False, 2), (True, 3)])
 def test_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients):

@@ -18,8 +18,15 @@ for large inputs such as MNIST's block encoding). Both networks train on M-CNB �
 (``train_steps`` minibatch steps, fresh optimiser; the paper leaves steps and rates open).
 
 The authors' code at HEAD (banyikun/EE-Net-ICLR-2022 @08d6ed7) as a switch, ``code_decision=True``:
-the f2 label is shifted, r − f1 + 1; arm = argmax f1 + w·(f2 − 1) with w = 0.1 up to round 1000 and 0.01
-after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
+the f2 label is shifted, r − f1 + 1; arm = argmax f1 + w·(f2 − 1) with w = 0.1 up to round t = 1000 (0-based) and
+0.01 after; while t < 1000 and r = 0, every other arm's φ is added with label 1.2.
+``code_training=True``: their training loop instead of minibatch Adam — at each training round, single-sample
+steps over passes of the whole history in one shuffled order, at most 2 000 steps, stopping after a pass whose mean
+squared error is ≤ 1e-3 (f1) or 2e-3 (f2); f1 by plain SGD at ``lr``, f2 by Adam at ``explore_lr`` with L2 weight
+decay 1e-4.
+``explore_conv=True``: the code's f2 network — a one-channel Conv1d (kernel 100, stride 50, with bias) over φ, whose
+outputs feed the two-layer MLP of width ``explore_width`` (on MNIST's 15 685 pooled inputs: 312 convolution
+outputs, about 31 k weights in all instead of 1.57 M).
 """
 
 from __future__ import annotations
@@ -40,9 +47,41 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_adam,
+    train_passes,
 )
 
 DECISIONS = ("linear", "neural")
+
+
+class ConvMLP:
+    """f(x; θ) = MLP(conv(x)): a one-channel 1-d convolution (``kernel`` weights and a bias, ``stride``) over x,
+    then an MLP on its outputs; θ = [conv weights, conv bias, MLP's θ]. Gradients by autograd."""
+
+    def __init__(self, dim: int, width: int, bias: bool, init: str, kernel: int = 100, stride: int = 50):
+        self.kernel, self.stride = kernel, stride
+        self.outputs = (dim - kernel) // stride + 1
+        self.mlp = MLP(self.outputs, width, 2, bias, init, "batched")
+        self.p = kernel + 1 + self.mlp.p
+
+    def init(self, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+        bound = 1.0 / self.kernel**0.5  # torch's Conv1d default: U(±1/√fan_in), fan_in = kernel
+        conv = (torch.rand(self.kernel + 1, generator=generator, device=device) * 2 - 1) * bound
+        return torch.cat([conv, self.mlp.init(generator, device)])
+
+    def forward(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """θ [..., p], x [..., k, d] → [..., k]."""
+        w, b = theta[..., None, None, : self.kernel], theta[..., None, self.kernel, None]
+        windows = x.unfold(-1, self.kernel, self.stride)[..., : self.outputs, :]  # [..., k, outputs, kernel]
+        return self.mlp.forward(theta[..., self.kernel + 1 :], (windows * w).sum(-1) + b)
+
+    def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
+        """(f, ∇_θ Σ_k c_k f(x_k; θ)), c = ``out_grad(f)``, one gradient per leading index (as ``MLP.gradient``)."""
+        lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
+        theta = theta.detach().expand(*lead, -1).clone().requires_grad_(True)
+        with torch.enable_grad():
+            f = self.forward(theta, x)
+            (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
+        return f.detach(), g
 
 
 class EENet(Policy):
@@ -52,6 +91,8 @@ class EENet(Policy):
         "pool": d.COUNT,
         "explore_lr": d.POSITIVE,
         "code_decision": d.FLAG,
+        "code_training": d.FLAG,
+        "explore_conv": d.FLAG,
         "decision": d.Choice(DECISIONS),
         "decision_width": d.COUNT,
         "decision_warmup": d.STEPS,
@@ -77,6 +118,8 @@ class EENet(Policy):
         batch_size: int = 32,
         schedule: str = "paper",
         code_decision: bool = False,
+        code_training: bool = False,
+        explore_conv: bool = False,
         decision: str = "linear",
         decision_width: int = 20,
         decision_warmup: int = 500,
@@ -88,12 +131,15 @@ class EENet(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
-        self.train_steps, self.batch_size = train_steps, batch_size
+        self.train_steps, self.batch_size, self.code_training = train_steps, batch_size, code_training
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
         self.f1 = MLP(dim, width, depth, bias, init, gradients)
         self.phi_dim = -(-self.f1.p // self.pool)
-        self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
+        if explore_conv:
+            self.f2 = ConvMLP(self.phi_dim, explore_width, bias, init)
+        else:
+            self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
         self.theta1 = self.f1.init(self.generator, self.device)[None]
         self.theta2 = self.f2.init(self.generator, self.device)[None]
         self.exploit_data = History(1, dim, self.device)
@@ -122,7 +168,7 @@ class EENet(Policy):
         if self.decision == "neural" and view.t >= self.decision_warmup:
             score = self.f3.forward(self.theta3[0], pairs)  # neural decision maker f3([f1, f2]; θ3)
         elif self.code_decision:
-            score = f1 + (0.1 if view.t < 1000 else 0.01) * (f2 - 1.0)
+            score = f1 + (0.1 if view.t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
         else:
             score = f1 + f2  # linear decision maker f3
         chosen = int(torch.argmax(score))
@@ -148,11 +194,28 @@ class EENet(Policy):
                     self.explore_data.add(self.one, self._phi_all[i], 1.2)
         if self.decision == "neural":
             self.decision_data.add(self.one, self._pair, reward)  # H_t
-        if is_training_round(view.t, self.schedule):
+        if not is_training_round(view.t, self.schedule):
+            return
+        if self.code_training:  # the authors' loop
+            x, r = self.exploit_data.all_rows()
+            self.theta1 = train_passes(self.f1, self.theta1, x, r, self.generator, lr=self.lr, optimiser="sgd")
+            x, r = self.explore_data.all_rows()
+            self.theta2 = train_passes(
+                self.f2,
+                self.theta2,
+                x,
+                r,
+                self.generator,
+                lr=self.explore_lr,
+                optimiser="adam",
+                tolerance=2e-3,
+                weight_decay=1e-4,
+            )
+        else:
             batches = self.exploit_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
             self.theta1 = train_adam(self.f1, self.theta1, batches, lr=self.lr)
             batches = self.explore_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
             self.theta2 = train_adam(self.f2, self.theta2, batches, lr=self.explore_lr)
-            if self.decision == "neural":
-                batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-                self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)
+        if self.decision == "neural":
+            batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
+            self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)

@@ -22,7 +22,7 @@ from banditbench.algos.adam import Adam
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
-SCHEDULES = ("paper", "every-round")
+SCHEDULES = ("paper", "every-round", "code")
 INITS = ("paper", "torch")
 GRADIENTS = ("closed", "batched", "vmap")
 
@@ -73,10 +73,13 @@ def is_training_round(t: int, schedule: str = "paper") -> bool:
     """Whether the networks train after round t (0-based, as the runner counts).
 
     "paper": "every 10 rounds in the first 1000 rounds and every 100 rounds afterwards" (M-CNB §6), i.e.
-    after rounds 10, 20, …, 1000, 1100, 1200, … counting from 1. "every-round": after every round.
+    after rounds 10, 20, …, 1000, 1100, 1200, … counting from 1. "every-round": after every round. "code": the
+    Ban-family runners' test on the 0-based t, after t = 0, 10, …, 990, 1000, 1100, …
     """
     if schedule == "every-round":
         return True
+    if schedule == "code":
+        return t % 10 == 0 if t < 1000 else t % 100 == 0
     n = t + 1
     return n % 10 == 0 if n <= 1000 else n % 100 == 0
 
@@ -331,6 +334,46 @@ def train_adam(
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
         optimiser.step(gradient)
     return theta
+
+
+def train_passes(
+    mlp: MLP,
+    theta: torch.Tensor,
+    x: torch.Tensor,
+    r: torch.Tensor,
+    generator: torch.Generator,
+    *,
+    lr: float,
+    optimiser: str,
+    max_steps: int = 2000,
+    tolerance: float = 1e-3,
+    weight_decay: float = 0.0,
+) -> torch.Tensor:
+    """Single-sample steps on (f(x; θ) − r)² over passes of the whole history x [n, d], r [n] in one shuffled
+    order, until ``max_steps`` steps or the end of a pass whose mean loss is ≤ ``tolerance`` (the Ban-family
+    training loop). ``optimiser`` "sgd" or "adam" (fresh per call); ``weight_decay`` adds λθ to each gradient, as
+    torch.optim's (L2) weight decay. θ [1, p] → trained θ [1, p]."""
+    theta = theta.detach().clone()
+    adam = Adam(theta, lr=lr) if optimiser == "adam" else None
+    order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
+    steps = 0
+    while True:
+        pass_loss = 0.0
+        for i in order:
+            f, gradient = mlp.gradient(theta, x[i][None, None], lambda f: 2 * (f - r[i]))
+            if weight_decay:
+                gradient.add_(theta, alpha=weight_decay)
+            if adam is None:
+                theta.add_(gradient, alpha=-lr)
+            else:
+                adam.step(gradient)
+            loss = float((f - r[i]) ** 2)
+            pass_loss += loss
+            steps += 1
+            if steps >= max_steps:
+                return theta
+        if pass_loss / len(order) <= tolerance:
+            return theta
 
 
 class DiagonalCovariance:

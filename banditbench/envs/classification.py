@@ -1,7 +1,9 @@
 """Online classification with bandit feedback (M-CNB §5.3; Meta-Ban §4.3; NeuralUCB's Bandit_multi).
 
 Each round shows one instance x ∈ R^d; arm a stands for class a and reward is 1 iff a is its class.
-Instances are streamed in the order of a seeded shuffle (a fresh one each pass). Arm contexts:
+Instances are streamed in the order of a seeded shuffle (a fresh one each pass), or, for a dataset prepared with
+``order = "stored"`` (a recorded stream, such as the parity harness's replay of another implementation's draws),
+in the order of its rows. Arm contexts:
 
 - ``block`` (M-CNB, NeuralUCB): x_{t,a} = (0, …, x, …, 0) ∈ R^{dK}, x in the a-th block;
 - ``shift`` (Meta-Ban's code): x_{t,a} ∈ R^{d+K−1} holds x at coordinates [a, a + d), copies overlapping.
@@ -37,6 +39,7 @@ class ClassificationEnvironment:
         d = self.x.shape[1]
         self.d = d
         self.dim = d * self.n_arms if self.encoding == "block" else d + self.n_arms - 1
+        self.stored_order = dataset.parameters.get("order") == "stored"
         self.rng = np.random.default_rng(seed)
 
     @staticmethod
@@ -55,6 +58,8 @@ class ClassificationEnvironment:
     def order(self, n_rounds: int) -> np.ndarray:
         """Instance indices for n rounds: passes over a fresh random permutation of the data. With several
         sources (the mixture) each round first picks a source with equal probability (Meta-Ban §4.3)."""
+        if self.stored_order:
+            return np.resize(np.arange(len(self.y)), n_rounds)
         if self.true_groups is None:
             return self.stream(np.arange(len(self.y)), n_rounds)
         sources = self.rng.integers(self.true_groups.max() + 1, size=n_rounds)
