@@ -745,9 +745,13 @@ def main() -> None:
 
 def entry() -> None:
     """The process's entry point (the `banditbench` script, `python -m banditbench`): `main`, then an exit that
-    a Ctrl-C cannot turn into a silent death by signal."""
+    a Ctrl-C can neither turn into a traceback nor into a silent death by signal."""
     try:
         main()
+    except KeyboardInterrupt:  # landed after the command's own handling, e.g. as typer returns from it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     finally:
         # While the interpreter shuts down, Python restores SIGINT's default action, so a Ctrl-C landing then
         # killed a finished run without a word. Ignored from here on (a disposition Python keeps), it cannot.

@@ -388,6 +388,27 @@ def test_a_ctrl_c_while_the_interpreter_exits_leaves_a_finished_commands_exit_co
     assert finished.returncode == 0, (finished.returncode, finished.stderr)
 
 
+def test_a_ctrl_c_as_the_finished_command_returns_is_one_line_and_exit_130(tmp_path):
+    # The moment after typer's command has returned, outside every handler of the command itself (seen in the
+    # fault-injection test as a KeyboardInterrupt traceback from typer's __call__).
+    script = tmp_path / "returning_ctrl_c.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from banditbench import cli\n"
+        "command = cli.app\n"
+        "def ctrl_c_on_return(*args, **kwargs):\n"
+        "    code = command(*args, **kwargs)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return code\n"
+        "cli.app = ctrl_c_on_return\n"
+        "sys.argv = ['banditbench', 'list', 'presets']\n"
+        "cli.entry()\n"
+    )
+    finished = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 130 and "Traceback" not in finished.stderr, (finished.returncode, finished.stderr)
+    assert finished.stderr.strip().splitlines()[-1] == "interrupted"
+
+
 def test_kill_9_leaves_no_worker_fork_server_or_resource_tracker(data_dir, tmp_path):
     process = command(*LONG, "--data-dir", data_dir, "--out", tmp_path / "out")
     wait_for(lambda: len(session_processes(process.pid)) >= 5)  # the run, tracker, fork server, 2 workers
