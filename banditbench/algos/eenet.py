@@ -42,6 +42,7 @@ from banditbench.algos.neural import (
     SCHEDULES,
     ArmGradients,
     History,
+    autograd_gradient,
     check_choice,
     is_training_round,
     resolve_device,
@@ -76,12 +77,7 @@ class ConvMLP:
 
     def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
         """(f, ∇_θ Σ_k c_k f(x_k; θ)), c = ``out_grad(f)``, one gradient per leading index (as ``MLP.gradient``)."""
-        lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
-        theta = theta.detach().expand(*lead, -1).clone().requires_grad_(True)
-        with torch.enable_grad():
-            f = self.forward(theta, x)
-            (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
-        return f.detach(), g
+        return autograd_gradient(self.forward, theta, x, out_grad)
 
 
 class EENet(Policy):

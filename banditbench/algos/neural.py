@@ -90,6 +90,17 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def autograd_gradient(forward, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
+    """(f, ∇_θ Σ_k c_k f(x_k; θ)) of any ``forward(θ, x)`` by autograd, c = ``out_grad(f)``: one leaf row per
+    network (θ's and x's leading dimensions broadcast), so the sum over networks keeps their gradients apart."""
+    lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
+    theta = theta.detach().expand(*lead, -1).clone().requires_grad_(True)
+    with torch.enable_grad():
+        f = forward(theta, x)
+        (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
+    return f.detach(), g
+
+
 class MLP:
     """f(x; θ) with depth L (number of weight matrices), width m, optional biases, on flat θ."""
 
@@ -182,13 +193,8 @@ class MLP:
 
         "closed" (default): the closed form of backpropagation, the gradient of W_l being Σ_k δ_{l,k} h_{l−1,k}ᵀ, one
         batched matmul per layer — no autograd graph. "batched" / "vmap": autograd (the tested reference)."""
-        if self.gradients != "closed":  # one leaf row per network, so the sum over networks keeps rows apart
-            lead = torch.broadcast_shapes(theta.shape[:-1], x.shape[:-2])
-            theta = theta.detach().expand(*lead, -1).clone().requires_grad_(True)
-            with torch.enable_grad():
-                f = self.forward(theta, x)
-                (g,) = torch.autograd.grad((out_grad(f.detach()) * f).sum(), theta)
-            return f.detach(), g
+        if self.gradients != "closed":
+            return autograd_gradient(self.forward, theta, x, out_grad)
         f, hs, deltas = self.backprop(theta, x, out_grad)
         gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
         for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):

@@ -25,6 +25,12 @@ from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.round import Round
 
 
+def sizes(n_classes: int, n_sources: int, d: int, encoding: str) -> tuple[int, int, int]:
+    """(users, arms, context dimension): a user per class of each source, an arm per class, block (dK) or
+    shift (d + K − 1) contexts."""
+    return n_classes * n_sources, n_classes, d * n_classes if encoding == "block" else d + n_classes - 1
+
+
 class ClassificationEnvironment:
     def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence):
         samples = dataset.table("samples")
@@ -32,13 +38,10 @@ class ClassificationEnvironment:
         self.y = samples["label"].to_numpy(np.int64)
         self.source = samples["source"].to_numpy(np.int64) if "source" in samples else np.zeros(len(self.y), np.int64)
         self.encoding = dataset.parameters.get("encoding", "block")
-        self.n_arms = int(self.y.max()) + 1
         n_sources = int(self.source.max()) + 1
-        self.n_users = self.n_arms * n_sources
+        self.d = self.x.shape[1]
+        self.n_users, self.n_arms, self.dim = sizes(int(self.y.max()) + 1, n_sources, self.d, self.encoding)
         self.true_groups = np.repeat(np.arange(n_sources), self.n_arms) if n_sources > 1 else None
-        d = self.x.shape[1]
-        self.d = d
-        self.dim = d * self.n_arms if self.encoding == "block" else d + self.n_arms - 1
         self.stored_order = dataset.parameters.get("order") == "stored"
         self.rng = np.random.default_rng(seed)
 
@@ -49,11 +52,10 @@ class ClassificationEnvironment:
         path = dataset.path / dataset.manifest["tables"]["samples"]["file"]
         names = pq.read_schema(path).names
         columns = pq.read_table(path, columns=[c for c in ("label", "source") if c in names])
-        n_arms = int(columns["label"].to_numpy().max()) + 1
+        n_classes = int(columns["label"].to_numpy().max()) + 1
         n_sources = int(columns["source"].to_numpy().max()) + 1 if "source" in names else 1
         d = sum(name.startswith("x_") for name in names)
-        block = dataset.parameters.get("encoding", "block") == "block"
-        return n_arms * n_sources, n_arms, d * n_arms if block else d + n_arms - 1
+        return sizes(n_classes, n_sources, d, dataset.parameters.get("encoding", "block"))
 
     def order(self, n_rounds: int) -> np.ndarray:
         """Instance indices for n rounds: passes over a fresh random permutation of the data. With several
