@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-from scipy.stats import norm
 
 from banditbench.data.prepared import PreparedDataset
 from banditbench.data.ratings import MODES, SERVE, check_protocol  # noqa: F401  (the protocol's choices)
@@ -115,8 +114,8 @@ class RecommendationEnvironment:
         self.pool_of_user = pool_of_user
         self.dim = self.item_features.shape[1] * (2 if self.mode == "mcnb-code" else 1)
         # The code modes' Gaussian-pdf map is elementwise, so it is applied to the feature tables once.
-        self.item_arms = self.item_features if self.mode == "paper" else norm.pdf(self.item_features, 0.0, 0.5)
-        self.rater_arms = norm.pdf(self.user_features, 0.0, 0.5)
+        self.item_arms = self.item_features if self.mode == "paper" else gaussian_density(self.item_features, 0.5)
+        self.rater_arms = gaussian_density(self.user_features, 0.5)
         self.rng = np.random.default_rng(seed)
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
@@ -157,3 +156,9 @@ class RecommendationEnvironment:
             user_features = self.pool_features[pools]
             for i, pool in enumerate(pools.tolist()):
                 yield Round(start + i, pool, arms[i], rewards[i], rewards[i], groups[i], user_features=user_features[i])
+
+
+def gaussian_density(x: np.ndarray, scale: float) -> np.ndarray:
+    """The N(0, scale²) density of every entry: scipy.stats.norm.pdf's arithmetic, without its half-second import."""
+    z = x / scale
+    return np.exp(-(z**2) / 2.0) / np.sqrt(2 * np.pi) / scale

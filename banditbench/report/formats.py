@@ -11,7 +11,6 @@ import numpy as np
 
 from banditbench.errors import UserError
 from banditbench.report.claims import TOLERANCE
-from banditbench.report.plots import svg_figures, write_plots
 from banditbench.report.stats import ALPHA
 from banditbench.report.tables import LoadedExperiment, Report, as_results, build_report, curves, format_mean_std
 
@@ -382,6 +381,9 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
+    if "png" in formats or "svg" in formats or "html" in formats:
+        from banditbench.report.plots import svg_figures, write_plots  # matplotlib: a second to import
+
     if "png" in formats or "svg" in formats:
         written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
     if "html" in formats:

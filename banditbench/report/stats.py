@@ -12,7 +12,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy.special import stdtrit  # Student t quantiles (scipy.stats' t.ppf), without scipy.stats' import
 
 ALPHA = 0.05
 TESTS = ("t", "wilcoxon")
@@ -25,7 +25,7 @@ def describe(values) -> dict[str, float]:
     n = values.size
     mean = values.mean() if n else np.nan
     std = values.std(ddof=1) if n > 1 else np.nan
-    half = stats.t.ppf(1 - ALPHA / 2, n - 1) * std / np.sqrt(n) if n > 1 else np.nan
+    half = stdtrit(n - 1, 1 - ALPHA / 2) * std / np.sqrt(n) if n > 1 else np.nan
     return {"n": n, "mean": mean, "std": std, "ci_low": mean - half, "ci_high": mean + half}
 
 
@@ -52,6 +52,8 @@ def paired_pvalues(a, b) -> tuple[float, float]:
         return np.nan, np.nan
     if np.all(d == 0):
         return 1.0, 1.0
+    from scipy import stats  # half a second to import: only where two algorithms are compared
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t_p = 0.0 if np.all(d == d[0]) else float(stats.ttest_rel(a, b).pvalue)
@@ -124,7 +126,7 @@ def average_ranks(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> pd.
     ranked = []
     for dataset, of_dataset in means.groupby("dataset", sort=False):
         sign = -1.0 if higher_is_better[dataset] else 1.0
-        ranked.append(of_dataset.assign(rank=stats.rankdata(sign * of_dataset["mean"].to_numpy())))
+        ranked.append(of_dataset.assign(rank=(sign * of_dataset["mean"]).rank(method="average")))
     ranked = pd.concat(ranked, ignore_index=True)
     table = ranked.groupby("algorithm", sort=False).agg(average_rank=("rank", "mean"), datasets=("rank", "size"))
     return table.reset_index().sort_values(["average_rank", "algorithm"], kind="stable", ignore_index=True)
@@ -146,6 +148,8 @@ def friedman_nemenyi(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> 
     datasets, k = wide.shape
     if k < 3 or datasets < 2:
         return None
+    from scipy import stats
+
     signs = np.array([-1.0 if higher_is_better[d] else 1.0 for d in wide.index])[:, None]
     oriented = wide.to_numpy() * signs  # lower is better on every row
     with warnings.catch_warnings():

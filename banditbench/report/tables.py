@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
+from scipy.special import stdtrit
 
 from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
@@ -163,7 +163,7 @@ def curves(results: Results) -> pd.DataFrame:
     table = grouped[metrics].agg(["mean", "std"])
     table.columns = [f"{metric}_{stat}" for metric, stat in table.columns]
     seeds = grouped.size()
-    half = scipy_stats.t.ppf(1 - stats.ALPHA / 2, np.maximum(seeds - 1, 1)) / np.sqrt(seeds)
+    half = stdtrit(np.maximum(seeds - 1, 1), 1 - stats.ALPHA / 2) / np.sqrt(seeds)
     for metric in metrics:
         spread = table[f"{metric}_std"] * half.where(seeds > 1)
         table[f"{metric}_ci_low"] = table[f"{metric}_mean"] - spread
