@@ -34,6 +34,7 @@ from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
 from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.runner import grid
+from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
@@ -120,6 +121,7 @@ def run(
     gpus_per_unit: float | None = None,
     checkpoint_every: int | None = None,
     device: str | None = None,
+    engine: str | None = None,
 ) -> Results:
     """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
 
@@ -129,7 +131,7 @@ def run(
     names. ``env``: protocol settings (``{"slate_size": 5}``). ``out=None``: a temporary folder that lives
     as long as the returned Results (``Results.save(path)`` keeps it); give ``out`` to keep the shards.
     Arguments left at None take the preset's, the config file's or the CLI's defaults. ``jobs=None``: one
-    worker per core.
+    worker per core. ``engine="lockstep"`` runs the seeds of lockstep algorithms together (runner/engines.py).
     """
     names = None if algos is None else algorithm_names(algos)
     flags = {
@@ -149,6 +151,7 @@ def run(
         "address": address,
         "gpus-per-unit": gpus_per_unit,
         "checkpoint-every": checkpoint_every,
+        "engine": engine,
     }
     results, _, _ = run_experiment(
         flags, config=config, preset=preset, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device
@@ -186,6 +189,7 @@ def run_experiment(
     s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
     if s["checkpoint-every"] < 0:
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
+    check_engine(s["engine"])
     experiment = plan(
         data_dir=data_dir,
         dataset=s["dataset"],
@@ -231,6 +235,7 @@ def run_experiment(
             out,
             executor=executor,
             checkpoint_every=s["checkpoint-every"],
+            engine=s["engine"],
             settings={
                 **s,
                 "config": None if config is None else str(config),

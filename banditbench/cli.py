@@ -473,6 +473,12 @@ def run(
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda or auto: sets `device` of every algorithm that has one."
     ),
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        help="units: every unit alone; lockstep: the seeds of algorithms that batch them run together, faster, "
+        r"equal to units up to rounding \[default: units].",
+    ),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
@@ -496,6 +502,7 @@ def run(
         "address": address,
         "gpus-per-unit": gpus_per_unit,
         "checkpoint-every": checkpoint_every,
+        "engine": engine,
     }
     columns = (
         TextColumn("{task.description}"),

@@ -1,7 +1,8 @@
 """Wall and CPU time of a whole preset, tuning included: one ``banditbench run --preset`` in a fresh process.
 
     .venv/bin/python benchmarks/figure.py [--preset mcnb-movielens] [--jobs 2] [--seeds S] [--tune-seeds S]
-                                          [--rounds T] [--project-seeds 10] [--datasets DIR] [--keep DIR]
+                                          [--rounds T] [--engine units|lockstep] [--project-seeds 10]
+                                          [--datasets DIR] [--keep DIR]
 
 The preset's dataset is prepared from DATASETS first (not timed): MovieLens from DATASETS/ml-25m (the preset's
 25M ratings) when that folder exists, else MovieLens-100K from DATASETS/movielens-100k, and the output says so;
@@ -102,6 +103,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, help="reported seeds to run (default: the preset's)")
     parser.add_argument("--tune-seeds", type=int, help="tuning seeds to run (default: the preset's)")
     parser.add_argument("--rounds", type=int, help="rounds per unit (default: the preset's)")
+    parser.add_argument("--engine", default="units", help="units or lockstep (banditbench run --engine)")
     parser.add_argument("--project-seeds", type=int, default=10, help="reported seeds the projection is for")
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder of the raw datasets")
     parser.add_argument("--keep", type=Path, help="keep the prepared data and results in this folder")
@@ -130,6 +132,8 @@ def main() -> None:
             "--out",
             str(out),
             "--overwrite",
+            "--engine",
+            args.engine,
         ]
         for flag, value in (("--seeds", args.seeds), ("--tune-seeds", args.tune_seeds), ("--rounds", args.rounds)):
             if value is not None:

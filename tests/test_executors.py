@@ -142,7 +142,7 @@ def test_a_worker_running_linucb_imports_neither_torch_nor_scikit_learn(data_dir
         from banditbench.runner.unit import Unit
 
         unit = Unit("synthetic", "linear", "linucb-ind", ALGORITHMS["linucb-ind"].defaults(), 0, 0, 50, None)
-        run_one(unit, load_dataset({str(data_dir)!r}, "synthetic"))
+        run_one([unit], load_dataset({str(data_dir)!r}, "synthetic"))
         heavy = ("torch", "sklearn", "ray", "matplotlib", "rich", "typer")
         print(*sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("scipy.stats")))
     """)

@@ -138,7 +138,7 @@ register(
     per_user=False,
     user_features=False,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
 )
 register(
     "neuucb-ind",
@@ -148,7 +148,7 @@ register(
     per_user=True,
     user_features=False,
     role="baseline",
-    capabilities=NEURAL,
+    capabilities=replace(NEURAL, lockstep=True),
 )
 register(
     "neu-au",
@@ -158,7 +158,7 @@ register(
     per_user=False,
     user_features=True,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
 )
 register(
     "eenet",

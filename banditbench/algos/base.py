@@ -61,10 +61,32 @@ class Policy(Stateful):
         return {}
 
     @classmethod
+    def lockstep(cls, policies: list[Policy]) -> Lockstep:
+        """The seeds' policies of one unit configuration, advanced round by round together (``--engine lockstep``).
+        A policy that declares the ``lockstep`` capability returns a :class:`Lockstep` that batches across seeds."""
+        return Lockstep(policies)
+
+    @classmethod
     def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, **params: Any) -> int:
         """The bytes of the statistics the constructor allocates (a lower bound for state that grows), for
         ``plan`` to refuse a unit that cannot fit before anything is written; 0 when small or unknown."""
         return 0
+
+
+class Lockstep:
+    """Policies of one algorithm and one configuration, one per seed, taking their rounds together: ``select``
+    gets every seed's view of round t and returns every seed's choice, ``update`` their feedback. Each policy
+    keeps its own state (so checkpoints stay per unit). This default steps them one after the other."""
+
+    def __init__(self, policies: list[Policy]):
+        self.policies = policies
+
+    def select(self, views: list[RoundView], budgets: list[Budget]) -> list:
+        return [policy.select(view, budget) for policy, view, budget in zip(self.policies, views, budgets)]
+
+    def update(self, views: list[RoundView], chosen: list, rewards: list) -> None:
+        for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
+            policy.update(view, arm, reward)
 
 
 @dataclass(frozen=True)
@@ -87,7 +109,8 @@ class Capabilities:
     batch_update: bool = False
     #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
     device: bool = False
-    #: can run many seeds in lockstep as one batched computation
+    #: batches its seeds' work when they run in lockstep (``Policy.lockstep``); ``--engine lockstep`` groups the seeds
+    #: of such an algorithm, and runs the others unit by unit
     lockstep: bool = False
     #: gives its state as plain data (``state_dict``), so a long unit can be checkpointed and resumed
     checkpoint: bool = True

@@ -13,6 +13,8 @@ biases (``bias=False``); the authors' code has them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch.func import grad, vmap
@@ -23,6 +25,7 @@ from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
 SCHEDULES = ("paper", "every-round", "code")
+TRAIN_CHUNK = 64  # networks per Adam call: larger stacks leave the CPU caches and cost more per network
 INITS = ("paper", "torch")
 GRADIENTS = ("closed", "batched", "vmap")
 
@@ -221,7 +224,8 @@ class ArmGradients:
     quadratic form Σ_j D_j g_ij² costs Σ_l (δ_l²) D_l (h_{l−1}²)ᵀ and never builds the [k, p] matrix (which,
     for MNIST's block encoding, has 10 × 784 100 entries). "batched": θ copied once per arm into a [k, p] leaf,
     k forward passes as one batched matmul and one backward of their sum (row i of f depends on θ_i only).
-    "vmap": torch.func.vmap of torch.func.grad over the arms. All three give the same numbers (tested)."""
+    "vmap": torch.func.vmap of torch.func.grad over the arms. All three give the same numbers (tested).
+    In closed form θ may also be [S, p] with x [S, k, d]: one network per seed of a lockstep group, f [S, k]."""
 
     @classmethod
     def from_rows(cls, G: torch.Tensor) -> ArmGradients:
@@ -232,10 +236,13 @@ class ArmGradients:
 
     def __init__(self, mlp: MLP, theta: torch.Tensor, x: torch.Tensor):
         self.mlp = mlp
-        per_arm = theta.dim() == 2
+        per_arm = theta.dim() == 2 and x.dim() == 2  # θ [k, p] on x [k, d]; [S, p] on x [S, k, d] is per seed
         if mlp.gradients == "closed":
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
             f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
+            if not per_arm:  # one network [p] on x [k, d], or one per seed [S, p] on x [S, k, d]: shapes as they are
+                self.f, self.G, self.hs, self.deltas = f, None, hs, deltas
+                return
             self.f, self.G = f.reshape(-1), None
             self.hs = [h.reshape(len(x), -1) for h in hs]
             self.deltas = [delta.reshape(len(x), -1) for delta in deltas]
@@ -269,7 +276,11 @@ class ArmGradients:
                 total = total + (d2 * D_b).sum(-1)
         return total
 
-    def _assemble(self, arms: slice) -> torch.Tensor:
+    def picked(self, chosen: torch.Tensor) -> torch.Tensor:
+        """g of one arm per seed of a lockstep group (θ [S, p]): chosen [S] → [S, p]."""
+        return self._assemble((torch.arange(len(chosen), device=chosen.device), chosen))
+
+    def _assemble(self, arms) -> torch.Tensor:
         parts = []
         for delta, h in zip(self.deltas, self.hs):
             delta, h = delta[arms], h[arms]
@@ -317,7 +328,13 @@ class History:
     def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
         """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
         ``steps`` calls of ``sample``) and gathered one step at a time."""
-        rows = self._rows(users, (steps, len(users), size), generator)
+        return self.gather(self.minibatch_rows(users, size, generator, steps))
+
+    def minibatch_rows(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int) -> torch.Tensor:
+        """The rows of ``minibatches``, [steps, U, size]."""
+        return self._rows(users, (steps, len(users), size), generator)
+
+    def gather(self, rows: torch.Tensor):
         return ((self.x[step], self.r[step]) for step in rows)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -340,6 +357,41 @@ def train_adam(
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
         optimiser.step(gradient)
     return theta
+
+
+@dataclass
+class TrainingJob:
+    """One policy's share of a training event: Adam from ``start`` [U, p] on the minibatch ``rows``
+    [steps, U, size] of its ``history``, with NeuralUCB's penalty ``anchor`` (c [U], θ_0 [U, p]) or none."""
+
+    start: torch.Tensor
+    rows: torch.Tensor
+    history: History
+    anchor: tuple[torch.Tensor, torch.Tensor] | None = None
+    models: torch.Tensor | None = None  # which of the policy's networks these are
+
+
+def train_jobs(mlp: MLP, jobs: list[TrainingJob], *, lr: float) -> list[torch.Tensor]:
+    """``train_adam`` on every job, their networks stacked (the seeds of a lockstep group train on the same rounds)
+    in chunks of at most ``TRAIN_CHUNK`` networks: their histories are joined into one log, and each job gets
+    back its own trained rows [U, p], those of training it alone up to the rounding of batched products."""
+    if len(jobs) == 1:
+        x, r, rows, start, anchor = jobs[0].history.x, jobs[0].history.r, jobs[0].rows, jobs[0].start, jobs[0].anchor
+    else:
+        offsets = np.cumsum([0] + [job.history.size for job in jobs[:-1]]).tolist()
+        x = torch.cat([job.history.x[: job.history.size] for job in jobs])
+        r = torch.cat([job.history.r[: job.history.size] for job in jobs])
+        rows = torch.cat([job.rows + offset for job, offset in zip(jobs, offsets)], dim=1)
+        start = torch.cat([job.start for job in jobs])
+        anchor = None if jobs[0].anchor is None else tuple(torch.cat(parts) for parts in zip(*(j.anchor for j in jobs)))
+    trained = []
+    for at in range(0, len(start), TRAIN_CHUNK):
+        chunk = slice(at, at + TRAIN_CHUNK)
+        batches = ((x[step], r[step]) for step in rows[:, chunk])
+        part = None if anchor is None else (anchor[0][chunk], anchor[1][chunk])
+        trained.append(train_adam(mlp, start[chunk], batches, lr=lr, anchor=part))
+    theta = trained[0] if len(trained) == 1 else torch.cat(trained)
+    return list(theta.split([len(job.start) for job in jobs]))
 
 
 def train_passes(

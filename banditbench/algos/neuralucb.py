@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
@@ -33,11 +33,12 @@ from banditbench.algos.neural import (
     DiagonalCovariance,
     FullCovariance,
     History,
+    TrainingJob,
     check_choice,
     is_training_round,
     resolve_device,
     torch_generator,
-    train_adam,
+    train_jobs,
 )
 from banditbench.errors import UserError
 
@@ -145,26 +146,82 @@ class NeuralUCB(Policy):
         return chosen
 
     def update(self, view, chosen, reward):
+        self._observe(view, reward)
+        if is_training_round(view.t, self.schedule):
+            self._train(view.user)
+
+    def _observe(self, view, reward) -> None:
         model = self._model(view.user)
         self.Z.update(model, self._g_chosen)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
         self.history.add(torch.tensor([model], device=self.device), self._x, reward)
-        if is_training_round(view.t, self.schedule):
-            self._train(model)
 
-    def _train(self, served: int) -> None:
+    def _train(self, user: int) -> None:
+        job = self._training_job(user)
+        if job is not None:
+            self._trained(job, train_jobs(self.mlp, [job], lr=self.lr)[0])
+
+    def _training_job(self, user: int) -> TrainingJob | None:
+        """Alg. 1 line 11 for the networks to train (all that saw new samples, or the served user's only)."""
         counts = self.history.counts
         if self.train_served_only:
-            models = torch.tensor([served], device=self.device)
+            models = torch.tensor([self._model(user)], device=self.device)
         else:
             models = torch.nonzero(counts > self.trained_counts).flatten()
         if len(models) == 0:
-            return
+            return None
         scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
-        batches = self.history.minibatches(models, self.batch_size, self.generator, self.train_steps)
-        self.theta[models] = train_adam(
-            self.mlp, self.theta[models], batches, lr=self.lr, anchor=(scale, self.theta0[models])
-        )
-        self.trained_counts[models] = counts[models]
+        rows = self.history.minibatch_rows(models, self.batch_size, self.generator, self.train_steps)
+        return TrainingJob(self.theta[models], rows, self.history, anchor=(scale, self.theta0[models]), models=models)
+
+    def _trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
+        self.theta[job.models] = theta
+        self.trained_counts[job.models] = self.history.counts[job.models]
+
+    @classmethod
+    def lockstep(cls, policies):
+        return NeuralUCBLockstep(policies)
 
     def clusters(self):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
+
+
+class NeuralUCBLockstep(Lockstep):
+    """The seeds of one NeuralUCB configuration in lockstep: every seed's arms scored by one forward and backward
+    pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only) every seed's
+    networks trained by one Adam call. Each seed keeps drawing its minibatches from its own generator, so the
+    choices are those of the seeds run one by one, up to the rounding of batched matrix products."""
+
+    def __init__(self, policies: list[NeuralUCB]):
+        super().__init__(policies)
+        first = policies[0]
+        # one pass for all seeds where the width has the closed form; otherwise select seed by seed
+        self.batched = not first.user_features and first.covariance == "diagonal" and first.mlp.gradients == "closed"
+
+    def select(self, views, budgets):
+        if not self.batched:
+            return super().select(views, budgets)
+        policies = self.policies
+        first = policies[0]
+        models = [policy._model(view.user) for policy, view in zip(policies, views)]
+        theta = torch.stack([policy.theta[model] for policy, model in zip(policies, models)])
+        x = torch.tensor(np.stack([view.arms[:] for view in views]), dtype=torch.float32, device=first.device)
+        arms = ArmGradients(first.mlp, theta, x)
+        inverse = torch.stack([policy.Z.Z[model] for policy, model in zip(policies, models)]).reciprocal()
+        ucb = arms.f.double() + first.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
+        chosen = torch.argmax(ucb, dim=-1)
+        gradients = arms.picked(chosen)
+        for i, (policy, arm) in enumerate(zip(policies, chosen.tolist())):
+            policy._g_chosen, policy._x = gradients[i], x[i, arm]
+        return chosen.tolist()
+
+    def update(self, views, chosen, rewards):
+        for policy, view, reward in zip(self.policies, views, rewards):
+            policy._observe(view, reward)
+        if not is_training_round(views[0].t, self.policies[0].schedule):
+            return
+        jobs = [(policy, policy._training_job(view.user)) for policy, view in zip(self.policies, views)]
+        jobs = [(policy, job) for policy, job in jobs if job is not None]
+        if jobs:
+            trained = train_jobs(self.policies[0].mlp, [job for _, job in jobs], lr=self.policies[0].lr)
+            for (policy, job), theta in zip(jobs, trained):
+                policy._trained(job, theta)

@@ -45,7 +45,7 @@ from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints
-from banditbench.runner.unit import run_unit
+from banditbench.runner.unit import run_group
 
 Finished = Callable[[Unit, UnitResult], None]
 THREAD_VARIABLES = (
@@ -57,10 +57,14 @@ THREAD_VARIABLES = (
 )
 
 
-def run_one(unit: Unit, dataset: PreparedDataset, progress=None, checkpoints: Checkpoints | None = None) -> UnitResult:
+def run_one(
+    group: list[Unit], dataset: PreparedDataset, progress=None, checkpoints: Checkpoints | None = None
+) -> list[UnitResult]:
+    """Run a group of units (one unit, or seeds in lockstep: runner/engines.py); their results in order."""
     try:
-        return run_unit(unit, dataset, progress, checkpoints)
+        return run_group(group, dataset, progress, checkpoints)
     except BudgetExceeded as e:
+        unit = group[0]
         raise UserError(f"{unit.algorithm} broke the budget in unit {unit.id}: {e}") from None
 
 
@@ -95,7 +99,7 @@ class Executor:
 
     def run(
         self,
-        units: list[Unit],
+        groups: list[list[Unit]],
         dataset: PreparedDataset,
         finished: Finished,
         *,
@@ -144,12 +148,14 @@ def _init_worker(dataset: PreparedDataset, messages, checkpoints: Checkpoints | 
     messages.put(("ready", os.getpid()))
 
 
-def _work(unit: Unit) -> tuple[Unit, UnitResult]:
+def _work(group: list[Unit]) -> list[tuple[Unit, UnitResult]]:
     messages = _worker["messages"]
-    messages.put(("start", unit.id))
-    result = run_one(unit, _worker["dataset"], lambda n: messages.put(("rounds", n)), _worker["checkpoints"])
-    result.peak_rss_mb = peak_rss_mb()
-    return unit, result
+    for unit in group:
+        messages.put(("start", unit.id))
+    results = run_one(group, _worker["dataset"], lambda n: messages.put(("rounds", n)), _worker["checkpoints"])
+    for result in results:
+        result.peak_rss_mb = peak_rss_mb()
+    return list(zip(group, results))
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
@@ -242,19 +248,21 @@ class LocalExecutor(Executor):
     def describe(self) -> dict[str, Any]:
         return {"backend": "local", "jobs": self.jobs}
 
-    def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
-        if self.jobs == 1 or len(units) <= 1:
-            for unit in units:
+    def run(self, groups, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
+        if self.jobs == 1 or len(groups) <= 1:
+            for group in groups:
                 if on_unit_start is not None:
-                    on_unit_start(unit)
-                finished(unit, run_one(unit, dataset, progress, checkpoints))
+                    for unit in group:
+                        on_unit_start(unit)
+                for unit, result in zip(group, run_one(group, dataset, progress, checkpoints)):
+                    finished(unit, result)
             return
         with deferred_interrupt():  # workers start inside submit: let none be cut off half-born
             self.start(dataset, checkpoints)
-            futures = [self.pool.submit(_work, unit) for unit in units]
+            futures = [self.pool.submit(_work, group) for group in groups]
             early = self.await_workers()
         messages = self.messages
-        by_id = {u.id: u for u in units}
+        by_id = {u.id: u for group in groups for u in group}
 
         def drain() -> None:
             while True:
@@ -272,20 +280,24 @@ class LocalExecutor(Executor):
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             drain()
             for future in done:
-                finished(*future.result())
+                for unit, result in future.result():
+                    finished(unit, result)
 
 
 # ---- Ray ---------------------------------------------------------------------------------------------
 _datasets: dict[tuple[str, str], PreparedDataset] = {}  # per Ray worker: datasets already loaded
 
 
-def _ray_task(unit: Unit, dataset: PreparedDataset, checkpoints: Checkpoints | None, added: dict) -> UnitResult:
+def _ray_task(
+    group: list[Unit], dataset: PreparedDataset, checkpoints: Checkpoints | None, added: dict
+) -> list[UnitResult]:
     limit_threads()
     plugins.install(added)
     dataset = _datasets.setdefault((str(dataset.path), dataset.manifest_sha256), dataset)
-    result = run_one(unit, dataset, None, checkpoints)
-    result.peak_rss_mb = peak_rss_mb()
-    return result
+    results = run_one(group, dataset, None, checkpoints)
+    for result in results:
+        result.peak_rss_mb = peak_rss_mb()
+    return results
 
 
 class RayExecutor(Executor):
@@ -321,30 +333,32 @@ class RayExecutor(Executor):
             ray.shutdown()
             self.started_here = False
 
-    def run(self, units, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
+    def run(self, groups, dataset, finished, *, on_unit_start=None, progress=None, checkpoints=None) -> None:
         import ray
 
         task = ray.remote(_ray_task).options(num_cpus=1, num_gpus=self.gpus_per_unit, max_retries=0)
         shared = ray.put(dataset)
         added = plugins.added()
         pending = {}
-        for unit in units:
-            pending[task.remote(unit, shared, checkpoints, added)] = unit
+        for group in groups:
+            pending[task.remote(group, shared, checkpoints, added)] = group
             if on_unit_start is not None:
-                on_unit_start(unit)
+                for unit in group:
+                    on_unit_start(unit)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                unit = pending.pop(ref)
+                group = pending.pop(ref)
                 try:
-                    result = ray.get(ref)
+                    results = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
                     if isinstance(e.cause, UserError):
                         raise UserError(str(e.cause)) from None
                     raise
-                if progress is not None:
-                    progress(unit.rounds)
-                finished(unit, result)
+                for unit, result in zip(group, results):
+                    if progress is not None:
+                        progress(unit.rounds)
+                    finished(unit, result)
 
 
 def make_executor(backend: str, jobs: int | None, address: str | None = None, gpus_per_unit: float = 0.0) -> Executor:

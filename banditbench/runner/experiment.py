@@ -35,6 +35,7 @@ from banditbench.results.shards import disk_full, estimated_bytes, shard_path, v
 from banditbench.results.units import Unit
 from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
+from banditbench.runner.engines import check_engine, group_units
 from banditbench.runner.executors import Executor, LocalExecutor
 from banditbench.version import __version__
 
@@ -376,6 +377,7 @@ def execute(
     on_plan: Callable[[list[Unit]], None] | None = None,
     settings: dict[str, Any] | None = None,
     warn: Callable[[str], None] | None = None,
+    engine: str = "units",
 ) -> list[Unit]:
     """Run every unit whose shard is missing or broken in ``target``; return the units that ran.
 
@@ -385,13 +387,19 @@ def execute(
     are; only ``experiment.config`` decides whether a folder can be resumed. ``target`` is what
     :func:`prepare_output` returned; it is committed (a staged overwrite swapped in) and unlocked at the end.
     A full disk is one :class:`UserError` naming the folder; the finished shards stay, so ``--resume``
-    continues once space is freed.
+    continues once space is freed. ``engine`` groups the units (runner/engines.py) and is recorded in the manifest.
     """
     output = target if isinstance(target, Output) else None
     target = Path(target)
     executor = executor or LocalExecutor(jobs=1)
     checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
-    execution = {"executor": executor.describe(), "checkpoint_every": checkpoint_every, "settings": settings}
+    execution = {
+        "executor": executor.describe(),
+        "engine": check_engine(engine),
+        "checkpoint_every": checkpoint_every,
+        "settings": settings,
+    }
+    workers = getattr(executor, "jobs", None) or os.cpu_count() or 1
     ran: list[Unit] = []
     sha = experiment.dataset.manifest_sha256
 
@@ -410,7 +418,7 @@ def execute(
 
         try:
             executor.run(
-                pending,
+                group_units(pending, engine, workers),
                 experiment.dataset,
                 finished,
                 on_unit_start=on_unit_start,

@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "address": None,
     "gpus-per-unit": 0.0,
     "checkpoint-every": 0,
+    "engine": "units",
     "preset": None,
     "protocol": None,  # a preset's protocol, checked against the prepared dataset's
     "env": {},  # protocol settings, NAME → value
@@ -73,6 +74,7 @@ KINDS = {
     "address": str,
     "gpus-per-unit": (int, float),
     "checkpoint-every": int,
+    "engine": str,
     "preset": str,
     "protocol": str,
 }

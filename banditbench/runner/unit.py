@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
 from banditbench.errors import UserError
@@ -101,98 +101,159 @@ def run_unit(
 ) -> UnitResult:
     """Run one unit, one-arm or slate rounds alike; with ``checkpoints``, save its state every
     ``checkpoints.every`` rounds and continue from a saved state if there is one (runner/checkpoint.py)."""
-    env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
-    kind = (SlateRounds if PROTOCOLS[unit.protocol].slate else ArmRounds)(unit, dataset, env_seed)
-    env = kind.env
-    T = unit.rounds
-    policy = ALGORITHMS[unit.algorithm].build(
-        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params
-    )
-    kind.begin(policy)
-    state = checkpoints.load(unit) if checkpoints is not None else None  # after the build: torch's RNG
-    if state is None:
-        columns = {
-            **kind.new_columns(T),
-            "budget_spent": np.empty(T, np.int64),
-            "select_seconds": np.empty(T),
-            "update_seconds": np.empty(T),
-            **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns},
-        }
-        diagnostics: dict[str, np.ndarray] = {}
-        start, wall_before = 0, 0.0
-    else:
-        policy.load_state_dict(state["policy"])
-        columns, diagnostics = state["columns"], state.get("diagnostics", {})
-        start, wall_before = state["t"], state["wall_seconds"]
-        if progress is not None:
-            progress(start - start % PROGRESS_EVERY)  # the loop reports the rest of this block
-    kind.use(columns, policy)
-    budget_spent, select_seconds, update_seconds = (
-        columns[name] for name in ("budget_spent", "select_seconds", "update_seconds")
-    )
-    components = {name: columns[f"{name}_seconds"] for name in policy.timing_columns}  # the policy's own time split
-    view_of, choice, feedback, record = kind.view, kind.choice, kind.feedback, kind.record
-    diagnosed = kind.diagnosed
-    true_groups = getattr(env, "true_groups", None)
+    return run_group([unit], dataset, progress, checkpoints)[0]
+
+
+class Lane:
+    """One unit of a group: its environment and round kind, its policy and the columns it records."""
+
+    def __init__(self, unit: Unit, dataset: PreparedDataset):
+        env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
+        self.unit = unit
+        self.kind = (SlateRounds if PROTOCOLS[unit.protocol].slate else ArmRounds)(unit, dataset, env_seed)
+        env = self.kind.env
+        self.policy = ALGORITHMS[unit.algorithm].build(
+            n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params
+        )
+        self.kind.begin(self.policy)
+
+    def start(self, state: dict[str, Any] | None) -> None:
+        """Fresh columns, or those of a checkpoint ``state`` (whose policy state is loaded)."""
+        T, policy = self.unit.rounds, self.policy
+        if state is None:
+            self.columns = {
+                **self.kind.new_columns(T),
+                "budget_spent": np.empty(T, np.int64),
+                "select_seconds": np.empty(T),
+                "update_seconds": np.empty(T),
+                **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns},
+            }
+            self.diagnostics: dict[str, np.ndarray] = {}
+            self.wall_before = 0.0
+        else:
+            policy.load_state_dict(state["policy"])
+            self.columns, self.diagnostics = state["columns"], state.get("diagnostics", {})
+            self.wall_before = state["wall_seconds"]
+        self.kind.use(self.columns, policy)
+        self.budget_spent, self.select_seconds, self.update_seconds = (
+            self.columns[name] for name in ("budget_spent", "select_seconds", "update_seconds")
+        )
+        self.components = {name: self.columns[f"{name}_seconds"] for name in policy.timing_columns}
+        self.true_groups = getattr(self.kind.env, "true_groups", None)
+
+    def share_times(self, select: np.ndarray, update: np.ndarray, S: int, start: int, stop: int) -> None:
+        """This unit's share of the group's select and update seconds of rounds [start, stop)."""
+        np.divide(select[start:stop], S, out=self.select_seconds[start:stop])
+        np.divide(update[start:stop], S, out=self.update_seconds[start:stop])
+
+    def result(self, wall: float) -> UnitResult:
+        T, columns = self.unit.rounds, self.columns
+        outcome, finite, metadata = self.kind.outcome(T)
+        check_finite(self.unit, finite)
+        outcome = pa.table(
+            {
+                "t": np.arange(T, dtype=np.int64),
+                **outcome,
+                "budget_spent": self.budget_spent,
+                **{f"diag_{name}": values for name, values in sorted(self.diagnostics.items())},
+            }
+        )
+        timing = pa.table(
+            {
+                "t": outcome["t"],
+                "select_seconds": self.select_seconds,
+                "update_seconds": self.update_seconds,
+                **{f"{name}_seconds": columns[f"{name}_seconds"] for name in self.policy.timing_columns},
+            }
+        )
+        return UnitResult(outcome, timing, self.wall_before + wall, metadata=metadata)
+
+
+def resumed_states(lanes: list[Lane], checkpoints: Checkpoints | None) -> list[dict[str, Any] | None]:
+    """Each lane's checkpoint, when all of them stopped at the same round; otherwise the group starts again."""
+    if checkpoints is None:
+        return [None] * len(lanes)
+    states = [checkpoints.load(lane.unit) for lane in lanes]  # after the build: torch's RNG
+    if len({None if state is None else state["t"] for state in states}) != 1:
+        return [None] * len(lanes)
+    return states
+
+
+def run_group(
+    units: list[Unit],
+    dataset: PreparedDataset,
+    progress: Callable[[int], None] | None = None,
+    checkpoints: Checkpoints | None = None,
+) -> list[UnitResult]:
+    """Run units that differ only by seed together, round t of every unit before round t + 1 of any (``--engine
+    lockstep``; a group of one is a unit run alone). Their policies act through the algorithm's
+    ``Policy.lockstep`` group, which may batch their work; every unit keeps its own environment, columns and
+    checkpoints. Select and update times are the group's, divided equally among its units."""
+    lanes = [Lane(unit, dataset) for unit in units]
+    states = resumed_states(lanes, checkpoints)
+    for lane, state in zip(lanes, states):
+        lane.start(state)
+    start = 0 if states[0] is None else states[0]["t"]
+    S, T = len(lanes), units[0].rounds
+    if progress is not None and start:
+        progress(S * (start - start % PROGRESS_EVERY))  # the loop reports the rest of this block
+    policies = [lane.policy for lane in lanes]
+    group = type(policies[0]).lockstep(policies) if S > 1 else Lockstep(policies)
+    kinds = [lane.kind for lane in lanes]
+    limit = units[0].budget
+    diagnosed = any(kind.diagnosed for kind in kinds)
     checkpoint_every = checkpoints.every if checkpoints is not None else 0
     clock = time.perf_counter
     started = clock()
     # A resumed unit replays the environment's stream up to its checkpoint (rounds never depend on choices).
-    for rnd in itertools.islice(env.rounds(T), start, None):
-        t = rnd.t
-        budget = Budget(unit.budget)
-        view = view_of(rnd, budget)
+    streams = [itertools.islice(kind.env.rounds(T), start, None) for kind in kinds]
+    # the group's select and update seconds, shared equally by its units (copied into their columns when saved)
+    select_seconds, update_seconds = lanes[0].select_seconds.copy(), lanes[0].update_seconds.copy()
+    components = [(seconds, lane.policy, name) for lane in lanes for name, seconds in lane.components.items()]
+    for rounds in zip(*streams):
+        t = rounds[0].t
+        budgets = [Budget(limit) for _ in kinds]
+        views = [kind.view(rnd, budget) for kind, rnd, budget in zip(kinds, rounds, budgets)]
         t0 = clock()
-        chosen = policy.select(view, budget)
+        selected = group.select(views, budgets)
         t1 = clock()
-        budget.close()
-        chosen = choice(chosen)
-        observed = feedback(rnd, chosen)
-        policy.update(view, chosen, observed)
+        for budget in budgets:
+            budget.close()
+        chosen = [kind.choice(arm) for kind, arm in zip(kinds, selected)]
+        observed = [kind.feedback(rnd, arm) for kind, rnd, arm in zip(kinds, rounds, chosen)]
+        group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
-        for name, seconds in components.items():
+        for seconds, policy, name in components:
             seconds[t] = policy.last_timings[name]
-        record(t, rnd, chosen, observed)
-        budget_spent[t] = budget.spent
+        for lane, rnd, budget, arm, reward in zip(lanes, rounds, budgets, chosen, observed):
+            lane.kind.record(t, rnd, arm, reward)
+            lane.budget_spent[t] = budget.spent
         if diagnosed and ((t + 1) % DIAGNOSTICS_EVERY == 0 or t == T - 1):
-            for name, value in sample_diagnostics(policy, true_groups).items():
-                diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
+            for lane in lanes:
+                if lane.kind.diagnosed:
+                    for name, value in sample_diagnostics(lane.policy, lane.true_groups).items():
+                        lane.diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
-            progress(PROGRESS_EVERY)
+            progress(S * PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
-            checkpoints.save(
-                unit,
-                {
+            wall = clock() - started
+            for lane in lanes:
+                lane.share_times(select_seconds, update_seconds, S, start, t + 1)
+                state = {
                     "t": t + 1,
-                    "policy": policy.state_dict(),
-                    "columns": columns,
-                    "diagnostics": diagnostics,
-                    "wall_seconds": wall_before + clock() - started,
-                },
-            )
-    wall = wall_before + clock() - started
+                    "policy": lane.policy.state_dict(),
+                    "columns": lane.columns,
+                    "diagnostics": lane.diagnostics,
+                    "wall_seconds": lane.wall_before + wall,
+                }
+                checkpoints.save(lane.unit, state)
+    for lane in lanes:
+        lane.share_times(select_seconds, update_seconds, S, start, T)
+    wall = clock() - started
     if progress is not None:
-        progress(T % PROGRESS_EVERY)
-    outcome, finite, metadata = kind.outcome(T)
-    check_finite(unit, finite)
-    outcome = pa.table(
-        {
-            "t": np.arange(T, dtype=np.int64),
-            **outcome,
-            "budget_spent": budget_spent,
-            **{f"diag_{name}": values for name, values in sorted(diagnostics.items())},
-        }
-    )
-    timing = pa.table(
-        {
-            "t": outcome["t"],
-            "select_seconds": select_seconds,
-            "update_seconds": update_seconds,
-            **{f"{name}_seconds": seconds for name, seconds in components.items()},
-        }
-    )
-    return UnitResult(outcome, timing, wall, metadata=metadata)
+        progress(S * (T % PROGRESS_EVERY))
+    return [lane.result(wall) for lane in lanes]
 
 
 def check_finite(unit: Unit, columns: dict[str, np.ndarray]) -> None:

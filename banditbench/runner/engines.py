@@ -1,0 +1,67 @@
+"""Engines: how the units of a run are grouped before the executor runs them (DESIGN.md, "Engines under policies").
+
+- ``units`` (the default): every unit alone, the engine the golden digests pin.
+- ``lockstep``: the units of one configuration that differ only by seed run as one group, round by round together
+  (runner/unit.py ``run_group``), for the algorithms that declare the ``lockstep`` capability and batch their seeds'
+  work (``Policy.lockstep``); other algorithms' units still run alone. A group is one task of the executor, so
+  groups are split until there are at least as many as workers (where there are seeds to split).
+
+Lockstep is opt-in: a batched matrix product may round differently from the same product alone, so a unit's shard
+can differ in its last bits from the ``units`` engine's, and a tie between arms may then break the other way. Its
+choices are the same on the tested problems, and its regret is statistically the same (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import json
+
+from banditbench.algos import ALGORITHMS
+from banditbench.errors import UserError
+from banditbench.results.units import Unit
+
+ENGINES = ("units", "lockstep")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise UserError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
+
+
+def configuration(unit: Unit) -> tuple:
+    """Everything that identifies a unit except its seed index."""
+    return (
+        unit.dataset,
+        unit.protocol,
+        unit.algorithm,
+        json.dumps(unit.params, sort_keys=True),
+        unit.master_seed,
+        unit.rounds,
+        unit.budget,
+        unit.tuning,
+        json.dumps(unit.env, sort_keys=True),
+    )
+
+
+def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[Unit]]:
+    """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the seeds of one configuration
+    of a lockstep algorithm together, each such set split into near-equal groups so that the tasks number at
+    least ``workers`` where the seeds allow."""
+    if check_engine(engine) == "units":
+        return [[unit] for unit in units]
+    sets: dict[tuple, list[Unit]] = {}
+    for unit in units:
+        spec = ALGORITHMS.get(unit.algorithm)
+        key = configuration(unit) if spec is not None and spec.capabilities.lockstep else (unit.id,)
+        sets.setdefault(key, []).append(unit)
+    pieces = max(1, -(-workers // len(sets))) if sets else 1
+    groups = []
+    for members in sets.values():
+        n = min(pieces, len(members))
+        size, extra = divmod(len(members), n)
+        at = 0
+        for i in range(n):
+            step = size + (i < extra)
+            groups.append(members[at : at + step])
+            at += step
+    return groups

@@ -1,0 +1,110 @@
+"""The lockstep engine: which units run together, that a group chooses as its units run alone would, by how much
+its batched arithmetic may differ, and that it records itself, checkpoints and resumes like the units engine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
+from banditbench.runner.checkpoint import Checkpoints
+from banditbench.runner.engines import group_units
+from banditbench.runner.unit import Unit, run_group, run_unit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import banditbench  # noqa: E402
+from test_checkpoints import table_bytes  # noqa: E402
+
+LOCKSTEP = ["neuucb-one", "neuucb-ind"]
+
+
+def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Unit]:
+    return [Unit("synthetic", "linear", algorithm, params or {}, 0, i, rounds, None) for i in range(seeds)]
+
+
+def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
+    mixed = units("neuucb-one", 4) + units("linucb-ind", 2) + units("neuucb-one", 2, params={"nu": 1.0})
+    assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
+    groups = group_units(mixed, "lockstep", workers=1)
+    assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]
+    # fewer configurations than workers: a configuration's seeds are split into near-equal groups
+    assert [len(g) for g in group_units(units("neuucb-one", 5), "lockstep", workers=2)] == [3, 2]
+    assert [len(g) for g in group_units(units("neuucb-one", 2), "lockstep", workers=8)] == [1, 1]
+
+
+@pytest.mark.parametrize("algorithm", LOCKSTEP)
+def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm):
+    group = units(algorithm, 3)
+    together = run_group(group, dataset)
+    for unit, result in zip(group, together):
+        alone = run_unit(unit, dataset).outcome
+        assert result.outcome.column("chosen").equals(alone.column("chosen")), unit.id
+        np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
+
+
+def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
+    generator = torch.Generator().manual_seed(0)
+    mlp = MLP(10)
+    theta = torch.stack([mlp.init(generator, torch.device("cpu")) for _ in range(4)])
+    x = torch.randn(4, 20, 10, generator=generator)
+    batched = ArmGradients(mlp, theta, x)
+    for s in range(4):
+        alone = ArmGradients(mlp, theta[s], x[s])
+        torch.testing.assert_close(batched.f[s], alone.f, rtol=1e-5, atol=1e-6)
+        D = torch.rand(mlp.p, generator=generator, dtype=torch.float64)
+        torch.testing.assert_close(
+            batched.weighted_squares(D.expand(4, -1))[s], alone.weighted_squares(D), rtol=1e-5, atol=1e-9
+        )
+        assert torch.equal(batched.picked(torch.tensor([3] * 4))[s], alone.row(3))
+    jobs = []
+    for s in range(3):
+        history = History(2, 10, torch.device("cpu"))
+        for _ in range(40):
+            history.add(
+                torch.tensor([s % 2]), torch.randn(10, generator=generator), float(torch.rand(1, generator=generator))
+            )
+        rows = history.minibatch_rows(torch.tensor([0, 1])[: 1 + s % 2], 8, generator, 5)
+        jobs.append(TrainingJob(theta[: len(rows[0])].clone(), rows, history, anchor=None))
+    for job, trained in zip(jobs, train_jobs(mlp, jobs, lr=0.01)):
+        torch.testing.assert_close(trained, train_jobs(mlp, [job], lr=0.01)[0], rtol=1e-5, atol=1e-6)
+
+
+class CrashingCheckpoints(Checkpoints):
+    """Stops the group after its second round of saves, as a kill would."""
+
+    saves = 0
+
+    def save(self, unit, state):
+        super().save(unit, state)
+        self.saves += 1
+        if self.saves == 2 * 3:
+            raise KeyboardInterrupt
+
+
+def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path):
+    group = units("neuucb-one", 3, rounds=100)
+    uninterrupted = run_group(group, dataset)
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 30))
+    resumed = run_group(group, dataset, checkpoints=Checkpoints(tmp_path, 30))
+    for before, after in zip(uninterrupted, resumed):
+        assert table_bytes(before.outcome) == table_bytes(after.outcome)
+
+
+def test_run_with_lockstep_records_the_engine_and_writes_every_shard(data_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ["run", "--dataset", "synthetic", "--algos", "neuucb-one,linucb-ind", "--rounds", "60", "--seeds", "3"]
+    done = banditbench(*args, "--engine", "lockstep", "--jobs", "2", "--data-dir", data_dir, "--out", out)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["execution"]["engine"] == "lockstep"
+    assert len(list((out / "shards").glob("*-seed?.parquet"))) == 6
+    wrong = banditbench(*args, "--engine", "batched", "--data-dir", data_dir, "--out", tmp_path / "other")
+    assert wrong.returncode != 0
+    assert "--engine must be one of units, lockstep" in wrong.stderr
+    assert not (tmp_path / "other").exists()
