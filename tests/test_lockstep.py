@@ -28,10 +28,15 @@ def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Un
 
 
 def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
-    mixed = units("neuucb-one", 4) + units("linucb-ind", 2) + units("neuucb-one", 2, params={"nu": 1.0})
+    mixed = units("neuucb-one", 4) + units("linucb-ind", 2) + units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
     groups = group_units(mixed, "lockstep", workers=1)
     assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]
+    # cells that differ only in hyper-parameters the policy keeps per member run together with their seeds
+    cells = units("neuucb-one", 2, params={"nu": 1.0, "lam": 0.1}) + units("neuucb-one", 2, params={"nu": 0.1})
+    assert group_units(cells, "lockstep") == [cells]
+    other = units("neuucb-one", 2, params={"lr": 0.1})
+    assert group_units(cells + other, "lockstep") == [cells, other]
     # fewer configurations than workers: a configuration's seeds are split into near-equal groups
     assert [len(g) for g in group_units(units("neuucb-one", 5), "lockstep", workers=2)] == [3, 2]
     assert [len(g) for g in group_units(units("neuucb-one", 2), "lockstep", workers=8)] == [1, 1]
@@ -39,7 +44,7 @@ def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_c
 
 @pytest.mark.parametrize("algorithm", LOCKSTEP)
 def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm):
-    group = units(algorithm, 3)
+    group = units(algorithm, 2) + units(algorithm, 2, params={"nu": 1.0, "lam": 0.5})
     together = run_group(group, dataset)
     for unit, result in zip(group, together):
         alone = run_unit(unit, dataset).outcome

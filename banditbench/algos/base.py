@@ -34,6 +34,10 @@ class Policy(Stateful):
     #: The values each hyper-parameter may take (banditbench/algos/domains.py), beside the constructor's defaults.
     domains: dict[str, Domain] = {}
 
+    #: Hyper-parameters whose values may differ between the members of a lockstep group (``Policy.lockstep``): the
+    #: group keeps them per member, so the grid cells that differ only in them run together with their seeds.
+    lockstep_params: tuple[str, ...] = ()
+
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         self.n_users = n_users
         self.n_arms = n_arms

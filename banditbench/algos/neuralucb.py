@@ -46,6 +46,7 @@ COVARIANCES = ("diagonal", "full")
 
 
 class NeuralUCB(Policy):
+    lockstep_params = ("nu", "lam")  # per member: its ν, and λ in its Z and penalty
     domains = {
         **NETWORK_DOMAINS,
         "nu": d.NON_NEGATIVE,
@@ -186,16 +187,17 @@ class NeuralUCB(Policy):
 
 
 class NeuralUCBLockstep(Lockstep):
-    """The seeds of one NeuralUCB configuration in lockstep: every seed's arms scored by one forward and backward
-    pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only) every seed's
-    networks trained by one Adam call. Each seed keeps drawing its minibatches from its own generator, so the
-    choices are those of the seeds run one by one, up to the rounding of batched matrix products."""
+    """NeuralUCB's members in lockstep (seeds, and grid cells of ν and λ): every member's arms scored by one forward
+    and backward pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only)
+    every member's networks trained by one Adam call. Each member keeps its own Z, history and generator, so the
+    choices are those of the members run one by one, up to the rounding of batched matrix products."""
 
     def __init__(self, policies: list[NeuralUCB]):
         super().__init__(policies)
         first = policies[0]
-        # one pass for all seeds where the width has the closed form; otherwise select seed by seed
-        self.batched = not first.user_features and first.covariance == "diagonal" and first.mlp.gradients == "closed"
+        # one pass for all members where the width has the closed form; otherwise select member by member
+        self.batched = first.covariance == "diagonal" and first.network["gradients"] == "closed"
+        self.nu = torch.tensor([policy.nu for policy in policies], dtype=torch.float64, device=first.device)[:, None]
 
     def select(self, views, budgets):
         if not self.batched:
@@ -203,11 +205,11 @@ class NeuralUCBLockstep(Lockstep):
         policies = self.policies
         first = policies[0]
         models = [policy._model(view.user) for policy, view in zip(policies, views)]
+        x = torch.stack([policy._inputs(view, view.arms[:]) for policy, view in zip(policies, views)])
         theta = torch.stack([policy.theta[model] for policy, model in zip(policies, models)])
-        x = torch.tensor(np.stack([view.arms[:] for view in views]), dtype=torch.float32, device=first.device)
         arms = ArmGradients(first.mlp, theta, x)
         inverse = torch.stack([policy.Z.Z[model] for policy, model in zip(policies, models)]).reciprocal()
-        ucb = arms.f.double() + first.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
+        ucb = arms.f.double() + self.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
         chosen = torch.argmax(ucb, dim=-1)
         gradients = arms.picked(chosen)
         for i, (policy, arm) in enumerate(zip(policies, chosen.tolist())):

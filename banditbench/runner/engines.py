@@ -1,10 +1,11 @@
 """Engines: how the units of a run are grouped before the executor runs them (DESIGN.md, "Engines under policies").
 
 - ``units`` (the default): every unit alone, the engine the golden digests pin.
-- ``lockstep``: the units of one configuration that differ only by seed run as one group, round by round together
-  (runner/unit.py ``run_group``), for the algorithms that declare the ``lockstep`` capability and batch their seeds'
-  work (``Policy.lockstep``); other algorithms' units still run alone. A group is one task of the executor, so
-  groups are split until there are at least as many as workers (where there are seeds to split).
+- ``lockstep``: the units of one configuration that differ only by seed, or also by the hyper-parameters the policy
+  lets vary within a group (``Policy.lockstep_params``: a tuning grid over them), run as one group, round by round
+  together (runner/unit.py ``run_group``), for the algorithms that declare the ``lockstep`` capability and batch
+  their members' work (``Policy.lockstep``); other algorithms' units still run alone. A group is one task of the
+  executor, so groups are split until there are at least as many as workers (where there are members to split).
 
 Lockstep is opt-in: a batched matrix product may round differently from the same product alone, so a unit's shard
 can differ in its last bits from the ``units`` engine's, and a tie between arms may then break the other way. Its
@@ -28,13 +29,14 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def configuration(unit: Unit) -> tuple:
-    """Everything that identifies a unit except its seed index."""
+def configuration(unit: Unit, varying: tuple[str, ...] = ()) -> tuple:
+    """Everything that identifies a unit except its seed index and the hyper-parameters in ``varying``."""
+    params = {name: value for name, value in unit.params.items() if name not in varying}
     return (
         unit.dataset,
         unit.protocol,
         unit.algorithm,
-        json.dumps(unit.params, sort_keys=True),
+        json.dumps(params, sort_keys=True),
         unit.master_seed,
         unit.rounds,
         unit.budget,
@@ -44,15 +46,16 @@ def configuration(unit: Unit) -> tuple:
 
 
 def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[Unit]]:
-    """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the seeds of one configuration
-    of a lockstep algorithm together, each such set split into near-equal groups so that the tasks number at
-    least ``workers`` where the seeds allow."""
+    """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the members of one
+    configuration of a lockstep algorithm together (its seeds, and its cells of ``lockstep_params``), each such set
+    split into near-equal groups so that the tasks number at least ``workers`` where the members allow."""
     if check_engine(engine) == "units":
         return [[unit] for unit in units]
     sets: dict[tuple, list[Unit]] = {}
     for unit in units:
         spec = ALGORITHMS.get(unit.algorithm)
-        key = configuration(unit) if spec is not None and spec.capabilities.lockstep else (unit.id,)
+        lockstep = spec is not None and spec.capabilities.lockstep
+        key = configuration(unit, spec.policy.lockstep_params) if lockstep else (unit.id,)
         sets.setdefault(key, []).append(unit)
     pieces = max(1, -(-workers // len(sets))) if sets else 1
     groups = []
