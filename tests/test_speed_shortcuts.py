@@ -74,8 +74,15 @@ def test_neurallinear_choices_equal_the_definition_and_cached_components_stay_cu
         reference.A, reference.b = _outer_product_statistics(reference)
         reference.w = torch.linalg.solve(reference.A, reference.b)
 
+    def component_sums_by_definition(user):
+        labels = reference.clusters()
+        members = torch.as_tensor(np.flatnonzero(labels == labels[user]))
+        eye = torch.eye(reference.A.shape[1], dtype=torch.float64) * reference.lam
+        return (reference.A[members] - eye).sum(0), reference.b[members].sum(0)
+
     reference._rebuild = rebuild_by_definition
     reference.clusters = lambda: connected_components(reference.graph, directed=False)[1]
+    reference._component_sums = component_sums_by_definition
     assert _play(reference, env, 600) == fast_choices
 
 
