@@ -20,7 +20,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import banditbench  # noqa: E402
 from test_checkpoints import table_bytes  # noqa: E402
 
-LOCKSTEP = ["neuucb-one", "neuucb-ind"]
+LOCKSTEP = {
+    "neuucb-one": {"nu": 1.0, "lam": 0.5},
+    "neuucb-ind": {"nu": 1.0, "lam": 0.5},
+    "neurallinear": {"alpha": 1.0},
+}
 
 
 def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Unit]:
@@ -44,7 +48,7 @@ def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_c
 
 @pytest.mark.parametrize("algorithm", LOCKSTEP)
 def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm):
-    group = units(algorithm, 2) + units(algorithm, 2, params={"nu": 1.0, "lam": 0.5})
+    group = units(algorithm, 2) + units(algorithm, 2, params=LOCKSTEP[algorithm])
     together = run_group(group, dataset)
     for unit, result in zip(group, together):
         alone = run_unit(unit, dataset).outcome

@@ -173,7 +173,7 @@ register(
     ".neurallinear:NeuralLinear",
     paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
     role="baseline",
-    capabilities=NEURAL,
+    capabilities=replace(NEURAL, lockstep=True),
     description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
 )
 register(

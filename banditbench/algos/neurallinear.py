@@ -22,17 +22,18 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     SCHEDULES,
     History,
+    TrainingJob,
     check_choice,
     is_training_round,
     resolve_device,
     torch_generator,
-    train_adam,
+    train_jobs,
 )
 
 
@@ -43,6 +44,7 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 
 
 class NeuralLinear(Policy):
+    lockstep_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
 
     def __init__(
@@ -118,6 +120,12 @@ class NeuralLinear(Policy):
         return chosen
 
     def update(self, view, chosen, reward):
+        self._observe(view, reward)
+        if is_training_round(view.t, self.schedule):
+            self._trained(train_jobs(self.mlp, [self._training_job()], lr=self.lr)[0])
+        self._refit(view.user)
+
+    def _observe(self, view, reward) -> None:
         u = view.user
         row = self.history.size
         self.history.add(self.one, self._x, reward)
@@ -132,12 +140,22 @@ class NeuralLinear(Policy):
             self._component_A[component] += outer
             self._component_b[component] += gain
         self.count[u] += 1
-        if is_training_round(view.t, self.schedule):
-            batches = self.history.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-            self.theta = train_adam(self.mlp, self.theta, batches, lr=self.lr)
-            self._rebuild()
+
+    def _training_job(self) -> TrainingJob:
+        rows = self.history.minibatch_rows(self.one, self.batch_size, self.generator, self.train_steps)
+        return TrainingJob(self.theta, rows, self.history)
+
+    def _trained(self, theta: torch.Tensor) -> None:
+        self.theta = theta
+        self._rebuild()
+
+    def _refit(self, u: int) -> None:
         self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
         self._cut_edges(u)
+
+    @classmethod
+    def lockstep(cls, policies):
+        return NeuralLinearLockstep(policies)
 
     def _rebuild(self) -> None:
         """Every user's A and b from its stored samples under the new embedding: A_u = λI + Φ_uᵀ Φ_u with Φ_u the
@@ -175,3 +193,19 @@ class NeuralLinear(Policy):
         if self._labels is None:
             self._labels = connected_components(self.graph, directed=False)[1]
         return self._labels
+
+
+class NeuralLinearLockstep(Lockstep):
+    """NeuralLinear's members in lockstep (seeds, and grid cells of α, α₂ and λ): on a training round every member's
+    network is trained by one Adam call; selection and the linear statistics stay each member's own."""
+
+    def update(self, views, chosen, rewards):
+        policies = self.policies
+        for policy, view, reward in zip(policies, views, rewards):
+            policy._observe(view, reward)
+        if is_training_round(views[0].t, policies[0].schedule):
+            jobs = [policy._training_job() for policy in policies]
+            for policy, theta in zip(policies, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
+                policy._trained(theta)
+        for policy, view in zip(policies, views):
+            policy._refit(view.user)

@@ -1,4 +1,5 @@
-"""The round loop of one unit (DESIGN.md, "Unit of work"), for one-arm and slate rounds alike.
+"""The round loop (DESIGN.md, "Unit of work"), for one-arm and slate rounds alike, of one unit or of a lockstep
+group of units (runner/engines.py) taking each round together.
 
 What differs between them (the environment's construction, the policy's view, the feedback, the recorded
 columns) is a round kind: :class:`ArmRounds` here, ``SlateRounds`` in runner/slate.py, chosen by the protocol's
@@ -185,8 +186,8 @@ def run_group(
     progress: Callable[[int], None] | None = None,
     checkpoints: Checkpoints | None = None,
 ) -> list[UnitResult]:
-    """Run units that differ only by seed together, round t of every unit before round t + 1 of any (``--engine
-    lockstep``; a group of one is a unit run alone). Their policies act through the algorithm's
+    """Run a lockstep group's units together (runner/engines.py), round t of every unit before round t + 1 of any;
+    a group of one is a unit run alone. Their policies act through the algorithm's
     ``Policy.lockstep`` group, which may batch their work; every unit keeps its own environment, columns and
     checkpoints. Select and update times are the group's, divided equally among its units."""
     lanes = [Lane(unit, dataset) for unit in units]
