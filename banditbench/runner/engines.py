@@ -5,7 +5,7 @@
   lets vary within a group (``Policy.lockstep_params``: a tuning grid over them), run as one group, round by round
   together (runner/unit.py ``run_group``), for the algorithms that declare the ``lockstep`` capability and batch
   their members' work (``Policy.lockstep``); other algorithms' units still run alone. A group is one task of the
-  executor, so groups are split until there are at least as many as workers (where there are members to split).
+  executor, so each set is split into one group per worker (where it has members enough).
 
 Lockstep is opt-in: a batched matrix product may round differently from the same product alone, so a unit's shard
 can differ in its last bits from the ``units`` engine's, and a tie between arms may then break the other way. Its
@@ -48,7 +48,8 @@ def configuration(unit: Unit, varying: tuple[str, ...] = ()) -> tuple:
 def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[Unit]]:
     """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the members of one
     configuration of a lockstep algorithm together (its seeds, and its cells of ``lockstep_params``), each such set
-    split into near-equal groups so that the tasks number at least ``workers`` where the members allow."""
+    split into ``workers`` near-equal groups where it has members enough, so that no worker waits alone on one
+    large group while the others are idle."""
     if check_engine(engine) == "units":
         return [[unit] for unit in units]
     sets: dict[tuple, list[Unit]] = {}
@@ -57,10 +58,9 @@ def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[U
         lockstep = spec is not None and spec.capabilities.lockstep
         key = configuration(unit, spec.policy.lockstep_params) if lockstep else (unit.id,)
         sets.setdefault(key, []).append(unit)
-    pieces = max(1, -(-workers // len(sets))) if sets else 1
     groups = []
     for members in sets.values():
-        n = min(pieces, len(members))
+        n = min(workers, len(members))
         size, extra = divmod(len(members), n)
         at = 0
         for i in range(n):
