@@ -1,7 +1,7 @@
 """The lockstep engine against the units engine: time, and whether the results differ.
 
     .venv/bin/python benchmarks/lockstep.py [--algos neuucb-one,neuucb-ind] [--seeds 10] [--rounds 3000] [--jobs 1]
-                                            [--datasets DIR]
+                                            [--seed 0] [--datasets DIR]
 
 Prepares MovieLens-100K from DATASETS/movielens-100k (the recommendation protocol, 50 groups, K = 10, d = 10), then
 per algorithm runs ``banditbench run --engine units`` and ``--engine lockstep`` in fresh processes (A B, then B A
@@ -37,6 +37,8 @@ def timed_run(algorithm: str, engine: str, args, data_dir: Path, out: Path) -> t
         algorithm,
         "--seeds",
         str(args.seeds),
+        "--seed",
+        str(args.seed),
         "--rounds",
         str(args.rounds),
         "--jobs",
@@ -72,6 +74,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3000)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0, help="master seed")
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder of the raw datasets")
     args = parser.parse_args()
 
@@ -80,7 +83,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         note = prepare("movielens", root / "datasets", args.datasets)
-        print(f"{note}; {args.seeds} seeds × {args.rounds} rounds, --jobs {args.jobs}")
+        print(f"{note}; {args.seeds} seeds × {args.rounds} rounds, master seed {args.seed}, --jobs {args.jobs}")
         print(
             f"{'algorithm':<12} {'engine':<9} {'wall s':>7} {'CPU s':>7} {'CPU s/1000':>10} {'speed-up':>8} "
             f"{'same choice':>11} {'final regret':>13} {'p (t)':>6} {'p (W)':>6}"

@@ -24,6 +24,8 @@ LOCKSTEP = {
     "neuucb-one": {"nu": 1.0, "lam": 0.5},
     "neuucb-ind": {"nu": 1.0, "lam": 0.5},
     "neurallinear": {"alpha": 1.0},
+    "mcnb": {"gamma": 0.2},
+    "metaban": {"alpha": 0.5},
 }
 
 

@@ -181,7 +181,7 @@ register(
     ".metaban:MetaBan",
     paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022",
     role="proposed",
-    capabilities=NEURAL,
+    capabilities=replace(NEURAL, lockstep=True),
     description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB",
 )
 register(
@@ -189,7 +189,7 @@ register(
     ".mcnb:MCNB",
     paper="Ban, Qi, Wei, Liu & He, KDD 2024",
     role="proposed",
-    capabilities=NEURAL,
+    capabilities=replace(NEURAL, lockstep=True),
     description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB",
 )
 

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
@@ -52,11 +52,13 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_adam,
+    train_learners,
 )
 
 
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
+    lockstep_params = ("gamma", "nu", "S", "delta", "eta2", "alpha")  # per member: its clusters, meta step, UCB
 
     domains = {
         **NETWORK_DOMAINS,
@@ -233,25 +235,54 @@ class MCNB(Policy):
 
     def update(self, view, chosen, reward):
         t0 = time.perf_counter()
+        self._observe(view, reward)
+        if is_training_round(view.t, self.schedule):
+            self.users.train()
+            self._train_meta()
+        self.last_timings["user_training"] = time.perf_counter() - t0
+
+    def _observe(self, view, reward) -> None:
         members = (
             torch.nonzero(self._group).flatten()
             if self.share_with_cluster
             else torch.tensor([view.user], device=self.device)
         )
         self.users.add(members, self._x, reward)  # lines 14–17 (every member of N̂_{u_t}(x_t)) or u_t only
-        if is_training_round(view.t, self.schedule):
-            self.users.train()
-            if self.meta_pooled_training:
-                history = self.users.history
-                pick = torch.randint(
-                    history.size, (self.train_steps, 1, self.batch_size), generator=self.generator, device=self.device
-                )  # Adam on every user's data pooled
-                batches = ((history.x[rows], history.r[rows]) for rows in pick)
-                self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
-        self.last_timings["user_training"] = time.perf_counter() - t0
+
+    def _train_meta(self) -> None:
+        if self.meta_pooled_training:
+            history = self.users.history
+            pick = torch.randint(
+                history.size, (self.train_steps, 1, self.batch_size), generator=self.generator, device=self.device
+            )  # Adam on every user's data pooled
+            batches = ((history.x[rows], history.r[rows]) for rows in pick)
+            self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
+
+    @classmethod
+    def lockstep(cls, policies):
+        return MCNBLockstep(policies)
 
     def sharing_graph(self):
         return self.users.agreement_graph(self.threshold)
 
     def clusters(self):
         return connected_labels(self.users.agreement_graph(self.threshold))
+
+
+class MCNBLockstep(Lockstep):
+    """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): on a training round every
+    member's user-learners train in one Adam call; clustering, meta adaptation and the UCB stay each member's own.
+    The training time is the group's, shared equally."""
+
+    def update(self, views, chosen, rewards):
+        t0 = time.perf_counter()
+        policies = self.policies
+        for policy, view, reward in zip(policies, views, rewards):
+            policy._observe(view, reward)
+        if is_training_round(views[0].t, policies[0].schedule):
+            train_learners([policy.users for policy in policies], [None] * len(policies))
+            for policy in policies:
+                policy._train_meta()
+        seconds = (time.perf_counter() - t0) / len(policies)
+        for policy in policies:
+            policy.last_timings["user_training"] = seconds

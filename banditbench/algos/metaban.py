@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
@@ -49,6 +49,7 @@ from banditbench.algos.neural import (
     is_training_round,
     resolve_device,
     torch_generator,
+    train_learners,
 )
 
 META_UPDATES = ("fomaml", "pooled")
@@ -58,6 +59,7 @@ USER_STARTS = ("own", "initial", "meta")
 
 
 class MetaBan(Policy):
+    lockstep_params = ("gamma", "nu", "alpha", "lam", "eta2")  # per member: its groups, meta step and UCB
     domains = {
         **NETWORK_DOMAINS,
         "gamma": d.NON_NEGATIVE,
@@ -173,18 +175,40 @@ class MetaBan(Policy):
         return chosen
 
     def update(self, view, chosen, reward):
+        self._observe(view, reward)
+        if is_training_round(view.t, self.schedule):
+            self.users.train(start=self._user_start())
+
+    def _observe(self, view, reward) -> None:
         members = (
             torch.nonzero(self._group).flatten()
             if self.share_data_with_group
             else torch.tensor([view.user], device=self.device)
         )
         self.users.add(members, self._x, reward)
-        if is_training_round(view.t, self.schedule):
-            start = {"own": None, "initial": self.Theta0, "meta": self.Theta}[self.user_start]
-            self.users.train(start=start)  # Alg. 3: θ^u_(0) = Θ_0 (or Θ_t), then J₁ Adam steps on T^u
+
+    def _user_start(self) -> torch.Tensor | None:
+        """Alg. 3: θ^u_(0) = Θ_0 (or Θ_t, or the learner's own θ^u), then J₁ Adam steps on T^u."""
+        return {"own": None, "initial": self.Theta0, "meta": self.Theta}[self.user_start]
+
+    @classmethod
+    def lockstep(cls, policies):
+        return MetaBanLockstep(policies)
 
     def sharing_graph(self):
         return self.users.agreement_graph(self.threshold)
 
     def clusters(self):
         return connected_labels(self.users.agreement_graph(self.threshold))
+
+
+class MetaBanLockstep(Lockstep):
+    """Meta-Ban's members in lockstep (seeds, and grid cells of γ, ν, α, λ and η₂): on a training round every
+    member's user-learners train in one Adam call; the rest stays each member's own."""
+
+    def update(self, views, chosen, rewards):
+        policies = self.policies
+        for policy, view, reward in zip(policies, views, rewards):
+            policy._observe(view, reward)
+        if is_training_round(views[0].t, policies[0].schedule):
+            train_learners([policy.users for policy in policies], [policy._user_start() for policy in policies])

@@ -520,16 +520,23 @@ class UserLearners:
     def train(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> None:
         """Adam on each user's own history; by default every user whose history grew since its last training.
         ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3 line 2, θ^u_(0) = Θ_t)."""
+        train_learners([self], [start], users)
+
+    def training_job(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> TrainingJob | None:
+        """What ``train`` runs, drawn but not run: None when no user has data to train on."""
         counts = self.history.counts
         if users is None:
             users = torch.nonzero(counts > self.trained_counts).flatten()
         users = users[counts[users] > 0]
         if len(users) == 0:
-            return
+            return None
         init = self.theta[users] if start is None else start.expand(len(users), -1)
-        batches = self.history.minibatches(users, self.batch_size, self.generator, self.steps)
-        self.theta[users] = train_adam(self.mlp, init, batches, lr=self.lr)
-        self.trained_counts[users] = counts[users]
+        rows = self.history.minibatch_rows(users, self.batch_size, self.generator, self.steps)
+        return TrainingJob(init, rows, self.history, models=users)
+
+    def trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
+        self.theta[job.models] = theta
+        self.trained_counts[job.models] = self.history.counts[job.models]
 
     def agreement_graph(self, threshold: float, probes: int = 64) -> np.ndarray | None:
         """Users u, v linked when their learners agree within the threshold (the inferred-cluster test) on most
@@ -542,6 +549,17 @@ class UserLearners:
             P = self.mlp.forward(self.theta, x).T  # [probes, n]
         agree = ((P[:, :, None] - P[:, None, :]).abs() <= threshold).float().mean(0)
         return (agree > 0.5).cpu().numpy()
+
+
+def train_learners(learners: list[UserLearners], starts: list, users: torch.Tensor | None = None) -> None:
+    """``UserLearners.train`` of several policies' learners (a lockstep group's members, same network and training
+    settings) in one Adam call; ``starts`` gives each its warm start (or None)."""
+    jobs = [(learner, learner.training_job(users, start)) for learner, start in zip(learners, starts)]
+    jobs = [(learner, job) for learner, job in jobs if job is not None]
+    if jobs:
+        first = jobs[0][0]
+        for (learner, job), theta in zip(jobs, train_jobs(first.mlp, [job for _, job in jobs], lr=first.lr)):
+            learner.trained(job, theta)
 
 
 def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:
