@@ -44,7 +44,7 @@ def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_c
     other = units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(cells + other, "lockstep") == [cells, other]
     # fewer configurations than workers: a configuration's seeds are split into near-equal groups
-    assert [len(g) for g in group_units(units("neuucb-one", 5), "lockstep", workers=2)] == [3, 2]
+    assert [len(g) for g in group_units(units("neuucb-one", 5), "lockstep", workers=2)] == [2, 3]
     assert [len(g) for g in group_units(units("neuucb-one", 2), "lockstep", workers=8)] == [1, 1]
 
 
@@ -119,3 +119,26 @@ def test_run_with_lockstep_records_the_engine_and_writes_every_shard(data_dir, t
     assert wrong.returncode != 0
     assert "--engine must be one of units, lockstep" in wrong.stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_the_memory_check_counts_every_member_of_the_groups_running_at_once(data_dir, monkeypatch):
+    from banditbench.errors import UserError
+    from banditbench.runner import experiment
+
+    planned = experiment.plan(
+        data_dir=data_dir,
+        dataset="synthetic",
+        algorithms=["neuucb-one"],
+        rounds=1000,
+        seeds=10,
+        master_seed=0,
+        budget=None,
+        params=[],
+    )
+    # room for the per-round columns of 3 units: two units at once fit, two groups of 5 seeds do not
+    monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 3)
+    experiment.check_sizes(planned, jobs=2, engine="units")
+    with pytest.raises(UserError, match="needs about .* or use --engine units"):
+        experiment.check_sizes(planned, jobs=2, engine="lockstep")
+    monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 10)
+    experiment.check_sizes(planned, jobs=2, engine="lockstep")

@@ -328,14 +328,12 @@ class History:
     def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
         """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
         ``steps`` calls of ``sample``) and gathered one step at a time."""
-        return self.gather(self.minibatch_rows(users, size, generator, steps))
+        rows = self.minibatch_rows(users, size, generator, steps)
+        return ((self.x[step], self.r[step]) for step in rows)
 
     def minibatch_rows(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int) -> torch.Tensor:
         """The rows of ``minibatches``, [steps, U, size]."""
         return self._rows(users, (steps, len(users), size), generator)
-
-    def gather(self, rows: torch.Tensor):
-        return ((self.x[step], self.r[step]) for step in rows)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x[: self.size], self.r[: self.size]
@@ -371,27 +369,32 @@ class TrainingJob:
     models: torch.Tensor | None = None  # which of the policy's networks these are
 
 
-def train_jobs(mlp: MLP, jobs: list[TrainingJob], *, lr: float) -> list[torch.Tensor]:
-    """``train_adam`` on every job, their networks stacked (the seeds of a lockstep group train on the same rounds)
-    in chunks of at most ``TRAIN_CHUNK`` networks: their histories are joined into one log, and each job gets
-    back its own trained rows [U, p], those of training it alone up to the rounding of batched products."""
-    if len(jobs) == 1:
-        x, r, rows, start, anchor = jobs[0].history.x, jobs[0].history.r, jobs[0].rows, jobs[0].start, jobs[0].anchor
+def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[torch.Tensor | None]:
+    """``train_adam`` on every job (None: nothing to train), their networks stacked (the members of a lockstep group
+    train on the same rounds) in chunks of at most ``TRAIN_CHUNK`` networks: their histories are joined into one
+    log, and each job gets back its own trained rows [U, p], those of training it alone up to the rounding of
+    batched products."""
+    given = [job for job in jobs if job is not None]
+    if not given:
+        return [None] * len(jobs)
+    if len(given) == 1:
+        job = given[0]
+        x, r, rows, start, anchor = job.history.x, job.history.r, job.rows, job.start, job.anchor
     else:
-        offsets = np.cumsum([0] + [job.history.size for job in jobs[:-1]]).tolist()
-        x = torch.cat([job.history.x[: job.history.size] for job in jobs])
-        r = torch.cat([job.history.r[: job.history.size] for job in jobs])
-        rows = torch.cat([job.rows + offset for job, offset in zip(jobs, offsets)], dim=1)
-        start = torch.cat([job.start for job in jobs])
-        anchor = None if jobs[0].anchor is None else tuple(torch.cat(parts) for parts in zip(*(j.anchor for j in jobs)))
+        offsets = np.cumsum([0] + [job.history.size for job in given[:-1]]).tolist()
+        x = torch.cat([job.history.x[: job.history.size] for job in given])
+        r = torch.cat([job.history.r[: job.history.size] for job in given])
+        rows = torch.cat([job.rows + offset for job, offset in zip(given, offsets)], dim=1)
+        start = torch.cat([job.start for job in given])
+        anchor = None if given[0].anchor is None else tuple(map(torch.cat, zip(*(job.anchor for job in given))))
     trained = []
     for at in range(0, len(start), TRAIN_CHUNK):
         chunk = slice(at, at + TRAIN_CHUNK)
         batches = ((x[step], r[step]) for step in rows[:, chunk])
         part = None if anchor is None else (anchor[0][chunk], anchor[1][chunk])
         trained.append(train_adam(mlp, start[chunk], batches, lr=lr, anchor=part))
-    theta = trained[0] if len(trained) == 1 else torch.cat(trained)
-    return list(theta.split([len(job.start) for job in jobs]))
+    parts = iter((trained[0] if len(trained) == 1 else torch.cat(trained)).split([len(job.start) for job in given]))
+    return [None if job is None else next(parts) for job in jobs]
 
 
 def train_passes(
@@ -554,11 +557,9 @@ class UserLearners:
 def train_learners(learners: list[UserLearners], starts: list, users: torch.Tensor | None = None) -> None:
     """``UserLearners.train`` of several policies' learners (a lockstep group's members, same network and training
     settings) in one Adam call; ``starts`` gives each its warm start (or None)."""
-    jobs = [(learner, learner.training_job(users, start)) for learner, start in zip(learners, starts)]
-    jobs = [(learner, job) for learner, job in jobs if job is not None]
-    if jobs:
-        first = jobs[0][0]
-        for (learner, job), theta in zip(jobs, train_jobs(first.mlp, [job for _, job in jobs], lr=first.lr)):
+    jobs = [learner.training_job(users, start) for learner, start in zip(learners, starts)]
+    for learner, job, theta in zip(learners, jobs, train_jobs(learners[0].mlp, jobs, lr=learners[0].lr)):
+        if job is not None:
             learner.trained(job, theta)
 
 

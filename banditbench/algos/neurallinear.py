@@ -122,7 +122,7 @@ class NeuralLinear(Policy):
     def update(self, view, chosen, reward):
         self._observe(view, reward)
         if is_training_round(view.t, self.schedule):
-            self._trained(train_jobs(self.mlp, [self._training_job()], lr=self.lr)[0])
+            self._trained(*train_jobs(self.mlp, [self._training_job()], lr=self.lr))
         self._refit(view.user)
 
     def _observe(self, view, reward) -> None:

@@ -159,7 +159,7 @@ class NeuralUCB(Policy):
     def _train(self, user: int) -> None:
         job = self._training_job(user)
         if job is not None:
-            self._trained(job, train_jobs(self.mlp, [job], lr=self.lr)[0])
+            self._trained(job, *train_jobs(self.mlp, [job], lr=self.lr))
 
     def _training_job(self, user: int) -> TrainingJob | None:
         """Alg. 1 line 11 for the networks to train (all that saw new samples, or the served user's only)."""
@@ -217,13 +217,12 @@ class NeuralUCBLockstep(Lockstep):
         return chosen.tolist()
 
     def update(self, views, chosen, rewards):
-        for policy, view, reward in zip(self.policies, views, rewards):
+        policies = self.policies
+        for policy, view, reward in zip(policies, views, rewards):
             policy._observe(view, reward)
-        if not is_training_round(views[0].t, self.policies[0].schedule):
+        if not is_training_round(views[0].t, policies[0].schedule):
             return
-        jobs = [(policy, policy._training_job(view.user)) for policy, view in zip(self.policies, views)]
-        jobs = [(policy, job) for policy, job in jobs if job is not None]
-        if jobs:
-            trained = train_jobs(self.policies[0].mlp, [job for _, job in jobs], lr=self.policies[0].lr)
-            for (policy, job), theta in zip(jobs, trained):
+        jobs = [policy._training_job(view.user) for policy, view in zip(policies, views)]
+        for policy, job, theta in zip(policies, jobs, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
+            if job is not None:
                 policy._trained(job, theta)

@@ -61,10 +61,5 @@ def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[U
     groups = []
     for members in sets.values():
         n = min(workers, len(members))
-        size, extra = divmod(len(members), n)
-        at = 0
-        for i in range(n):
-            step = size + (i < extra)
-            groups.append(members[at : at + step])
-            at += step
+        groups += [members[i * len(members) // n : (i + 1) * len(members) // n] for i in range(n)]
     return groups

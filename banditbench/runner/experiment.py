@@ -253,21 +253,31 @@ def check_state_memory(prepared, environment, algorithms: list[str], resolved) -
             )
 
 
-def check_sizes(experiment: Experiment, jobs: int) -> None:
-    """Refuse a run whose units cannot fit: the number of units, and the memory the ``jobs`` units running at
-    once need for their per-round columns, against this machine's memory."""
+def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> None:
+    """Refuse a run whose units cannot fit: the number of units, and the memory the units running at once (``jobs``
+    of them, or ``jobs`` lockstep groups of them) need for their per-round columns, against this machine's memory."""
     c = experiment.config
     units = len(experiment.units) + len(experiment.tuning_units) + c["seeds"] * len(experiment.tuned)
     if jobs > MAX_JOBS:
         raise UserError(f"--jobs {jobs} is above the limit of {MAX_JOBS}")
-    needed = BYTES_PER_ROUND * c["rounds"] * min(jobs, units)
+    later = [u for algo, cells in experiment.tuned.items() for u in experiment.report_units(algo, cells[0])]
+    in_flight = max(
+        running_at_once(experiment.tuning_units + experiment.units, engine, jobs),
+        running_at_once(later, engine, jobs),
+    )
+    needed = BYTES_PER_ROUND * c["rounds"] * min(in_flight, units)
     memory = physical_memory()
     if memory and needed > memory:
         raise UserError(
             f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
             f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower --rounds "
-            "or --jobs"
+            f"or --jobs{' or use --engine units' if engine == 'lockstep' else ''}"
         )
+
+
+def running_at_once(units: list[Unit], engine: str, jobs: int) -> int:
+    """The most units in memory at once: those of the ``jobs`` largest groups the engine makes."""
+    return sum(sorted(map(len, group_units(units, engine, jobs)), reverse=True)[:jobs])
 
 
 def physical_memory() -> int | None:
