@@ -30,9 +30,10 @@ SETTINGS = dict(
 )
 
 
-def run(data_dir, out, executor=None, **settings):
+def run(data_dir, out, executor=None, engine="units", **settings):
     experiment = plan(data_dir=data_dir, **{**SETTINGS, **settings})
-    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out, executor=executor)
+    target = prepare_output(out, experiment, overwrite=False, resume=False)
+    execute(experiment, target, out, executor=executor, engine=engine)
     return experiment
 
 
@@ -77,6 +78,15 @@ def test_ray_writes_the_same_shards_as_the_local_executor(data_dir, tmp_path):
     run(data_dir, tmp_path / "ray", RayExecutor(jobs=2), tune_seeds=0)  # starts and stops a local Ray
     local, ray = shards(tmp_path / "local"), shards(tmp_path / "ray")
     assert len(local) == 3 * 2 and local == ray
+
+
+def test_lockstep_groups_give_the_same_shards_on_local_workers_and_on_ray(data_dir, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
+    settings = dict(algorithms=["neuucb-one", "linucb-ind"], seeds=4, tune_seeds=0, engine="lockstep")
+    run(data_dir, tmp_path / "local", LocalExecutor(jobs=2), **settings)
+    run(data_dir, tmp_path / "ray", RayExecutor(jobs=2), **settings)  # each of 2 tasks runs a group of 2 seeds
+    local, ray = shards(tmp_path / "local"), shards(tmp_path / "ray")
+    assert len(local) == 4 + 2 * 4 and local == ray
 
 
 def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_dir, tmp_path):
