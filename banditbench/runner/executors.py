@@ -1,9 +1,10 @@
 """Where units run: in this process, in a local pool of worker processes, or as Ray tasks.
 
-Every executor hands each finished unit's result back to the caller, who writes its shard, so the
-shards are the same whichever executor ran them (a unit is a pure function of its config and seed).
+An executor runs the groups the engine made (runner/engines.py: one unit each, or lockstep groups), one task
+per group, and hands each finished unit's result back to the caller, who writes its shard, so the shards are
+the same whichever executor ran them (a group is a pure function of its units' configs and seeds).
 
-- ``LocalExecutor(jobs=1)`` runs the units one after the other in this process.
+- ``LocalExecutor(jobs=1)`` runs the groups one after the other in this process.
 - ``LocalExecutor(jobs=N)`` runs them in N worker processes, started once per experiment and forked
   from multiprocessing's ``forkserver`` (``spawn`` where there is none): a fresh Python, started once
   per process with one BLAS thread, that imports this module (numpy, pyarrow, pandas; no torch, see
@@ -60,7 +61,7 @@ THREAD_VARIABLES = (
 def run_one(
     group: list[Unit], dataset: PreparedDataset, progress=None, checkpoints: Checkpoints | None = None
 ) -> list[UnitResult]:
-    """Run a group of units (one unit, or seeds in lockstep: runner/engines.py); their results in order."""
+    """Run a group of units (one unit, or a lockstep group: runner/engines.py); their results in order."""
     try:
         return run_group(group, dataset, progress, checkpoints)
     except BudgetExceeded as e:
