@@ -65,6 +65,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
+from loop_clock import LoopClock  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # our algorithm → (their method name, their loader, our protocol mode)
@@ -174,11 +177,10 @@ def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds
     model = make_reference_model(method, env)
     regret = np.zeros(rounds)
     total = 0.0
-    loop_start, cpu_start = time.perf_counter(), time.process_time()
-    half = None
+    clock = LoopClock(start)
     for t in range(rounds):
         if t == rounds // 2:
-            half = time.perf_counter()
+            clock.half()
         user, contexts, rewards = env.step()
         if method in ("neuucb_one", "neuucb_ind"):
             arm = model.recommend(user, contexts, t)[0]
@@ -212,14 +214,7 @@ def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds
                 if method == "mcnb":
                     model.train_meta(model.users, t, 1000, model.lr)
                 model.train(user, t)
-    end = time.perf_counter()
-    return {
-        "regret": regret.tolist(),
-        "loop_seconds": end - loop_start,
-        "cpu_seconds": time.process_time() - cpu_start,
-        "steady_seconds": end - half if half else end - loop_start,
-        "process_seconds": end - start,
-    }
+    return {"regret": regret.tolist(), **clock.seconds()}
 
 
 def make_reference_model(method: str, env):

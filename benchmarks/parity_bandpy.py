@@ -36,6 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
+from loop_clock import LoopClock  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # our algorithm → their controller class in bandpy.controllers
@@ -187,22 +190,16 @@ def run_bandpy(
     env.reset(seed=seed)
     controller.reset(seed=seed)
     controller.rng = ListedAgents(agents)
-    loop_start, cpu_start, half = time.perf_counter(), time.process_time(), None
+    clock = LoopClock(start)
     observation, reward, done, info = env.step(controller.default_act())
     while not done:
         if env.t == rounds // 2 + 1:
-            half = time.perf_counter()
+            clock.half()
         observation, reward, done, info = env.step(controller.act(observation, reward, info))
-    end = time.perf_counter()
+    times = clock.seconds()
     served = controller.rng.next
     if served != rounds or not np.array_equal(
         np.asarray(controller.T_i), np.bincount(agents, minlength=len(controller.T_i))
     ):
         raise SystemExit(f"their controller drew {served} agents for {rounds} rounds: not the listed order")
-    return {
-        "regret": np.asarray(env.no_noise_R_t, dtype=float).tolist(),
-        "loop_seconds": end - loop_start,
-        "cpu_seconds": time.process_time() - cpu_start,
-        "steady_seconds": end - half if half else end - loop_start,
-        "process_seconds": end - start,
-    }
+    return {"regret": np.asarray(env.no_noise_R_t, dtype=float).tolist(), **times}

@@ -28,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
+from loop_clock import LoopClock  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = 784  # 28 × 28 pixels
 
@@ -147,11 +150,10 @@ def run_reference(reference: Path, pools: Path, rounds: int, seed: int) -> dict:
     )
     regret, order = np.zeros(rounds), np.zeros(rounds, np.int64)
     total = 0.0
-    loop_start, cpu_start = time.perf_counter(), time.process_time()
-    half = None
+    clock = LoopClock(start)
     for t in range(rounds):
         if t == rounds // 2:
-            half = time.perf_counter()
+            clock.half()
         context, rewards = b.step()
         order[t] = index[(context[0, :IMAGE].astype(np.float32).tobytes(), int(np.argmax(rewards)))]
         arm = model.predict(context, t)
@@ -161,16 +163,7 @@ def run_reference(reference: Path, pools: Path, rounds: int, seed: int) -> dict:
         model.update(context, reward, t)
         if (t < 1000 and t % 10 == 0) or (t >= 1000 and t % 100 == 0):  # their schedule
             model.train(t)
-    end = time.perf_counter()
-    return {
-        "regret": regret.tolist(),
-        "order": order.tolist(),
-        "split": split,
-        "loop_seconds": end - loop_start,
-        "cpu_seconds": time.process_time() - cpu_start,
-        "steady_seconds": end - half if half else end - loop_start,
-        "process_seconds": end - start,
-    }
+    return {"regret": regret.tolist(), "order": order.tolist(), "split": split, **clock.seconds()}
 
 
 def replay_dataset(pools: Path, order: list[int], folder: Path) -> str:
