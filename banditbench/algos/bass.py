@@ -17,9 +17,7 @@ neighbour's sum; a cut subtracts the two agents' Gram matrices), all tests of a 
 Switch ``radius_convention``: "paper" (Σ = γ²β²V⁻¹, default) or "bandpy" (Σ = γβV⁻¹: the authors' bandpy
 ``LBC`` code, an effective radius sqrt(β), which separates much earlier). δ = 1e-3 is bandpy's class
 default (the paper's two values were lost); σ = S = λ = γ = 1 as in the paper's synthetic runs.
-Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
-log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
-starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
+Switch ``bandpy_clock`` (the authors' bandpy code): their round clock, one round behind ours (``ridge.ucb_round``).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ucb_round
 from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
@@ -100,7 +98,7 @@ class BASS(Policy):
             )
         self.alpha, self.ridge, self.delta, self.gamma = alpha, ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
-        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
+        self.bandpy_clock = bandpy_clock
         self.local = RidgeStats(n_users, dim, ridge)
         self.ridge_eye = ridge * np.eye(dim)
         self.graph = np.ones((n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
@@ -115,7 +113,7 @@ class BASS(Policy):
         arms = view.arms[:]
         A_inv = self.shared_A_inv[i]
         theta = A_inv @ self.shared_b[i]
-        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, view.t + self.clock).argmax())
+        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, ucb_round(view.t, self.bandpy_clock)).argmax())
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]

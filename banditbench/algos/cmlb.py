@@ -21,9 +21,7 @@ its own samples for the first ``explore_rounds`` + 1 global rounds; then, once, 
 ‖θ̂_i − θ̂_j‖ < ``cluster_threshold`` (an absolute γ), components smaller than ⌊p*·N⌋ are merged into one, and
 each cluster plays α-LinUCB on the pooled samples of its members, their individual-phase samples included (no
 fresh start, no averaging). The paper's T_Explore, γ = 3/(NT)^α and OFUL radius are not used in this mode.
-Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
-log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
-starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
+Switch ``bandpy_clock`` (the authors' bandpy code): their round clock, one round behind ours (``ridge.ucb_round``).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -100,7 +98,7 @@ class CMLB(Policy):
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
         self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
         self.bandpy_schedule, self.ucb_alpha = bandpy_schedule, ucb_alpha
-        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
+        self.bandpy_clock = bandpy_clock
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
         if bandpy_schedule:  # the clustering round and threshold are given; a component needs ⌊p*·N⌋ members
             self.explore_steps, self.threshold = explore_rounds + 1, cluster_threshold
@@ -174,7 +172,11 @@ class CMLB(Policy):
                 self._cluster()
             stats, learner = self.group, int(self.label[view.user])
         scores = log_ucb_scores(
-            stats.theta[learner], stats.A_inv[learner], view.arms[:], self.ucb_alpha, view.t + self.clock
+            stats.theta[learner],
+            stats.A_inv[learner],
+            view.arms[:],
+            self.ucb_alpha,
+            ucb_round(view.t, self.bandpy_clock),
         )
         return int(scores.argmax())
 

@@ -15,9 +15,7 @@ Switch ``refresh_on_move`` (the authors' bandpy code, used by BASS (Cherkaoui et
 cluster's (θ_c, A_c⁻¹) are recomputed from its members only when a user joins or leaves it; a pull that moves nobody
 leaves them as they were, so a cluster plays on the statistics of its last membership change and a user is
 reassigned by its distance to those. Every cluster starts at θ_c = 0, so the first user to pull joins cluster 0.
-Switch ``bandpy_clock`` (the authors' bandpy code): the index at 0-based round t uses log(t + 1) instead of
-log(t + 2), i.e. the round counter one behind (their round 1 is a default pull of arm 0 and their clock
-starts after it); alone it changes nothing but which near-ties break which way, and so the trajectory.
+Switch ``bandpy_clock`` (the authors' bandpy code): their round clock, one round behind ours (``ridge.ucb_round``).
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, distances, log_ucb_scores, quadratic_forms
+from banditbench.algos.ridge import RidgeStats, distances, log_ucb_scores, quadratic_forms, ucb_round
 from banditbench.errors import UserError
 
 CENTROIDS = ("ridge", "mean")
@@ -65,7 +63,7 @@ class DynUCB(Policy):
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = alpha, centroid, reference_ucb
         self.refresh_on_move = refresh_on_move
-        self.bandpy_clock, self.clock = bandpy_clock, 0 if bandpy_clock else 1  # log(t + clock), t 0-based
+        self.bandpy_clock = bandpy_clock
         self.users = RidgeStats(n_users, dim, ridge, logdet=False)
         self.groups = RidgeStats(n_clusters, dim, ridge, logdet=False)
         self.label = self.rng.integers(n_clusters, size=n_users)
@@ -76,7 +74,7 @@ class DynUCB(Policy):
         if self.reference_ucb:
             scores = arms @ g.theta[c] + self.alpha * quadratic_forms(g.A_inv[c], arms)
         else:
-            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, view.t + self.clock)
+            scores = log_ucb_scores(g.theta[c], g.A_inv[c], arms, self.alpha, ucb_round(view.t, self.bandpy_clock))
         return int(scores.argmax())
 
     def update(self, view, chosen, reward):

@@ -142,6 +142,13 @@ def distances(points: np.ndarray, centre: np.ndarray) -> np.ndarray:
     return np.sqrt(np.add.reduce(difference * difference, axis=1))
 
 
+def ucb_round(t: int, bandpy_clock: bool = False) -> int:
+    """The 1-based round ``log_ucb_scores`` takes at 0-based round t. ``bandpy_clock``: the BASS authors' bandpy clock,
+    one round behind (their round 1 is a default pull of arm 0 and their clock starts after it), so log(t + 1)
+    instead of log(t + 2); alone it changes nothing but which near-ties break which way, and so the trajectory."""
+    return t if bandpy_clock else t + 1
+
+
 def log_ucb_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: float, t: int) -> np.ndarray:
     """α-LinUCB of CLUB and BASS: xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)), t the 1-based global round."""
     return arms @ theta + alpha * np.sqrt(np.maximum(quadratic_forms(A_inv, arms), 0.0) * np.log(t + 1))
