@@ -211,17 +211,22 @@ def run_group(
     # the group's select and update seconds, shared equally by its units (copied into their columns when saved)
     select_seconds, update_seconds = lanes[0].select_seconds.copy(), lanes[0].update_seconds.copy()
     components = [(seconds, lane.policy, name) for lane in lanes for name, seconds in lane.components.items()]
-    for rounds in zip(*streams):
+    for rounds in zip(*streams):  # one pass over the members per phase: the loop of a unit alone stays lean
         t = rounds[0].t
-        budgets = [Budget(limit) for _ in kinds]
-        views = [kind.view(rnd, budget) for kind, rnd, budget in zip(kinds, rounds, budgets)]
+        budgets, views = [], []
+        for kind, rnd in zip(kinds, rounds):
+            budget = Budget(limit)
+            budgets.append(budget)
+            views.append(kind.view(rnd, budget))
         t0 = clock()
         selected = group.select(views, budgets)
         t1 = clock()
-        for budget in budgets:
+        chosen, observed = [], []
+        for kind, rnd, budget, arm in zip(kinds, rounds, budgets, selected):
             budget.close()
-        chosen = [kind.choice(arm) for kind, arm in zip(kinds, selected)]
-        observed = [kind.feedback(rnd, arm) for kind, rnd, arm in zip(kinds, rounds, chosen)]
+            arm = kind.choice(arm)
+            chosen.append(arm)
+            observed.append(kind.feedback(rnd, arm))
         group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
