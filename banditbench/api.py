@@ -217,7 +217,7 @@ def run_experiment(
                     f"{name} is a class that worker processes cannot import (defined in __main__, "
                     "a notebook, or inside a function); use jobs=1 or move it into a module"
                 )
-    check_sizes(experiment, getattr(executor, "jobs", None) or os.cpu_count() or 1, s["engine"])
+    check_sizes(experiment, executor.workers, s["engine"])
     temporary = None
     if s["out"]:
         out = Path(s["out"])

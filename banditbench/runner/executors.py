@@ -95,6 +95,11 @@ class Executor:
     def __exit__(self, *exc) -> None:
         pass
 
+    @property
+    def workers(self) -> int:
+        """How many units or groups run at once: ``jobs``, or one per core where it is not set."""
+        return getattr(self, "jobs", None) or os.cpu_count() or 1
+
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -254,10 +254,9 @@ def check_state_memory(prepared, environment, algorithms: list[str], resolved) -
 
 
 def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> None:
-    """Refuse a run whose units cannot fit: the number of units, and the memory the units running at once (``jobs``
-    of them, or ``jobs`` lockstep groups of them) need for their per-round columns, against this machine's memory."""
+    """Refuse a run whose units cannot fit: the memory the units running at once (``jobs`` of them, or ``jobs``
+    lockstep groups of them) need for their per-round columns, against this machine's memory."""
     c = experiment.config
-    units = len(experiment.units) + len(experiment.tuning_units) + c["seeds"] * len(experiment.tuned)
     if jobs > MAX_JOBS:
         raise UserError(f"--jobs {jobs} is above the limit of {MAX_JOBS}")
     later = [u for algo, cells in experiment.tuned.items() for u in experiment.report_units(algo, cells[0])]
@@ -265,7 +264,7 @@ def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> Non
         running_at_once(experiment.tuning_units + experiment.units, engine, jobs),
         running_at_once(later, engine, jobs),
     )
-    needed = BYTES_PER_ROUND * c["rounds"] * min(in_flight, units)
+    needed = BYTES_PER_ROUND * c["rounds"] * in_flight
     memory = physical_memory()
     if memory and needed > memory:
         raise UserError(
@@ -409,7 +408,6 @@ def execute(
         "checkpoint_every": checkpoint_every,
         "settings": settings,
     }
-    workers = getattr(executor, "jobs", None) or os.cpu_count() or 1
     ran: list[Unit] = []
     sha = experiment.dataset.manifest_sha256
 
@@ -428,7 +426,7 @@ def execute(
 
         try:
             executor.run(
-                group_units(pending, engine, workers),
+                group_units(pending, engine, executor.workers),
                 experiment.dataset,
                 finished,
                 on_unit_start=on_unit_start,
