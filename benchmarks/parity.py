@@ -86,6 +86,7 @@ REFERENCE = {
     "cmlb": ("CMLB", "bandpy", "bass-synthetic"),
     "eenet": ("EENet", "mnist", "classification"),  # banyikun/EE-Net-ICLR-2022; see parity_eenet.py
 }
+NEURALUCB_TRAINING = {"code_training": True, "lr": 1e-3, "schedule": "code"}
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
 CODE = {
     "mcnb": {
@@ -102,8 +103,16 @@ CODE = {
     "sclub": {"reference_ucb": True},
     "cofiba": {"reference_ucb": True, "reference_threshold": True},
     # their bonus sqrt(λν·Σ g²/U), U = λ + Σ g² (no 1/m) is ours ν'·sqrt(Σ g²/(m λ' + Σ g²)) with λ' = λ/m, ν' = √(λν)
-    "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch"},
-    "neuucb-ind": {"lam": 1e-2, "nu": 0.1, "bias": True, "init": "torch", "train_served_only": True},
+    # and their training loop: single-sample SGD at 1e-3 on the served user's network, tested at 0-based rounds
+    "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch", **NEURALUCB_TRAINING},
+    "neuucb-ind": {
+        "lam": 1e-2,
+        "nu": 0.1,
+        "bias": True,
+        "init": "torch",
+        "train_served_only": True,
+        **NEURALUCB_TRAINING,
+    },
     "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
     # bandpy's LBC builds the test ellipsoid with shape βV⁻¹ (radius sqrt(β)), the paper with β²V⁻¹
     # (bandpy_clock: their UCB index runs one round behind ours, log(t + 1) at 0-based round t)

@@ -27,6 +27,8 @@ LOCKSTEP = {
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
 }
+# configurations whose lockstep path differs from the default one: (algorithm, its settings)
+OTHER_PATHS = [("neuucb-ind", {"code_training": True, "schedule": "code"})]
 
 
 def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Unit]:
@@ -48,9 +50,9 @@ def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_c
     assert [len(g) for g in group_units(units("neuucb-one", 2), "lockstep", workers=8)] == [1, 1]
 
 
-@pytest.mark.parametrize("algorithm", LOCKSTEP)
-def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm):
-    group = units(algorithm, 2) + units(algorithm, 2, params=LOCKSTEP[algorithm])
+@pytest.mark.parametrize("algorithm,base", [(algorithm, {}) for algorithm in LOCKSTEP] + OTHER_PATHS)
+def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, base):
+    group = units(algorithm, 2, params=base) + units(algorithm, 2, params={**base, **LOCKSTEP[algorithm]})
     together = run_group(group, dataset)
     for unit, result in zip(group, together):
         alone = run_unit(unit, dataset).outcome

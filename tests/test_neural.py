@@ -134,6 +134,34 @@ def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
     assert policies[0].select(view, Budget()) == policies[1].select(view, Budget())  # Z_0 = λI is diagonal
 
 
+@pytest.mark.parametrize("algorithm", ["neuucb-ind", "neuucb-one"])
+def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_network(algorithm):
+    """Their loop (banyikun/MCNB): plain SGD on (f − r)², one sample at a time, until a pass's mean loss is ≤ 1e-3
+    or 500 steps, without NeuralUCB's penalty; with one sample a pass is one step."""
+    from banditbench.envs import Round
+
+    params = {"code_training": True, "schedule": "code", "lr": 0.05, "bias": True, "init": "torch"}
+    policy = ALGORITHMS[algorithm].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
+    before = policy.theta.clone()
+    arms = np.random.default_rng(2).standard_normal((3, 5))
+    view = Round(0, 2, arms, np.zeros(3), np.zeros(3)).view(Budget())  # round 0 trains under schedule "code"
+    chosen = policy.select(view, Budget())
+    policy.update(view, chosen, 1.0)
+
+    model = 2 if algorithm == "neuucb-ind" else 0
+    theta, x = before[model : model + 1].clone(), torch.tensor(arms[chosen : chosen + 1], dtype=torch.float32)
+    for _ in range(500):
+        theta.requires_grad_()
+        loss = (policy.mlp.forward(theta, x[None]) - 1.0).square().sum()
+        (gradient,) = torch.autograd.grad(loss, theta)
+        theta = (theta - 0.05 * gradient).detach()
+        if loss.item() <= 1e-3:
+            break
+    torch.testing.assert_close(policy.theta[model], theta[0])
+    others = [i for i in range(len(before)) if i != model]
+    assert torch.equal(policy.theta[others], before[others])  # only the served user's network trains
+
+
 def test_full_covariance_is_refused_when_it_would_not_fit():
     with pytest.raises(UserError, match="full covariance needs"):
         ALGORITHMS["neuucb-ind"].build(

@@ -200,6 +200,7 @@ RECORDED = {
     ("club", (("reference_ucb", True),)): 332.0,
     ("linucb-ind", ()): 287.33,
     ("neuucb-one", ()): 339.33,
+    ("neuucb-ind", (("code_training", True), ("lr", 1e-3), ("schedule", "code"), ("train_served_only", True))): 339.33,
     ("mcnb", ()): 337.0,
     ("mcnb", (("share_with_cluster", False),)): 346.0,
 }

@@ -16,6 +16,11 @@ features exist". On a protocol without user features it stops with a one-line er
 NeuUCB-IND, paper silent on who trains: by default every user whose history grew since its last training
 is trained on a scheduled round, all in one batched call; ``train_served_only=True`` is the authors' code
 (only the served user, on a scheduled round).
+
+``code_training=True`` is the authors' training loop (banyikun/MCNB, both NeuUCB variants): on a scheduled round
+the served user's network (NeuUCB-ONE: the one network) takes single-sample plain SGD steps at ``lr`` on
+(f(x; θ) − r)², without the penalty, over passes of its whole history in one shuffled order, until 500 steps or
+the end of a pass whose mean loss is ≤ 1e-3.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_jobs,
+    train_passes,
 )
 from banditbench.errors import UserError
 
@@ -54,6 +60,7 @@ class NeuralUCB(Policy):
         "covariance": d.Choice(COVARIANCES),
         "max_covariance_gb": d.POSITIVE,
         "train_served_only": d.FLAG,
+        "code_training": d.FLAG,
     }
 
     def __init__(
@@ -77,6 +84,7 @@ class NeuralUCB(Policy):
         batch_size: int = 32,
         schedule: str = "paper",
         train_served_only: bool = False,
+        code_training: bool = False,
         user_features: bool = False,
         gradients: str = "closed",
         device: str = "cpu",
@@ -87,6 +95,7 @@ class NeuralUCB(Policy):
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.per_user, self.nu, self.lam, self.lr = per_user, nu, lam, lr
         self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
+        self.code_training = code_training
         self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
@@ -157,6 +166,9 @@ class NeuralUCB(Policy):
         self.history.add(torch.tensor([model], device=self.device), self._x, reward)
 
     def _train(self, user: int) -> None:
+        if self.code_training:
+            self._train_passes(user)
+            return
         job = self._training_job(user)
         if job is not None:
             self._trained(job, *train_jobs(self.mlp, [job], lr=self.lr))
@@ -173,6 +185,17 @@ class NeuralUCB(Policy):
         scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
         rows = self.history.minibatch_rows(models, self.batch_size, self.generator, self.train_steps)
         return TrainingJob(self.theta[models], rows, self.history, anchor=(scale, self.theta0[models]), models=models)
+
+    def _train_passes(self, user: int) -> None:
+        """The authors' loop (``code_training``) on the served user's network."""
+        model = self._model(user)
+        rows = self.history.rows[model, : self.history.counts[model]]
+        x, r = self.history.x[rows], self.history.r[rows]
+        theta = self.theta[model : model + 1]
+        self.theta[model] = train_passes(
+            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="sgd", max_steps=500
+        )[0]
+        self.trained_counts[model] = self.history.counts[model]
 
     def _trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
         self.theta[job.models] = theta
@@ -221,6 +244,10 @@ class NeuralUCBLockstep(Lockstep):
         for policy, view, reward in zip(policies, views, rewards):
             policy._observe(view, reward)
         if not is_training_round(views[0].t, policies[0].schedule):
+            return
+        if policies[0].code_training:  # the authors' single-sample loop, member by member
+            for policy, view in zip(policies, views):
+                policy._train(view.user)
             return
         jobs = [policy._training_job(view.user) for policy, view in zip(policies, views)]
         for policy, job, theta in zip(policies, jobs, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
