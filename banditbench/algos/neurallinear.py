@@ -37,6 +37,17 @@ from banditbench.algos.neural import (
 )
 
 
+def cluster_ucb(phi, gram, b_C, lam, alpha, t: int) -> torch.Tensor:
+    """U = φᵀ w_C + α sqrt(φᵀ A_C⁻¹ φ · ln(t + 1)) for every arm, with A_C = λI + gram and w_C = A_C⁻¹ b_C; members
+    of a lockstep group stacked on the leading axis (φ [S, k, m], gram [S, m, m], b_C [S, m]; λ and α scalars or
+    [S] tensors). One solve gives A_C⁻¹φ_i for every arm and w_C: less than half the time of inverting A_C."""
+    lam, alpha = torch.as_tensor(lam, dtype=torch.float64), torch.as_tensor(alpha, dtype=torch.float64)
+    A_C = torch.eye(phi.shape[-1], dtype=torch.float64, device=phi.device) * lam.reshape(-1, 1, 1) + gram
+    solved = torch.linalg.solve(A_C, torch.cat([phi.mT, b_C[..., None]], dim=-1))
+    width = (solved[..., :-1].mT * phi).sum(-1).clamp_min(0) * np.log(t + 2)
+    return (phi @ solved[..., -1:])[..., 0] + alpha.reshape(-1, 1) * width.sqrt()
+
+
 def confidence(count: torch.Tensor) -> torch.Tensor:
     """CLUB's CB(T) = sqrt((1 + ln(1 + T)) / (1 + T))."""
     count = count.double()
@@ -84,7 +95,7 @@ class NeuralLinear(Policy):
         self.w = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
         self.count = torch.zeros(n_users, dtype=torch.long, device=self.device)
         self.graph = np.ones((n_users, n_users), dtype=bool)
-        self._labels: np.ndarray | None = None  # connected components of the graph, None when stale
+        self._labels: np.ndarray | None = None  # connected components of the graph, None until first asked for
         # per component: Σ_{j∈C}(A_j − λI) and Σ_{j∈C} b_j, kept up to date until the components or embedding change
         self._component_A: torch.Tensor | None = None
         self._component_b: torch.Tensor | None = None
@@ -104,17 +115,14 @@ class NeuralLinear(Policy):
             n = int(labels.max()) + 1
             self._component_A = self.A.new_zeros(n, *self.A.shape[1:]).index_add_(0, index, self.A - eye)
             self._component_b = self.b.new_zeros(n, self.b.shape[1]).index_add_(0, index, self.b)
-        return self._component_A[labels[user]], self._component_b[labels[user]]
+        component = int(labels[user])
+        return self._component_A[component], self._component_b[component]
 
     def select(self, view, budget):
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
         phi = self._embed(x)
         gram, b_C = self._component_sums(view.user)
-        A_C = torch.eye(phi.shape[1], dtype=torch.float64, device=self.device).mul_(self.lam).add_(gram)
-        # one solve for A_C⁻¹φ_i (every arm) and w_C = A_C⁻¹b_C: less than half the time of inverting A_C
-        solved = torch.linalg.solve(A_C, torch.cat([phi.T, b_C[:, None]], dim=1))
-        width = (solved[:, :-1].T * phi).sum(1).clamp_min(0) * np.log(view.t + 2)
-        ucb = phi @ solved[:, -1] + self.alpha * width.sqrt()
+        ucb = cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
         chosen = int(torch.argmax(ucb))
         self._x, self._phi = x[chosen], phi[chosen]
         return chosen
@@ -180,24 +188,47 @@ class NeuralLinear(Policy):
         cb = confidence(self.count)
         cut = (gap > self.alpha2 * (cb + cb[u])).cpu().numpy()
         cut[u] = False
-        if (cut & self.graph[u]).any():  # an edge goes: the components are recomputed when next asked for
+        if (cut & self.graph[u]).any():
             self.graph[u, cut] = False
             self.graph[cut, u] = False
-            self._labels = self._component_A = self._component_b = None
+            labels = connected_components(self.graph, directed=False)[1]
+            if not np.array_equal(labels, self._labels):  # the edge split a component: its sums are stale
+                self._component_A = self._component_b = None
+            self._labels = labels
 
     def sharing_graph(self):
         return self.graph
 
     def clusters(self):
-        """Connected components of the user graph, kept until an edge is deleted."""
+        """Connected components of the user graph (canonically labelled: equal labels, equal partition)."""
         if self._labels is None:
             self._labels = connected_components(self.graph, directed=False)[1]
         return self._labels
 
 
 class NeuralLinearLockstep(Lockstep):
-    """NeuralLinear's members in lockstep (seeds, and grid cells of α, α₂ and λ): on a training round every member's
-    network is trained by one Adam call; selection and the linear statistics stay each member's own."""
+    """NeuralLinear's members in lockstep (seeds, and grid cells of α, α₂ and λ): every member's arms embedded by one
+    forward pass (their networks stacked [S, p]) and scored by one batched solve, every served user's w_u refitted
+    by one batched solve, and on a training round every member's network trained by one Adam call. Each member
+    keeps its own statistics, graph and generator."""
+
+    def __init__(self, policies: list[NeuralLinear]):
+        super().__init__(policies)
+        first = policies[0]
+        self.lam = torch.tensor([policy.lam for policy in policies], dtype=torch.float64, device=first.device)
+        self.alpha = torch.tensor([policy.alpha for policy in policies], dtype=torch.float64, device=first.device)
+
+    def select(self, views, budgets):
+        policies, first = self.policies, self.policies[0]
+        x = torch.stack([torch.tensor(view.arms[:], dtype=torch.float32, device=first.device) for view in views])
+        with torch.no_grad():
+            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), x).double()
+        grams, b_Cs = zip(*(policy._component_sums(view.user) for policy, view in zip(policies, views)))
+        ucb = cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
+        chosen = torch.argmax(ucb, dim=-1).tolist()
+        for i, (policy, arm) in enumerate(zip(policies, chosen)):
+            policy._x, policy._phi = x[i, arm], phi[i, arm]
+        return chosen
 
     def update(self, views, chosen, rewards):
         policies = self.policies
@@ -207,5 +238,8 @@ class NeuralLinearLockstep(Lockstep):
             jobs = [policy._training_job() for policy in policies]
             for policy, theta in zip(policies, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
                 policy._trained(theta)
-        for policy, view in zip(policies, views):
-            policy._refit(view.user)
+        A = torch.stack([policy.A[view.user] for policy, view in zip(policies, views)])
+        b = torch.stack([policy.b[view.user] for policy, view in zip(policies, views)])
+        for policy, view, w in zip(policies, views, torch.linalg.solve(A, b)):
+            policy.w[view.user] = w
+            policy._cut_edges(view.user)
