@@ -95,8 +95,10 @@ CODE = {
         "code_exploration": True,
         "meta_pooled_training": True,
         "code_threshold": True,
+        "code_training": True,
         "share_with_cluster": False,
         "lr": 1e-3,
+        "schedule": "code",
     },
     "club": {"reference_ucb": True, "served_pairs_only": True},
     "locb": {"reference_ucb": True},
@@ -113,7 +115,17 @@ CODE = {
         "train_served_only": True,
         **NEURALUCB_TRAINING,
     },
-    "metaban": {"group_mode": "last_arm", "ucb": "grad_norm", "share_data_with_group": True, "user_start": "meta"},
+    # their meta_ban(lr=1e-4): Θ trained every round at 1e-4, u_t's learner at their fixed 1e-3, at 0-based rounds
+    "metaban": {
+        "group_mode": "last_arm",
+        "ucb": "grad_norm",
+        "share_data_with_group": True,
+        "user_start": "meta",
+        "code_training": True,
+        "eta2": 1e-4,
+        "lr": 1e-3,
+        "schedule": "code",
+    },
     # bandpy's LBC builds the test ellipsoid with shape βV⁻¹ (radius sqrt(β)), the paper with β²V⁻¹
     # (bandpy_clock: their UCB index runs one round behind ours, log(t + 1) at 0-based round t)
     "bass": {"radius_convention": "bandpy", "bandpy_clock": True},
@@ -433,7 +445,8 @@ def main() -> None:
         "--reuse-reference",
         type=Path,
         help="an --out file of an earlier regret run with the same "
-        "--rounds: take their runs' figures from it instead of running their code again",
+        "--rounds: take their runs' figures from it instead of running their code again (runs beyond those it "
+        "holds are run)",
     )
     parser.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -549,10 +562,10 @@ def main() -> None:
         ]
         if args.reference_deps:
             common += ["--reference-deps", str(args.reference_deps.resolve())]
-        earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else None
+        earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else []
 
         def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance
-            mine = earlier[run] if earlier else spawn(["--worker", "theirs", "--seed", str(run), *common])
+            mine = earlier[run] if run < len(earlier) else spawn(["--worker", "theirs", "--seed", str(run), *common])
             line = f"{algorithm} run {run}: theirs {mine['regret'][-1]:.0f} ({mine['loop_seconds']:.1f} s)"
             order = Path(tempfile.mkdtemp(prefix="parity-order-")) / "order.json"
             order.write_text(json.dumps(mine.get("order", [])))

@@ -1,5 +1,7 @@
 """M-CNB against its paper (Ban et al. 2024, Algorithm 1): the behaviours the parity check settled."""
 
+import functools
+
 import numpy as np
 import torch
 
@@ -32,3 +34,95 @@ def test_served_user_only_is_the_named_alternative(dataset):
     expected = torch.zeros_like(policy.users.mu)
     expected[user] = 1
     assert torch.equal(policy.users.mu, expected)
+
+
+def their_passes(mlp, theta, x, r, orders, max_steps, optimiser):
+    """Their loop written out with torch.optim and autograd: single-sample steps over the given pass orders until
+    ``max_steps`` steps or a pass whose mean loss is ≤ 1e-3. ``optimiser``: a torch.optim class with its lr."""
+    theta = theta.clone().requires_grad_()
+    step, steps = optimiser([theta]), 0
+    for order in orders:
+        pass_loss = 0.0
+        for i in order:
+            loss = (mlp.forward(theta, x[i][None, None]) - r[i]).square().sum()
+            step.zero_grad()
+            loss.backward()
+            step.step()
+            pass_loss += loss.item()
+            steps += 1
+            if steps >= max_steps:
+                return theta.detach()
+        if pass_loss / len(order) <= 1e-3:
+            return theta.detach()
+    raise AssertionError("more passes needed than drawn")
+
+
+def test_code_adaptation_takes_up_to_100_steps_over_reshuffled_passes_of_a_small_group():
+    """Their train_meta(group, t, 100, 1e-2, SGD) keeps passing over a group's data, reshuffled each pass, until
+    100 steps: with 3 samples Θ moves 100 steps, not one pass of 3."""
+    policy = ALGORITHMS["mcnb"].build(
+        n_users=4, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params={"meta_every_10th_in_place": True}
+    )
+    data = torch.Generator().manual_seed(5)
+    x, r = torch.randn(3, 3, generator=data), torch.tensor([1.0, -1.0, 0.5])
+    for user, (xi, ri) in enumerate(zip(x, r)):
+        policy.users.add(torch.tensor([user]), xi, float(ri))
+    group = torch.tensor([[True, True, True, False]])
+    state = policy.generator.get_state()
+    before = policy.Theta.clone()
+    policy._adapt_code(group)
+    replay = torch.Generator().set_state(state)
+    orders = [torch.randperm(3, generator=replay).tolist() for _ in range(34)]
+    sgd = functools.partial(torch.optim.SGD, lr=1e-2)
+    expected = their_passes(policy.mlp, before[None], x, r, orders, 100, sgd)[0]
+    torch.testing.assert_close(policy.Theta, expected)
+
+
+def test_code_training_trains_the_pooled_meta_network_then_the_served_users_learner_alone():
+    """Their run.py on a scheduled round: train_meta(all users, t, 1000, lr) by single-sample Adam, then train(u_t)
+    by single-sample Adam (≤ 500 steps) on u_t's history only."""
+    params = {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False, "schedule": "code"}
+    policy = ALGORITHMS["mcnb"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
+    data = torch.Generator().manual_seed(6)
+    for user in (0, 1, 1):
+        policy.users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+    learners, Theta = policy.users.theta.clone(), policy.Theta.clone()
+    policy._train_code(1)
+    assert not torch.equal(policy.Theta, Theta)
+    assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])  # only u_t's learner trains
+    assert not torch.equal(policy.users.theta[1], learners[1]) and int(policy.users.trained_counts[1]) == 2
+
+
+def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step():
+    """M-CNB's and Meta-Ban's ``code_training`` loops use our Adam on flat θ; their code uses torch.optim.Adam."""
+    from banditbench.algos.neural import MLP, train_passes
+
+    mlp = MLP(3, 8, 2, bias=True, init="torch")
+    data = torch.Generator().manual_seed(4)
+    theta = mlp.init(data, torch.device("cpu"))[None]
+    x, r = torch.randn(5, 3, generator=data), torch.randn(5, generator=data)
+    trained = train_passes(mlp, theta, x, r, torch.Generator().manual_seed(8), lr=1e-2, optimiser="adam", max_steps=37)
+    order = torch.randperm(5, generator=torch.Generator().manual_seed(8)).tolist()
+    adam = functools.partial(torch.optim.Adam, lr=1e-2)
+    torch.testing.assert_close(trained, their_passes(mlp, theta, x, r, [order] * 8, 37, adam))
+
+
+def test_metaban_code_training_trains_theta_on_the_group_every_round_and_the_served_learner_from_theta():
+    """Their meta_ban: train_meta(group) by single-sample Adam every round before scoring; on a scheduled round
+    train(u_t) copies the meta network into u_t's learner and trains it on u_t's history only."""
+    params = {"code_training": True, "group_mode": "last_arm", "user_start": "meta", "schedule": "code", "eta2": 1e-3}
+    policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
+    data = torch.Generator().manual_seed(6)
+    for user in (0, 1, 1):
+        policy.users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+    from banditbench.envs import Round
+
+    arms = torch.randn(2, 3, generator=data).numpy()
+    view = Round(0, 1, arms, np.zeros(2), np.zeros(2)).view(Budget())
+    learners, Theta = policy.users.theta.clone(), policy.Theta.clone()
+    chosen = policy.select(view, Budget())
+    assert not torch.equal(policy.Theta, Theta)  # trained on the group's data before scoring
+    meta = policy.Theta.clone()
+    policy.update(view, chosen, 0.0)
+    assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])
+    assert not torch.equal(policy.users.theta[1], meta) and int(policy.users.trained_counts[1]) == 3

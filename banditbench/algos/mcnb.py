@@ -23,12 +23,17 @@ user" warm start is not available in our protocols); μ counts from 0 and the us
 
 The authors' code (banyikun/MCNB @cf79294) as named switches, all off by default:
   ``meta_every_10th_in_place``  adapt only when t % 10 == 0, cumulatively in place across arms, keeping the
-                                last arm's group for the update (100 SGD steps of lr 1e-2 on the group's data)
+                                last arm's group for the update (≤ 100 single-sample SGD steps of lr 1e-2 over
+                                passes of the group's data)
   ``group_cap``                 cap a group at n/5 members drawn with replacement, plus u_t
   ``code_exploration``          U = f(x; Θ) + sqrt(code_nu)·‖g(x; Θ)‖ + code_nu·sqrt(1/count), code_nu = 1e-4
   ``meta_pooled_training``      on scheduled rounds also train Θ with Adam on all users' data
   ``code_threshold``            the test |diff| < γ (0.4 itself, strict) instead of ≤ (ν−1)γ/ν
-Not reproduced: the code appends (x_t, r_t) to u_t's history only and trains only u_t's learner.
+  ``code_training``             their training loops: on scheduled rounds only u_t's learner trains, by single-sample
+                                Adam steps at ``lr`` over passes of its history (≤ 500 steps, until a pass's mean
+                                loss is ≤ 1e-3); with ``meta_pooled_training``, Θ likewise on all users' data pooled
+                                (≤ 1000 steps, reshuffled every pass), before the learner
+``share_with_cluster=False`` is the code's history: (x_t, r_t) goes to u_t's T^u only.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from banditbench.algos.neural import (
     torch_generator,
     train_adam,
     train_learners,
+    train_passes,
 )
 
 
@@ -75,6 +81,7 @@ class MCNB(Policy):
         "code_nu": d.NON_NEGATIVE,
         "meta_pooled_training": d.FLAG,
         "code_threshold": d.FLAG,
+        "code_training": d.FLAG,
         "share_with_cluster": d.FLAG,
     }
 
@@ -106,6 +113,7 @@ class MCNB(Policy):
         code_nu: float = 1e-4,
         meta_pooled_training: bool = False,
         code_threshold: bool = False,
+        code_training: bool = False,
         share_with_cluster: bool = True,
         gradients: str = "closed",
         device: str = "cpu",
@@ -119,6 +127,7 @@ class MCNB(Policy):
         self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
         self.meta_every_10th_in_place, self.group_cap = meta_every_10th_in_place, group_cap
         self.code_exploration, self.code_nu, self.meta_pooled_training = code_exploration, code_nu, meta_pooled_training
+        self.code_training = code_training
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
         self.mlp = MLP(dim, width, depth, bias, init, gradients)
@@ -174,24 +183,28 @@ class MCNB(Policy):
             thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
         return thetas
 
-    def _adapt_code(self, user: int, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
-        """The code's adaptation: per arm, ≤ 100 plain-SGD (lr 1e-2) single-sample steps on the pooled data of
-        the arm's group, in place on Θ and cumulative across arms; the last arm's group is kept."""
+    def _adapt_code(self, groups: torch.Tensor) -> torch.Tensor:
+        """The code's adaptation: per arm, plain-SGD (lr 1e-2) single-sample steps over passes of the pooled data of
+        the arm's group, reshuffled every pass, until 100 steps or a pass's mean loss ≤ 1e-3; in place on Θ and
+        cumulative across arms; the last arm's group is kept."""
         history = self.users.history
         for i in range(groups.shape[0]):
             members = torch.nonzero(groups[i] & (self.users.mu > 0)).flatten()
             if len(members) == 0:
                 continue
             rows = torch.cat([history.rows[u, : history.counts[u]] for u in members.tolist()])
-            order = rows[torch.randperm(len(rows), generator=self.generator, device=self.device)][:100]
-            Theta = self.Theta.clone().requires_grad_(True)
-            optimiser = torch.optim.SGD([Theta], lr=1e-2)
-            for row in order:
-                loss = (self.mlp.forward(Theta, history.x[row][None]) - history.r[row]).square().sum()
-                optimiser.zero_grad()
-                loss.backward()
-                optimiser.step()
-            self.Theta = Theta.detach()
+            x, r = history.x[rows], history.r[rows]
+            self.Theta = train_passes(
+                self.mlp,
+                self.Theta[None],
+                x,
+                r,
+                self.generator,
+                lr=1e-2,
+                optimiser="sgd",
+                max_steps=100,
+                reshuffle=True,
+            )[0]
         self._code_group = groups[-1].clone()
         return self.Theta.expand(groups.shape[0], -1)
 
@@ -203,7 +216,7 @@ class MCNB(Policy):
         groups = self._clusters(user, x)
         t1 = clock()
         if self.meta_every_10th_in_place:
-            thetas = self._adapt_code(user, x, groups) if view.t % 10 == 0 else self.Theta.expand(len(x), -1)
+            thetas = self._adapt_code(groups) if view.t % 10 == 0 else self.Theta.expand(len(x), -1)
         else:
             thetas = self._adapt(groups)
         t2 = clock()
@@ -237,8 +250,11 @@ class MCNB(Policy):
         t0 = time.perf_counter()
         self._observe(view, reward)
         if is_training_round(view.t, self.schedule):
-            self.users.train()
-            self._train_meta()
+            if self.code_training:
+                self._train_code(view.user)
+            else:
+                self.users.train()
+                self._train_meta()
         self.last_timings["user_training"] = time.perf_counter() - t0
 
     def _observe(self, view, reward) -> None:
@@ -257,6 +273,30 @@ class MCNB(Policy):
             )  # Adam on every user's data pooled
             batches = ((history.x[rows], history.r[rows]) for rows in pick)
             self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
+
+    def _train_code(self, user: int) -> None:
+        """``code_training``: Θ on the pooled data (with ``meta_pooled_training``), then u_t's learner alone."""
+        history = self.users.history
+        if self.meta_pooled_training and history.size:
+            x, r = history.all_rows()
+            self.Theta = train_passes(
+                self.mlp,
+                self.Theta[None],
+                x,
+                r,
+                self.generator,
+                lr=self.lr,
+                optimiser="adam",
+                max_steps=1000,
+                reshuffle=True,
+            )[0]
+        x, r = history.of(user)
+        if len(r):
+            theta = self.users.theta[user : user + 1]
+            self.users.theta[user] = train_passes(
+                self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=500
+            )[0]
+            self.users.trained_counts[user] = len(r)
 
     @classmethod
     def lockstep(cls, policies):
@@ -280,9 +320,13 @@ class MCNBLockstep(Lockstep):
         for policy, view, reward in zip(policies, views, rewards):
             policy._observe(view, reward)
         if is_training_round(views[0].t, policies[0].schedule):
-            train_learners([policy.users for policy in policies], [None] * len(policies))
-            for policy in policies:
-                policy._train_meta()
+            if policies[0].code_training:  # the authors' single-sample loops, member by member
+                for policy, view in zip(policies, views):
+                    policy._train_code(view.user)
+            else:
+                train_learners([policy.users for policy in policies], [None] * len(policies))
+                for policy in policies:
+                    policy._train_meta()
         seconds = (time.perf_counter() - t0) / len(policies)
         for policy in policies:
             policy.last_timings["user_training"] = seconds

@@ -29,6 +29,12 @@ The authors' code (banyikun/MCNB @53eb178/@104f710) as named switches:
   ``ucb="grad_norm"``           U = f(x; Θ) + sqrt(λν)·‖g(x; Θ)‖ with λν = ``code_lam_nu`` = 1e-5
   ``share_data_with_group``     (x_t, r_t) is appended to every member of the chosen arm's group
   ``user_start="meta"``         Alg. 3 from θ^u_(0) = Θ_t, as the code copies the meta network into the user's
+                                learner before training it
+  ``code_training``             their training loops instead of the meta step and Adam on minibatches: every round
+                                Θ takes single-sample Adam steps at ``eta2`` over passes of the pooled data of the
+                                last arm's group (≤ 1000 steps, until a pass's mean loss is ≤ 1e-3), and
+                                Θ_{t,i} = Θ for every arm; on scheduled rounds only u_t's learner trains, the same
+                                way at ``lr``
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_learners,
+    train_passes,
 )
 
 META_UPDATES = ("fomaml", "pooled")
@@ -74,6 +81,7 @@ class MetaBan(Policy):
         "code_lam_nu": d.NON_NEGATIVE,
         "share_data_with_group": d.FLAG,
         "user_start": d.Choice(USER_STARTS),
+        "code_training": d.FLAG,
     }
 
     def __init__(
@@ -95,6 +103,7 @@ class MetaBan(Policy):
         code_lam_nu: float = 1e-5,
         share_data_with_group: bool = False,
         user_start: str = "own",
+        code_training: bool = False,
         lr: float = 1e-2,
         train_steps: int = 50,
         batch_size: int = 32,
@@ -116,6 +125,7 @@ class MetaBan(Policy):
         self.alpha, self.lam, self.eta2, self.meta_steps = alpha, lam, eta2, meta_steps
         self.code_lam_nu, self.share_data_with_group, self.batch_size = code_lam_nu, share_data_with_group, batch_size
         self.user_start = check_choice("user_start", user_start, USER_STARTS)
+        self.code_training, self.lr = code_training, lr
         self.device = resolve_device(device)
         self.generator = torch_generator(seed, self.device, threads)
         self.mlp = MLP(dim, width, depth, bias, init, gradients)
@@ -156,11 +166,22 @@ class MetaBan(Policy):
             thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
         return thetas
 
+    def _train_meta_code(self, group: torch.Tensor) -> torch.Tensor:
+        """``code_training``'s meta network: Θ trained on the pooled histories of the (last arm's) group's members."""
+        history = self.users.history
+        rows = torch.cat([history.rows[u, : history.counts[u]] for u in torch.nonzero(group).flatten().tolist()])
+        if len(rows):
+            x, r = history.x[rows], history.r[rows]
+            self.Theta = train_passes(
+                self.mlp, self.Theta[None], x, r, self.generator, lr=self.eta2, optimiser="adam", max_steps=1000
+            )[0]
+        return self.Theta
+
     def select(self, view, budget):
         user = view.user
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
         groups = self._groups(user, x)
-        thetas = self._adapt(groups)
+        thetas = self._train_meta_code(groups[-1]).expand(len(x), -1) if self.code_training else self._adapt(groups)
         K = len(x)
         if self.ucb == "grad_norm":
             arms = ArmGradients(self.mlp, thetas, x)
@@ -177,7 +198,20 @@ class MetaBan(Policy):
     def update(self, view, chosen, reward):
         self._observe(view, reward)
         if is_training_round(view.t, self.schedule):
-            self.users.train(start=self._user_start())
+            if self.code_training:
+                self._train_user_code(view.user)
+            else:
+                self.users.train(start=self._user_start())
+
+    def _train_user_code(self, user: int) -> None:
+        """``code_training``'s user-learner: u_t's alone, from its Alg. 3 start, on its own history."""
+        x, r = self.users.history.of(user)
+        start = self._user_start()
+        theta = (self.users.theta[user] if start is None else start)[None]
+        self.users.theta[user] = train_passes(
+            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=1000
+        )[0]
+        self.users.trained_counts[user] = len(r)
 
     def _observe(self, view, reward) -> None:
         members = (
@@ -210,5 +244,10 @@ class MetaBanLockstep(Lockstep):
         policies = self.policies
         for policy, view, reward in zip(policies, views, rewards):
             policy._observe(view, reward)
-        if is_training_round(views[0].t, policies[0].schedule):
+        if not is_training_round(views[0].t, policies[0].schedule):
+            return
+        if policies[0].code_training:  # the authors' single-sample loop, member by member
+            for policy, view in zip(policies, views):
+                policy._train_user_code(view.user)
+        else:
             train_learners([policy.users for policy in policies], [policy._user_start() for policy in policies])

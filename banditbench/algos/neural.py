@@ -338,6 +338,11 @@ class History:
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x[: self.size], self.r[: self.size]
 
+    def of(self, user: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One user's samples in the order they came, x [n_u, d] and r [n_u]."""
+        rows = self.rows[user, : self.counts[user]]
+        return self.x[rows], self.r[rows]
+
 
 def train_adam(
     mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float, anchor: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -409,16 +414,19 @@ def train_passes(
     max_steps: int = 2000,
     tolerance: float = 1e-3,
     weight_decay: float = 0.0,
+    reshuffle: bool = False,
 ) -> torch.Tensor:
     """Single-sample steps on (f(x; θ) − r)² over passes of the whole history x [n, d], r [n] in one shuffled
-    order, until ``max_steps`` steps or the end of a pass whose mean loss is ≤ ``tolerance`` (the Ban-family
-    training loop). ``optimiser`` "sgd" or "adam" (fresh per call); ``weight_decay`` adds λθ to each gradient, as
-    torch.optim's (L2) weight decay. θ [1, p] → trained θ [1, p]."""
+    order (``reshuffle``: a new order every pass), until ``max_steps`` steps or the end of a pass whose mean loss is
+    ≤ ``tolerance`` (the Ban-family training loop). ``optimiser`` "sgd" or "adam" (fresh per call);
+    ``weight_decay`` adds λθ to each gradient, as torch.optim's (L2) weight decay. θ [1, p] → trained θ [1, p]."""
     theta = theta.detach().clone()
     adam = Adam(theta, lr=lr) if optimiser == "adam" else None
     order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
     steps = 0
     while True:
+        if reshuffle and steps:
+            order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
         pass_loss = 0.0
         for i in order:
             f, gradient = mlp.gradient(theta, x[i][None, None], lambda f: 2 * (f - r[i]))

@@ -189,8 +189,7 @@ class NeuralUCB(Policy):
     def _train_passes(self, user: int) -> None:
         """The authors' loop (``code_training``) on the served user's network."""
         model = self._model(user)
-        rows = self.history.rows[model, : self.history.counts[model]]
-        x, r = self.history.x[rows], self.history.r[rows]
+        x, r = self.history.of(model)
         theta = self.theta[model : model + 1]
         self.theta[model] = train_passes(
             self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="sgd", max_steps=500
