@@ -3,6 +3,7 @@
 import functools
 
 import numpy as np
+import pytest
 import torch
 
 from banditbench.algos import ALGORITHMS
@@ -126,3 +127,30 @@ def test_metaban_code_training_trains_theta_on_the_group_every_round_and_the_ser
     policy.update(view, chosen, 0.0)
     assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])
     assert not torch.equal(policy.users.theta[1], meta) and int(policy.users.trained_counts[1]) == 3
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_meta_adaptation_is_alg_2_with_per_user_gradients(steps):
+    """Θ_{t,i} = Θ − η₂ Σ_u w_iu ∇ ½(f(x_u; Θ) − r_u)², then from Θ_{t,i} for a second step; members stacked."""
+    from banditbench.algos.mcnb import meta_adapt
+    from banditbench.algos.neural import MLP
+
+    mlp = MLP(4, 6, 2, bias=True, init="torch")
+    data = torch.Generator().manual_seed(3)
+    Theta = torch.stack([mlp.init(data, torch.device("cpu")) for _ in range(2)])  # two members
+    weights = torch.rand(2, 3, 5, generator=data)  # 3 arms, 5 users
+    samples = [(torch.randn(2, 5, 4, generator=data), torch.randn(2, 5, generator=data)) for _ in range(steps)]
+    draws = iter(samples)
+    adapted = meta_adapt(mlp, Theta, weights, lambda: next(draws), 0.1, steps)
+
+    for s in range(2):
+        for i in range(3):
+            theta = Theta[s]
+            for xs, rs in samples:
+                step = torch.zeros_like(theta)
+                for u in range(5):
+                    at = theta.clone().requires_grad_()
+                    loss = 0.5 * (mlp.forward(at, xs[s, u][None]) - rs[s, u]).square().sum()
+                    step += weights[s, i, u] * torch.autograd.grad(loss, at)[0]
+                theta = theta - 0.1 * step
+            torch.testing.assert_close(adapted[s, i], theta)

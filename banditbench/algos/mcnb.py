@@ -62,6 +62,26 @@ from banditbench.algos.neural import (
 )
 
 
+def meta_adapt(mlp: MLP, Theta: torch.Tensor, weights: torch.Tensor, draw, eta2, steps: int) -> torch.Tensor:
+    """Alg. 2 for every arm, members of a lockstep group stacked on the leading axis: from Θ [S, p], ``steps`` times
+    Θ_{t,i} ← Θ_{t,i} − η₂ Σ_u w_iu ∇ ½(f(x_u; Θ_{t,i}) − r_u)² with weights [S, K, n] and one sample per user from
+    ``draw()`` (x [S, n, d], r [S, n]). Every arm starts from Θ_{t−1}, so the first step backpropagates once for
+    all arms; Σ_u w_iu ∇_u is assembled per layer as Σ_u w_iu δ_u h_uᵀ. η₂: a scalar or [S, 1, 1]. → [S, K, p]."""
+    S, K, _ = weights.shape
+    thetas = Theta[:, None, :]
+    for _ in range(steps):
+        xs, rs = draw()
+        _, hs, deltas = mlp.backprop(thetas, xs[:, None], lambda f: f - rs[:, None])  # δ [S, 1 or K, n, out]
+        step = torch.empty(S, K, mlp.p, device=Theta.device)
+        for (W_grad, b_grad), delta, h in zip(mlp.layers(step), deltas, hs):
+            weighted = weights[..., None] * delta  # [S, K, n, out]
+            W_grad.copy_(weighted.mT @ h)
+            if b_grad is not None:
+                b_grad.copy_(weighted.sum(-2, keepdim=True))
+        thetas = thetas - eta2 * step
+    return thetas.expand(-1, K, -1)
+
+
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
     lockstep_params = ("gamma", "nu", "S", "delta", "eta2", "alpha")  # per member: its clusters, meta step, UCB
@@ -167,21 +187,31 @@ class MCNB(Policy):
 
     # (2) meta adaptation, Alg. 2 for all K arms in one vectorised step
     def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
-        K = groups.shape[0]
-        has_data = self.users.mu > 0
-        members = groups & has_data  # [K, n]
-        size = members.sum(1, keepdim=True).clamp_min(1).float()
-        thetas = self.Theta.expand(K, -1).clone()
-        data_users = torch.nonzero(has_data).flatten()
-        if len(data_users) == 0:
-            return thetas
-        weights = (members[:, data_users].float() / size)[:, None, :]  # [K, 1, U]: the mean over N̂_i
-        for step in range(self.meta_steps):
-            xs, rs = self.users.history.sample(data_users, 1, self.generator)  # one sample (x_u, r_u) per user
-            at = self.Theta if step == 0 else thetas[:, None, :]  # every arm starts from Θ_{t−1}: one gradient each
-            _, per_member = self.mlp.gradient(at, xs, lambda f: f - rs)  # ∇ ½(f(x_u; Θ) − r_u)², [U, p] or [K, U, p]
-            thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
-        return thetas
+        def draw():
+            xs, rs = self._draw()
+            return xs[None], rs[None]
+
+        return meta_adapt(self.mlp, self.Theta[None], self._weights(groups)[None], draw, self.eta2, self.meta_steps)[0]
+
+    def _user_side(self, user: int) -> float:
+        """sqrt((S+1)/(2μ)) + sqrt(2 log(1/δ)/μ) with μ = μ^{u_t}_{t−1} (at least 1): the same for every arm."""
+        mu = max(int(self.users.mu[user]), 1)
+        return np.sqrt((self.S + 1) / (2 * mu)) + np.sqrt(2 * np.log(1 / self.delta) / mu)
+
+    def _weights(self, groups: torch.Tensor) -> torch.Tensor:
+        """w_iu = 1/|N̂_i| for the members of arm i's group with data (the mean over N̂_i), 0 elsewhere: [K, n]."""
+        members = (groups & (self.users.mu > 0)).float()
+        return members / members.sum(1, keepdim=True).clamp_min(1)
+
+    def _draw(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """One sample (x_u, r_u) from each user's T^u, zeros for users without data: x [n, d], r [n]."""
+        xs = torch.zeros(self.n_users, self.mlp.dim, device=self.device)
+        rs = torch.zeros(self.n_users, device=self.device)
+        data_users = torch.nonzero(self.users.mu > 0).flatten()
+        if len(data_users):
+            x, r = self.users.history.sample(data_users, 1, self.generator)
+            xs[data_users], rs[data_users] = x[:, 0], r[:, 0]
+        return xs, rs
 
     def _adapt_code(self, groups: torch.Tensor) -> torch.Tensor:
         """The code's adaptation: per arm, plain-SGD (lr 1e-2) single-sample steps over passes of the pooled data of
@@ -232,9 +262,7 @@ class MCNB(Policy):
             arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
             f, G = arms.f[:K], arms.rows()
             self.bonus = self.alpha * (G[:K] - G[K:]).norm(dim=1) / self.mlp.width**0.25
-            mu = max(int(self.users.mu[user]), 1)  # μ^{u_t}_{t−1}; the term is the same for every arm
-            user_side = np.sqrt((self.S + 1) / (2 * mu)) + np.sqrt(2 * np.log(1 / self.delta) / mu)
-            ucb = f + self.bonus + user_side
+            ucb = f + self.bonus + self._user_side(user)
         chosen = int(torch.argmax(ucb))
         if not self.meta_every_10th_in_place:
             self.Theta = thetas[chosen].clone()  # line 13: Θ_t = Θ_{t,î}
@@ -310,9 +338,74 @@ class MCNB(Policy):
 
 
 class MCNBLockstep(Lockstep):
-    """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): on a training round every
-    member's user-learners train in one Adam call; clustering, meta adaptation and the UCB stay each member's own.
-    The training time is the group's, shared equally."""
+    """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): every member's clustering, meta
+    step and UCB in one batched pass each (the user-learners stacked [S, n, p], the meta networks [S, p]), and on a
+    training round every member's user-learners trained in one Adam call. With the authors' per-arm switches
+    (``meta_every_10th_in_place``, ``group_cap``, ``code_exploration``) members select one by one. Times are the
+    group's, shared equally."""
+
+    def __init__(self, policies: list[MCNB]):
+        super().__init__(policies)
+        first = policies[0]
+        self.batched = not (first.meta_every_10th_in_place or first.group_cap or first.code_exploration)
+
+        def column(values):
+            return torch.tensor(values, device=first.device)[:, None, None]
+
+        self.threshold = column([p.gamma if p.code_threshold else p.threshold for p in policies])
+        self.eta2 = column([p.eta2 for p in policies])
+        self.alpha = column([p.alpha for p in policies])[:, 0]
+
+    def select(self, views, budgets):
+        if not self.batched:
+            return super().select(views, budgets)
+        clock = time.perf_counter
+        policies, first = self.policies, self.policies[0]
+        users = torch.tensor([view.user for view in views], device=first.device)
+        x = torch.stack([torch.tensor(view.arms[:], dtype=torch.float32, device=first.device) for view in views])
+        S, K = x.shape[:2]
+        t0 = clock()
+        groups = self._clusters(users, x)  # [S, K, n]
+        t1 = clock()
+        thetas = self._adapt(groups)  # [S, K, p]
+        t2 = clock()
+        Theta0 = torch.stack([policy.Theta0 for policy in policies])[:, None, :].expand(S, K, -1)
+        arms = ArmGradients(first.mlp, torch.cat([thetas, Theta0], 1).flatten(0, 1), torch.cat([x, x], 1).flatten(0, 1))
+        f, G = arms.f.reshape(S, 2 * K)[:, :K], arms.rows().reshape(S, 2 * K, -1)
+        bonus = self.alpha * (G[:, :K] - G[:, K:]).norm(dim=-1) / first.mlp.width**0.25
+        for policy, view in zip(policies, views):
+            policy.served[view.user] += 1
+        user_side = [policy._user_side(view.user) for policy, view in zip(policies, views)]
+        ucb = f + bonus + torch.tensor(user_side, dtype=f.dtype, device=f.device)[:, None]
+        chosen = torch.argmax(ucb, dim=-1).tolist()
+        for i, (policy, arm) in enumerate(zip(policies, chosen)):
+            policy.bonus = bonus[i]
+            policy.Theta = thetas[i, arm].clone()  # line 13: Θ_t = Θ_{t,î}
+            policy._group, policy._x = groups[i, arm], x[i, arm]
+            policy.last_timings["clustering"] = (t1 - t0) / S
+            policy.last_timings["meta_adaptation"] = (t2 - t1) / S
+        return chosen
+
+    def _clusters(self, users: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Eq. 3 for every member and arm: every user-learner's estimate in one forward pass."""
+        policies = self.policies
+        with torch.no_grad():
+            P = policies[0].mlp.forward(torch.stack([p.users.theta for p in policies]), x[:, None])  # [S, n, K]
+        own = P[torch.arange(len(users)), users]  # [S, K]
+        gap = (P - own[:, None, :]).abs().mT  # [S, K, n]
+        return gap < self.threshold if policies[0].code_threshold else gap <= self.threshold
+
+    def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
+        """Alg. 2 for every member and arm; each member draws its samples from its own stream, as alone."""
+        policies = self.policies
+
+        def draw():
+            xs, rs = zip(*(policy._draw() for policy in policies))
+            return torch.stack(xs), torch.stack(rs)
+
+        weights = torch.stack([policy._weights(member) for policy, member in zip(policies, groups)])
+        Theta = torch.stack([policy.Theta for policy in policies])
+        return meta_adapt(policies[0].mlp, Theta, weights, draw, self.eta2, policies[0].meta_steps)
 
     def update(self, views, chosen, rewards):
         t0 = time.perf_counter()
