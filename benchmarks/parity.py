@@ -133,8 +133,19 @@ CODE = {
     "dynucb": {"refresh_on_move": True, "bandpy_clock": True},
     # bandpy's CMLB: α-LinUCB throughout, one clustering after Te = 1000 rounds at γ = 1, warm cluster pools
     "cmlb": {"bandpy_schedule": True, "p_star": 0.1, "bandpy_clock": True},
-    # their EE_Net(pool_step_size=50, lr_1=0.01, lr_2=0.001, hidden=100) with torch's layers (biases, init)
-    "eenet": {"code_decision": True, "lr": 1e-2, "explore_lr": 1e-3, "width": 100, "bias": True, "init": "torch"},
+    # their EE_Net(pool_step_size=50, lr_1=0.01, lr_2=0.001, hidden=100) with torch's layers (biases, init), their
+    # f2 network and training loop, tested at 0-based rounds
+    "eenet": {
+        "code_decision": True,
+        "lr": 1e-2,
+        "explore_lr": 1e-3,
+        "width": 100,
+        "bias": True,
+        "init": "torch",
+        "explore_conv": True,
+        "code_training": True,
+        "schedule": "code",
+    },
 }
 # Settings of the instance that every variant of ours gets: f2 of EE-Net reads the gradient of f1 block-averaged
 # in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
