@@ -44,10 +44,10 @@ regret at T/10, the summaries, and the mean per-round regret in 10 windows of th
 on BASS's synthetic setting instead of the arm pools: REF is a bandpy checkout (commit 0c404b6), ``--reference-deps
 DEPS`` a folder with the packages its imports need beyond ours (numba, llvmlite, wget, matrix_factorization; e.g.
 ``pip install --target DEPS --no-deps numba llvmlite wget matrix_factorization``), put on the path of their runs
-only; ``--omega`` and ``--instance-seed`` choose the instance (``prepare synthetic --centres bass --arm-set fixed``,
-N = 18, M = 2, K = 10, d = 5, σ = 1). Their environment is fed our instance, and run i of both sides faces the
-same agent of every round and the same noisy rewards (our environment's stream of seed index i); see
-``benchmarks/parity_bandpy.py``.
+only; ``--alpha`` sets both sides' exploration scale (default 1); ``--omega`` and ``--instance-seed`` choose the
+instance (``prepare synthetic --centres bass --arm-set fixed``, N = 18, M = 2, K = 10, d = 5, σ = 1). Their
+environment is fed our instance, and run i of both sides faces the same agent of every round and the same noisy
+rewards (our environment's stream of seed index i); see ``benchmarks/parity_bandpy.py``.
 """
 
 from __future__ import annotations
@@ -427,6 +427,7 @@ def main() -> None:
         "--omega", type=float, default=float(np.pi / 4), help="bandpy only: the angle ω of the instance"
     )
     parser.add_argument("--instance-seed", type=int, default=0, help="bandpy only: seed of the instance's arms")
+    parser.add_argument("--alpha", type=float, default=1.0, help="bandpy only: the exploration scale α of both sides")
     parser.add_argument("--measure", choices=("regret", "speed"), default="regret")
     parser.add_argument("--algos", default="mcnb,neuucb-one,club", help=f"comma list of {', '.join(REFERENCE)}")
     parser.add_argument("--rounds", type=int, default=10_000)
@@ -479,6 +480,7 @@ def main() -> None:
                     algorithm,
                     args.rounds,
                     args.seed,
+                    {"alpha": args.alpha},
                 )
             else:
                 result = run_ours(
@@ -551,7 +553,7 @@ def main() -> None:
         setting = BASE.get(algorithm, {})
         if REFERENCE[algorithm][1] == "bandpy":
             parity_bandpy.prepare_instance(args.data_dir / mode, args.omega, args.instance_seed)
-            setting = parity_bandpy.OUR_SETTINGS[algorithm]
+            setting = parity_bandpy.our_settings(algorithm, args.alpha)
         elif algorithm != "eenet":  # EE-Net's instance is the images their run drew, replayed per run
             prepare_pools(pools, args.data_dir, mode)
         params = {
@@ -573,6 +575,8 @@ def main() -> None:
         ]
         if args.reference_deps:
             common += ["--reference-deps", str(args.reference_deps.resolve())]
+        if REFERENCE[algorithm][1] == "bandpy":
+            common += ["--alpha", str(args.alpha)]
         earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else []
 
         def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance

@@ -57,6 +57,13 @@ OUR_SETTINGS = {
     "dynucb": {"alpha": ALPHA, "ridge": 1.0, "n_clusters": INSTANCE["clusters"]},
     "cmlb": {"ridge": 1.0, "sigma": INSTANCE["noise"]},
 }
+# the setting of ours that bandpy's α is: BASS's and DynUCB's α, CMLB's α-LinUCB scale (its bandpy schedule)
+OUR_ALPHA = {"bass": "alpha", "dynucb": "alpha", "cmlb": "ucb_alpha"}
+
+
+def our_settings(algorithm: str, alpha: float = ALPHA) -> dict:
+    """OUR_SETTINGS with bandpy's exploration scale α set on both sides' matching parameter."""
+    return {**OUR_SETTINGS[algorithm], OUR_ALPHA[algorithm]: alpha}
 
 
 def prepare_instance(data_dir: Path, omega: float, seed: int, instance: dict | None = None) -> Path:
