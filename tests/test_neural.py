@@ -1,8 +1,11 @@
 """Neural bandits (issue 5): the shared helper, NeuralUCB, M-CNB and Meta-Ban on the non-linear protocol."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
+from test_parity_mcnb import their_passes
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.neural import (
@@ -149,14 +152,9 @@ def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_netw
     policy.update(view, chosen, 1.0)
 
     model = 2 if algorithm == "neuucb-ind" else 0
-    theta, x = before[model : model + 1].clone(), torch.tensor(arms[chosen : chosen + 1], dtype=torch.float32)
-    for _ in range(500):
-        theta.requires_grad_()
-        loss = (policy.mlp.forward(theta, x[None]) - 1.0).square().sum()
-        (gradient,) = torch.autograd.grad(loss, theta)
-        theta = (theta - 0.05 * gradient).detach()
-        if loss.item() <= 1e-3:
-            break
+    x, r = torch.tensor(arms[chosen : chosen + 1], dtype=torch.float32), torch.tensor([1.0])
+    sgd = functools.partial(torch.optim.SGD, lr=0.05)
+    theta = their_passes(policy.mlp, before[model : model + 1], x, r, [[0]] * 500, 500, sgd)
     torch.testing.assert_close(policy.theta[model], theta[0])
     others = [i for i in range(len(before)) if i != model]
     assert torch.equal(policy.theta[others], before[others])  # only the served user's network trains

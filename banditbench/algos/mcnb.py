@@ -44,12 +44,13 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
+    TrainingLockstep,
     UserLearners,
     check_choice,
     connected_labels,
@@ -222,8 +223,7 @@ class MCNB(Policy):
             members = torch.nonzero(groups[i] & (self.users.mu > 0)).flatten()
             if len(members) == 0:
                 continue
-            rows = torch.cat([history.rows[u, : history.counts[u]] for u in members.tolist()])
-            x, r = history.x[rows], history.r[rows]
+            x, r = history.of(*members.tolist())
             self.Theta = train_passes(
                 self.mlp,
                 self.Theta[None],
@@ -303,9 +303,10 @@ class MCNB(Policy):
             self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
 
     def _train_code(self, user: int) -> None:
-        """``code_training``: Θ on the pooled data (with ``meta_pooled_training``), then u_t's learner alone."""
+        """``code_training``: Θ on the pooled data (with ``meta_pooled_training``), then u_t's learner alone (u_t has
+        just observed, so neither is empty)."""
         history = self.users.history
-        if self.meta_pooled_training and history.size:
+        if self.meta_pooled_training:
             x, r = history.all_rows()
             self.Theta = train_passes(
                 self.mlp,
@@ -319,12 +320,11 @@ class MCNB(Policy):
                 reshuffle=True,
             )[0]
         x, r = history.of(user)
-        if len(r):
-            theta = self.users.theta[user : user + 1]
-            self.users.theta[user] = train_passes(
-                self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=500
-            )[0]
-            self.users.trained_counts[user] = len(r)
+        theta = self.users.theta[user : user + 1]
+        self.users.theta[user] = train_passes(
+            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=500
+        )[0]
+        self.users.trained_counts[user] = len(r)
 
     @classmethod
     def lockstep(cls, policies):
@@ -337,7 +337,7 @@ class MCNB(Policy):
         return connected_labels(self.users.agreement_graph(self.threshold))
 
 
-class MCNBLockstep(Lockstep):
+class MCNBLockstep(TrainingLockstep):
     """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): every member's clustering, meta
     step and UCB in one batched pass each (the user-learners stacked [S, n, p], the meta networks [S, p]), and on a
     training round every member's user-learners trained in one Adam call. With the authors' per-arm switches
@@ -409,17 +409,12 @@ class MCNBLockstep(Lockstep):
 
     def update(self, views, chosen, rewards):
         t0 = time.perf_counter()
-        policies = self.policies
-        for policy, view, reward in zip(policies, views, rewards):
-            policy._observe(view, reward)
-        if is_training_round(views[0].t, policies[0].schedule):
-            if policies[0].code_training:  # the authors' single-sample loops, member by member
-                for policy, view in zip(policies, views):
-                    policy._train_code(view.user)
-            else:
-                train_learners([policy.users for policy in policies], [None] * len(policies))
-                for policy in policies:
-                    policy._train_meta()
-        seconds = (time.perf_counter() - t0) / len(policies)
-        for policy in policies:
+        super().update(views, chosen, rewards)
+        seconds = (time.perf_counter() - t0) / len(self.policies)
+        for policy in self.policies:
             policy.last_timings["user_training"] = seconds
+
+    def train_together(self, views) -> None:
+        train_learners([policy.users for policy in self.policies], [None] * len(self.policies))
+        for policy in self.policies:
+            policy._train_meta()

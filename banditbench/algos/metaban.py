@@ -43,12 +43,13 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
+    TrainingLockstep,
     UserLearners,
     check_choice,
     connected_labels,
@@ -168,10 +169,8 @@ class MetaBan(Policy):
 
     def _train_meta_code(self, group: torch.Tensor) -> torch.Tensor:
         """``code_training``'s meta network: Θ trained on the pooled histories of the (last arm's) group's members."""
-        history = self.users.history
-        rows = torch.cat([history.rows[u, : history.counts[u]] for u in torch.nonzero(group).flatten().tolist()])
-        if len(rows):
-            x, r = history.x[rows], history.r[rows]
+        x, r = self.users.history.of(*torch.nonzero(group).flatten().tolist())
+        if len(r):
             self.Theta = train_passes(
                 self.mlp, self.Theta[None], x, r, self.generator, lr=self.eta2, optimiser="adam", max_steps=1000
             )[0]
@@ -199,11 +198,11 @@ class MetaBan(Policy):
         self._observe(view, reward)
         if is_training_round(view.t, self.schedule):
             if self.code_training:
-                self._train_user_code(view.user)
+                self._train_code(view.user)
             else:
                 self.users.train(start=self._user_start())
 
-    def _train_user_code(self, user: int) -> None:
+    def _train_code(self, user: int) -> None:
         """``code_training``'s user-learner: u_t's alone, from its Alg. 3 start, on its own history."""
         x, r = self.users.history.of(user)
         start = self._user_start()
@@ -236,18 +235,9 @@ class MetaBan(Policy):
         return connected_labels(self.users.agreement_graph(self.threshold))
 
 
-class MetaBanLockstep(Lockstep):
+class MetaBanLockstep(TrainingLockstep):
     """Meta-Ban's members in lockstep (seeds, and grid cells of γ, ν, α, λ and η₂): on a training round every
     member's user-learners train in one Adam call; the rest stays each member's own."""
 
-    def update(self, views, chosen, rewards):
-        policies = self.policies
-        for policy, view, reward in zip(policies, views, rewards):
-            policy._observe(view, reward)
-        if not is_training_round(views[0].t, policies[0].schedule):
-            return
-        if policies[0].code_training:  # the authors' single-sample loop, member by member
-            for policy, view in zip(policies, views):
-                policy._train_user_code(view.user)
-        else:
-            train_learners([policy.users for policy in policies], [policy._user_start() for policy in policies])
+    def train_together(self, views) -> None:
+        train_learners([policy.users for policy in self.policies], [policy._user_start() for policy in self.policies])

@@ -21,6 +21,7 @@ from torch.func import grad, vmap
 
 from banditbench.algos import domains as d
 from banditbench.algos.adam import Adam
+from banditbench.algos.base import Lockstep
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -338,9 +339,9 @@ class History:
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x[: self.size], self.r[: self.size]
 
-    def of(self, user: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """One user's samples in the order they came, x [n_u, d] and r [n_u]."""
-        rows = self.rows[user, : self.counts[user]]
+    def of(self, *users: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The samples of these users' histories pooled, each user's in the order they came: x [n, d], r [n]."""
+        rows = torch.cat([self.rows[u, : self.counts[u]] for u in users])
         return self.x[rows], self.r[rows]
 
 
@@ -569,6 +570,27 @@ def train_learners(learners: list[UserLearners], starts: list, users: torch.Tens
     for learner, job, theta in zip(learners, jobs, train_jobs(learners[0].mlp, jobs, lr=learners[0].lr)):
         if job is not None:
             learner.trained(job, theta)
+
+
+class TrainingLockstep(Lockstep):
+    """The update of neural policies in lockstep: every member records its feedback (``_observe``); then, on a
+    scheduled round, the members train together (``train_together``), or with ``code_training`` one by one by the
+    authors' single-sample loop (``_train_code``)."""
+
+    def update(self, views, chosen, rewards):
+        policies = self.policies
+        for policy, view, reward in zip(policies, views, rewards):
+            policy._observe(view, reward)
+        if not is_training_round(views[0].t, policies[0].schedule):
+            return
+        if policies[0].code_training:
+            for policy, view in zip(policies, views):
+                policy._train_code(view.user)
+        else:
+            self.train_together(views)
+
+    def train_together(self, views) -> None:
+        raise NotImplementedError
 
 
 def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:

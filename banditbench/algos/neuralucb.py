@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
@@ -39,6 +39,7 @@ from banditbench.algos.neural import (
     FullCovariance,
     History,
     TrainingJob,
+    TrainingLockstep,
     check_choice,
     is_training_round,
     resolve_device,
@@ -167,7 +168,7 @@ class NeuralUCB(Policy):
 
     def _train(self, user: int) -> None:
         if self.code_training:
-            self._train_passes(user)
+            self._train_code(user)
             return
         job = self._training_job(user)
         if job is not None:
@@ -186,7 +187,7 @@ class NeuralUCB(Policy):
         rows = self.history.minibatch_rows(models, self.batch_size, self.generator, self.train_steps)
         return TrainingJob(self.theta[models], rows, self.history, anchor=(scale, self.theta0[models]), models=models)
 
-    def _train_passes(self, user: int) -> None:
+    def _train_code(self, user: int) -> None:
         """The authors' loop (``code_training``) on the served user's network."""
         model = self._model(user)
         x, r = self.history.of(model)
@@ -208,7 +209,7 @@ class NeuralUCB(Policy):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
 
 
-class NeuralUCBLockstep(Lockstep):
+class NeuralUCBLockstep(TrainingLockstep):
     """NeuralUCB's members in lockstep (seeds, and grid cells of ν and λ): every member's arms scored by one forward
     and backward pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only)
     every member's networks trained by one Adam call. Each member keeps its own Z, history and generator, so the
@@ -238,16 +239,8 @@ class NeuralUCBLockstep(Lockstep):
             policy._g_chosen, policy._x = gradients[i], x[i, arm]
         return chosen.tolist()
 
-    def update(self, views, chosen, rewards):
+    def train_together(self, views) -> None:
         policies = self.policies
-        for policy, view, reward in zip(policies, views, rewards):
-            policy._observe(view, reward)
-        if not is_training_round(views[0].t, policies[0].schedule):
-            return
-        if policies[0].code_training:  # the authors' single-sample loop, member by member
-            for policy, view in zip(policies, views):
-                policy._train(view.user)
-            return
         jobs = [policy._training_job(view.user) for policy, view in zip(policies, views)]
         for policy, job, theta in zip(policies, jobs, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
             if job is not None:
