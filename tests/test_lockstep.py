@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
+from banditbench.algos.ridge import RidgeStats, stack
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
 from banditbench.runner.unit import Unit, run_group, run_unit
@@ -26,6 +27,7 @@ LOCKSTEP = {
     "neurallinear": {"alpha": 1.0},
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
+    "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -33,6 +35,8 @@ OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
+    ("club", {"alpha2": 0.1}, 150),  # many edges cut and components split within 150 rounds
+    ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
 ]
 
 
@@ -93,6 +97,28 @@ def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
         torch.testing.assert_close(trained, train_jobs(mlp, [job], lr=0.01)[0], rtol=1e-5, atol=1e-6)
 
 
+def test_stacked_ridge_statistics_update_and_score_as_each_member_alone():
+    rng = np.random.default_rng(0)
+    alone = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
+    together = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
+    stacked = stack(together)
+    for _ in range(30):
+        learners, x, reward = rng.integers(5, size=3), rng.normal(size=(3, 3)), rng.normal(size=3)
+        for s, member in enumerate(alone):
+            member.update(learners[s], x[s], reward[s])
+        stacked.update_each(learners, x, reward)
+    arms, alpha = rng.normal(size=(3, 4, 3)), np.array([0.1, 1.0, 2.0])
+    for reference in (False, True):
+        scores = stacked.cluster_ucb_each(np.array([0, 1, 2]), arms, alpha, 7, reference)
+        for s, member in enumerate(alone):
+            np.testing.assert_allclose(scores[s], member.cluster_ucb(s, arms[s], alpha[s], 7, reference), rtol=1e-12)
+    for member, view in zip(alone, together):  # each member's arrays are views of the stack
+        for name in ("A_inv", "gram", "b", "theta", "logdet"):
+            np.testing.assert_allclose(getattr(view, name), getattr(member, name), rtol=1e-12, atol=1e-14)
+        assert np.array_equal(view.count, member.count)
+    assert np.shares_memory(together[1].A_inv, stacked.A_inv)
+
+
 class CrashingCheckpoints(Checkpoints):
     """Stops the group after its second round of saves, as a kill would."""
 
@@ -105,8 +131,9 @@ class CrashingCheckpoints(Checkpoints):
             raise KeyboardInterrupt
 
 
-def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path):
-    group = units("neuucb-one", 3, rounds=100)
+@pytest.mark.parametrize("algorithm,params", [("neuucb-one", {}), ("club", {"alpha2": 0.1})])
+def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path, algorithm, params):
+    group = units(algorithm, 3, rounds=100, params=params)
     uninterrupted = run_group(group, dataset)
     with pytest.raises(KeyboardInterrupt):
         run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 30))

@@ -64,6 +64,7 @@ register(
     paper="Gentile, Li & Zappella, ICML 2014",
     role="baseline",
     description="user graph, edges cut by the parameter-distance test, clusters = connected components",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "sclub",

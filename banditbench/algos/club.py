@@ -26,12 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
 class CLUB(Policy):
+    lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,
@@ -91,10 +92,18 @@ class CLUB(Policy):
         distance = distances(users.theta[neighbours], users.theta[i])
         cut = neighbours[distance > self.cb[i] + self.cb[neighbours]]
         if cut.size:
-            self.graph[i, cut] = self.graph[cut, i] = False
-            # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
-            if not (self.graph[cut] & self.graph[i]).any(axis=1).all():
-                self._split(np.flatnonzero(self.label == self.label[i]))
+            self._cut(i, cut)
+
+    def _cut(self, i: int, cut: np.ndarray) -> None:
+        """Delete the edges (i, j) for j in ``cut``, and re-examine i's component if they may have split it."""
+        self.graph[i, cut] = self.graph[cut, i] = False
+        # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
+        if not (self.graph[cut] & self.graph[i]).any(axis=1).all():
+            self._split(np.flatnonzero(self.label == self.label[i]))
+
+    @classmethod
+    def lockstep(cls, policies):
+        return CLUBLockstep(policies)
 
     def _split(self, members: np.ndarray) -> None:
         """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""
@@ -116,3 +125,57 @@ class CLUB(Policy):
 
     def sharing_graph(self):
         return self.graph  # BASS scores CLUB's F1 on its edge graph (BASS §7, App. R)
+
+
+class CLUBLockstep(Lockstep):
+    """CLUB's members in lockstep (seeds, and grid cells of α, α₂ and λ): their user and cluster statistics, labels,
+    CB̃ and graphs stacked on a leading member axis (each member's arrays are views of the stacks), so a round's
+    scores, Sherman–Morrison updates and edge tests are one numpy call each for the whole group. Only the members
+    that cut an edge continue alone, through their own ``_cut``."""
+
+    def __init__(self, policies: list[CLUB]):
+        super().__init__(policies)
+        first = policies[0]
+        self.users = stack([policy.users for policy in policies])
+        self.clusters = stack([policy.clusters_ for policy in policies])
+        for name in ("cb", "graph", "label"):
+            setattr(self, name, np.stack([getattr(policy, name) for policy in policies]))
+            for policy, view in zip(policies, getattr(self, name)):
+                setattr(policy, name, view)
+        self.alpha = np.array([policy.alpha for policy in policies])
+        self.alpha2 = np.array([policy.alpha2 for policy in policies])
+        self.members = np.arange(len(policies))
+        self.confidence, self.reference_ucb, self.served_pairs_only = (
+            first.confidence,
+            first.reference_ucb,
+            first.served_pairs_only,
+        )
+
+    def select(self, views, budgets):
+        arms = np.stack([view.arms[:] for view in views])
+        served = np.array([view.user for view in views])
+        learners = self.label[self.members, served]
+        scores = self.clusters.cluster_ucb_each(learners, arms, self.alpha, views[0].t, self.reference_ucb)
+        return scores.argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        members, users = self.members, self.users
+        served = np.array([view.user for view in views])
+        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
+        reward = np.asarray(rewards, dtype=float)
+        users.update_each(served, x, reward)
+        self.clusters.update_each(self.label[members, served], x, reward)
+        count = users.count[members, served]
+        self.cb[members, served] = self.alpha2 * self.confidence.upto(int(count.max()))[count]
+        neighbour = self.graph[members, served]  # [S, n]
+        if self.served_pairs_only:
+            neighbour &= users.count > 0
+        member, j = np.nonzero(neighbour)  # every member's neighbours, one flat list
+        i = served[member]
+        distance = distances(users.theta[member, j], users.theta[member, i])
+        cut = distance > self.cb[member, i] + self.cb[member, j]
+        if cut.any():
+            member, j = member[cut], j[cut]
+            starts = np.flatnonzero(np.diff(member, prepend=-1))  # nonzero lists each member's cuts together
+            for s, cuts in zip(member[starts], np.split(j, starts[1:])):
+                self.policies[s]._cut(int(served[s]), cuts)

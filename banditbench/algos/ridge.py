@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+ARRAYS = ("A_inv", "gram", "b", "theta", "count", "logdet")  # a RidgeStats' arrays (None where not kept)
+
 
 def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True) -> int:
     """The float64 d×d matrices of ``RidgeStats(n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums are kept."""
@@ -65,6 +67,23 @@ class RidgeStats:
         if self.logdet is not None:
             self.logdet[learners] += np.log1p(quad)
 
+    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray) -> None:
+        """On statistics with a leading member axis (``stack``): member s adds the sample (x[s], reward[s]) to its
+        learner learners[s], all members in one batched Sherman–Morrison update."""
+        at = np.arange(len(learners)), learners
+        A_inv, theta = self.A_inv[at], self.theta[at]
+        A_inv_x = np.einsum("sij,sj->si", A_inv, x)
+        quad = np.add.reduce(A_inv_x * x, axis=1)
+        gain = A_inv_x / (1.0 + quad)[:, None]
+        self.theta[at] = theta + gain * (reward - np.add.reduce(theta * x, axis=1))[:, None]
+        self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
+        self.count[at] += 1
+        if self.gram is not None:
+            self.gram[at] += x[:, :, None] * x[:, None, :]
+            self.b[at] += reward[:, None] * x
+        if self.logdet is not None:
+            self.logdet[at] += np.log1p(quad)
+
     def assign(self, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set a learner's statistics from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
         A = self.ridge * np.eye(len(b)) + gram
@@ -85,7 +104,7 @@ class RidgeStats:
         """Add ``n_learners`` fresh learners (A = λI, nothing seen) at the end, for policies whose number of
         groups is not bounded in advance (COFIBA's user clusters of every item cluster)."""
         fresh = RidgeStats(n_learners, self.theta.shape[1], self.ridge, self.gram is not None, self.logdet is not None)
-        for name in ("A_inv", "gram", "b", "theta", "count", "logdet"):
+        for name in ARRAYS:
             if getattr(self, name) is not None:
                 setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
 
@@ -100,9 +119,35 @@ class RidgeStats:
             return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t)
         return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
 
+    def cluster_ucb_each(self, learners, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
+        """``cluster_ucb`` on stacked statistics (``stack``): member s scores its arms ``arms[s]`` [S, K, d] from its
+        learner ``learners[s]`` with its α ``alpha[s]``."""
+        at = np.arange(len(learners)), learners
+        quad = np.einsum("skd,skd->sk", np.einsum("skd,sde->ske", arms, self.A_inv[at]), arms)
+        means = np.einsum("skd,sd->sk", arms, self.theta[at])
+        if reference_code:
+            return means + reference_beta(self.count[at], self.theta.shape[-1], t)[:, None] * quad
+        return means + alpha[:, None] * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2))
+
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
         return np.sqrt(np.maximum(quadratic_forms(self.A_inv[learner], arms), 0.0))
+
+
+def stack(members: list[RidgeStats]) -> RidgeStats:
+    """The members' statistics as one RidgeStats whose arrays carry a leading member axis ([S, n, d, d], …), for a
+    lockstep group's batched updates (``update_each``). Each member's arrays become views of the stack, so its own
+    methods (``assign``, ``pool``) and its checkpoints read and write the same numbers."""
+    stacked = object.__new__(RidgeStats)
+    stacked.ridge = np.array([member.ridge for member in members])
+    for name in ARRAYS:
+        if getattr(members[0], name) is None:
+            setattr(stacked, name, None)
+            continue
+        setattr(stacked, name, np.stack([getattr(member, name) for member in members]))
+        for member, view in zip(members, getattr(stacked, name)):
+            setattr(member, name, view)
+    return stacked
 
 
 def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
@@ -157,7 +202,10 @@ def log_ucb_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha
 def reference_code_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int) -> np.ndarray:
     """The UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code (quirk): xᵀθ + β(N, t)·xᵀA⁻¹x, *no* square
     root, β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 with t the 0-based round, so NaN at t = 0 (arm 0 played)."""
-    dim = len(theta)
+    return arms @ theta + reference_beta(count, len(theta), t) * quadratic_forms(A_inv, arms)
+
+
+def reference_beta(count, dim: int, t: int):
+    """β(N, t) = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 of ``reference_code_scores`` (NaN at t = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        beta = np.sqrt(dim * np.log(1 + count / dim) + 4 * np.log(t) + np.log(2)) + 1
-        return arms @ theta + beta * quadratic_forms(A_inv, arms)
+        return np.sqrt(dim * np.log(1 + count / dim) + 4 * np.log(t) + np.log(2)) + 1
