@@ -158,8 +158,14 @@ class NeuralLinear(Policy):
         self._rebuild()
 
     def _refit(self, u: int) -> None:
-        self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
-        self._cut_edges(u)
+        if self._has_neighbours(u):
+            self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
+            self._cut_edges(u)
+
+    def _has_neighbours(self, u: int) -> bool:
+        """Whether u still has an edge. w_u is read only by the edge test, on u's edges, and CLUB never adds an
+        edge back, so a user without edges never needs w_u again: its solve is skipped (the choices are the same)."""
+        return self.graph[u].sum() > 1  # the row holds u's own loop
 
     @classmethod
     def lockstep(cls, policies):
@@ -179,7 +185,8 @@ class NeuralLinear(Policy):
             if len(rows):
                 self.A[u].addmm_(rows.T, rows)
         self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
-        self.w = torch.linalg.solve(self.A, self.b)
+        linked = torch.from_numpy(self.graph.sum(1) > 1).to(self.device)  # users whose w the edge test still reads
+        self.w[linked] = torch.linalg.solve(self.A[linked], self.b[linked])
         self._component_A = self._component_b = None
 
     def _cut_edges(self, u: int) -> None:
@@ -238,8 +245,10 @@ class NeuralLinearLockstep(Lockstep):
             jobs = [policy._training_job() for policy in policies]
             for policy, theta in zip(policies, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
                 policy._trained(theta)
-        A = torch.stack([policy.A[view.user] for policy, view in zip(policies, views)])
-        b = torch.stack([policy.b[view.user] for policy, view in zip(policies, views)])
-        for policy, view, w in zip(policies, views, torch.linalg.solve(A, b)):
-            policy.w[view.user] = w
-            policy._cut_edges(view.user)
+        linked = [(policy, view.user) for policy, view in zip(policies, views) if policy._has_neighbours(view.user)]
+        if linked:
+            A = torch.stack([policy.A[u] for policy, u in linked])
+            b = torch.stack([policy.b[u] for policy, u in linked])
+            for (policy, u), w in zip(linked, torch.linalg.solve(A, b)):
+                policy.w[u] = w
+                policy._cut_edges(u)
