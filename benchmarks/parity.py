@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure regret
         [--algos mcnb,neuucb-one,club] [--rounds 10000] [--runs 10] [--variant default,code,custom]
         [--ours-params '{"share_with_cluster": false}'] [--out FILE.json]
-    .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure speed [--runs 3] ...
+    .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure speed [--runs 3] [--lockstep S] ...
 
 REF is a local checkout of the authors' repository: banyikun/MCNB at cf79294 (M-CNB, CLUB, LOCB, SCLUB, COFIBA,
 NeuUCB-ONE, NeuUCB-IND; their ``load_movielen_dif_user`` loader: 100 K-means groups, [item, rater] contexts) or
@@ -33,7 +33,8 @@ inside ±6 %.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
 "steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
-CPU-seconds per 1000 rounds of the loop, and the ratio ours / theirs.
+CPU-seconds per 1000 rounds of the loop, and the ratio ours / theirs. ``--lockstep S`` runs S seeds of ours as one
+lockstep group (the ``lockstep`` engine's batched path) and gives its rates per seed-round.
 
 ``--variant`` names the configurations of ours to run against the same runs of theirs: ``default`` (the paper's
 behaviour), ``code`` (the switches of ours that reproduce their code, CODE below), ``custom`` (the defaults updated
@@ -280,31 +281,44 @@ def prepare_pools(pools: Path, data_dir: Path, mode: str) -> str:
 
 
 def run_ours(
-    data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int, protocol: str = "recommendation"
+    data_dir: Path,
+    name: str,
+    algorithm: str,
+    params: dict,
+    rounds: int,
+    seed: int,
+    protocol: str = "recommendation",
+    members: int = 1,
 ) -> dict:
+    """One unit of ours, or with ``members`` > 1 that many seeds (seed, seed + 1, …) as one lockstep group, whose
+    times are then given per seed (the regret is the first seed's)."""
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from banditbench.algos import ALGORITHMS
     from banditbench.data import load_dataset
-    from banditbench.runner import Unit, run_unit
+    from banditbench.runner import Unit
     from banditbench.runner.executors import limit_threads
+    from banditbench.runner.unit import run_group
 
     limit_threads()
     dataset = load_dataset(data_dir, name)
-    unit = Unit(name, protocol, algorithm, {**ALGORITHMS[algorithm].defaults(), **params}, 0, seed, rounds, None)
+    every = {**ALGORITHMS[algorithm].defaults(), **params}
+    units = [Unit(name, protocol, algorithm, every, 0, seed + i, rounds, None) for i in range(members)]
     cpu_start = time.process_time()
-    result = run_unit(unit, dataset)
+    result = run_group(units, dataset)[0]
     cpu = time.process_time() - cpu_start
     end = time.perf_counter()
     regret = np.cumsum(result.outcome.column("regret").to_numpy())
+    # a member's select and update seconds are its equal share of the group's
     seconds = result.timing.column("select_seconds").to_numpy() + result.timing.column("update_seconds").to_numpy()
     # the environment's share of the loop, spread evenly, so "steady" covers the same work as theirs
-    env_per_round = max(result.wall_seconds - seconds.sum(), 0.0) / rounds
+    env_per_round = max(result.wall_seconds / members - seconds.sum(), 0.0) / rounds
     steady = seconds[rounds // 2 :].sum() + env_per_round * (rounds - rounds // 2)
     return {
         "regret": regret.tolist(),
-        "loop_seconds": result.wall_seconds,
-        "cpu_seconds": cpu,
+        "members": members,
+        "loop_seconds": result.wall_seconds / members,
+        "cpu_seconds": cpu / members,
         "steady_seconds": steady,
         "process_seconds": end - start,
     }
@@ -390,7 +404,7 @@ def summarise_speed(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
         half = rounds - rounds // 2
         return {
             "steady_rounds_per_s": float(np.median([half / r["steady_seconds"] for r in runs])),
-            "cold_rounds_per_s": float(np.median([rounds / r["cold_seconds"] for r in runs])),
+            "cold_rounds_per_s": float(np.median([rounds * r.get("members", 1) / r["cold_seconds"] for r in runs])),
             "cpu_s_per_1000": float(np.median([1000 * r["cpu_seconds"] / rounds for r in runs])),
         }
 
@@ -460,6 +474,12 @@ def main() -> None:
         "--rounds: take their runs' figures from it instead of running their code again (runs beyond those it "
         "holds are run)",
     )
+    parser.add_argument(
+        "--lockstep",
+        type=int,
+        default=1,
+        help="speed only: ours runs this many seeds as one lockstep group, and its rates are per seed-round",
+    )
     parser.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
@@ -491,6 +511,7 @@ def main() -> None:
                     args.rounds,
                     args.seed,
                     "linear",
+                    args.lockstep,
                 )
         elif algorithm == "eenet":
             import parity_eenet
@@ -503,7 +524,9 @@ def main() -> None:
                 folder = Path(tempfile.mkdtemp(prefix="parity-eenet-"))
                 name = parity_eenet.replay_dataset(args.pools.resolve(), json.loads(args.order.read_text()), folder)
                 params = json.loads(args.params)
-                result = run_ours(folder, name, algorithm, params, args.rounds, args.seed, "classification")
+                result = run_ours(
+                    folder, name, algorithm, params, args.rounds, args.seed, "classification", args.lockstep
+                )
         elif args.worker == "theirs":
             result = run_reference(
                 args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
@@ -516,6 +539,7 @@ def main() -> None:
                 json.loads(args.params),
                 args.rounds,
                 args.seed,
+                members=args.lockstep,
             )
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         args.answer.write_text(json.dumps(result))
@@ -529,6 +553,8 @@ def main() -> None:
     unknown = [a for a in algos if a not in REFERENCE]
     if args.measure == "speed" and args.jobs != 1:
         parser.error("--measure speed times one pair at a time; drop --jobs")
+    if args.lockstep < 1 or (args.lockstep > 1 and args.measure != "speed"):
+        parser.error("--lockstep takes a positive number of seeds, and only with --measure speed")
     if unknown or args.rounds < 10 or args.runs < 1 or args.jobs < 1:
         parser.error(f"unknown --algos {unknown} (choose from {', '.join(REFERENCE)}), or --rounds < 10 or --runs < 1")
     for algorithm in algos:
@@ -588,6 +614,7 @@ def main() -> None:
             for v in variants:
                 answers[v] = spawn(
                     ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
+                    + ["--lockstep", str(args.lockstep)]
                     + (["--order", str(order)] if algorithm == "eenet" else [])
                 )
                 line += f"  ours[{v}] {answers[v]['regret'][-1]:.0f} ({answers[v]['loop_seconds']:.1f} s)"

@@ -28,6 +28,7 @@ LOCKSTEP = {
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
+    "dynucb": {"alpha": 0.5, "ridge": 0.5},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -37,6 +38,7 @@ OTHER_PATHS = [
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
     ("club", {"alpha2": 0.1}, 150),  # many edges cut and components split within 150 rounds
     ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
+    ("dynucb", {"reference_ucb": True, "centroid": "mean", "refresh_on_move": True, "bandpy_clock": True}, 150),
 ]
 
 

@@ -93,6 +93,7 @@ register(
     paper="Nguyen & Lauw, CIKM 2014",
     role="baseline",
     description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "bass",

@@ -23,14 +23,25 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, distances, log_ucb_scores, quadratic_forms, ucb_round
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import (
+    RidgeStats,
+    distances,
+    log_ucb_scores,
+    log_ucb_scores_each,
+    means_each,
+    quadratic_forms,
+    quadratic_forms_each,
+    stack,
+    ucb_round,
+)
 from banditbench.errors import UserError
 
 CENTROIDS = ("ridge", "mean")
 
 
 class DynUCB(Policy):
+    lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {
         "n_clusters": d.COUNT,
         "alpha": d.NON_NEGATIVE,
@@ -83,24 +94,80 @@ class DynUCB(Policy):
         self.users.update(u, x, reward)
         if not self.refresh_on_move:
             self.groups.update(old, x, reward)
+        new = int(distances(self._centres(), self.users.theta[u]).argmin())
+        if new != old:
+            self._move(u, old, new)
+
+    def _centres(self) -> np.ndarray:
+        """θ_c of every cluster [K, d]: its ridge estimate, or the mean of its members' θ_u."""
         if self.centroid == "ridge":
-            centres = self.groups.theta
-        else:
-            sums = np.zeros_like(self.groups.theta)
-            np.add.at(sums, self.label, self.users.theta)
-            centres = sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
-        new = int(distances(centres, self.users.theta[u]).argmin())
-        if new != old and self.refresh_on_move:  # both clusters rebuilt from their members' current statistics
-            self.label[u] = new
+            return self.groups.theta
+        sums = np.zeros_like(self.groups.theta)
+        np.add.at(sums, self.label, self.users.theta)
+        return sums / np.maximum(np.bincount(self.label, minlength=len(sums)), 1)[:, None]
+
+    def _move(self, u: int, old: int, new: int) -> None:
+        self.label[u] = new
+        if self.refresh_on_move:  # both clusters rebuilt from their members' current statistics
             for c in (old, new):
                 self.groups.assign(c, *self.users.pool(np.flatnonzero(self.label == c)))
-        elif new != old:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
-            self.label[u] = new
+        else:  # the user's samples move with it: one subtraction, one addition (O(d³), not O(members))
             g, users = self.groups, self.users
             for c, sign in ((old, -1), (new, 1)):
                 g.assign(
                     c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u]
                 )
 
+    @classmethod
+    def lockstep(cls, policies):
+        return DynUCBLockstep(policies)
+
     def clusters(self):
         return self.label
+
+
+class DynUCBLockstep(Lockstep):
+    """DynUCB's members in lockstep (seeds, and grid cells of α and λ): their user and cluster statistics and labels
+    stacked on a leading member axis (each member's arrays are views of the stacks), so a round's scores,
+    Sherman–Morrison updates and nearest-cluster searches are one numpy call each for the whole group. Only the
+    members whose user changes cluster continue alone, through their own ``_move``."""
+
+    def __init__(self, policies: list[DynUCB]):
+        super().__init__(policies)
+        first = policies[0]
+        self.users = stack([policy.users for policy in policies])
+        self.groups = stack([policy.groups for policy in policies])
+        self.label = np.stack([policy.label for policy in policies])
+        for policy, view in zip(policies, self.label):
+            policy.label = view
+        self.alpha = np.array([policy.alpha for policy in policies])
+        self.members = np.arange(len(policies))
+        self.first = first
+
+    def select(self, views, budgets):
+        arms = np.stack([view.arms[:] for view in views])
+        at = self.members, self.label[self.members, [view.user for view in views]]
+        theta, A_inv, first = self.groups.theta[at], self.groups.A_inv[at], self.first
+        if first.reference_ucb:
+            scores = means_each(theta, arms) + self.alpha[:, None] * quadratic_forms_each(A_inv, arms)
+        else:
+            scores = log_ucb_scores_each(theta, A_inv, arms, self.alpha, ucb_round(views[0].t, first.bandpy_clock))
+        return scores.argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        members, first = self.members, self.first
+        served = np.array([view.user for view in views])
+        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
+        reward = np.asarray(rewards, dtype=float)
+        old = self.label[members, served]
+        self.users.update_each(served, x, reward)
+        if not first.refresh_on_move:
+            self.groups.update_each(old, x, reward)
+        if first.centroid == "ridge":
+            centres = self.groups.theta  # [S, K, d]
+        else:
+            centres = np.stack([policy._centres() for policy in self.policies])
+        difference = centres - self.users.theta[members, served][:, None]
+        new = np.sqrt(np.add.reduce(difference * difference, axis=2)).argmin(axis=1)
+        for s in np.flatnonzero(new != old):
+            self.policies[s]._move(int(served[s]), int(old[s]), int(new[s]))

@@ -123,11 +123,11 @@ class RidgeStats:
         """``cluster_ucb`` on stacked statistics (``stack``): member s scores its arms ``arms[s]`` [S, K, d] from its
         learner ``learners[s]`` with its α ``alpha[s]``."""
         at = np.arange(len(learners)), learners
-        quad = np.einsum("skd,skd->sk", np.einsum("skd,sde->ske", arms, self.A_inv[at]), arms)
-        means = np.einsum("skd,sd->sk", arms, self.theta[at])
+        theta, A_inv = self.theta[at], self.A_inv[at]
         if reference_code:
-            return means + reference_beta(self.count[at], self.theta.shape[-1], t)[:, None] * quad
-        return means + alpha[:, None] * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2))
+            beta = reference_beta(self.count[at], theta.shape[1], t)
+            return means_each(theta, arms) + beta[:, None] * quadratic_forms_each(A_inv, arms)
+        return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
@@ -185,6 +185,22 @@ def distances(points: np.ndarray, centre: np.ndarray) -> np.ndarray:
     without its per-call overhead."""
     difference = points - centre
     return np.sqrt(np.add.reduce(difference * difference, axis=1))
+
+
+def quadratic_forms_each(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """``quadratic_forms`` of S members at once: A⁻¹ [S, d, d], arms [S, K, d] → [S, K]."""
+    return np.einsum("skd,skd->sk", np.einsum("skd,sde->ske", arms, A_inv), arms)
+
+
+def means_each(theta: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """xᵀθ of S members at once: θ [S, d], arms [S, K, d] → [S, K]."""
+    return np.einsum("skd,sd->sk", arms, theta)
+
+
+def log_ucb_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: np.ndarray, t: int):
+    """``log_ucb_scores`` of S members at once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], α [S]) → [S, K]."""
+    width = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0) * np.log(t + 1))
+    return means_each(theta, arms) + alpha[:, None] * width
 
 
 def ucb_round(t: int, bandpy_clock: bool = False) -> int:
