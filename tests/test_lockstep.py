@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
+from banditbench.envs.round import RoundView
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
 from banditbench.runner.unit import Unit, run_group, run_unit
@@ -29,6 +31,7 @@ LOCKSTEP = {
     "metaban": {"alpha": 0.5},
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
+    "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -39,6 +42,7 @@ OTHER_PATHS = [
     ("club", {"alpha2": 0.1}, 150),  # many edges cut and components split within 150 rounds
     ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
     ("dynucb", {"reference_ucb": True, "centroid": "mean", "refresh_on_move": True, "bandpy_clock": True}, 150),
+    ("locb", {"reference_ucb": True, "num_seeds": 5}, 150),
 ]
 
 
@@ -72,6 +76,14 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
+@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb"])
+def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
+    # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
+    group = units(algorithm, 2, 150, params={"alpha": 0.3}) + units(algorithm, 2, 150, params={"ridge": 2.0})
+    for unit, result in zip(group, run_group(group, dataset)):
+        assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+
+
 def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
     generator = torch.Generator().manual_seed(0)
     mlp = MLP(10)
@@ -99,7 +111,7 @@ def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
         torch.testing.assert_close(trained, train_jobs(mlp, [job], lr=0.01)[0], rtol=1e-5, atol=1e-6)
 
 
-def test_stacked_ridge_statistics_update_and_score_as_each_member_alone():
+def test_stacked_ridge_statistics_update_and_score_bit_for_bit_as_each_member_alone():
     rng = np.random.default_rng(0)
     alone = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
     together = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
@@ -113,12 +125,25 @@ def test_stacked_ridge_statistics_update_and_score_as_each_member_alone():
     for reference in (False, True):
         scores = stacked.cluster_ucb_each(np.array([0, 1, 2]), arms, alpha, 7, reference)
         for s, member in enumerate(alone):
-            np.testing.assert_allclose(scores[s], member.cluster_ucb(s, arms[s], alpha[s], 7, reference), rtol=1e-12)
+            assert np.array_equal(scores[s], member.cluster_ucb(s, arms[s], alpha[s], 7, reference))
     for member, view in zip(alone, together):  # each member's arrays are views of the stack
-        for name in ("A_inv", "gram", "b", "theta", "logdet"):
-            np.testing.assert_allclose(getattr(view, name), getattr(member, name), rtol=1e-12, atol=1e-14)
-        assert np.array_equal(view.count, member.count)
+        for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
+            assert np.array_equal(getattr(view, name), getattr(member, name)), name
     assert np.shares_memory(together[1].A_inv, stacked.A_inv)
+
+
+def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_statistics():
+    rng = np.random.default_rng(1)
+    policies = [LOCB(n_users=6, n_arms=4, dim=3, seed=np.random.SeedSequence(s), num_seeds=3) for s in range(3)]
+    for t in range(40):  # each member learns from different rounds
+        for policy in policies:
+            view = RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3)))
+            policy.update(view, int(rng.integers(4)), float(rng.normal()))
+    for policy in policies[1:]:
+        policy.member[:, 2] = False  # user 2 has left every cluster of members 1 and 2
+    views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in policies]
+    alone = [policy.select(view, None) for policy, view in zip(policies, views)]
+    assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
 
 
 class CrashingCheckpoints(Checkpoints):

@@ -86,6 +86,7 @@ register(
     paper="Ban & He, NeurIPS 2021",
     role="baseline",
     description="overlapping local clusters grown around random seed users",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "dynucb",

@@ -19,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, cluster_ucb_rows, distances, ridge_bytes, stack
 
 
 class LOCB(Policy):
+    lockstep_params = ("alpha", "ridge", "gamma")  # per member: its exploration, ridge and stopping scale
     domains = {
         "num_seeds": d.COUNT,
         "gamma": d.NON_NEGATIVE,
@@ -57,20 +58,21 @@ class LOCB(Policy):
     def state_bytes(cls, *, n_users, n_arms, dim, **params):
         return ridge_bytes(n_users + 1, dim)  # users and at least one seed's local cluster (the distinct seeds drawn)
 
-    def _scores(self, stats, k, arms, t):
-        return stats.cluster_ucb(k, arms, self.alpha, t, self.reference_ucb)
-
     def select(self, view, budget):
         arms, i = view.arms[:], view.user
         holding = np.flatnonzero(self.member[:, i])
         if holding.size == 0:
-            return int(self._scores(self.users, i, arms, view.t).argmax())
-        local = self.local
-        if self.reference_ucb:
-            scores = np.stack([self._scores(local, s, arms, view.t) for s in holding])
-        else:  # [clusters, K], all clusters holding i at once
-            quad = np.einsum("mkd,kd->mk", arms @ local.A_inv[holding], arms)
-            scores = local.theta[holding] @ arms.T + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
+            return int(self.users.cluster_ucb(i, arms, self.alpha, view.t, self.reference_ucb).argmax())
+        local, m = self.local, holding.size
+        scores = cluster_ucb_rows(  # [clusters, K], all clusters holding i at once
+            local.theta[holding],
+            local.A_inv[holding],
+            local.count[holding],
+            np.broadcast_to(arms, (m, *arms.shape)),
+            np.full(m, self.alpha),
+            view.t,
+            self.reference_ucb,
+        )
         return int(scores.argmax()) % len(arms)  # the arm of largest UCB over clusters
 
     def update(self, view, chosen, reward):
@@ -89,14 +91,19 @@ class LOCB(Policy):
         bound = F[users.count[i]] + F[seed_counts[open_seeds]]
         inside = self.member[open_seeds, i]
         for s in open_seeds[(inside & (distance > bound)) | (~inside & (distance < bound))]:
-            sign = -1 if self.member[s, i] else 1
-            self.member[s, i] = not self.member[s, i]
-            local.assign(
-                s,
-                local.gram[s] + sign * users.gram[i],
-                local.b[s] + sign * users.b[i],
-                local.count[s] + sign * users.count[i],
-            )
+            self._flip(s, i)
+
+    def _flip(self, s: int, i: int) -> None:
+        """i leaves seed s's cluster, or joins it: its statistics are subtracted from, or added to, the cluster's."""
+        sign = -1 if self.member[s, i] else 1
+        self.member[s, i] = not self.member[s, i]
+        local, users = self.local, self.users
+        gram, b, count = users.gram[i], users.b[i], users.count[i]
+        local.assign(s, local.gram[s] + sign * gram, local.b[s] + sign * b, local.count[s] + sign * count)
+
+    @classmethod
+    def lockstep(cls, policies):
+        return LOCBLockstep(policies)
 
     def clusters(self):
         """Overlapping clusters flattened for ARI/NMI: users held by exactly the same seed clusters share a label
@@ -110,3 +117,72 @@ class LOCB(Policy):
         for start in range(0, self.n_users, 1024):  # by row blocks: no N × N float temporary (400 MB at 10 000 users)
             graph[start : start + 1024] = (member[:, start : start + 1024].T @ member) > 0
         return graph
+
+
+class LOCBLockstep(Lockstep):
+    """LOCB's members in lockstep (seeds, and grid cells of α, λ and γ): their user and seed-cluster statistics,
+    memberships and seed users stacked on a leading member axis, padded to the most seed clusters of any member
+    (each member's arrays are views of its rows), so a round's scores over every cluster holding the served user,
+    their Sherman–Morrison updates and the seeds' join-or-leave tests are one numpy call each for the group. Only
+    the members whose user joins or leaves a cluster continue alone, through their own ``_flip``."""
+
+    def __init__(self, policies: list[LOCB]):
+        super().__init__(policies)
+        first = policies[0]
+        self.users = stack([policy.users for policy in policies])
+        self.local = stack([policy.local for policy in policies])
+        S, L = len(policies), self.local.theta.shape[1]
+        self.member = np.zeros((S, L, first.n_users), dtype=bool)  # padded clusters hold nobody
+        self.seeds = np.zeros((S, L), dtype=np.int64)
+        self.real = np.zeros((S, L), dtype=bool)  # the clusters a member has (the rest is padding)
+        for s, policy in enumerate(policies):
+            n = len(policy.seeds)
+            self.member[s, :n], self.seeds[s, :n], self.real[s, :n] = policy.member, policy.seeds, True
+            policy.member = self.member[s, :n]
+        self.alpha = np.array([policy.alpha for policy in policies])
+        self.quarter_gamma = np.array([policy.gamma / 4 for policy in policies])[:, None]
+        self.members = np.arange(S)
+        self.confidence, self.reference_ucb = first.confidence, first.reference_ucb
+
+    def _holding(self, served: np.ndarray) -> np.ndarray:
+        """[S, L]: whether each of a member's clusters holds its served user."""
+        return self.member[self.members, :, served]
+
+    def select(self, views, budgets):
+        arms = np.stack([view.arms[:] for view in views])
+        served = np.array([view.user for view in views])
+        S, K, t = len(views), arms.shape[1], views[0].t
+        member, cluster = np.nonzero(self._holding(served))
+        scores = np.full((S, self.real.shape[1], K), -np.inf)
+        scores[member, cluster] = self.local.cluster_ucb_each(
+            cluster, arms[member], self.alpha[member], t, self.reference_ucb, members=member
+        )
+        chosen = scores.reshape(S, -1).argmax(axis=1) % K  # the arm of largest UCB over the member's clusters
+        alone = np.flatnonzero(np.isneginf(scores).all(axis=(1, 2)))  # no cluster holds the user: its own LinUCB
+        if alone.size:
+            own = self.users.cluster_ucb_each(
+                served[alone], arms[alone], self.alpha[alone], t, self.reference_ucb, members=alone
+            )
+            chosen[alone] = own.argmax(axis=1)
+        return chosen.tolist()
+
+    def update(self, views, chosen, rewards):
+        members, users = self.members, self.users
+        served = np.array([view.user for view in views])
+        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
+        reward = np.asarray(rewards, dtype=float)
+        users.update_each(served, x, reward)
+        inside = self._holding(served)
+        member, cluster = np.nonzero(inside)
+        self.local.update_each(cluster, x[member], reward[member], members=member)
+        F = self.confidence.upto(views[0].t + 1)  # no user has more than t + 1 pulls
+        seed_counts = users.count[members[:, None], self.seeds]
+        open_seeds = self.real & (F[seed_counts] > self.quarter_gamma)
+        if not open_seeds.any():
+            return
+        difference = users.theta[members[:, None], self.seeds] - users.theta[members, served][:, None]
+        distance = np.sqrt(np.add.reduce(difference * difference, axis=2))
+        bound = F[users.count[members, served]][:, None] + F[seed_counts]
+        flip = open_seeds & ((inside & (distance > bound)) | (~inside & (distance < bound)))
+        for s, cluster in zip(*np.nonzero(flip)):
+            self.policies[s]._flip(int(cluster), int(served[s]))

@@ -55,27 +55,23 @@ class RidgeStats:
 
     def update_many(self, learners: np.ndarray, x: np.ndarray, reward: float) -> None:
         """The same sample added to several learners at once (batched Sherman–Morrison)."""
-        A_inv_x = self.A_inv[learners] @ x  # [m, d]
-        quad = A_inv_x @ x
-        gain = A_inv_x / (1.0 + quad)[:, None]
-        self.theta[learners] += gain * (reward - self.theta[learners] @ x)[:, None]
-        self.A_inv[learners] -= gain[:, :, None] * A_inv_x[:, None, :]
-        self.count[learners] += 1
-        if self.gram is not None:
-            self.gram[learners] += np.multiply.outer(x, x)
-            self.b[learners] += reward * x
-        if self.logdet is not None:
-            self.logdet[learners] += np.log1p(quad)
+        self._update_at(learners, np.broadcast_to(x, (len(learners), len(x))), np.full(len(learners), reward))
 
-    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray) -> None:
-        """On statistics with a leading member axis (``stack``): member s adds the sample (x[s], reward[s]) to its
-        learner learners[s], all members in one batched Sherman–Morrison update."""
-        at = np.arange(len(learners)), learners
-        A_inv, theta = self.A_inv[at], self.theta[at]
-        A_inv_x = np.einsum("sij,sj->si", A_inv, x)
-        quad = np.add.reduce(A_inv_x * x, axis=1)
+    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, members=None) -> None:
+        """On statistics with a leading member axis (``stack``): member ``members[p]`` (default p) adds the sample
+        (x[p], reward[p]) to its learner ``learners[p]``, every (member, learner) pair distinct, all in one batched
+        Sherman–Morrison update."""
+        self._update_at((np.arange(len(learners)) if members is None else members, learners), x, reward)
+
+    def _update_at(self, at, x: np.ndarray, reward: np.ndarray) -> None:
+        """``update`` of the learners ``at`` (an index of the leading axes), sample p = (x[p], reward[p]). Every
+        product is a stacked matmul, which computes each slice bit for bit as ``update`` computes it alone."""
+        A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
+        A_inv_x = (A_inv @ column)[:, :, 0]
+        quad = (A_inv_x[:, None, :] @ column)[:, 0, 0]
+        prediction = (theta[:, None, :] @ column)[:, 0, 0]
         gain = A_inv_x / (1.0 + quad)[:, None]
-        self.theta[at] = theta + gain * (reward - np.add.reduce(theta * x, axis=1))[:, None]
+        self.theta[at] = theta + gain * (reward - prediction)[:, None]
         self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
         self.count[at] += 1
         if self.gram is not None:
@@ -119,15 +115,11 @@ class RidgeStats:
             return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t)
         return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
 
-    def cluster_ucb_each(self, learners, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
-        """``cluster_ucb`` on stacked statistics (``stack``): member s scores its arms ``arms[s]`` [S, K, d] from its
-        learner ``learners[s]`` with its α ``alpha[s]``."""
-        at = np.arange(len(learners)), learners
-        theta, A_inv = self.theta[at], self.A_inv[at]
-        if reference_code:
-            beta = reference_beta(self.count[at], theta.shape[1], t)
-            return means_each(theta, arms) + beta[:, None] * quadratic_forms_each(A_inv, arms)
-        return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
+    def cluster_ucb_each(self, learners, arms, alpha, t: int, reference_code: bool, members=None) -> np.ndarray:
+        """``cluster_ucb`` on stacked statistics (``stack``): member ``members[p]`` (default p) scores the arms
+        ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]`` → [P, K]."""
+        at = np.arange(len(learners)) if members is None else members, learners
+        return cluster_ucb_rows(self.theta[at], self.A_inv[at], self.count[at], arms, alpha, t, reference_code)
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
@@ -136,17 +128,23 @@ class RidgeStats:
 
 def stack(members: list[RidgeStats]) -> RidgeStats:
     """The members' statistics as one RidgeStats whose arrays carry a leading member axis ([S, n, d, d], …), for a
-    lockstep group's batched updates (``update_each``). Each member's arrays become views of the stack, so its own
-    methods (``assign``, ``pool``) and its checkpoints read and write the same numbers."""
+    lockstep group's batched updates (``update_each``), n the most learners of any member (the others padded with
+    zeros, never read). Each member's arrays become views of its rows of the stack, so its own methods
+    (``assign``, ``pool``) and its checkpoints read and write the same numbers."""
     stacked = object.__new__(RidgeStats)
     stacked.ridge = np.array([member.ridge for member in members])
+    size = max(len(member.theta) for member in members)
     for name in ARRAYS:
-        if getattr(members[0], name) is None:
+        first = getattr(members[0], name)
+        if first is None:
             setattr(stacked, name, None)
             continue
-        setattr(stacked, name, np.stack([getattr(member, name) for member in members]))
-        for member, view in zip(members, getattr(stacked, name)):
-            setattr(member, name, view)
+        joined = np.zeros((len(members), size, *first.shape[1:]), dtype=first.dtype)
+        for row, member in zip(joined, members):
+            own = getattr(member, name)
+            row[: len(own)] = own
+            setattr(member, name, row[: len(own)])
+        setattr(stacked, name, joined)
     return stacked
 
 
@@ -188,19 +186,29 @@ def distances(points: np.ndarray, centre: np.ndarray) -> np.ndarray:
 
 
 def quadratic_forms_each(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """``quadratic_forms`` of S members at once: A⁻¹ [S, d, d], arms [S, K, d] → [S, K]."""
-    return np.einsum("skd,skd->sk", np.einsum("skd,sde->ske", arms, A_inv), arms)
+    """``quadratic_forms`` of S members at once (A⁻¹ [S, d, d], arms [S, K, d] → [S, K]), each member's bit for bit
+    as alone: a stacked matmul computes every slice as the single product does."""
+    return np.einsum("skd,skd->sk", arms @ A_inv, arms)
 
 
 def means_each(theta: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """xᵀθ of S members at once: θ [S, d], arms [S, K, d] → [S, K]."""
-    return np.einsum("skd,sd->sk", arms, theta)
+    """xᵀθ of S members at once (θ [S, d], arms [S, K, d] → [S, K]), each member's bit for bit ``arms @ θ``."""
+    return (arms @ theta[:, :, None])[:, :, 0]
 
 
 def log_ucb_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: np.ndarray, t: int):
     """``log_ucb_scores`` of S members at once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], α [S]) → [S, K]."""
     width = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0) * np.log(t + 1))
     return means_each(theta, arms) + alpha[:, None] * width
+
+
+def cluster_ucb_rows(theta, A_inv, count, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
+    """``RidgeStats.cluster_ucb`` of P learners at once, each bit for bit as alone: θ [P, d], A⁻¹ [P, d, d],
+    count [P], arms [P, K, d], α [P] → [P, K]."""
+    if reference_code:
+        beta = reference_beta(count, theta.shape[1], t)
+        return means_each(theta, arms) + beta[:, None] * quadratic_forms_each(A_inv, arms)
+    return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
 
 
 def ucb_round(t: int, bandpy_clock: bool = False) -> int:
