@@ -32,6 +32,7 @@ LOCKSTEP = {
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
     "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
+    "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -43,6 +44,7 @@ OTHER_PATHS = [
     ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
     ("dynucb", {"reference_ucb": True, "centroid": "mean", "refresh_on_move": True, "bandpy_clock": True}, 150),
     ("locb", {"reference_ucb": True, "num_seeds": 5}, 150),
+    ("sclub", {"reference_ucb": True, "reset_checks": False, "alpha1": 0.3}, 150),
 ]
 
 
@@ -76,7 +78,7 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
-@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb"])
+@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub"])
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
     group = units(algorithm, 2, 150, params={"alpha": 0.3}) + units(algorithm, 2, 150, params={"ridge": 2.0})

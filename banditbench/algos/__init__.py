@@ -72,6 +72,7 @@ register(
     paper="Li, Chen, Li & Leung, IJCAI 2019",
     role="baseline",
     description="set-based clusters that split users off and merge close clusters",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "cofiba",

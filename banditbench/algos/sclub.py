@@ -23,11 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
 class SCLUB(Policy):
+    lockstep_params = ("alpha", "alpha1", "alpha_p", "ridge")  # per member: its exploration, tests and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha1": d.NON_NEGATIVE,
@@ -76,12 +77,7 @@ class SCLUB(Policy):
     def update(self, view, chosen, reward):
         i, x, t = view.user, view.arms[chosen], view.t + 1
         users, groups = self.users, self.groups
-        while t > self.stage_end:  # a new stage: every user unchecked again
-            self.stage += 1
-            self.stage_end += 2**self.stage
-            if self.reset_checks:
-                self.checked[:] = False
-                self.unchecked[:] = self.size
+        self._advance_stage(t)
         c = self.label[i]
         users.update(i, x, reward)
         groups.update(c, x, reward)
@@ -96,6 +92,18 @@ class SCLUB(Policy):
             if far or odd:
                 c = self._split(i, c)
         self._merge(c, t)
+
+    def _advance_stage(self, t: int) -> None:
+        while t > self.stage_end:  # a new stage: every user unchecked again
+            self.stage += 1
+            self.stage_end += 2**self.stage
+            if self.reset_checks:
+                self.checked[:] = False
+                self.unchecked[:] = self.size
+
+    @classmethod
+    def lockstep(cls, policies):
+        return SCLUBLockstep(policies)
 
     def _split(self, i: int, c: int) -> int:
         new = self.free.pop()
@@ -131,3 +139,55 @@ class SCLUB(Policy):
 
     def clusters(self):
         return self.label
+
+
+class SCLUBLockstep(Lockstep):
+    """SCLUB's members in lockstep (seeds, and grid cells of α, α₁, α_p and λ): their user and cluster statistics,
+    labels, sizes and checks stacked on a leading member axis (each member's arrays are views of the stacks), so
+    a round's scores, Sherman–Morrison updates and split tests are one numpy call each for the group. Only the
+    members that split, or may merge, continue alone, through their own ``_split`` and ``_merge``."""
+
+    def __init__(self, policies: list[SCLUB]):
+        super().__init__(policies)
+        self.users = stack([policy.users for policy in policies])
+        self.groups = stack([policy.groups for policy in policies])
+        for name in ("label", "size", "checked", "unchecked"):
+            setattr(self, name, np.stack([getattr(policy, name) for policy in policies]))
+            for policy, view in zip(policies, getattr(self, name)):
+                setattr(policy, name, view)
+        self.alpha, self.alpha1, self.alpha_p = (
+            np.array([getattr(policy, name) for policy in policies]) for name in ("alpha", "alpha1", "alpha_p")
+        )
+        self.members = np.arange(len(policies))
+        self.confidence, self.reference_ucb = policies[0].confidence, policies[0].reference_ucb
+
+    def select(self, views, budgets):
+        arms = np.stack([view.arms[:] for view in views])
+        clusters = self.label[self.members, [view.user for view in views]]
+        scores = self.groups.cluster_ucb_each(clusters, arms, self.alpha, views[0].t, self.reference_ucb)
+        return scores.argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        members, users, groups, t = self.members, self.users, self.groups, views[0].t + 1
+        if t > self.policies[0].stage_end:
+            for policy in self.policies:
+                policy._advance_stage(t)
+        served = np.array([view.user for view in views])
+        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
+        reward = np.asarray(rewards, dtype=float)
+        c = self.label[members, served]
+        users.update_each(served, x, reward)
+        groups.update_each(c, x, reward)
+        first = ~self.checked[members, served]
+        self.checked[members[first], served[first]] = True
+        self.unchecked[members[first], c[first]] -= 1
+        F = self.confidence.upto(t)
+        difference = users.theta[members, served] - groups.theta[members, c]
+        distance = np.sqrt((difference[:, None, :] @ difference[:, :, None])[:, 0, 0])
+        user_count, group_count, size = users.count[members, served], groups.count[members, c], self.size[members, c]
+        far = distance > self.alpha1 * (F[user_count] + F[group_count])
+        odd = np.abs(user_count / t - group_count / (size * t)) > self.alpha_p * F[t]
+        for s in np.flatnonzero((size > 1) & (far | odd)):
+            c[s] = self.policies[s]._split(int(served[s]), int(c[s]))
+        for s in np.flatnonzero(self.unchecked[members, c] == 0):
+            self.policies[s]._merge(int(c[s]), t)
