@@ -318,7 +318,7 @@ class History:
     def _rows(self, users: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
         """Rows drawn uniformly with replacement from each user's history, shape [..., U, size]."""
         pick = (torch.rand(shape, generator=generator, device=self.device) * self.counts[users][:, None]).long()
-        return torch.gather(self.rows[users].expand(*shape[:-1], -1), -1, pick)
+        return self.rows[users[:, None], pick]  # gathers the picked entries only, not every listed user's row list
 
     def sample(self, users: torch.Tensor, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size].
