@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from banditbench.algos import ALGORITHMS
+from banditbench.algos.linucb import LinUCB
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
-from banditbench.envs.round import RoundView
+from banditbench.envs.round import Budget, Round, RoundView
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
 from banditbench.runner.unit import Unit, run_group, run_unit
@@ -33,6 +35,8 @@ LOCKSTEP = {
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
     "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
     "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
+    "linucb-ind": {"alpha": 0.5, "ridge": 0.5},
+    "linucb-one": {"alpha": 0.5, "ridge": 0.5},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -78,7 +82,7 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
-@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub"])
+@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub", "linucb-ind", "linucb-one"])
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
     group = units(algorithm, 2, 150, params={"alpha": 0.3}) + units(algorithm, 2, 150, params={"ridge": 2.0})
@@ -146,6 +150,40 @@ def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_sta
     views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in policies]
     alone = [policy.select(view, None) for policy, view in zip(policies, views)]
     assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
+
+
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
+def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_members_alone(name):
+    K, d, n_users = 4, 5, 3
+    rng = np.random.default_rng(2)
+    theta = rng.standard_normal((K, d))
+
+    def members():
+        params = [{"alpha": 0.2}, {"alpha": 1.0}, {"alpha": 1.0, "ridge": 3.0}]
+        build = ALGORITHMS[name].build
+        return [build(n_users=n_users, n_arms=K, dim=K * d, seed=np.random.SeedSequence(0), params=p) for p in params]
+
+    alone, together = members(), members()
+    group = LinUCB.lockstep(together)
+    for t in range(300):
+        rounds = []
+        for _ in together:
+            contexts = rng.standard_normal((K, d))
+            arms = np.zeros((K, K * d))
+            for a in range(K):
+                arms[a, a * d : (a + 1) * d] = contexts[a]
+            rewards = (contexts * theta).sum(1) + 0.1 * rng.standard_normal(K)
+            rounds.append(Round(t, int(rng.integers(n_users)), arms, rewards, rewards, block=d))
+        views = [rnd.view(Budget()) for rnd in rounds]
+        chosen = group.select(views, [Budget()] * 3)
+        group.update(views, chosen, [float(rnd.rewards[arm]) for rnd, arm in zip(rounds, chosen)])
+        for policy, view, rnd, arm in zip(alone, views, rounds, chosen):
+            assert policy.select(view, Budget()) == arm
+            policy.update(view, arm, float(rnd.rewards[arm]))
+    for policy, member in zip(alone, together):
+        assert member.block == d
+        assert np.array_equal(policy.stats.A_inv, member.stats.A_inv)
+        assert np.array_equal(policy.stats.theta, member.stats.theta)
 
 
 class CrashingCheckpoints(Checkpoints):

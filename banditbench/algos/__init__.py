@@ -38,7 +38,7 @@ register(
     description="one LinUCB shared by all users",
     per_user=False,
     role="baseline",
-    capabilities=SHARED,
+    capabilities=replace(SHARED, lockstep=True),
 )
 register(
     "linucb-ind",
@@ -47,6 +47,7 @@ register(
     description="one independent LinUCB per user",
     per_user=True,
     role="baseline",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "oracle",

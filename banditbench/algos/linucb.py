@@ -17,11 +17,12 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import RidgeStats, stack
 
 
 class LinUCB(Policy):
+    lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
 
     def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):
@@ -105,3 +106,53 @@ class LinUCB(Policy):
 
     def clusters(self):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
+
+    @classmethod
+    def lockstep(cls, policies):
+        return LinUCBLockstep(policies)
+
+
+class LinUCBLockstep(Lockstep):
+    """LinUCB's members in lockstep (seeds, and grid cells of α and λ): their statistics stacked on a leading member
+    axis once built at the first round (each member's arrays become views of the stack), so a round's scores and
+    Sherman–Morrison updates are one numpy call each for the group. Every product is computed per member exactly
+    as ``scores`` and ``update`` compute it alone (stacked matmuls; in block mode the same einsum, row by row)."""
+
+    def __init__(self, policies: list[LinUCB]):
+        super().__init__(policies)
+        self.stats: RidgeStats | None = None
+        self.alpha = np.array([policy.alpha for policy in policies])[:, None]
+        self.members = np.arange(len(policies))
+        self._chosen = None  # (round, choices, their learners, contexts and (A⁻¹x, xᵀA⁻¹x, xᵀθ)) from select
+
+    def select(self, views, budgets):
+        policies, first = self.policies, self.policies[0]
+        if self.stats is None:
+            for policy, view in zip(policies, views):
+                policy._prepare(view)
+            self.stats = stack([policy.stats for policy in policies])
+        arms = np.stack([first._contexts(view.arms[:]) for view in views])  # [S, K, d], each arm's block in blocks
+        slices = [policy._learners(view.user, arms.shape[1]) for policy, view in zip(policies, views)]
+        learners = np.array([np.arange(learners.start, learners.stop) for learners in slices])  # [S, 1] or [S, K]
+        at = self.members[:, None], learners
+        A_inv, theta = self.stats.A_inv[at], self.stats.theta[at]
+        if first.block is None:
+            A_inv_arms = arms @ A_inv[:, 0]
+            means = (arms @ theta[:, 0, :, None])[:, :, 0]
+        else:
+            A_inv_arms = np.einsum("skij,skj->ski", A_inv, arms)
+            means = np.add.reduce(theta * arms, axis=2)
+        quad = np.add.reduce(A_inv_arms * arms, axis=2)
+        chosen = (means + self.alpha * np.sqrt(np.maximum(quad, 0.0))).argmax(axis=1)
+        pick = self.members, chosen
+        learner = learners[pick] if first.block is not None else learners[:, 0]
+        self._chosen = views[0].t, chosen, learner, arms[pick], (A_inv_arms[pick], quad[pick], means[pick])
+        return chosen.tolist()
+
+    def update(self, views, chosen, rewards):
+        t, selected, learners, x, known = self._chosen
+        if t != views[0].t or selected.tolist() != list(chosen):  # not this round's choices: step one by one
+            for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
+                policy.update(view, arm, reward)
+            return
+        self.stats.update_each(learners, x, np.asarray(rewards, dtype=float), known=known)

@@ -57,19 +57,20 @@ class RidgeStats:
         """The same sample added to several learners at once (batched Sherman–Morrison)."""
         self._update_at(learners, np.broadcast_to(x, (len(learners), len(x))), np.full(len(learners), reward))
 
-    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, members=None) -> None:
+    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, members=None, known=None) -> None:
         """On statistics with a leading member axis (``stack``): member ``members[p]`` (default p) adds the sample
         (x[p], reward[p]) to its learner ``learners[p]``, every (member, learner) pair distinct, all in one batched
-        Sherman–Morrison update."""
-        self._update_at((np.arange(len(learners)) if members is None else members, learners), x, reward)
+        Sherman–Morrison update; ``known`` as in ``update``, with a leading axis."""
+        self._update_at((np.arange(len(learners)) if members is None else members, learners), x, reward, known)
 
-    def _update_at(self, at, x: np.ndarray, reward: np.ndarray) -> None:
+    def _update_at(self, at, x: np.ndarray, reward: np.ndarray, known=None) -> None:
         """``update`` of the learners ``at`` (an index of the leading axes), sample p = (x[p], reward[p]). Every
         product is a stacked matmul, which computes each slice bit for bit as ``update`` computes it alone."""
         A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
-        A_inv_x = (A_inv @ column)[:, :, 0]
-        quad = (A_inv_x[:, None, :] @ column)[:, 0, 0]
-        prediction = (theta[:, None, :] @ column)[:, 0, 0]
+        if known is None:
+            A_inv_x = (A_inv @ column)[:, :, 0]
+            known = A_inv_x, (A_inv_x[:, None, :] @ column)[:, 0, 0], (theta[:, None, :] @ column)[:, 0, 0]
+        A_inv_x, quad, prediction = known
         gain = A_inv_x / (1.0 + quad)[:, None]
         self.theta[at] = theta + gain * (reward - prediction)[:, None]
         self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
