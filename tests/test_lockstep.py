@@ -198,7 +198,7 @@ class CrashingCheckpoints(Checkpoints):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("algorithm,params", [("neuucb-one", {}), ("club", {"alpha2": 0.1})])
+@pytest.mark.parametrize("algorithm,params", [("neuucb-one", {}), ("club", {"alpha2": 0.1}), ("linucb-ind", {})])
 def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path, algorithm, params):
     group = units(algorithm, 3, rounds=100, params=params)
     uninterrupted = run_group(group, dataset)
