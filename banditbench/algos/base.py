@@ -92,6 +92,28 @@ class Lockstep:
         for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
             policy.update(view, arm, reward)
 
+    # Helpers for groups that batch numpy statistics across their members.
+    def stack_members(self, *names: str) -> None:
+        """Stack these array attributes of the members on a leading member axis, as the group's own attributes of
+        the same names; each member's array becomes a view of its row, so the member's own methods and its
+        checkpoints read and write what the group's batched steps write."""
+        for name in names:
+            stacked = np.stack([getattr(policy, name) for policy in self.policies])
+            setattr(self, name, stacked)
+            for policy, row in zip(self.policies, stacked):
+                setattr(policy, name, row)
+
+    def per_member(self, name: str) -> np.ndarray:
+        """A hyper-parameter that may differ between members (``Policy.lockstep_params``), one value per member."""
+        return np.array([getattr(policy, name) for policy in self.policies])
+
+
+def played(views: list[RoundView], chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A lockstep round's served users [S], the chosen arms' contexts [S, d] and their rewards [S]."""
+    served = np.array([view.user for view in views])
+    x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
+    return served, x, np.asarray(rewards, dtype=float)
+
 
 @dataclass(frozen=True)
 class Capabilities:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Lockstep, Policy, played
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
@@ -135,16 +135,12 @@ class CLUBLockstep(Lockstep):
 
     def __init__(self, policies: list[CLUB]):
         super().__init__(policies)
-        first = policies[0]
         self.users = stack([policy.users for policy in policies])
         self.clusters = stack([policy.clusters_ for policy in policies])
-        for name in ("cb", "graph", "label"):
-            setattr(self, name, np.stack([getattr(policy, name) for policy in policies]))
-            for policy, view in zip(policies, getattr(self, name)):
-                setattr(policy, name, view)
-        self.alpha = np.array([policy.alpha for policy in policies])
-        self.alpha2 = np.array([policy.alpha2 for policy in policies])
+        self.stack_members("cb", "graph", "label")
+        self.alpha, self.alpha2 = self.per_member("alpha"), self.per_member("alpha2")
         self.members = np.arange(len(policies))
+        first = policies[0]
         self.confidence, self.reference_ucb, self.served_pairs_only = (
             first.confidence,
             first.reference_ucb,
@@ -160,9 +156,7 @@ class CLUBLockstep(Lockstep):
 
     def update(self, views, chosen, rewards):
         members, users = self.members, self.users
-        served = np.array([view.user for view in views])
-        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
-        reward = np.asarray(rewards, dtype=float)
+        served, x, reward = played(views, chosen, rewards)
         users.update_each(served, x, reward)
         self.clusters.update_each(self.label[members, served], x, reward)
         count = users.count[members, served]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Lockstep, Policy, played
 from banditbench.algos.ridge import (
     RidgeStats,
     distances,
@@ -134,20 +134,16 @@ class DynUCBLockstep(Lockstep):
 
     def __init__(self, policies: list[DynUCB]):
         super().__init__(policies)
-        first = policies[0]
         self.users = stack([policy.users for policy in policies])
         self.groups = stack([policy.groups for policy in policies])
-        self.label = np.stack([policy.label for policy in policies])
-        for policy, view in zip(policies, self.label):
-            policy.label = view
-        self.alpha = np.array([policy.alpha for policy in policies])
+        self.stack_members("label")
+        self.alpha = self.per_member("alpha")
         self.members = np.arange(len(policies))
-        self.first = first
 
     def select(self, views, budgets):
         arms = np.stack([view.arms[:] for view in views])
         at = self.members, self.label[self.members, [view.user for view in views]]
-        theta, A_inv, first = self.groups.theta[at], self.groups.A_inv[at], self.first
+        theta, A_inv, first = self.groups.theta[at], self.groups.A_inv[at], self.policies[0]
         if first.reference_ucb:
             scores = means_each(theta, arms) + self.alpha[:, None] * quadratic_forms_each(A_inv, arms)
         else:
@@ -155,10 +151,8 @@ class DynUCBLockstep(Lockstep):
         return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
-        members, first = self.members, self.first
-        served = np.array([view.user for view in views])
-        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
-        reward = np.asarray(rewards, dtype=float)
+        members, first = self.members, self.policies[0]
+        served, x, reward = played(views, chosen, rewards)
         old = self.label[members, served]
         self.users.update_each(served, x, reward)
         if not first.refresh_on_move:

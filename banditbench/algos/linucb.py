@@ -121,7 +121,7 @@ class LinUCBLockstep(Lockstep):
     def __init__(self, policies: list[LinUCB]):
         super().__init__(policies)
         self.stats: RidgeStats | None = None
-        self.alpha = np.array([policy.alpha for policy in policies])[:, None]
+        self.alpha = self.per_member("alpha")[:, None]
         self.members = np.arange(len(policies))
         self._chosen = None  # (round, choices, their learners, contexts and (A⁻¹x, xᵀA⁻¹x, xᵀθ)) from select
 

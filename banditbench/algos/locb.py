@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Lockstep, Policy, played
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, cluster_ucb_rows, distances, ridge_bytes, stack
 
 
@@ -139,8 +139,8 @@ class LOCBLockstep(Lockstep):
             n = len(policy.seeds)
             self.member[s, :n], self.seeds[s, :n], self.real[s, :n] = policy.member, policy.seeds, True
             policy.member = self.member[s, :n]
-        self.alpha = np.array([policy.alpha for policy in policies])
-        self.quarter_gamma = np.array([policy.gamma / 4 for policy in policies])[:, None]
+        self.alpha = self.per_member("alpha")
+        self.quarter_gamma = self.per_member("gamma")[:, None] / 4
         self.members = np.arange(S)
         self.confidence, self.reference_ucb = first.confidence, first.reference_ucb
 
@@ -168,9 +168,7 @@ class LOCBLockstep(Lockstep):
 
     def update(self, views, chosen, rewards):
         members, users = self.members, self.users
-        served = np.array([view.user for view in views])
-        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
-        reward = np.asarray(rewards, dtype=float)
+        served, x, reward = played(views, chosen, rewards)
         users.update_each(served, x, reward)
         inside = self._holding(served)
         member, cluster = np.nonzero(inside)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Lockstep, Policy, played
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
@@ -151,13 +151,8 @@ class SCLUBLockstep(Lockstep):
         super().__init__(policies)
         self.users = stack([policy.users for policy in policies])
         self.groups = stack([policy.groups for policy in policies])
-        for name in ("label", "size", "checked", "unchecked"):
-            setattr(self, name, np.stack([getattr(policy, name) for policy in policies]))
-            for policy, view in zip(policies, getattr(self, name)):
-                setattr(policy, name, view)
-        self.alpha, self.alpha1, self.alpha_p = (
-            np.array([getattr(policy, name) for policy in policies]) for name in ("alpha", "alpha1", "alpha_p")
-        )
+        self.stack_members("label", "size", "checked", "unchecked")
+        self.alpha, self.alpha1, self.alpha_p = map(self.per_member, ("alpha", "alpha1", "alpha_p"))
         self.members = np.arange(len(policies))
         self.confidence, self.reference_ucb = policies[0].confidence, policies[0].reference_ucb
 
@@ -172,9 +167,7 @@ class SCLUBLockstep(Lockstep):
         if t > self.policies[0].stage_end:
             for policy in self.policies:
                 policy._advance_stage(t)
-        served = np.array([view.user for view in views])
-        x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
-        reward = np.asarray(rewards, dtype=float)
+        served, x, reward = played(views, chosen, rewards)
         c = self.label[members, served]
         users.update_each(served, x, reward)
         groups.update_each(c, x, reward)
