@@ -57,7 +57,7 @@ def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Un
 
 
 def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
-    mixed = units("neuucb-one", 4) + units("linucb-ind", 2) + units("neuucb-one", 2, params={"lr": 0.1})
+    mixed = units("neuucb-one", 4) + units("bass", 2) + units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
     groups = group_units(mixed, "lockstep", workers=1)
     assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]
