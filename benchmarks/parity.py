@@ -511,7 +511,7 @@ def main() -> None:
                     args.rounds,
                     args.seed,
                     "linear",
-                    args.lockstep,
+                    members=args.lockstep,
                 )
         elif algorithm == "eenet":
             import parity_eenet
@@ -525,7 +525,7 @@ def main() -> None:
                 name = parity_eenet.replay_dataset(args.pools.resolve(), json.loads(args.order.read_text()), folder)
                 params = json.loads(args.params)
                 result = run_ours(
-                    folder, name, algorithm, params, args.rounds, args.seed, "classification", args.lockstep
+                    folder, name, algorithm, params, args.rounds, args.seed, "classification", members=args.lockstep
                 )
         elif args.worker == "theirs":
             result = run_reference(

@@ -158,14 +158,15 @@ class NeuralLinear(Policy):
         self._rebuild()
 
     def _refit(self, u: int) -> None:
-        if self._has_neighbours(u):
+        if self._linked(u):
             self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
             self._cut_edges(u)
 
-    def _has_neighbours(self, u: int) -> bool:
-        """Whether u still has an edge. w_u is read only by the edge test, on u's edges, and CLUB never adds an
-        edge back, so a user without edges never needs w_u again: its solve is skipped (the choices are the same)."""
-        return self.graph[u].sum() > 1  # the row holds u's own loop
+    def _linked(self, users=slice(None)):
+        """Whether these users (default all) still have an edge. w_u is read only by the edge test, on u's edges, and
+        CLUB never adds an edge back, so a user without edges never needs w_u again: its solves are skipped (the
+        choices are the same)."""
+        return self.graph[users].sum(-1) > 1  # a row holds the user's own loop
 
     @classmethod
     def lockstep(cls, policies):
@@ -185,7 +186,7 @@ class NeuralLinear(Policy):
             if len(rows):
                 self.A[u].addmm_(rows.T, rows)
         self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
-        linked = torch.from_numpy(self.graph.sum(1) > 1).to(self.device)  # users whose w the edge test still reads
+        linked = torch.from_numpy(self._linked()).to(self.device)
         self.w[linked] = torch.linalg.solve(self.A[linked], self.b[linked])
         self._component_A = self._component_b = None
 
@@ -221,9 +222,10 @@ class NeuralLinearLockstep(Lockstep):
 
     def __init__(self, policies: list[NeuralLinear]):
         super().__init__(policies)
-        first = policies[0]
-        self.lam = torch.tensor([policy.lam for policy in policies], dtype=torch.float64, device=first.device)
-        self.alpha = torch.tensor([policy.alpha for policy in policies], dtype=torch.float64, device=first.device)
+        device = policies[0].device
+        self.lam, self.alpha = (
+            torch.as_tensor(self.per_member(name), dtype=torch.float64, device=device) for name in ("lam", "alpha")
+        )
 
     def select(self, views, budgets):
         policies, first = self.policies, self.policies[0]
@@ -245,7 +247,7 @@ class NeuralLinearLockstep(Lockstep):
             jobs = [policy._training_job() for policy in policies]
             for policy, theta in zip(policies, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
                 policy._trained(theta)
-        linked = [(policy, view.user) for policy, view in zip(policies, views) if policy._has_neighbours(view.user)]
+        linked = [(policy, view.user) for policy, view in zip(policies, views) if policy._linked(view.user)]
         if linked:
             A = torch.stack([policy.A[u] for policy, u in linked])
             b = torch.stack([policy.b[u] for policy, u in linked])
