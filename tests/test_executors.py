@@ -72,6 +72,23 @@ def test_a_worker_killed_midway_fails_the_run_instead_of_hanging(data_dir, tmp_p
     assert len(shards(tmp_path / "out")) < len(experiment.units)
 
 
+def test_an_interrupted_pool_has_stopped_its_manager_thread_when_the_run_returns(data_dir, tmp_path):
+    # A manager thread still running at interpreter exit races Python's exit hook, which then prints a
+    # traceback (writing to the wake-up pipe the thread has just closed) after the run's one-line message.
+    executor = LocalExecutor(jobs=2)
+    managers = []
+
+    def interrupt(unit):
+        managers.append(executor.pool._executor_manager_thread)
+        raise KeyboardInterrupt
+
+    experiment = plan(data_dir=data_dir, **{**SETTINGS, "rounds": 20_000, "tune_seeds": 0})
+    target = prepare_output(tmp_path / "out", experiment, overwrite=False, resume=False)
+    with pytest.raises(KeyboardInterrupt):
+        execute(experiment, target, tmp_path / "out", executor=executor, on_unit_start=interrupt)
+    assert managers and not managers[0].is_alive() and executor.pool is None
+
+
 def test_ray_writes_the_same_shards_as_the_local_executor(data_dir, tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
     run(data_dir, tmp_path / "local", LocalExecutor(jobs=1), tune_seeds=0)

@@ -213,12 +213,17 @@ class LocalExecutor(Executor):
     def __exit__(self, *exc) -> None:
         if self.pool is None:
             return
+        # shutdown() forgets its manager thread even when it does not wait for it, so hold it here: the thread
+        # must have ended before the interpreter's exit hook wakes it through a pipe the thread itself closes.
+        manager = getattr(self.pool, "_executor_manager_thread", None)
         if exc and exc[0] is not None:  # on an error or Ctrl-C, stop the units still running at once
             processes = list((getattr(self.pool, "_processes", None) or {}).values())
             self.pool.shutdown(wait=False, cancel_futures=True)
             for process in processes:
                 process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if manager is not None:
+            manager.join()
         self.pool = None
         self.ready = 0
 
