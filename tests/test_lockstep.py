@@ -15,6 +15,7 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.linucb import LinUCB
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
+from banditbench.algos.neuralucb import NeuralUCB
 from banditbench.algos.ridge import RidgeStats, stack
 from banditbench.envs.round import Budget, Round, RoundView
 from banditbench.runner.checkpoint import Checkpoints
@@ -184,6 +185,30 @@ def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         assert member.block == d
         assert np.array_equal(policy.stats.A_inv, member.stats.A_inv)
         assert np.array_equal(policy.stats.theta, member.stats.theta)
+
+
+def test_a_neuralucb_group_on_block_encoded_rounds_chooses_as_its_members_alone():
+    from test_speed_shortcuts import _classification
+
+    def members():
+        params = [{}, {"nu": 1.0}, {"nu": 1.0, "lam": 0.5}]
+        env = _classification(n=600)
+        build = ALGORITHMS["neuucb-one"].build
+        return [
+            build(n_users=env.n_users, n_arms=4, dim=24, seed=np.random.SeedSequence(i), params=p)
+            for i, p in enumerate(params)
+        ]
+
+    alone, together = members(), members()
+    group = NeuralUCB.lockstep(together)
+    for rnd in _classification(n=600).rounds(300):
+        views = [rnd.view(Budget()) for _ in together]
+        chosen = group.select(views, [Budget()] * 3)
+        group.update(views, chosen, [float(rnd.rewards[arm]) for arm in chosen])
+        for policy, view, arm in zip(alone, views, chosen):
+            assert policy.select(view, Budget()) == arm
+            policy.update(view, arm, float(rnd.rewards[arm]))
+    assert [member.block for member in together] == [6] * 3
 
 
 class CrashingCheckpoints(Checkpoints):

@@ -1,5 +1,5 @@
 """Shortcuts that must not change decisions: NeuralLinear's per-user statistics and cached components, LinUCB's
-per-block statistics on block-encoded contexts."""
+per-block statistics and NeuralUCB's per-block first layer on block-encoded contexts."""
 
 import numpy as np
 import pytest
@@ -7,6 +7,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.neural import MLP, ArmGradients, BlockRows, History, TrainingJob, group_by_block, train_jobs
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS, Budget, Round
 
@@ -164,3 +165,90 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
             policy.update(view, chosen, float(rnd.rewards[chosen]))
     assert block.block == 6 and dense.block is None
     np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
+
+
+def _spread(compact):
+    """Block-encoded dense inputs [..., K, K·b] from each arm's block [..., K, b] (arm k in block k)."""
+    K, b = compact.shape[-2:]
+    dense = torch.zeros(*compact.shape[:-1], K * b)
+    for k in range(K):
+        dense[..., k, k * b : (k + 1) * b] = compact[..., k, :]
+    return dense
+
+
+def test_grouping_by_block_keeps_every_sample_once_in_its_block_and_order():
+    block = torch.tensor([2, 0, 2, 1, 2, 0])
+    x, r = torch.arange(6.0)[:, None].repeat(1, 3), torch.arange(6.0) * 10
+    rows = torch.tensor([[5, 2, 0, 4, 2], [1, 1, 1, 3, 3]])
+    grouped, rewards = group_by_block(rows, x, r, block, n_blocks=3)
+    n = 4  # the most samples of one block in one row: four of block 2 in the first
+    assert grouped.x.shape == (2, 3, n, 3) and rewards.shape == grouped.weight.shape == (2, 3 * n)
+    kept = grouped.weight > 0
+    assert torch.equal(rewards[0][kept[0]], torch.tensor([50.0, 20.0, 0.0, 40.0, 20.0]))  # block 0, then 2, in order
+    assert torch.equal(rewards[1][kept[1]], torch.tensor([10.0, 10.0, 10.0, 30.0, 30.0]))
+    assert torch.equal(grouped.weight[kept], torch.full((10,), 1 / 5))
+    assert torch.equal(grouped.x.flatten(1, 2)[:, :, 0][kept], rewards[kept] / 10)
+    assert torch.equal(
+        block[(grouped.x.flatten(1, 2)[:, :, 0]).long()][kept], (torch.arange(3 * n) // n).expand(2, -1)[kept]
+    )
+
+
+def test_block_network_scores_gradients_and_training_equal_the_dense_ones_to_rounding():
+    K, b = 4, 5
+    generator = torch.Generator().manual_seed(0)
+    mlp = MLP(K * b, width=16, depth=3, bias=True, init="torch")
+    theta = torch.stack([mlp.init(generator, torch.device("cpu")) for _ in range(3)])
+    compact = torch.randn(3, K, b, generator=generator)
+    blocks, dense = (
+        ArmGradients(mlp, theta, BlockRows(compact[..., None, :])),
+        ArmGradients(mlp, theta, _spread(compact)),
+    )
+    D = torch.rand(3, mlp.p, generator=generator, dtype=torch.float64)
+    torch.testing.assert_close(blocks.f, dense.f)
+    torch.testing.assert_close(blocks.weighted_squares(D), dense.weighted_squares(D))
+    chosen = torch.tensor([0, 3, 1])
+    torch.testing.assert_close(blocks.picked(chosen), dense.picked(chosen))
+    one = ArmGradients(mlp, theta[1], BlockRows(compact[1, :, None, :]))
+    torch.testing.assert_close(one.row(2), ArmGradients(mlp, theta[1], _spread(compact[1])).row(2))
+
+    # the same minibatches of the same log, stored per block and dense: the same trained networks
+    logs = History(2, b, torch.device("cpu"), n_blocks=K), History(2, K * b, torch.device("cpu"))
+    for i in range(40):
+        arm, x, r = i % K, torch.randn(b, generator=generator), float(torch.rand(1, generator=generator))
+        logs[0].add(torch.tensor([i % 2]), x, r, block=arm)
+        logs[1].add(torch.tensor([i % 2]), _spread(x.expand(K, -1))[arm], r)
+    rows = logs[0].minibatch_rows(torch.tensor([0, 1]), 8, generator, 5)
+    trained = [
+        train_jobs(mlp, [TrainingJob(theta[:2].clone(), rows, log, anchor=(torch.ones(2), theta[1:]))], lr=0.01)[0]
+        for log in logs
+    ]
+    torch.testing.assert_close(trained[0], trained[1])
+
+
+def _neuralucb(name, env, blocks, **params):
+    policy = ALGORITHMS[name].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(0), params=params
+    )
+    policy.blocks = blocks
+    return policy
+
+
+@pytest.mark.parametrize("name", ["neuucb-one", "neuucb-ind"])
+def test_block_neuralucb_choices_equal_the_dense_computation(name):
+    """The same choices over 400 rounds (40 trainings). Over longer runs Adam can grow the products' rounding until
+    a near tie flips, as any change of summation order can (benchmarks/block_encoding.py counts them on MNIST)."""
+    block, dense = (_neuralucb(name, _classification(n=600), blocks) for blocks in (True, False))
+    assert _play(block, _classification(n=600), 400) == _play(dense, _classification(n=600), 400)
+    assert block.block == 6 and block.history.x.shape[1] == 6 and dense.block is None
+
+
+def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form():
+    env = _classification(n=20, d=6, K=4)
+    for params in ({"covariance": "full"}, {"code_training": True}, {"gradients": "batched"}):
+        policy = _neuralucb("neuucb-one", env, True, **params)
+        _play(policy, env, 12)
+        assert policy.block is None and policy.history.x.shape[1] == env.dim, params
+    shifted = _classification("shift", n=20, d=6, K=4)
+    policy = _neuralucb("neuucb-one", shifted, True)
+    _play(policy, shifted, 12)
+    assert policy.block is None

@@ -105,6 +105,69 @@ def autograd_gradient(forward, theta: torch.Tensor, x: torch.Tensor, out_grad) -
     return f.detach(), g
 
 
+@dataclass
+class BlockRows:
+    """Block-encoded inputs (input k is zero outside the coordinates [k·b, (k+1)·b) of its block) grouped by block:
+    row (k, j) of x [..., K, n, b] is the non-zero block of the j-th input in block k. The first layer then multiplies
+    each block's rows by W_1's b columns of that block only, a tenth of the dense K·b-column product on MNIST.
+    A round's arms are the case n = 1 (arm k in block k); a minibatch pads its fuller blocks' groups with rows of
+    loss ``weight`` 0 ([..., K·n], the minibatch mean's 1/s for real rows)."""
+
+    x: torch.Tensor
+    weight: torch.Tensor | None = None
+
+    def _blocks(self, W: torch.Tensor) -> torch.Tensor:
+        """W [..., m, K·b] as each block's columns [..., K, m, b] (a view)."""
+        K, _, b = self.x.shape[-3:]
+        return W.unflatten(-1, (K, b)).movedim(-2, -3)
+
+    def first_layer(self, W: torch.Tensor) -> torch.Tensor:
+        """x W_1ᵀ for every row: [..., K·n, m]."""
+        return (self.x @ self._blocks(W).mT).flatten(-3, -2)
+
+    def weight_gradient(self, delta: torch.Tensor, out: torch.Tensor) -> None:
+        """Σ_rows δ xᵀ (delta [..., K·n, m]) written into W_1's gradient ``out`` [..., m, K·b], block by block."""
+        self._blocks(out).copy_(delta.unflatten(-2, self.x.shape[-3:-1]).mT @ self.x)
+
+    def weighted_squares(self, d2: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
+        """Σ_jk δ_j² D_jk x_k² of every arm (n = 1, d2 = δ² [..., K, m]), D [..., m, K·b] a diagonal weight of W_1."""
+        x2 = self.x[..., 0, :].double().square()
+        return ((d2[..., None, :] @ self._blocks(D))[..., 0, :] * x2).sum(-1)
+
+    def outer(self, delta: torch.Tensor, arms) -> torch.Tensor:
+        """vec(δ xᵀ) of the selected arms (n = 1, delta [..., K, m]) in W_1's dense layout, zero outside their block."""
+        rows = self.x[..., 0, :]
+        K, b = rows.shape[-2:]
+        blocks = torch.arange(K, device=rows.device).expand(rows.shape[:-1])[arms]
+        x, delta = rows[arms], delta[arms]
+        part = torch.zeros(len(x), delta.shape[-1], K, b, device=x.device)
+        part[torch.arange(len(x), device=x.device), :, blocks] = delta[:, :, None] * x[:, None, :]
+        return part.flatten(1)
+
+
+def group_by_block(rows: torch.Tensor, x: torch.Tensor, r: torch.Tensor, block: torch.Tensor, n_blocks: int):
+    """The samples ``rows`` [..., s] of a log (x [N, b] non-zero blocks, r [N], block [N]) as ``BlockRows``
+    [..., K, n, b], n the most that any block holds, and their rewards [..., K·n]. Each block keeps its samples in
+    their order; a padding row repeats row 0 with loss weight 0, so it adds exactly nothing to a gradient."""
+    size = rows.shape[-1]
+    blocks = block[rows]
+    members = torch.nn.functional.one_hot(blocks, n_blocks)  # [..., s, K]
+    n = int(members.sum(-2).max())
+    rank = (members.cumsum(-2) - 1).gather(-1, blocks[..., None])[..., 0]  # earlier samples in the same block
+    position = blocks * n + rank
+    grouped = torch.zeros(*rows.shape[:-1], n_blocks * n, dtype=rows.dtype, device=rows.device)
+    grouped.scatter_(-1, position, rows)
+    weight = torch.zeros(grouped.shape, device=x.device).scatter_(-1, position, 1.0 / size)
+    return BlockRows(x[grouped].unflatten(-2, (n_blocks, n)), weight), r[grouped]
+
+
+def loss_gradient(x, r: torch.Tensor):
+    """c = ∂/∂f of the minibatch mean of ½(f − r)²: (f − r)/s, or per row weighted for ``BlockRows``."""
+    if isinstance(x, BlockRows):
+        return lambda f: (f - r) * x.weight
+    return lambda f: (f - r) / r.shape[-1]
+
+
 class MLP:
     """f(x; θ) with depth L (number of weight matrices), width m, optional biases, on flat θ."""
 
@@ -157,10 +220,11 @@ class MLP:
         return self.activations(theta, x)[-1]
 
     def activations(self, theta: torch.Tensor, x: torch.Tensor, layers=None) -> list[torch.Tensor]:
-        """The input of every layer, [x, h_1, …, h_{L−1}] with h_l = σ(W_l h_{l−1} + b_l): θ [..., p], x [..., k, d]."""
+        """The input of every layer, [x, h_1, …, h_{L−1}] with h_l = σ(W_l h_{l−1} + b_l): θ [..., p], x [..., k, d]
+        (or ``BlockRows``, whose k = K·n rows the hidden layers then hold in its grouped order)."""
         hs = [x]
         for W, b in (layers or self.layers(theta))[:-1]:
-            h = hs[-1] @ W.transpose(-1, -2)
+            h = hs[-1].first_layer(W) if isinstance(hs[-1], BlockRows) else hs[-1] @ W.transpose(-1, -2)
             hs.append(torch.relu(h if b is None else h + b))
         return hs
 
@@ -204,7 +268,10 @@ class MLP:
         for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):
             # Σ_k δ_k h_kᵀ, computed in the orientation with the longer result rows (MKL is much faster so for
             # small matrices; the transposed copy is then cheap, and avoided for wide inputs such as MNIST's)
-            W_grad.copy_(delta.mT @ h if h.shape[-1] >= delta.shape[-1] else (h.mT @ delta).mT)
+            if isinstance(h, BlockRows):
+                h.weight_gradient(delta, W_grad)
+            else:
+                W_grad.copy_(delta.mT @ h if h.shape[-1] >= delta.shape[-1] else (h.mT @ delta).mT)
             if b_grad is not None:
                 b_grad.copy_(delta.sum(-2, keepdim=True))
         return f, gradient
@@ -237,11 +304,13 @@ class ArmGradients:
 
     def __init__(self, mlp: MLP, theta: torch.Tensor, x: torch.Tensor):
         self.mlp = mlp
-        per_arm = theta.dim() == 2 and x.dim() == 2  # θ [k, p] on x [k, d]; [S, p] on x [S, k, d] is per seed
+        # θ [k, p] on x [k, d]; [S, p] on x [S, k, d] is per seed (BlockRows: arm k in block k, x [..., K, 1, b])
+        per_arm = theta.dim() == 2 and isinstance(x, torch.Tensor) and x.dim() == 2
         if mlp.gradients == "closed":
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
             f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
             if not per_arm:  # one network [p] on x [k, d], or one per seed [S, p] on x [S, k, d]: shapes as they are
+                # (BlockRows gives its hidden rows per block, which for the arms (n = 1) is the arms' order)
                 self.f, self.G, self.hs, self.deltas = f, None, hs, deltas
                 return
             self.f, self.G = f.reshape(-1), None
@@ -272,7 +341,10 @@ class ArmGradients:
         total = 0
         for delta, h, (D_W, D_b) in zip(self.deltas, self.hs, self.mlp.layers(D)):
             d2 = delta.double().square()
-            total = total + ((d2 @ D_W) * h.double().square()).sum(-1)  # Σ_jk δ_j² D_jk h_k²
+            if isinstance(h, BlockRows):
+                total = total + h.weighted_squares(d2, D_W)
+            else:
+                total = total + ((d2 @ D_W) * h.double().square()).sum(-1)  # Σ_jk δ_j² D_jk h_k²
             if D_b is not None:
                 total = total + (d2 * D_b).sum(-1)
         return total
@@ -284,10 +356,12 @@ class ArmGradients:
     def _assemble(self, arms) -> torch.Tensor:
         parts = []
         for delta, h in zip(self.deltas, self.hs):
-            delta, h = delta[arms], h[arms]
-            parts.append((delta[:, :, None] * h[:, None, :]).flatten(1))  # vec(δ_l h_{l−1}ᵀ), θ's row-major layout
+            if isinstance(h, BlockRows):
+                parts.append(h.outer(delta, arms))
+            else:  # vec(δ_l h_{l−1}ᵀ), θ's row-major layout
+                parts.append((delta[arms][:, :, None] * h[arms][:, None, :]).flatten(1))
             if self.mlp.bias:
-                parts.append(delta)
+                parts.append(delta[arms])
         return torch.cat(parts, -1)
 
 
@@ -295,20 +369,26 @@ class History:
     """Per-user sample histories over one shared log of (x, r): a round's sample is stored once, and every
     user it is shared with (M-CNB's cluster members) only records its row index."""
 
-    def __init__(self, n_users: int, dim: int, device: torch.device, capacity: int = 1024):
+    def __init__(self, n_users: int, dim: int, device: torch.device, capacity: int = 1024, n_blocks: int | None = None):
         self.device = device
         self.x = torch.zeros(capacity, dim, device=device)
         self.r = torch.zeros(capacity, device=device)
+        # Block-encoded samples: x holds each sample's non-zero block (dim = b) and ``block`` which of n_blocks it is
+        self.n_blocks = n_blocks
+        self.block = torch.zeros(capacity if n_blocks else 0, dtype=torch.long, device=device)
         self.rows = torch.zeros(n_users, 16, dtype=torch.long, device=device)  # [n, cap] row indices per user
         self.counts = torch.zeros(n_users, dtype=torch.long, device=device)
         self.size = 0
 
-    def add(self, users: torch.Tensor, x: torch.Tensor, r: float) -> None:
+    def add(self, users: torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
         if self.size == self.x.shape[0]:
             self.x = torch.cat([self.x, torch.zeros_like(self.x)])
             self.r = torch.cat([self.r, torch.zeros_like(self.r)])
+            self.block = torch.cat([self.block, torch.zeros_like(self.block)])
         row = self.size
         self.x[row], self.r[row] = x, r
+        if self.n_blocks:
+            self.block[row] = block
         self.size += 1
         if int(self.counts[users].max()) == self.rows.shape[1]:
             self.rows = torch.cat([self.rows, torch.zeros_like(self.rows)], dim=1)
@@ -348,14 +428,14 @@ class History:
 def train_adam(
     mlp: MLP, theta: torch.Tensor, minibatches, *, lr: float, anchor: tuple[torch.Tensor, torch.Tensor] | None = None
 ) -> torch.Tensor:
-    """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch
-    (x [B, s, d], r [B, s]) of ``minibatches``, with a fresh optimiser per call (as the authors' code). θ [B, p]
+    """Adam on the squared loss ½(f(x; θ) − r)², averaged over each minibatch, one step per minibatch (x [B, s, d]
+    or ``BlockRows``, r [B, s]) of ``minibatches``, with a fresh optimiser per call (as the authors' code). θ [B, p]
     holds B independent networks trained at once: each row gets exactly its own gradient and Adam acts elementwise.
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
     optimiser = Adam(theta, lr=lr)
     for x, r in minibatches:
-        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
+        _, gradient = mlp.gradient(theta, x, loss_gradient(x, r))
         if anchor is not None:
             c, theta0 = anchor
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
@@ -383,20 +463,26 @@ def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[t
     given = [job for job in jobs if job is not None]
     if not given:
         return [None] * len(jobs)
+    n_blocks = given[0].history.n_blocks
     if len(given) == 1:
         job = given[0]
-        x, r, rows, start, anchor = job.history.x, job.history.r, job.rows, job.start, job.anchor
+        x, r, block = job.history.x, job.history.r, job.history.block
+        rows, start, anchor = job.rows, job.start, job.anchor
     else:
         offsets = np.cumsum([0] + [job.history.size for job in given[:-1]]).tolist()
-        x = torch.cat([job.history.x[: job.history.size] for job in given])
-        r = torch.cat([job.history.r[: job.history.size] for job in given])
+        x, r, block = (
+            torch.cat([getattr(job.history, name)[: job.history.size] for job in given]) for name in ("x", "r", "block")
+        )
         rows = torch.cat([job.rows + offset for job, offset in zip(given, offsets)], dim=1)
         start = torch.cat([job.start for job in given])
         anchor = None if given[0].anchor is None else tuple(map(torch.cat, zip(*(job.anchor for job in given))))
     trained = []
     for at in range(0, len(start), TRAIN_CHUNK):
         chunk = slice(at, at + TRAIN_CHUNK)
-        batches = ((x[step], r[step]) for step in rows[:, chunk])
+        if n_blocks:
+            batches = (group_by_block(step, x, r, block, n_blocks) for step in rows[:, chunk])
+        else:
+            batches = ((x[step], r[step]) for step in rows[:, chunk])
         part = None if anchor is None else (anchor[0][chunk], anchor[1][chunk])
         trained.append(train_adam(mlp, start[chunk], batches, lr=lr, anchor=part))
     parts = iter((trained[0] if len(trained) == 1 else torch.cat(trained)).split([len(job.start) for job in given]))

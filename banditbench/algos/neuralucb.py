@@ -10,6 +10,12 @@ Training (line 11, Eq. 4.1): min Σ ½(f(x; θ) − r)² + mλ/2 ‖θ − θ_0�
 (the papers leave steps, batch and learning rate open; these are our documented defaults). The loss is
 averaged per minibatch, so the penalty is scaled by 1/|history| to keep Eq. 4.1's balance.
 
+Block-encoded contexts (the classification protocol's x_{t,a} = (0, …, x, …, 0), x in block a, as the round
+declares): the network reads each arm's block x through W_1's columns of block a only, and the history keeps the
+blocks (``neural.BlockRows``), so the first layer's products and W_1's gradient cost a K-th of the dense ones.
+The choices are those of the dense computation up to the rounding of the products (tested). Used with the default
+training, diagonal Z and closed-form gradients; setting the attribute ``blocks`` to False keeps the dense input.
+
 NeuA+U (``user_features=True``, M-CNB §6): NeuUCB-ONE on the input [x_arm ; x_user], "only where user
 features exist". On a protocol without user features it stops with a one-line error at its first round.
 
@@ -35,6 +41,7 @@ from banditbench.algos.neural import (
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
+    BlockRows,
     DiagonalCovariance,
     FullCovariance,
     History,
@@ -104,6 +111,9 @@ class NeuralUCB(Policy):
         self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
         self._g_chosen: torch.Tensor | None = None
         self._x: torch.Tensor | None = None
+        self._arm = 0
+        self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
+        self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
         if not user_features:
             self._build(dim)
         else:  # NeuA+U: the input [x_arm ; x_user] is sized on the first round, when user features are seen
@@ -134,6 +144,14 @@ class NeuralUCB(Policy):
         return user if self.per_user else 0
 
     def _inputs(self, view, arms: np.ndarray) -> torch.Tensor:
+        """The arms as the history stores them: x [K, d], or in block mode each arm's own block [K, b]."""
+        if self.block is None and self._uses_blocks(view):
+            self.block = view.block
+            self.history = History(len(self.theta), self.block, self.device, n_blocks=self.n_arms)
+        if self.block is not None:
+            K = len(arms)
+            arms = arms.reshape(K, K, self.block)[np.arange(K), np.arange(K)]
+            return torch.tensor(arms, dtype=torch.float32, device=self.device)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.user_features:
             if view.user_features is None:
@@ -147,13 +165,30 @@ class NeuralUCB(Policy):
             x = torch.cat([x, u.expand(x.shape[0], -1)], dim=1)
         return x
 
+    def _uses_blocks(self, view) -> bool:
+        """Block mode, decided on the first round: block-encoded contexts, arm a in block a, and the settings whose
+        computations have a per-block form (default training, diagonal Z, closed-form gradients, no user features)."""
+        return bool(
+            self.blocks
+            and view.block
+            and self.history.size == 0
+            and self.dim == view.block * self.n_arms
+            and not (self.user_features or self.code_training)
+            and self.covariance == "diagonal"
+            and self.network["gradients"] == "closed"
+        )
+
+    def _network_input(self, x: torch.Tensor):
+        """x [..., K, d], or in block mode the arms' blocks [..., K, b] as ``BlockRows`` (arm k in block k)."""
+        return x if self.block is None else BlockRows(x[..., None, :])
+
     def select(self, view, budget):
         model = self._model(view.user)
         x = self._inputs(view, view.arms[:])
-        arms = ArmGradients(self.mlp, self.theta[model], x)  # f and g for all arms, one forward and backward
+        arms = ArmGradients(self.mlp, self.theta[model], self._network_input(x))  # f and g, one forward and backward
         ucb = arms.f.double() + self.nu * self.Z.widths(model, arms)
         chosen = int(torch.argmax(ucb))
-        self._g_chosen, self._x = arms.row(chosen), x[chosen]
+        self._g_chosen, self._x, self._arm = arms.row(chosen), x[chosen], chosen
         return chosen
 
     def update(self, view, chosen, reward):
@@ -164,7 +199,7 @@ class NeuralUCB(Policy):
     def _observe(self, view, reward) -> None:
         model = self._model(view.user)
         self.Z.update(model, self._g_chosen)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
-        self.history.add(torch.tensor([model], device=self.device), self._x, reward)
+        self.history.add(torch.tensor([model], device=self.device), self._x, reward, block=self._arm)
 
     def _train(self, user: int) -> None:
         if self.code_training:
@@ -230,13 +265,13 @@ class NeuralUCBLockstep(TrainingLockstep):
         models = [policy._model(view.user) for policy, view in zip(policies, views)]
         x = torch.stack([policy._inputs(view, view.arms[:]) for policy, view in zip(policies, views)])
         theta = torch.stack([policy.theta[model] for policy, model in zip(policies, models)])
-        arms = ArmGradients(first.mlp, theta, x)
+        arms = ArmGradients(first.mlp, theta, first._network_input(x))
         inverse = torch.stack([policy.Z.Z[model] for policy, model in zip(policies, models)]).reciprocal()
         ucb = arms.f.double() + self.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
         chosen = torch.argmax(ucb, dim=-1)
         gradients = arms.picked(chosen)
         for i, (policy, arm) in enumerate(zip(policies, chosen.tolist())):
-            policy._g_chosen, policy._x = gradients[i], x[i, arm]
+            policy._g_chosen, policy._x, policy._arm = gradients[i], x[i, arm], arm
         return chosen.tolist()
 
     def train_together(self, views) -> None:
