@@ -176,21 +176,25 @@ def _spread(compact):
     return dense
 
 
-def test_grouping_by_block_keeps_every_sample_once_in_its_block_and_order():
+def test_grouping_by_block_gives_each_network_block_its_samples_in_order_and_puts_outputs_back_in_place():
     block = torch.tensor([2, 0, 2, 1, 2, 0])
-    x, r = torch.arange(6.0)[:, None].repeat(1, 3), torch.arange(6.0) * 10
+    x = torch.arange(6.0)[:, None].repeat(1, 3)  # row i is (i, i, i)
     rows = torch.tensor([[5, 2, 0, 4, 2], [1, 1, 1, 3, 3]])
-    grouped, rewards = group_by_block(rows, x, r, block, n_blocks=3)
-    n = 4  # the most samples of one block in one row: four of block 2 in the first
-    assert grouped.x.shape == (2, 3, n, 3) and rewards.shape == grouped.weight.shape == (2, 3 * n)
-    kept = grouped.weight > 0
-    assert torch.equal(rewards[0][kept[0]], torch.tensor([50.0, 20.0, 0.0, 40.0, 20.0]))  # block 0, then 2, in order
-    assert torch.equal(rewards[1][kept[1]], torch.tensor([10.0, 10.0, 10.0, 30.0, 30.0]))
-    assert torch.equal(grouped.weight[kept], torch.full((10,), 1 / 5))
-    assert torch.equal(grouped.x.flatten(1, 2)[:, :, 0][kept], rewards[kept] / 10)
-    assert torch.equal(
-        block[(grouped.x.flatten(1, 2)[:, :, 0]).long()][kept], (torch.arange(3 * n) // n).expand(2, -1)[kept]
-    )
+    grouped = group_by_block(rows, x, block, n_blocks=3)
+    network, blocks, size = grouped.segments
+    assert (network, blocks, size) == ([0, 0, 1, 1], [0, 2, 0, 1], [1, 4, 3, 2])  # the pairs with samples
+    assert grouped.x[:, 0].tolist() == [5.0, 2.0, 0.0, 4.0, 2.0, 1.0, 1.0, 1.0, 3.0, 3.0]  # each in sample order
+    assert torch.equal(rows.flatten()[grouped.order].float(), grouped.x[:, 0])
+    W = torch.randn(2, 7, 9)  # two networks' W_1 [m = 7, K·b = 9]
+    dense = torch.zeros(2, 5, 9)
+    for i in range(2):
+        for j, row in enumerate(rows[i].tolist()):
+            k = int(block[row])
+            dense[i, j, 3 * k : 3 * k + 3] = x[row]
+    torch.testing.assert_close(grouped.first_layer(W), dense @ W.mT)
+    delta, out = torch.randn(2, 5, 7), torch.full((2, 7, 9), float("nan"))
+    grouped.weight_gradient(delta, out)
+    torch.testing.assert_close(out, delta.mT @ dense)
 
 
 def test_block_network_scores_gradients_and_training_equal_the_dense_ones_to_rounding():

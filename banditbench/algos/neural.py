@@ -107,35 +107,53 @@ def autograd_gradient(forward, theta: torch.Tensor, x: torch.Tensor, out_grad) -
 
 @dataclass
 class BlockRows:
-    """Block-encoded inputs (input k is zero outside the coordinates [k·b, (k+1)·b) of its block) grouped by block:
-    row (k, j) of x [..., K, n, b] is the non-zero block of the j-th input in block k. The first layer then multiplies
-    each block's rows by W_1's b columns of that block only, a tenth of the dense K·b-column product on MNIST.
-    A round's arms are the case n = 1 (arm k in block k); a minibatch pads its fuller blocks' groups with rows of
-    loss ``weight`` 0 ([..., K·n], the minibatch mean's 1/s for real rows)."""
+    """Block-encoded inputs (input k is zero outside the coordinates [k·b, (k+1)·b) of its block), each read through
+    W_1's b columns of its block only, instead of one product with all K·b columns.
+
+    Two layouts. A round's arms (``segments`` None): x [..., K, 1, b], arm k in block k. A minibatch of B networks'
+    samples (``group_by_block``): x [B·s, b] sorted by segment, one segment per (network, block) pair with samples;
+    ``segments`` = (network, block, size) of each segment (lists) and ``order`` [B·s], the samples' flat indices
+    in x's order. The first layer's output goes back to the samples' order, so the hidden layers and the loss see
+    the minibatch [B, s] as the dense input gives it."""
 
     x: torch.Tensor
-    weight: torch.Tensor | None = None
+    segments: tuple[list[int], list[int], list[int]] | None = None
+    order: torch.Tensor | None = None
 
     def _blocks(self, W: torch.Tensor) -> torch.Tensor:
         """W [..., m, K·b] as each block's columns [..., K, m, b] (a view)."""
-        K, _, b = self.x.shape[-3:]
-        return W.unflatten(-1, (K, b)).movedim(-2, -3)
+        b = self.x.shape[-1]
+        return W.unflatten(-1, (W.shape[-1] // b, b)).movedim(-2, -3)
 
     def first_layer(self, W: torch.Tensor) -> torch.Tensor:
-        """x W_1ᵀ for every row: [..., K·n, m]."""
-        return (self.x @ self._blocks(W).mT).flatten(-3, -2)
+        """x W_1ᵀ for every arm [..., K, m], or every sample [B, s, m]."""
+        blocks = self._blocks(W)
+        if self.segments is None:
+            return (self.x @ blocks.mT).flatten(-3, -2)
+        network, block, size = self.segments
+        parts = [x @ blocks[i, k].T for x, i, k in zip(self.x.split(size), network, block)]  # W_1 read, not copied
+        h = torch.empty(len(self.x), W.shape[-2], device=W.device)
+        h[self.order] = torch.cat(parts)
+        return h.view(W.shape[0], -1, W.shape[-2])
 
     def weight_gradient(self, delta: torch.Tensor, out: torch.Tensor) -> None:
-        """Σ_rows δ xᵀ (delta [..., K·n, m]) written into W_1's gradient ``out`` [..., m, K·b], block by block."""
-        self._blocks(out).copy_(delta.unflatten(-2, self.x.shape[-3:-1]).mT @ self.x)
+        """Σ δ xᵀ over the samples (delta [B, s, m]) written into W_1's gradient ``out`` [B, m, K·b], block by block;
+        blocks without samples get 0."""
+        network, block, size = self.segments
+        blocks = self._blocks(out)
+        out.zero_()
+        for delta_segment, x, i, k in zip(
+            delta.flatten(0, 1)[self.order].split(size), self.x.split(size), network, block
+        ):
+            blocks[i, k] = delta_segment.T @ x
 
     def weighted_squares(self, d2: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
-        """Σ_jk δ_j² D_jk x_k² of every arm (n = 1, d2 = δ² [..., K, m]), D [..., m, K·b] a diagonal weight of W_1."""
+        """Σ_jk δ_j² D_jk x_k² of every arm (d2 = δ² [..., K, m]), D [..., m, K·b] a diagonal weight of W_1."""
         x2 = self.x[..., 0, :].double().square()
         return ((d2[..., None, :] @ self._blocks(D))[..., 0, :] * x2).sum(-1)
 
     def outer(self, delta: torch.Tensor, arms) -> torch.Tensor:
-        """vec(δ xᵀ) of the selected arms (n = 1, delta [..., K, m]) in W_1's dense layout, zero outside their block."""
+        """vec(δ xᵀ) of the selected arms (delta [..., K, m]) in W_1's dense layout, zero outside their block."""
         rows = self.x[..., 0, :]
         K, b = rows.shape[-2:]
         blocks = torch.arange(K, device=rows.device).expand(rows.shape[:-1])[arms]
@@ -145,27 +163,17 @@ class BlockRows:
         return part.flatten(1)
 
 
-def group_by_block(rows: torch.Tensor, x: torch.Tensor, r: torch.Tensor, block: torch.Tensor, n_blocks: int):
-    """The samples ``rows`` [..., s] of a log (x [N, b] non-zero blocks, r [N], block [N]) as ``BlockRows``
-    [..., K, n, b], n the most that any block holds, and their rewards [..., K·n]. Each block keeps its samples in
-    their order; a padding row repeats row 0 with loss weight 0, so it adds exactly nothing to a gradient."""
-    size = rows.shape[-1]
-    blocks = block[rows]
-    members = torch.nn.functional.one_hot(blocks, n_blocks)  # [..., s, K]
-    n = int(members.sum(-2).max())
-    rank = (members.cumsum(-2) - 1).gather(-1, blocks[..., None])[..., 0]  # earlier samples in the same block
-    position = blocks * n + rank
-    grouped = torch.zeros(*rows.shape[:-1], n_blocks * n, dtype=rows.dtype, device=rows.device)
-    grouped.scatter_(-1, position, rows)
-    weight = torch.zeros(grouped.shape, device=x.device).scatter_(-1, position, 1.0 / size)
-    return BlockRows(x[grouped].unflatten(-2, (n_blocks, n)), weight), r[grouped]
-
-
-def loss_gradient(x, r: torch.Tensor):
-    """c = ∂/∂f of the minibatch mean of ½(f − r)²: (f − r)/s, or per row weighted for ``BlockRows``."""
-    if isinstance(x, BlockRows):
-        return lambda f: (f - r) * x.weight
-    return lambda f: (f - r) / r.shape[-1]
+def group_by_block(rows: torch.Tensor, x: torch.Tensor, block: torch.Tensor, n_blocks: int) -> BlockRows:
+    """The minibatches ``rows`` [B, s] of B networks from a log of non-zero blocks (x [N, b], block [N]) as
+    ``BlockRows`` segments: one per (network, block) pair with samples, in that order, each keeping its samples in
+    their order."""
+    network = torch.arange(len(rows), device=rows.device)[:, None]
+    key = (network * n_blocks + block[rows]).flatten()
+    order = torch.argsort(key, stable=True)
+    keys, size = torch.unique_consecutive(key[order], return_counts=True)
+    keys = keys.tolist()
+    segments = ([key // n_blocks for key in keys], [key % n_blocks for key in keys], size.tolist())
+    return BlockRows(x[rows.flatten()[order]], segments, order)
 
 
 class MLP:
@@ -221,7 +229,7 @@ class MLP:
 
     def activations(self, theta: torch.Tensor, x: torch.Tensor, layers=None) -> list[torch.Tensor]:
         """The input of every layer, [x, h_1, …, h_{L−1}] with h_l = σ(W_l h_{l−1} + b_l): θ [..., p], x [..., k, d]
-        (or ``BlockRows``, whose k = K·n rows the hidden layers then hold in its grouped order)."""
+        or ``BlockRows``."""
         hs = [x]
         for W, b in (layers or self.layers(theta))[:-1]:
             h = hs[-1].first_layer(W) if isinstance(hs[-1], BlockRows) else hs[-1] @ W.transpose(-1, -2)
@@ -310,7 +318,6 @@ class ArmGradients:
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
             f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
             if not per_arm:  # one network [p] on x [k, d], or one per seed [S, p] on x [S, k, d]: shapes as they are
-                # (BlockRows gives its hidden rows per block, which for the arms (n = 1) is the arms' order)
                 self.f, self.G, self.hs, self.deltas = f, None, hs, deltas
                 return
             self.f, self.G = f.reshape(-1), None
@@ -435,7 +442,7 @@ def train_adam(
     theta = theta.detach().clone()
     optimiser = Adam(theta, lr=lr)
     for x, r in minibatches:
-        _, gradient = mlp.gradient(theta, x, loss_gradient(x, r))
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
         if anchor is not None:
             c, theta0 = anchor
             gradient.addcmul_(theta - theta0, 2 * c[:, None])
@@ -480,7 +487,7 @@ def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[t
     for at in range(0, len(start), TRAIN_CHUNK):
         chunk = slice(at, at + TRAIN_CHUNK)
         if n_blocks:
-            batches = (group_by_block(step, x, r, block, n_blocks) for step in rows[:, chunk])
+            batches = ((group_by_block(step, x, block, n_blocks), r[step]) for step in rows[:, chunk])
         else:
             batches = ((x[step], r[step]) for step in rows[:, chunk])
         part = None if anchor is None else (anchor[0][chunk], anchor[1][chunk])
