@@ -132,7 +132,7 @@ class BlockRows:
             return (self.x @ blocks.mT).flatten(-3, -2)
         network, block, size = self.segments
         parts = [x @ blocks[i, k].T for x, i, k in zip(self.x.split(size), network, block)]  # W_1 read, not copied
-        h = torch.empty(len(self.x), W.shape[-2], device=W.device)
+        h = W.new_empty(len(self.x), W.shape[-2])
         h[self.order] = torch.cat(parts)
         return h.view(W.shape[0], -1, W.shape[-2])
 
@@ -142,9 +142,8 @@ class BlockRows:
         network, block, size = self.segments
         blocks = self._blocks(out)
         out.zero_()
-        for delta_segment, x, i, k in zip(
-            delta.flatten(0, 1)[self.order].split(size), self.x.split(size), network, block
-        ):
+        deltas = delta.flatten(0, 1)[self.order].split(size)
+        for delta_segment, x, i, k in zip(deltas, self.x.split(size), network, block):
             blocks[i, k] = delta_segment.T @ x
 
     def weighted_squares(self, d2: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
