@@ -1,7 +1,7 @@
 """MNIST block encoding (d = 784, K = 10, contexts in R^7840): LinUCB and NeuralUCB, dense and per block.
 
     .venv/bin/python benchmarks/block_encoding.py [--rounds 2000] [--dense-rounds 30] [--neural-rounds 0]
-                                                  [--neural-seeds 3] [--datasets DIR]
+                                                  [--neural-seeds 3] [--mcnb-rounds 0] [--datasets DIR]
 
 Prepares the MNIST test set (10 000 images) from DATASETS/mnist-test with the classification protocol's block
 encoding, then plays the same stream of rounds (environment seed 1, policy seed 2) with linucb-one and
@@ -11,8 +11,8 @@ wall second and per CPU second of the policy loop (environment included), the sp
 the two made the same choices over the dense rounds (where they differ: rounds whose best arms tie exactly,
 broken by rounding in the dense sums) and the reward.
 
-``--neural-rounds N`` adds neuucb-one and neuucb-ind (diagonal NeuralUCB): N rounds with the dense 7840-d input
-and N with the per-block first layer, for each of ``--neural-seeds`` policy seeds. Their training amplifies any
+``--neural-rounds N`` adds neuucb-one and neuucb-ind (diagonal NeuralUCB), ``--mcnb-rounds N`` M-CNB: N rounds
+with the dense 7840-d input and N per block, for each of ``--neural-seeds`` policy seeds. Their training amplifies any
 rounding difference until a choice flips, so the script also plays the dense computation once more with one
 initial weight moved by one ulp: the share of equal choices between dense and per block is to be read against
 that one. It prints the rates, the rewards of both computations and the paired t-test between them.
@@ -38,7 +38,7 @@ def play(
     dataset, algorithm: str, rounds: int, blocks: bool = True, seed: int = 2, nudge: bool = False
 ) -> tuple[np.ndarray, float, float, float]:
     """Choices, wall seconds, CPU seconds and total reward of ``rounds`` rounds of one policy. ``nudge`` moves the
-    initial output weight of the last hidden unit by one ulp (neural policies)."""
+    initial output weight of the last hidden unit of the (first) network by one ulp (neural policies)."""
     import torch
 
     from banditbench.algos import ALGORITHMS
@@ -50,7 +50,8 @@ def play(
     )
     policy.blocks = blocks  # LinUCB's and NeuralUCB's switch between per-block and dense computations
     if nudge:
-        policy.theta[0, -1] = torch.nextafter(policy.theta[0, -1], torch.tensor(np.inf))
+        theta = policy.users.theta if algorithm == "mcnb" else policy.theta  # (the first user's) network
+        theta[0, -1] = torch.nextafter(theta[0, -1], torch.tensor(np.inf))
     choices, reward = [], 0.0
     wall, cpu = time.perf_counter(), time.process_time()
     for rnd in env.rounds(rounds):
@@ -85,11 +86,14 @@ def linear(dataset, args) -> None:
 def neural(dataset, args) -> None:
     from scipy.stats import ttest_rel
 
-    rounds, seeds = args.neural_rounds, range(2, 2 + args.neural_seeds)
-    print(f"\n{rounds} rounds, policy seeds {seeds.start}–{seeds.stop - 1}: rounds per CPU second, reward mean ± sd")
+    seeds = range(2, 2 + args.neural_seeds)
+    print(f"\npolicy seeds {seeds.start}–{seeds.stop - 1}: rounds per CPU second, reward mean ± sd")
     header = f"{'algorithm':<12} {'dense':>7} {'blocks':>7} {'ratio':>6} {'dense reward':>14} {'block reward':>14}"
-    print(header + f" {'p (t)':>6}")
-    for algorithm in ("neuucb-one", "neuucb-ind"):
+    print(header + f" {'p (t)':>6} rounds")
+    cases = [("neuucb-one", args.neural_rounds), ("neuucb-ind", args.neural_rounds), ("mcnb", args.mcnb_rounds)]
+    for algorithm, rounds in cases:
+        if not rounds:
+            continue
         runs = {blocks: [play(dataset, algorithm, rounds, blocks, seed) for seed in seeds] for blocks in (False, True)}
         rate = {blocks: rounds * len(seeds) / sum(run[2] for run in runs[blocks]) for blocks in runs}
         reward = {blocks: np.array([run[3] for run in runs[blocks]]) for blocks in runs}
@@ -99,7 +103,7 @@ def neural(dataset, args) -> None:
             + " ".join(
                 f"{reward[b].mean():>7.1f} ± {reward[b].std(ddof=1) if len(seeds) > 1 else 0:>4.1f}" for b in runs
             )
-            + f" {p:>6.2f}"
+            + f" {p:>6.2f} {rounds:>6}"
         )
         nudged = play(dataset, algorithm, rounds, False, seeds.start, nudge=True)[0]
         dense, block = runs[False][0][0], runs[True][0][0]
@@ -117,6 +121,7 @@ def main() -> None:
     parser.add_argument("--dense-rounds", type=int, default=30)
     parser.add_argument("--neural-rounds", type=int, default=0)
     parser.add_argument("--neural-seeds", type=int, default=3)
+    parser.add_argument("--mcnb-rounds", type=int, default=0)
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder with mnist-test/")
     args = parser.parse_args()
     from banditbench.data import classification, load_dataset
@@ -132,7 +137,7 @@ def main() -> None:
         print(f"MNIST test set, block encoding (d = 7840), load average {os.getloadavg()[0]:.1f}")
         print(f"{'algorithm':<12} {'statistics':<10} {'rounds':>6} {'r/s wall':>9} {'r/CPU-s':>8} {'reward':>7}")
         linear(dataset, args)
-        if args.neural_rounds:
+        if args.neural_rounds or args.mcnb_rounds:
             neural(dataset, args)
 
 

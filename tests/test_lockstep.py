@@ -15,7 +15,6 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.linucb import LinUCB
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
-from banditbench.algos.neuralucb import NeuralUCB
 from banditbench.algos.ridge import RidgeStats, stack
 from banditbench.envs.round import Budget, Round, RoundView
 from banditbench.runner.checkpoint import Checkpoints
@@ -187,21 +186,20 @@ def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         assert np.array_equal(policy.stats.theta, member.stats.theta)
 
 
-def test_a_neuralucb_group_on_block_encoded_rounds_chooses_as_its_members_alone():
+@pytest.mark.parametrize("name,cell", [("neuucb-one", {"nu": 1.0, "lam": 0.5}), ("mcnb", {"gamma": 0.2})])
+def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(name, cell):
     from test_speed_shortcuts import _classification
 
     def members():
-        params = [{}, {"nu": 1.0}, {"nu": 1.0, "lam": 0.5}]
-        env = _classification(n=600)
-        build = ALGORITHMS["neuucb-one"].build
+        build = ALGORITHMS[name].build
         return [
-            build(n_users=env.n_users, n_arms=4, dim=24, seed=np.random.SeedSequence(i), params=p)
-            for i, p in enumerate(params)
+            build(n_users=4, n_arms=4, dim=24, seed=np.random.SeedSequence(i), params=p)
+            for i, p in enumerate([{}, cell, cell])
         ]
 
     alone, together = members(), members()
-    group = NeuralUCB.lockstep(together)
-    for rnd in _classification(n=600).rounds(300):
+    group = type(together[0]).lockstep(together)
+    for rnd in _classification(n=600).rounds(200):
         views = [rnd.view(Budget()) for _ in together]
         chosen = group.select(views, [Budget()] * 3)
         group.update(views, chosen, [float(rnd.rewards[arm]) for arm in chosen])

@@ -227,6 +227,17 @@ def test_block_network_scores_gradients_and_training_equal_the_dense_ones_to_rou
         for log in logs
     ]
     torch.testing.assert_close(trained[0], trained[1])
+    assert torch.equal(logs[0].inputs(rows), logs[1].x[rows])  # other readers get the samples back dense
+
+
+def test_gradient_distances_equal_the_norms_of_the_assembled_differences():
+    generator = torch.Generator().manual_seed(1)
+    mlp = MLP(12, width=8, depth=3, bias=True, init="torch")
+    Theta0 = mlp.init(generator, torch.device("cpu"))
+    thetas = Theta0 + 0.1 * torch.randn(5, mlp.p, generator=generator)
+    x = torch.randn(5, 12, generator=generator)
+    adapted, start = ArmGradients(mlp, thetas, x), ArmGradients(mlp, Theta0, x)
+    torch.testing.assert_close(adapted.distances(start), (adapted.rows() - start.rows()).norm(dim=1))
 
 
 def _neuralucb(name, env, blocks, **params):
@@ -244,6 +255,19 @@ def test_block_neuralucb_choices_equal_the_dense_computation(name):
     block, dense = (_neuralucb(name, _classification(n=600), blocks) for blocks in (True, False))
     assert _play(block, _classification(n=600), 400) == _play(dense, _classification(n=600), 400)
     assert block.block == 6 and block.history.x.shape[1] == 6 and dense.block is None
+
+
+@pytest.mark.parametrize(
+    "params,rounds",
+    [
+        ({}, 90),  # nine trainings; on this problem the dense computation parts from a one-ulp copy of itself at 99
+        ({"code_training": True, "meta_pooled_training": True}, 300),  # training reads the samples back dense
+    ],
+)
+def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
+    block, dense = (_neuralucb("mcnb", _classification(n=600), blocks, **params) for blocks in (True, False))
+    assert _play(block, _classification(n=600), rounds) == _play(dense, _classification(n=600), rounds)
+    assert block.block == 6 and block.users.history.x.shape[1] == 6 and dense.block is None
 
 
 def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form():

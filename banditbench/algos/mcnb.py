@@ -34,6 +34,12 @@ The authors' code (banyikun/MCNB @cf79294) as named switches, all off by default
                                 loss is ≤ 1e-3); with ``meta_pooled_training``, Θ likewise on all users' data pooled
                                 (≤ 1000 steps, reshuffled every pass), before the learner
 ``share_with_cluster=False`` is the code's history: (x_t, r_t) goes to u_t's T^u only.
+
+Block-encoded contexts (the classification protocol's, arm a in block a, as the round declares): the histories keep
+each sample's block and the user-learners train per block, the clustering reads each arm through its block's
+columns of W_1, and the UCB's gradient distance is taken layer by layer (the first layer's gradients share x). The
+meta step reads the dense contexts. The choices are those of the dense computation up to rounding (tested); the
+attribute ``blocks`` set to False keeps the dense computation throughout.
 """
 
 from __future__ import annotations
@@ -50,8 +56,10 @@ from banditbench.algos.neural import (
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
+    BlockRows,
     TrainingLockstep,
     UserLearners,
+    arm_blocks,
     check_choice,
     connected_labels,
     is_training_round,
@@ -162,10 +170,46 @@ class MCNB(Policy):
         self.bonus: torch.Tensor | None = None  # last round's meta-side exploration bonus per arm
         self._group: torch.Tensor | None = None
         self._code_group: torch.Tensor | None = None
+        self._arm = 0
+        self.blocks = True  # keep block-encoded samples per block and cluster on them; False: dense throughout
+        self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
+
+    def _start_blocks(self, view) -> None:
+        """On the first round of block-encoded contexts (arm a in block a): the user-learners' histories keep each
+        sample's block, so they train per block, and the clustering reads each arm through its block's columns of
+        W_1 (``neural.BlockRows``). The meta step and the UCB read the dense contexts."""
+        if self.blocks and view.block and self.users.history.size == 0 and self.dim == view.block * self.n_arms:
+            self.block = view.block
+            self.users.read_blocks(self.n_arms)
+
+    def _sample(self, x: torch.Tensor, arm: int) -> torch.Tensor:
+        """Arm ``arm``'s context as the history keeps it: dense, or its block."""
+        return x[arm] if self.block is None else x[arm, arm * self.block : (arm + 1) * self.block]
+
+    def _arms_input(self, x: torch.Tensor):
+        """x [..., K, d] for the user-learners: dense, or each arm's block as ``BlockRows``."""
+        return x if self.block is None else BlockRows(arm_blocks(x, self.block)[..., None, :])
 
     # (1) user clustering, all arms at once
+    def _estimates_and_distances(self, thetas: torch.Tensor, Theta0: torch.Tensor, x: torch.Tensor):
+        """f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖ for every arm (members of a lockstep group stacked on
+        the leading axis: thetas [..., K, p], Θ_0 [..., p], x [..., K, d]): one per-arm call on the 2K networks and
+        inputs, or in block mode one per-arm call and one of Θ_0, compared layer by layer without the gradient rows
+        (``ArmGradients.distances``; the rows would be 2K × 784 100 numbers on MNIST)."""
+        K, p = thetas.shape[-2:]
+        if self.block is not None and self.mlp.gradients == "closed":
+            adapted = ArmGradients(self.mlp, thetas.reshape(-1, p), x.reshape(-1, x.shape[-1]))
+            distances = adapted.distances(ArmGradients(self.mlp, Theta0, x))
+            return adapted.f.reshape(thetas.shape[:-1]), distances.reshape(thetas.shape[:-1])
+        starts = Theta0[..., None, :].expand(thetas.shape)
+        arms = ArmGradients(
+            self.mlp, torch.cat([thetas, starts], -2).reshape(-1, p), torch.cat([x, x], -2).reshape(-1, x.shape[-1])
+        )
+        G = arms.rows().reshape(*thetas.shape[:-2], 2 * K, p)
+        return arms.f.reshape(*thetas.shape[:-2], 2 * K)[..., :K], (G[..., :K, :] - G[..., K:, :]).norm(dim=-1)
+
     def _clusters(self, user: int, x: torch.Tensor) -> torch.Tensor:
-        P = self.users.predict(x)
+        P = self.users.predict(self._arms_input(x))
         if self.code_threshold:
             groups = self.users.groups(P, user, self.gamma, strict=True)
         else:
@@ -242,6 +286,8 @@ class MCNB(Policy):
         clock = time.perf_counter
         user = view.user
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+        if self.block is None:
+            self._start_blocks(view)
         t0 = clock()
         groups = self._clusters(user, x)
         t1 = clock()
@@ -258,10 +304,8 @@ class MCNB(Policy):
             ucb = f + self.code_nu**0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
             self.bonus = self.code_nu**0.5 * G.norm(dim=1)
         else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-            K = len(x)
-            arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
-            f, G = arms.f[:K], arms.rows()
-            self.bonus = self.alpha * (G[:K] - G[K:]).norm(dim=1) / self.mlp.width**0.25
+            f, distances = self._estimates_and_distances(thetas, self.Theta0, x)
+            self.bonus = self.alpha * distances / self.mlp.width**0.25
             ucb = f + self.bonus + self._user_side(user)
         chosen = int(torch.argmax(ucb))
         if not self.meta_every_10th_in_place:
@@ -269,7 +313,7 @@ class MCNB(Policy):
         self._group = (
             self._code_group if (self.meta_every_10th_in_place and self._code_group is not None) else groups[chosen]
         )
-        self._x = x[chosen]
+        self._x, self._arm = self._sample(x, chosen), chosen
         self.last_timings["clustering"] = t1 - t0
         self.last_timings["meta_adaptation"] = t2 - t1
         return chosen
@@ -291,7 +335,7 @@ class MCNB(Policy):
             if self.share_with_cluster
             else torch.tensor([view.user], device=self.device)
         )
-        self.users.add(members, self._x, reward)  # lines 14–17 (every member of N̂_{u_t}(x_t)) or u_t only
+        self.users.add(members, self._x, reward, self._arm)  # lines 14–17 (every member of N̂_{u_t}(x_t)) or u_t only
 
     def _train_meta(self) -> None:
         if self.meta_pooled_training:
@@ -299,7 +343,7 @@ class MCNB(Policy):
             pick = torch.randint(
                 history.size, (self.train_steps, 1, self.batch_size), generator=self.generator, device=self.device
             )  # Adam on every user's data pooled
-            batches = ((history.x[rows], history.r[rows]) for rows in pick)
+            batches = ((history.inputs(rows), history.r[rows]) for rows in pick)
             self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
 
     def _train_code(self, user: int) -> None:
@@ -363,16 +407,18 @@ class MCNBLockstep(TrainingLockstep):
         policies, first = self.policies, self.policies[0]
         users = torch.tensor([view.user for view in views], device=first.device)
         x = torch.stack([torch.tensor(view.arms[:], dtype=torch.float32, device=first.device) for view in views])
+        for policy, view in zip(policies, views):
+            if policy.block is None:
+                policy._start_blocks(view)
         S, K = x.shape[:2]
         t0 = clock()
         groups = self._clusters(users, x)  # [S, K, n]
         t1 = clock()
         thetas = self._adapt(groups)  # [S, K, p]
         t2 = clock()
-        Theta0 = torch.stack([policy.Theta0 for policy in policies])[:, None, :].expand(S, K, -1)
-        arms = ArmGradients(first.mlp, torch.cat([thetas, Theta0], 1).flatten(0, 1), torch.cat([x, x], 1).flatten(0, 1))
-        f, G = arms.f.reshape(S, 2 * K)[:, :K], arms.rows().reshape(S, 2 * K, -1)
-        bonus = self.alpha * (G[:, :K] - G[:, K:]).norm(dim=-1) / first.mlp.width**0.25
+        Theta0 = torch.stack([policy.Theta0 for policy in policies])
+        f, distances = first._estimates_and_distances(thetas, Theta0, x)
+        bonus = self.alpha * distances / first.mlp.width**0.25
         for policy, view in zip(policies, views):
             policy.served[view.user] += 1
         user_side = [policy._user_side(view.user) for policy, view in zip(policies, views)]
@@ -381,7 +427,7 @@ class MCNBLockstep(TrainingLockstep):
         for i, (policy, arm) in enumerate(zip(policies, chosen)):
             policy.bonus = bonus[i]
             policy.Theta = thetas[i, arm].clone()  # line 13: Θ_t = Θ_{t,î}
-            policy._group, policy._x = groups[i, arm], x[i, arm]
+            policy._group, policy._x, policy._arm = groups[i, arm], policy._sample(x[i], arm), arm
             policy.last_timings["clustering"] = (t1 - t0) / S
             policy.last_timings["meta_adaptation"] = (t2 - t1) / S
         return chosen
@@ -390,7 +436,8 @@ class MCNBLockstep(TrainingLockstep):
         """Eq. 3 for every member and arm: every user-learner's estimate in one forward pass."""
         policies = self.policies
         with torch.no_grad():
-            P = policies[0].mlp.forward(torch.stack([p.users.theta for p in policies]), x[:, None])  # [S, n, K]
+            thetas = torch.stack([p.users.theta for p in policies])
+            P = policies[0].mlp.forward(thetas, policies[0]._arms_input(x[:, None]))  # [S, n, K]
         own = P[torch.arange(len(users)), users]  # [S, K]
         gap = (P - own[:, None, :]).abs().mT  # [S, K, n]
         return gap < self.threshold if policies[0].code_threshold else gap <= self.threshold

@@ -162,6 +162,11 @@ class BlockRows:
         return part.flatten(1)
 
 
+def arm_blocks(x: torch.Tensor, block: int) -> torch.Tensor:
+    """Each arm's own block of block-encoded arms x [..., K, K·b] (arm k in block k): [..., K, b], a view."""
+    return x.unflatten(-1, (x.shape[-2], block)).diagonal(dim1=-3, dim2=-2).mT
+
+
 def group_by_block(rows: torch.Tensor, x: torch.Tensor, block: torch.Tensor, n_blocks: int) -> BlockRows:
     """The minibatches ``rows`` [B, s] of B networks from a log of non-zero blocks (x [N, b], block [N]) as
     ``BlockRows`` segments: one per (network, block) pair with samples, in that order, each keeping its samples in
@@ -355,6 +360,23 @@ class ArmGradients:
                 total = total + (d2 * D_b).sum(-1)
         return total
 
+    def distances(self, other: ArmGradients) -> torch.Tensor:
+        """‖g_i − g′_i‖ for every arm i, g′ the closed-form gradients ``other`` on the same inputs (any θ layout: the
+        arms are rows in order), layer by layer without the [k, p] rows: the first layer's gradients δ xᵀ share x, so
+        their difference is (δ_i − δ′_i) xᵀ, of norm ‖δ_i − δ′_i‖ ‖x_i‖; later layers' outer products are small and
+        are subtracted as they are."""
+        total = 0
+        for layer, parts in enumerate(zip(self.deltas, self.hs, other.deltas, other.hs)):
+            delta, h, other_delta, other_h = (part.reshape(-1, part.shape[-1]) for part in parts)
+            if layer == 0:
+                total = total + (delta - other_delta).square().sum(-1) * h.square().sum(-1)
+            else:
+                outer = delta[:, :, None] * h[:, None, :] - other_delta[:, :, None] * other_h[:, None, :]
+                total = total + outer.square().sum((-2, -1))
+            if self.mlp.bias:
+                total = total + (delta - other_delta).square().sum(-1)
+        return total.sqrt()
+
     def picked(self, chosen: torch.Tensor) -> torch.Tensor:
         """g of one arm per seed of a lockstep group (θ [S, p]): chosen [S] → [S, p]."""
         return self._assemble((torch.arange(len(chosen), device=chosen.device), chosen))
@@ -373,7 +395,9 @@ class ArmGradients:
 
 class History:
     """Per-user sample histories over one shared log of (x, r): a round's sample is stored once, and every
-    user it is shared with (M-CNB's cluster members) only records its row index."""
+    user it is shared with (M-CNB's cluster members) only records its row index. With ``n_blocks`` the log keeps
+    block-encoded samples as their non-zero block and its index; training reads them per block (``train_jobs``),
+    every other reader gets them back dense (``inputs``)."""
 
     def __init__(self, n_users: int, dim: int, device: torch.device, capacity: int = 1024, n_blocks: int | None = None):
         self.device = device
@@ -401,6 +425,15 @@ class History:
         self.rows[users, self.counts[users]] = row
         self.counts[users] += 1
 
+    def inputs(self, rows: torch.Tensor) -> torch.Tensor:
+        """The samples of these rows [...] as the network reads them: x [..., d], or in block mode [..., K·b] with the
+        stored block in its place and zeros elsewhere."""
+        if not self.n_blocks:
+            return self.x[rows]
+        dense = self.x.new_zeros(rows.numel(), self.n_blocks, self.x.shape[1])
+        dense[torch.arange(rows.numel(), device=rows.device), self.block[rows].flatten()] = self.x[rows].flatten(0, -2)
+        return dense.view(*rows.shape, -1)
+
     def _rows(self, users: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
         """Rows drawn uniformly with replacement from each user's history, shape [..., U, size]."""
         pick = (torch.rand(shape, generator=generator, device=self.device) * self.counts[users][:, None]).long()
@@ -410,25 +443,27 @@ class History:
         """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size].
         Every listed user must have at least one sample."""
         rows = self._rows(users, (len(users), size), generator)
-        return self.x[rows], self.r[rows]
+        return self.inputs(rows), self.r[rows]
 
     def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
         """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
         ``steps`` calls of ``sample``) and gathered one step at a time."""
         rows = self.minibatch_rows(users, size, generator, steps)
-        return ((self.x[step], self.r[step]) for step in rows)
+        return ((self.inputs(step), self.r[step]) for step in rows)
 
     def minibatch_rows(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int) -> torch.Tensor:
         """The rows of ``minibatches``, [steps, U, size]."""
         return self._rows(users, (steps, len(users), size), generator)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.n_blocks:
+            return self.inputs(torch.arange(self.size, device=self.device)), self.r[: self.size]
         return self.x[: self.size], self.r[: self.size]
 
     def of(self, *users: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The samples of these users' histories pooled, each user's in the order they came: x [n, d], r [n]."""
         rows = torch.cat([self.rows[u, : self.counts[u]] for u in users])
-        return self.x[rows], self.r[rows]
+        return self.inputs(rows), self.r[rows]
 
 
 def train_adam(
@@ -618,8 +653,12 @@ class UserLearners:
         gap = (P - P[user]).abs().T
         return gap < threshold if strict else gap <= threshold
 
-    def add(self, members: torch.Tensor, x: torch.Tensor, r: float) -> None:
-        self.history.add(members, x, r)
+    def read_blocks(self, n_blocks: int) -> None:
+        """Keep the history per block (``History``), from the first round of block-encoded contexts on."""
+        self.history = History(len(self.theta), self.mlp.dim // n_blocks, self.device, n_blocks=n_blocks)
+
+    def add(self, members: torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
+        self.history.add(members, x, r, block)
 
     def train(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> None:
         """Adam on each user's own history; by default every user whose history grew since its last training.
@@ -648,7 +687,7 @@ class UserLearners:
         ARI of its connected components) against the ground truth. Diagnostics only; decisions never use it."""
         if self.history.size == 0:
             return None
-        x = self.history.x[max(0, self.history.size - probes) : self.history.size]
+        x = self.history.inputs(torch.arange(max(0, self.history.size - probes), self.history.size, device=self.device))
         with torch.no_grad():
             P = self.mlp.forward(self.theta, x).T  # [probes, n]
         agree = ((P[:, :, None] - P[:, None, :]).abs() <= threshold).float().mean(0)
