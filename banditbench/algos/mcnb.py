@@ -191,23 +191,6 @@ class MCNB(Policy):
         return x if self.block is None else BlockRows(arm_blocks(x, self.block)[..., None, :])
 
     # (1) user clustering, all arms at once
-    def _estimates_and_distances(self, thetas: torch.Tensor, Theta0: torch.Tensor, x: torch.Tensor):
-        """f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖ for every arm (members of a lockstep group stacked on
-        the leading axis: thetas [..., K, p], Θ_0 [..., p], x [..., K, d]): one per-arm call on the 2K networks and
-        inputs, or in block mode one per-arm call and one of Θ_0, compared layer by layer without the gradient rows
-        (``ArmGradients.distances``; the rows would be 2K × 784 100 numbers on MNIST)."""
-        K, p = thetas.shape[-2:]
-        if self.block is not None and self.mlp.gradients == "closed":
-            adapted = ArmGradients(self.mlp, thetas.reshape(-1, p), x.reshape(-1, x.shape[-1]))
-            distances = adapted.distances(ArmGradients(self.mlp, Theta0, x))
-            return adapted.f.reshape(thetas.shape[:-1]), distances.reshape(thetas.shape[:-1])
-        starts = Theta0[..., None, :].expand(thetas.shape)
-        arms = ArmGradients(
-            self.mlp, torch.cat([thetas, starts], -2).reshape(-1, p), torch.cat([x, x], -2).reshape(-1, x.shape[-1])
-        )
-        G = arms.rows().reshape(*thetas.shape[:-2], 2 * K, p)
-        return arms.f.reshape(*thetas.shape[:-2], 2 * K)[..., :K], (G[..., :K, :] - G[..., K:, :]).norm(dim=-1)
-
     def _clusters(self, user: int, x: torch.Tensor) -> torch.Tensor:
         P = self.users.predict(self._arms_input(x))
         if self.code_threshold:
@@ -282,6 +265,24 @@ class MCNB(Policy):
         self._code_group = groups[-1].clone()
         return self.Theta.expand(groups.shape[0], -1)
 
+    # (3) the UCB's estimate and meta-side gradient distance
+    def _estimates_and_distances(self, thetas: torch.Tensor, Theta0: torch.Tensor, x: torch.Tensor):
+        """f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖ for every arm (members of a lockstep group stacked on
+        the leading axis: thetas [..., K, p], Θ_0 [..., p], x [..., K, d]): one per-arm call on the 2K networks and
+        inputs, or in block mode one per-arm call and one of Θ_0, compared layer by layer without the gradient rows
+        (``ArmGradients.distances``; the rows would be 2K × 784 100 numbers on MNIST)."""
+        K, p = thetas.shape[-2:]
+        if self.block is not None and self.mlp.gradients == "closed":
+            adapted = ArmGradients(self.mlp, thetas.reshape(-1, p), x.reshape(-1, x.shape[-1]))
+            distances = adapted.distances(ArmGradients(self.mlp, Theta0, x))
+            return adapted.f.reshape(thetas.shape[:-1]), distances.reshape(thetas.shape[:-1])
+        starts = Theta0[..., None, :].expand(thetas.shape)
+        arms = ArmGradients(
+            self.mlp, torch.cat([thetas, starts], -2).reshape(-1, p), torch.cat([x, x], -2).reshape(-1, x.shape[-1])
+        )
+        G = arms.rows().reshape(*thetas.shape[:-2], 2 * K, p)
+        return arms.f.reshape(*thetas.shape[:-2], 2 * K)[..., :K], (G[..., :K, :] - G[..., K:, :]).norm(dim=-1)
+
     def select(self, view, budget):
         clock = time.perf_counter
         user = view.user
@@ -296,14 +297,14 @@ class MCNB(Policy):
         else:
             thetas = self._adapt(groups)
         t2 = clock()
-        # (3) UCB with the adapted Θ_{t,i}: estimate and gradient per arm, one batched call
+        # (3) UCB with the adapted Θ_{t,i}, every arm at once
         self.served[user] += 1
         if self.code_exploration:
             arms = ArmGradients(self.mlp, thetas, x)
             f, G = arms.f, arms.rows()
             ucb = f + self.code_nu**0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
             self.bonus = self.code_nu**0.5 * G.norm(dim=1)
-        else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
+        else:  # f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖
             f, distances = self._estimates_and_distances(thetas, self.Theta0, x)
             self.bonus = self.alpha * distances / self.mlp.width**0.25
             ucb = f + self.bonus + self._user_side(user)
