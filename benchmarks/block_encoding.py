@@ -1,7 +1,8 @@
 """MNIST block encoding (d = 784, K = 10, contexts in R^7840): LinUCB and NeuralUCB, dense and per block.
 
     .venv/bin/python benchmarks/block_encoding.py [--rounds 2000] [--dense-rounds 30] [--neural-rounds 0]
-                                                  [--neural-seeds 3] [--mcnb-rounds 0] [--datasets DIR]
+                                                  [--neural-seeds 3] [--mcnb-rounds 0] [--neural-algos LIST]
+                                                  [--datasets DIR]
 
 Prepares the MNIST test set (10 000 images) from DATASETS/mnist-test with the classification protocol's block
 encoding, then plays the same stream of rounds (environment seed 1, policy seed 2) with linucb-one and
@@ -11,8 +12,9 @@ wall second and per CPU second of the policy loop (environment included), the sp
 the two made the same choices over the dense rounds (where they differ: rounds whose best arms tie exactly,
 broken by rounding in the dense sums) and the reward.
 
-``--neural-rounds N`` adds neuucb-one and neuucb-ind (diagonal NeuralUCB), ``--mcnb-rounds N`` M-CNB: N rounds
-with the dense 7840-d input and N per block, for each of ``--neural-seeds`` policy seeds. Their training amplifies any
+``--neural-rounds N`` adds neuucb-one, neuucb-ind and neurallinear, ``--mcnb-rounds N`` M-CNB (``--neural-algos``
+picks among them): N rounds with the dense 7840-d input and N per block, for each of ``--neural-seeds`` policy
+seeds. Their training amplifies any
 rounding difference until a choice flips, so the script also plays the dense computation once more with one
 initial weight moved by one ulp: the share of equal choices between dense and per block is to be read against
 that one. It prints the rates, the rewards of both computations and the paired t-test between them.
@@ -90,8 +92,8 @@ def neural(dataset, args) -> None:
     print(f"\npolicy seeds {seeds.start}–{seeds.stop - 1}: rounds per CPU second, reward mean ± sd")
     header = f"{'algorithm':<12} {'dense':>7} {'blocks':>7} {'ratio':>6} {'dense reward':>14} {'block reward':>14}"
     print(header + f" {'p (t)':>6} rounds")
-    cases = [("neuucb-one", args.neural_rounds), ("neuucb-ind", args.neural_rounds), ("mcnb", args.mcnb_rounds)]
-    for algorithm, rounds in cases:
+    for algorithm in args.neural_algos.split(","):
+        rounds = args.mcnb_rounds if algorithm == "mcnb" else args.neural_rounds
         if not rounds:
             continue
         runs = {blocks: [play(dataset, algorithm, rounds, blocks, seed) for seed in seeds] for blocks in (False, True)}
@@ -122,6 +124,7 @@ def main() -> None:
     parser.add_argument("--neural-rounds", type=int, default=0)
     parser.add_argument("--neural-seeds", type=int, default=3)
     parser.add_argument("--mcnb-rounds", type=int, default=0)
+    parser.add_argument("--neural-algos", default="neuucb-one,neuucb-ind,neurallinear,mcnb")
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder with mnist-test/")
     args = parser.parse_args()
     from banditbench.data import classification, load_dataset

@@ -13,6 +13,11 @@ The paper names neither the clustering procedure nor the embedding's refresh; ou
   refresh     after every training of the network, every A_u and b_u is rebuilt from the stored history
               with the new embedding (Zahavy & Mannor's recomputation), in one batched call; the graph keeps
               its deleted edges.
+
+Block-encoded contexts (the classification protocol's, arm a in block a, as the round declares): the history keeps
+each sample's block, and the network reads and trains on the blocks through W_1's columns of each block only
+(``neural.BlockRows``): the embedding of the dense computation up to rounding. The attribute ``blocks`` set to
+False keeps the dense input.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     SCHEDULES,
+    BlockRows,
     History,
     TrainingJob,
+    arm_blocks,
     check_choice,
+    group_by_block,
     is_training_round,
     resolve_device,
     torch_generator,
@@ -100,6 +108,23 @@ class NeuralLinear(Policy):
         self._component_A: torch.Tensor | None = None
         self._component_b: torch.Tensor | None = None
         self.one = torch.zeros(1, dtype=torch.long, device=self.device)
+        self._arm = 0
+        self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
+        self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
+
+    def _arms(self, view) -> torch.Tensor:
+        """The round's arms as the history keeps them: x [K, d], or in block mode each arm's block [K, b] (decided
+        on the first round of block-encoded contexts)."""
+        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+        if self.block is None and self.blocks and view.block and self.history.size == 0:
+            if self.dim == view.block * self.n_arms:
+                self.block = view.block
+                self.history = History(1, self.block, self.device, n_blocks=self.n_arms)
+        return x if self.block is None else arm_blocks(x, self.block)
+
+    def _network_input(self, x: torch.Tensor):
+        """The arms as the network reads them: x [..., K, d], or their blocks as ``BlockRows``."""
+        return x if self.block is None else BlockRows(x[..., None, :])
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -119,12 +144,12 @@ class NeuralLinear(Policy):
         return self._component_A[component], self._component_b[component]
 
     def select(self, view, budget):
-        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        phi = self._embed(x)
+        x = self._arms(view)
+        phi = self._embed(self._network_input(x))
         gram, b_C = self._component_sums(view.user)
         ucb = cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
         chosen = int(torch.argmax(ucb))
-        self._x, self._phi = x[chosen], phi[chosen]
+        self._x, self._phi, self._arm = x[chosen], phi[chosen], chosen
         return chosen
 
     def update(self, view, chosen, reward):
@@ -136,7 +161,7 @@ class NeuralLinear(Policy):
     def _observe(self, view, reward) -> None:
         u = view.user
         row = self.history.size
-        self.history.add(self.one, self._x, reward)
+        self.history.add(self.one, self._x, reward, self._arm)
         if row == len(self.user_of_row):
             self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)])
         self.user_of_row[row] = u
@@ -175,9 +200,18 @@ class NeuralLinear(Policy):
     def _rebuild(self) -> None:
         """Every user's A and b from its stored samples under the new embedding: A_u = λI + Φ_uᵀ Φ_u with Φ_u the
         user's rows, one matmul per user over the rows grouped by user (no [rows, m, m] outer products)."""
-        x, r = self.history.all_rows()
+        if self.block is None:
+            x, r = self.history.all_rows()
+            phi = self._embed(x)
+        else:  # every stored block through its columns of W_1
+            history = self.history
+            r = history.r[: history.size]
+            rows = torch.arange(history.size, device=self.device)[None]
+            with torch.no_grad():
+                phi = self.mlp.embed(self.theta, group_by_block(rows, history.x, history.block, self.n_arms))[
+                    0
+                ].double()
         users = self.user_of_row[: len(r)]
-        phi = self._embed(x)
         m = phi.shape[1]
         self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)
         order = torch.argsort(users, stable=True)
@@ -229,14 +263,14 @@ class NeuralLinearLockstep(Lockstep):
 
     def select(self, views, budgets):
         policies, first = self.policies, self.policies[0]
-        x = torch.stack([torch.tensor(view.arms[:], dtype=torch.float32, device=first.device) for view in views])
+        x = torch.stack([policy._arms(view) for policy, view in zip(policies, views)])
         with torch.no_grad():
-            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), x).double()
+            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), first._network_input(x)).double()
         grams, b_Cs = zip(*(policy._component_sums(view.user) for policy, view in zip(policies, views)))
         ucb = cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
         chosen = torch.argmax(ucb, dim=-1).tolist()
         for i, (policy, arm) in enumerate(zip(policies, chosen)):
-            policy._x, policy._phi = x[i, arm], phi[i, arm]
+            policy._x, policy._phi, policy._arm = x[i, arm], phi[i, arm], arm
         return chosen
 
     def update(self, views, chosen, rewards):
