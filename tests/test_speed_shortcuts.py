@@ -192,6 +192,8 @@ def test_grouping_by_block_gives_each_network_block_its_samples_in_order_and_put
             k = int(block[row])
             dense[i, j, 3 * k : 3 * k + 3] = x[row]
     torch.testing.assert_close(grouped.first_layer(W), dense @ W.mT)
+    one = group_by_block(rows[1:], x, block, n_blocks=3)  # one network's W_1 [m, K·b], as NeuralLinear's rebuild
+    torch.testing.assert_close(one.first_layer(W[1]), dense[1] @ W[1].T)
     delta, out = torch.randn(2, 5, 7), torch.full((2, 7, 9), float("nan"))
     grouped.weight_gradient(delta, out)
     torch.testing.assert_close(out, delta.mT @ dense)

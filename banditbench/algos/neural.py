@@ -126,15 +126,17 @@ class BlockRows:
         return W.unflatten(-1, (W.shape[-1] // b, b)).movedim(-2, -3)
 
     def first_layer(self, W: torch.Tensor) -> torch.Tensor:
-        """x W_1ᵀ for every arm [..., K, m], or every sample [B, s, m]."""
+        """x W_1ᵀ for every arm [..., K, m], or every sample [B, s, m] ([s, m] for one network's W [m, K·b])."""
         blocks = self._blocks(W)
         if self.segments is None:
             return (self.x @ blocks.mT).flatten(-3, -2)
         network, block, size = self.segments
+        if W.dim() == 2:
+            blocks = blocks[None]
         parts = [x @ blocks[i, k].T for x, i, k in zip(self.x.split(size), network, block)]  # W_1 read, not copied
         h = W.new_empty(len(self.x), W.shape[-2])
         h[self.order] = torch.cat(parts)
-        return h.view(W.shape[0], -1, W.shape[-2])
+        return h if W.dim() == 2 else h.view(W.shape[0], -1, W.shape[-2])
 
     def weight_gradient(self, delta: torch.Tensor, out: torch.Tensor) -> None:
         """Σ δ xᵀ over the samples (delta [B, s, m]) written into W_1's gradient ``out`` [B, m, K·b], block by block;

@@ -202,15 +202,11 @@ class NeuralLinear(Policy):
         user's rows, one matmul per user over the rows grouped by user (no [rows, m, m] outer products)."""
         if self.block is None:
             x, r = self.history.all_rows()
-            phi = self._embed(x)
-        else:  # every stored block through its columns of W_1
+        else:  # every stored block, read through its block's columns of W_1
             history = self.history
-            r = history.r[: history.size]
             rows = torch.arange(history.size, device=self.device)[None]
-            with torch.no_grad():
-                phi = self.mlp.embed(self.theta, group_by_block(rows, history.x, history.block, self.n_arms))[
-                    0
-                ].double()
+            x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
+        phi = self._embed(x)
         users = self.user_of_row[: len(r)]
         m = phi.shape[1]
         self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)
