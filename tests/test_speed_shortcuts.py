@@ -242,7 +242,7 @@ def test_gradient_distances_equal_the_norms_of_the_assembled_differences():
     torch.testing.assert_close(adapted.distances(start), (adapted.rows() - start.rows()).norm(dim=1))
 
 
-def _neuralucb(name, env, blocks, **params):
+def _policy(name, env, blocks, **params):
     policy = ALGORITHMS[name].build(
         n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(0), params=params
     )
@@ -261,7 +261,7 @@ def _neuralucb(name, env, blocks, **params):
 def test_block_neural_choices_equal_the_dense_computation(name, rounds):
     """The same choices. Over longer runs training can grow the products' rounding until a near tie flips, as any
     change of summation order can (benchmarks/block_encoding.py compares that with a one-ulp control on MNIST)."""
-    block, dense = (_neuralucb(name, _classification(n=600), blocks) for blocks in (True, False))
+    block, dense = (_policy(name, _classification(n=600), blocks) for blocks in (True, False))
     assert _play(block, _classification(n=600), rounds) == _play(dense, _classification(n=600), rounds)
     assert block.block == 6 and block.history.x.shape[1] == 6 and dense.block is None
 
@@ -274,7 +274,7 @@ def test_block_neural_choices_equal_the_dense_computation(name, rounds):
     ],
 )
 def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
-    block, dense = (_neuralucb("mcnb", _classification(n=600), blocks, **params) for blocks in (True, False))
+    block, dense = (_policy("mcnb", _classification(n=600), blocks, **params) for blocks in (True, False))
     assert _play(block, _classification(n=600), rounds) == _play(dense, _classification(n=600), rounds)
     assert block.block == 6 and block.users.history.x.shape[1] == 6 and dense.block is None
 
@@ -282,10 +282,10 @@ def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
 def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form():
     env = _classification(n=20, d=6, K=4)
     for params in ({"covariance": "full"}, {"code_training": True}, {"gradients": "batched"}):
-        policy = _neuralucb("neuucb-one", env, True, **params)
+        policy = _policy("neuucb-one", env, True, **params)
         _play(policy, env, 12)
         assert policy.block is None and policy.history.x.shape[1] == env.dim, params
     shifted = _classification("shift", n=20, d=6, K=4)
-    policy = _neuralucb("neuucb-one", shifted, True)
+    policy = _policy("neuucb-one", shifted, True)
     _play(policy, shifted, 12)
     assert policy.block is None

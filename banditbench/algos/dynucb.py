@@ -161,7 +161,6 @@ class DynUCBLockstep(Lockstep):
             centres = self.groups.theta  # [S, K, d]
         else:
             centres = np.stack([policy._centres() for policy in self.policies])
-        difference = centres - self.users.theta[members, served][:, None]
-        new = np.sqrt(np.add.reduce(difference * difference, axis=2)).argmin(axis=1)
+        new = distances(centres, self.users.theta[members, served][:, None]).argmin(axis=1)
         for s in np.flatnonzero(new != old):
             self.policies[s]._move(int(served[s]), int(old[s]), int(new[s]))

@@ -178,8 +178,7 @@ class LOCBLockstep(Lockstep):
         open_seeds = self.real & (F[seed_counts] > self.quarter_gamma)
         if not open_seeds.any():
             return
-        difference = users.theta[members[:, None], self.seeds] - users.theta[members, served][:, None]
-        distance = np.sqrt(np.add.reduce(difference * difference, axis=2))
+        distance = distances(users.theta[members[:, None], self.seeds], users.theta[members, served][:, None])
         bound = F[users.count[members, served]][:, None] + F[seed_counts]
         flip = open_seeds & ((inside & (distance > bound)) | (~inside & (distance < bound)))
         for s, cluster in zip(*np.nonzero(flip)):

@@ -56,10 +56,11 @@ from banditbench.algos.neural import (
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
-    BlockRows,
     TrainingLockstep,
     UserLearners,
     arm_blocks,
+    arm_inputs,
+    block_width,
     check_choice,
     connected_labels,
     is_training_round,
@@ -178,8 +179,8 @@ class MCNB(Policy):
         """On the first round of block-encoded contexts (arm a in block a): the user-learners' histories keep each
         sample's block, so they train per block, and the clustering reads each arm through its block's columns of
         W_1 (``neural.BlockRows``). The meta step and the UCB read the dense contexts."""
-        if self.blocks and view.block and self.users.history.size == 0 and self.dim == view.block * self.n_arms:
-            self.block = view.block
+        self.block = block_width(self, view, self.users.history)
+        if self.block is not None:
             self.users.read_blocks(self.n_arms)
 
     def _sample(self, x: torch.Tensor, arm: int) -> torch.Tensor:
@@ -188,7 +189,7 @@ class MCNB(Policy):
 
     def _arms_input(self, x: torch.Tensor):
         """x [..., K, d] for the user-learners: dense, or each arm's block as ``BlockRows``."""
-        return x if self.block is None else BlockRows(arm_blocks(x, self.block)[..., None, :])
+        return x if self.block is None else arm_inputs(arm_blocks(x, self.block), self.block)
 
     # (1) user clustering, all arms at once
     def _clusters(self, user: int, x: torch.Tensor) -> torch.Tensor:

@@ -169,6 +169,20 @@ def arm_blocks(x: torch.Tensor, block: int) -> torch.Tensor:
     return x.unflatten(-1, (x.shape[-2], block)).diagonal(dim1=-3, dim2=-2).mT
 
 
+def arm_inputs(x: torch.Tensor, block: int | None):
+    """The arms as the network reads them: x [..., K, d] as it is, or with a ``block`` width the arms' blocks
+    x [..., K, b] as ``BlockRows``."""
+    return x if block is None else BlockRows(x[..., None, :])
+
+
+def block_width(policy, view, history: History) -> int | None:
+    """The block width b from which a neural policy reads arms and keeps samples per block, decided on its first
+    round: its ``blocks`` switch on, block-encoded contexts with arm a in block a, and no sample stored yet."""
+    if policy.blocks and view.block and history.size == 0 and policy.dim == view.block * policy.n_arms:
+        return view.block
+    return None
+
+
 def group_by_block(rows: torch.Tensor, x: torch.Tensor, block: torch.Tensor, n_blocks: int) -> BlockRows:
     """The minibatches ``rows`` [B, s] of B networks from a log of non-zero blocks (x [N, b], block [N]) as
     ``BlockRows`` segments: one per (network, block) pair with samples, in that order, each keeping its samples in

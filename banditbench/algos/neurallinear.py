@@ -32,10 +32,11 @@ from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     SCHEDULES,
-    BlockRows,
     History,
     TrainingJob,
     arm_blocks,
+    arm_inputs,
+    block_width,
     check_choice,
     group_by_block,
     is_training_round,
@@ -116,15 +117,11 @@ class NeuralLinear(Policy):
         """The round's arms as the history keeps them: x [K, d], or in block mode each arm's block [K, b] (decided
         on the first round of block-encoded contexts)."""
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        if self.block is None and self.blocks and view.block and self.history.size == 0:
-            if self.dim == view.block * self.n_arms:
-                self.block = view.block
+        if self.block is None:
+            self.block = block_width(self, view, self.history)
+            if self.block is not None:
                 self.history = History(1, self.block, self.device, n_blocks=self.n_arms)
         return x if self.block is None else arm_blocks(x, self.block)
-
-    def _network_input(self, x: torch.Tensor):
-        """The arms as the network reads them: x [..., K, d], or their blocks as ``BlockRows``."""
-        return x if self.block is None else BlockRows(x[..., None, :])
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -145,7 +142,7 @@ class NeuralLinear(Policy):
 
     def select(self, view, budget):
         x = self._arms(view)
-        phi = self._embed(self._network_input(x))
+        phi = self._embed(arm_inputs(x, self.block))
         gram, b_C = self._component_sums(view.user)
         ucb = cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
         chosen = int(torch.argmax(ucb))
@@ -261,7 +258,7 @@ class NeuralLinearLockstep(Lockstep):
         policies, first = self.policies, self.policies[0]
         x = torch.stack([policy._arms(view) for policy, view in zip(policies, views)])
         with torch.no_grad():
-            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), first._network_input(x)).double()
+            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), arm_inputs(x, first.block)).double()
         grams, b_Cs = zip(*(policy._component_sums(view.user) for policy, view in zip(policies, views)))
         ucb = cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
         chosen = torch.argmax(ucb, dim=-1).tolist()

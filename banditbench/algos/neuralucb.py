@@ -41,12 +41,14 @@ from banditbench.algos.neural import (
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
-    BlockRows,
     DiagonalCovariance,
     FullCovariance,
     History,
     TrainingJob,
     TrainingLockstep,
+    arm_blocks,
+    arm_inputs,
+    block_width,
     check_choice,
     is_training_round,
     resolve_device,
@@ -145,14 +147,11 @@ class NeuralUCB(Policy):
 
     def _inputs(self, view, arms: np.ndarray) -> torch.Tensor:
         """The arms as the history stores them: x [K, d], or in block mode each arm's own block [K, b]."""
-        if self.block is None and self._uses_blocks(view):
-            self.block = view.block
-            self.history = History(len(self.theta), self.block, self.device, n_blocks=self.n_arms)
-        if self.block is not None:
-            K = len(arms)
-            arms = arms.reshape(K, K, self.block)[np.arange(K), np.arange(K)]
-            return torch.tensor(arms, dtype=torch.float32, device=self.device)
+        if self.block is None:
+            self._start_blocks(view)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
+        if self.block is not None:
+            return arm_blocks(x, self.block)
         if self.user_features:
             if view.user_features is None:
                 raise UserError(
@@ -165,27 +164,19 @@ class NeuralUCB(Policy):
             x = torch.cat([x, u.expand(x.shape[0], -1)], dim=1)
         return x
 
-    def _uses_blocks(self, view) -> bool:
-        """Block mode, decided on the first round: block-encoded contexts, arm a in block a, and the settings whose
-        computations have a per-block form (default training, diagonal Z, closed-form gradients, no user features)."""
-        return bool(
-            self.blocks
-            and view.block
-            and self.history.size == 0
-            and self.dim == view.block * self.n_arms
-            and not (self.user_features or self.code_training)
-            and self.covariance == "diagonal"
-            and self.network["gradients"] == "closed"
-        )
-
-    def _network_input(self, x: torch.Tensor):
-        """x [..., K, d], or in block mode the arms' blocks [..., K, b] as ``BlockRows`` (arm k in block k)."""
-        return x if self.block is None else BlockRows(x[..., None, :])
+    def _start_blocks(self, view) -> None:
+        """Block mode (``neural.block_width``), for the settings whose computations have a per-block form: default
+        training, diagonal Z, closed-form gradients, no user features."""
+        closed = self.covariance == "diagonal" and self.network["gradients"] == "closed"
+        per_block = closed and not (self.user_features or self.code_training)
+        self.block = block_width(self, view, self.history) if per_block else None
+        if self.block is not None:
+            self.history = History(len(self.theta), self.block, self.device, n_blocks=self.n_arms)
 
     def select(self, view, budget):
         model = self._model(view.user)
         x = self._inputs(view, view.arms[:])
-        arms = ArmGradients(self.mlp, self.theta[model], self._network_input(x))  # f and g, one forward and backward
+        arms = ArmGradients(self.mlp, self.theta[model], arm_inputs(x, self.block))  # f and g, one forward and backward
         ucb = arms.f.double() + self.nu * self.Z.widths(model, arms)
         chosen = int(torch.argmax(ucb))
         self._g_chosen, self._x, self._arm = arms.row(chosen), x[chosen], chosen
@@ -265,7 +256,7 @@ class NeuralUCBLockstep(TrainingLockstep):
         models = [policy._model(view.user) for policy, view in zip(policies, views)]
         x = torch.stack([policy._inputs(view, view.arms[:]) for policy, view in zip(policies, views)])
         theta = torch.stack([policy.theta[model] for policy, model in zip(policies, models)])
-        arms = ArmGradients(first.mlp, theta, first._network_input(x))
+        arms = ArmGradients(first.mlp, theta, arm_inputs(x, first.block))
         inverse = torch.stack([policy.Z.Z[model] for policy, model in zip(policies, models)]).reciprocal()
         ucb = arms.f.double() + self.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
         chosen = torch.argmax(ucb, dim=-1)

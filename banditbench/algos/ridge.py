@@ -180,10 +180,10 @@ class ConfidenceTable:
 
 
 def distances(points: np.ndarray, centre: np.ndarray) -> np.ndarray:
-    """‖p − centre‖ for every row p of ``points``: ``np.linalg.norm(points - centre, axis=1)``'s arithmetic
-    without its per-call overhead."""
+    """‖p − centre‖ for every row p of ``points`` (centre broadcast against them, e.g. [S, 1, d] for S members'
+    points [S, K, d]): ``np.linalg.norm(points - centre, axis=-1)``'s arithmetic without its per-call overhead."""
     difference = points - centre
-    return np.sqrt(np.add.reduce(difference * difference, axis=1))
+    return np.sqrt(np.add.reduce(difference * difference, axis=-1))
 
 
 def quadratic_forms_each(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
