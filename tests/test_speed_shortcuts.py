@@ -87,6 +87,24 @@ def test_neurallinear_choices_equal_the_definition_and_cached_components_stay_cu
     assert _play(reference, env, 600) == fast_choices
 
 
+def test_neurallinear_scores_through_cholesky_equal_the_formula_with_an_inverse():
+    from banditbench.algos.neurallinear import cluster_ucb, spd_solve
+
+    rng = torch.Generator().manual_seed(0)
+    S, k, m, t = 3, 5, 8, 41
+    phi = torch.rand(S, k, m, generator=rng, dtype=torch.float64)
+    rows = torch.rand(S, 20, m, generator=rng, dtype=torch.float64)
+    gram, b_C = rows.mT @ rows, torch.rand(S, m, generator=rng, dtype=torch.float64)
+    lam, alpha = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64), torch.tensor([0.1, 1.0, 3.0], dtype=torch.float64)
+    A_inv = torch.linalg.inv(torch.eye(m, dtype=torch.float64) * lam[:, None, None] + gram)
+    w_C = (A_inv @ b_C[..., None])[..., 0]
+    width = torch.einsum("skm,smn,skn->sk", phi, A_inv, phi) * np.log(t + 2)
+    expected = torch.einsum("skm,sm->sk", phi, w_C) + alpha[:, None] * width.sqrt()
+    torch.testing.assert_close(cluster_ucb(phi, gram, b_C, lam, alpha, t), expected, rtol=1e-12, atol=1e-12)
+    A = torch.eye(m, dtype=torch.float64) + gram
+    torch.testing.assert_close(spd_solve(A, b_C), torch.linalg.solve(A, b_C), rtol=1e-12, atol=1e-12)
+
+
 class _Samples:
     """A prepared classification dataset held in memory: what ClassificationEnvironment reads."""
 

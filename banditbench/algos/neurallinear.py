@@ -46,15 +46,47 @@ from banditbench.algos.neural import (
 )
 
 
+def cholesky(A: torch.Tensor) -> torch.Tensor:
+    """The lower Cholesky factor L of SPD matrices A [..., m, m] (A = LLᵀ). On the CPU through numpy's LAPACK: for
+    the 100 × 100 statistics here it factors in 0.6 of torch's time, and half the time of the LU behind
+    ``torch.linalg.solve``."""
+    if A.device.type == "cpu":
+        return torch.from_numpy(np.linalg.cholesky(A.numpy()))
+    return torch.linalg.cholesky(A)
+
+
+def spd_solve(A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A⁻¹b for SPD A [..., m, m] and b [..., m], through A = LLᵀ: two triangular solves."""
+    L = cholesky(A)
+    y = torch.linalg.solve_triangular(L, b[..., None], upper=False)
+    return torch.linalg.solve_triangular(L.mT, y, upper=True)[..., 0]
+
+
+def user_grams(phi: torch.Tensor, users: torch.Tensor, n_users: int, lam: float) -> torch.Tensor:
+    """A_u = λI + Φ_uᵀΦ_u for every user u, Φ_u the rows of φ [n, m] whose user [n] is u: one product per user over
+    the rows grouped by user (no [n, m, m] outer products), through numpy, whose matmul computes ΦᵀΦ as a symmetric
+    rank-k update in 0.6 of torch's time."""
+    grouped = phi[torch.argsort(users, stable=True)].cpu().numpy()
+    ends = np.cumsum(torch.bincount(users, minlength=n_users).tolist())
+    A = np.zeros((n_users, phi.shape[1], phi.shape[1]))
+    for u, rows in enumerate(np.split(grouped, ends[:-1])):
+        np.matmul(rows.T, rows, out=A[u])
+    A = torch.from_numpy(A).to(phi.device)
+    A.diagonal(dim1=-2, dim2=-1).add_(lam)
+    return A
+
+
 def cluster_ucb(phi, gram, b_C, lam, alpha, t: int) -> torch.Tensor:
     """U = φᵀ w_C + α sqrt(φᵀ A_C⁻¹ φ · ln(t + 1)) for every arm, with A_C = λI + gram and w_C = A_C⁻¹ b_C; members
     of a lockstep group stacked on the leading axis (φ [S, k, m], gram [S, m, m], b_C [S, m]; λ and α scalars or
-    [S] tensors). One solve gives A_C⁻¹φ_i for every arm and w_C: less than half the time of inverting A_C."""
+    [S] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
+    factorisation and one triangular solve give every arm's score."""
     lam, alpha = torch.as_tensor(lam, dtype=torch.float64), torch.as_tensor(alpha, dtype=torch.float64)
     A_C = torch.eye(phi.shape[-1], dtype=torch.float64, device=phi.device) * lam.reshape(-1, 1, 1) + gram
-    solved = torch.linalg.solve(A_C, torch.cat([phi.mT, b_C[..., None]], dim=-1))
-    width = (solved[..., :-1].mT * phi).sum(-1).clamp_min(0) * np.log(t + 2)
-    return (phi @ solved[..., -1:])[..., 0] + alpha.reshape(-1, 1) * width.sqrt()
+    y = torch.linalg.solve_triangular(cholesky(A_C), torch.cat([phi.mT, b_C[..., None]], dim=-1), upper=False)
+    y_arms, y_b = y[..., :-1], y[..., -1:]
+    width = y_arms.square().sum(-2) * np.log(t + 2)
+    return (y_arms * y_b).sum(-2) + alpha.reshape(-1, 1) * width.sqrt()
 
 
 def confidence(count: torch.Tensor) -> torch.Tensor:
@@ -181,7 +213,7 @@ class NeuralLinear(Policy):
 
     def _refit(self, u: int) -> None:
         if self._linked(u):
-            self.w[u] = torch.linalg.solve(self.A[u], self.b[u])
+            self.w[u] = spd_solve(self.A[u], self.b[u])
             self._cut_edges(u)
 
     def _linked(self, users=slice(None)):
@@ -195,8 +227,7 @@ class NeuralLinear(Policy):
         return NeuralLinearLockstep(policies)
 
     def _rebuild(self) -> None:
-        """Every user's A and b from its stored samples under the new embedding: A_u = λI + Φ_uᵀ Φ_u with Φ_u the
-        user's rows, one matmul per user over the rows grouped by user (no [rows, m, m] outer products)."""
+        """Every user's A and b from its stored samples under the new embedding (``user_grams``)."""
         if self.block is None:
             x, r = self.history.all_rows()
         else:  # every stored block, read through its block's columns of W_1
@@ -205,16 +236,10 @@ class NeuralLinear(Policy):
             x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
         phi = self._embed(x)
         users = self.user_of_row[: len(r)]
-        m = phi.shape[1]
-        self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(self.lam).repeat(self.n_users, 1, 1)
-        order = torch.argsort(users, stable=True)
-        counts = torch.bincount(users, minlength=self.n_users).tolist()
-        for u, rows in enumerate(torch.split(phi[order], counts)):
-            if len(rows):
-                self.A[u].addmm_(rows.T, rows)
+        self.A = user_grams(phi, users, self.n_users, self.lam)
         self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
         linked = torch.from_numpy(self._linked()).to(self.device)
-        self.w[linked] = torch.linalg.solve(self.A[linked], self.b[linked])
+        self.w[linked] = spd_solve(self.A[linked], self.b[linked])
         self._component_A = self._component_b = None
 
     def _cut_edges(self, u: int) -> None:
@@ -243,9 +268,9 @@ class NeuralLinear(Policy):
 
 class NeuralLinearLockstep(Lockstep):
     """NeuralLinear's members in lockstep (seeds, and grid cells of α, α₂ and λ): every member's arms embedded by one
-    forward pass (their networks stacked [S, p]) and scored by one batched solve, every served user's w_u refitted
-    by one batched solve, and on a training round every member's network trained by one Adam call. Each member
-    keeps its own statistics, graph and generator."""
+    forward pass (their networks stacked [S, p]) and scored through one batched factorisation, every served user's
+    w_u refitted by one batched solve, and on a training round every member's network trained by one Adam call. Each
+    member keeps its own statistics, graph and generator."""
 
     def __init__(self, policies: list[NeuralLinear]):
         super().__init__(policies)
@@ -278,6 +303,6 @@ class NeuralLinearLockstep(Lockstep):
         if linked:
             A = torch.stack([policy.A[u] for policy, u in linked])
             b = torch.stack([policy.b[u] for policy, u in linked])
-            for (policy, u), w in zip(linked, torch.linalg.solve(A, b)):
+            for (policy, u), w in zip(linked, spd_solve(A, b)):
                 policy.w[u] = w
                 policy._cut_edges(u)
