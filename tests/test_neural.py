@@ -13,6 +13,7 @@ from banditbench.algos.neural import (
     ArmGradients,
     DiagonalCovariance,
     FullCovariance,
+    History,
     is_training_round,
     train_adam,
 )
@@ -360,3 +361,20 @@ def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user
             budget=None,
             params=[],
         )
+
+
+def test_a_history_lists_a_sample_alike_for_one_user_given_as_an_int_or_in_a_tensor():
+    generator = torch.Generator().manual_seed(0)
+    by_int, by_tensor = History(3, 4, torch.device("cpu")), History(3, 4, torch.device("cpu"))
+    for t in range(40):  # user 1's list outgrows its first 16 slots
+        x, r = torch.randn(4, generator=generator), float(t)
+        by_int.add(np.int64(1) if t % 2 else 1, x, r)
+        by_tensor.add(torch.tensor([1]), x, r)
+        if t % 5 == 0:  # a sample shared by users 0 and 2, as M-CNB's cluster members
+            by_int.add(torch.tensor([0, 2]), x, r)
+            by_tensor.add(torch.tensor([0, 2]), x, r)
+    assert by_int.counts.tolist() == by_tensor.counts.tolist() == [8, 40, 8]
+    for user in range(3):
+        assert torch.equal(by_int.of(user)[0], by_tensor.of(user)[0])
+        assert torch.equal(by_int.of(user)[1], by_tensor.of(user)[1])
+    assert by_int.of(1)[1].tolist() == [float(t) for t in range(40)]

@@ -181,15 +181,15 @@ class EENet(Policy):
         return {"overturn_share": share}
 
     def update(self, view, chosen, reward):
-        self.exploit_data.add(self.one, self._x, reward)
+        self.exploit_data.add(0, self._x, reward)
         gain = reward - self._f1 + (1.0 if self.code_decision else 0.0)  # the label of f2, with θ1_{t−1}
-        self.explore_data.add(self.one, self._phi_all[chosen], gain)
+        self.explore_data.add(0, self._phi_all[chosen], gain)
         if self.code_decision and view.t < 1000 and reward == 0:
             for i in range(len(self._phi_all)):
                 if i != chosen:
-                    self.explore_data.add(self.one, self._phi_all[i], 1.2)
+                    self.explore_data.add(0, self._phi_all[i], 1.2)
         if self.decision == "neural":
-            self.decision_data.add(self.one, self._pair, reward)  # H_t
+            self.decision_data.add(0, self._pair, reward)  # H_t
         if not is_training_round(view.t, self.schedule):
             return
         if self.code_training:  # the authors' loop

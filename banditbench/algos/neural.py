@@ -426,7 +426,9 @@ class History:
         self.counts = torch.zeros(n_users, dtype=torch.long, device=device)
         self.size = 0
 
-    def add(self, users: torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
+    def add(self, users: int | np.integer | torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
+        """Store sample (x, r) once and list it in the histories of ``users``: one user (an int: fewer and cheaper
+        tensor operations) or a tensor of them."""
         if self.size == self.x.shape[0]:
             self.x = torch.cat([self.x, torch.zeros_like(self.x)])
             self.r = torch.cat([self.r, torch.zeros_like(self.r)])
@@ -436,10 +438,21 @@ class History:
         if self.n_blocks:
             self.block[row] = block
         self.size += 1
-        if int(self.counts[users].max()) == self.rows.shape[1]:
+        if isinstance(users, (int, np.integer)):
+            count = int(self.counts[users])
+            self._room_for(count)
+            self.rows[users, count] = row
+            self.counts[users].add_(1)  # an int index is a view: in place
+        else:
+            counts = self.counts[users]
+            self._room_for(int(counts.max()))
+            self.rows[users, counts] = row
+            self.counts[users] = counts + 1
+
+    def _room_for(self, count: int) -> None:
+        """Double the row lists when a user's list is full."""
+        if count == self.rows.shape[1]:
             self.rows = torch.cat([self.rows, torch.zeros_like(self.rows)], dim=1)
-        self.rows[users, self.counts[users]] = row
-        self.counts[users] += 1
 
     def inputs(self, rows: torch.Tensor) -> torch.Tensor:
         """The samples of these rows [...] as the network reads them: x [..., d], or in block mode [..., K·b] with the

@@ -190,7 +190,7 @@ class NeuralLinear(Policy):
     def _observe(self, view, reward) -> None:
         u = view.user
         row = self.history.size
-        self.history.add(self.one, self._x, reward, self._arm)
+        self.history.add(0, self._x, reward, self._arm)
         if row == len(self.user_of_row):
             self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)])
         self.user_of_row[row] = u

@@ -190,7 +190,7 @@ class NeuralUCB(Policy):
     def _observe(self, view, reward) -> None:
         model = self._model(view.user)
         self.Z.update(model, self._g_chosen)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
-        self.history.add(torch.tensor([model], device=self.device), self._x, reward, block=self._arm)
+        self.history.add(model, self._x, reward, block=self._arm)
 
     def _train(self, user: int) -> None:
         if self.code_training:
