@@ -65,6 +65,7 @@ from banditbench.algos.neural import (
     connected_labels,
     is_training_round,
     resolve_device,
+    take,
     torch_generator,
     train_adam,
     train_learners,
@@ -345,7 +346,7 @@ class MCNB(Policy):
             pick = torch.randint(
                 history.size, (self.train_steps, 1, self.batch_size), generator=self.generator, device=self.device
             )  # Adam on every user's data pooled
-            batches = ((history.inputs(rows), history.r[rows]) for rows in pick)
+            batches = ((history.inputs(rows), take(history.r, rows)) for rows in pick)
             self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
 
     def _train_code(self, user: int) -> None:

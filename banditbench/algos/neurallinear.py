@@ -195,13 +195,13 @@ class NeuralLinear(Policy):
             self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)])
         self.user_of_row[row] = u
         outer, gain = torch.outer(self._phi, self._phi), reward * self._phi
-        self.A[u] += outer
-        self.b[u] += gain
+        self.A[u].add_(outer)  # an int index is a view: in place, no write-back
+        self.b[u].add_(gain)
         if self._component_A is not None:
             component = self.clusters()[u]
-            self._component_A[component] += outer
-            self._component_b[component] += gain
-        self.count[u] += 1
+            self._component_A[component].add_(outer)
+            self._component_b[component].add_(gain)
+        self.count[u].add_(1)
 
     def _training_job(self) -> TrainingJob:
         rows = self.history.minibatch_rows(self.one, self.batch_size, self.generator, self.train_steps)
