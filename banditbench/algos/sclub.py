@@ -182,5 +182,19 @@ class SCLUBLockstep(Lockstep):
         odd = np.abs(user_count / t - group_count / (size * t)) > self.alpha_p * F[t]
         for s in np.flatnonzero((size > 1) & (far | odd)):
             c[s] = self.policies[s]._split(int(served[s]), int(c[s]))
-        for s in np.flatnonzero(self.unchecked[members, c] == 0):
+        checked = np.flatnonzero(self.unchecked[members, c] == 0)
+        for s in checked[self._may_merge(checked, c[checked], t)]:
             self.policies[s]._merge(int(c[s]), t)
+
+    def _may_merge(self, s: np.ndarray, c: np.ndarray, t: int) -> np.ndarray:
+        """Whether member s[i]'s cluster c[i] has a cluster to merge with: ``SCLUB._merge``'s tests for all these
+        members at once, with the same arithmetic, so that only the members that merge run it."""
+        g, F, at = self.groups, self.confidence.upto(t), np.arange(len(s))
+        candidate = (self.size[s] > 0) & (self.unchecked[s] == 0)
+        candidate[at, c] = False
+        theta, count = g.theta[s], g.count[s]
+        distance = distances(theta, theta[at, c][:, None, :])
+        close = distance < self.alpha1[s, None] / 2 * (F[count[at, c]][:, None] + F[count])
+        frequency = count / np.maximum(self.size[s], 1) / t
+        close &= np.abs(frequency - frequency[at, c][:, None]) < self.alpha_p[s, None] / 2 * F[t]
+        return (close & candidate).any(axis=1)
