@@ -259,7 +259,7 @@ class MLP:
         hs = [x]
         for W, b in (layers or self.layers(theta))[:-1]:
             h = hs[-1].first_layer(W) if isinstance(hs[-1], BlockRows) else hs[-1] @ W.transpose(-1, -2)
-            hs.append(torch.relu(h if b is None else h + b))
+            hs.append((h if b is None else h + b).relu_())  # in place on the fresh product
         return hs
 
     @staticmethod
@@ -511,11 +511,13 @@ def train_adam(
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
     optimiser = Adam(theta, lr=lr)
+    if anchor is not None:
+        c, theta0 = anchor
+        scale, difference = 2 * c[:, None], torch.empty_like(theta)
     for x, r in minibatches:
         _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
         if anchor is not None:
-            c, theta0 = anchor
-            gradient.addcmul_(theta - theta0, 2 * c[:, None])
+            gradient.addcmul_(torch.sub(theta, theta0, out=difference), scale)
         optimiser.step(gradient)
     return theta
 
