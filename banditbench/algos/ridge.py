@@ -54,7 +54,11 @@ class RidgeStats:
             self.logdet[learner] += np.log1p(quad)
 
     def update_many(self, learners: np.ndarray, x: np.ndarray, reward: float) -> None:
-        """The same sample added to several learners at once (batched Sherman–Morrison)."""
+        """The same sample added to several learners at once (batched Sherman–Morrison); a single learner takes
+        ``update``'s path, the same numbers with fewer array operations."""
+        if len(learners) == 1:
+            self.update(int(learners[0]), x, reward)
+            return
         self._update_at(learners, np.broadcast_to(x, (len(learners), len(x))), np.full(len(learners), reward))
 
     def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, members=None, known=None) -> None:
