@@ -16,6 +16,7 @@ from banditbench.algos.linucb import LinUCB
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
+from banditbench.algos.sclub import SCLUB
 from banditbench.envs.round import Budget, Round, RoundView
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
@@ -88,6 +89,26 @@ def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, al
     group = units(algorithm, 2, 150, params={"alpha": 0.3}) + units(algorithm, 2, 150, params={"ridge": 2.0})
     for unit, result in zip(group, run_group(group, dataset)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+
+
+def test_sclub_lockstep_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
+    # the group runs SCLUB._merge only for members its vectorised test lets through: no merge may be missed
+    merged = []
+    merge = SCLUB._merge
+
+    def recording(policy, c, t):
+        sizes = policy.size.copy()
+        merge(policy, c, t)
+        merged.append(not np.array_equal(sizes, policy.size))
+
+    monkeypatch.setattr(SCLUB, "_merge", recording)
+    group = units("sclub", 2, 300, params={"alpha1": 0.5}) + units("sclub", 2, 300, params={"alpha1": 2.0})
+    together = run_group(group, dataset)
+    merges_together, calls_together = sum(merged), len(merged)
+    merged.clear()
+    for unit, result in zip(group, together):
+        assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+    assert 0 < merges_together == sum(merged) and calls_together < len(merged)
 
 
 def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
