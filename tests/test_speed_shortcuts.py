@@ -10,6 +10,7 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.neural import MLP, ArmGradients, BlockRows, History, TrainingJob, group_by_block, train_jobs
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS, Budget, Round
+from banditbench.errors import UserError
 
 
 def _outer_product_statistics(policy):
@@ -103,6 +104,12 @@ def test_neurallinear_scores_through_cholesky_equal_the_formula_with_an_inverse(
     torch.testing.assert_close(cluster_ucb(phi, gram, b_C, lam, alpha, t), expected, rtol=1e-12, atol=1e-12)
     A = torch.eye(m, dtype=torch.float64) + gram
     torch.testing.assert_close(spd_solve(A, b_C), torch.linalg.solve(A, b_C), rtol=1e-12, atol=1e-12)
+
+
+def test_neurallinear_with_a_ridge_too_small_for_float64_stops_with_a_one_line_error(tmp_path):
+    env = PROTOCOLS["cosine"].environment(_cosine(tmp_path), np.random.SeedSequence(1))
+    with pytest.raises(UserError, match="set a larger neurallinear.lam"):
+        _play(_neurallinear(env, lam=1e-18), env, 200)
 
 
 class _Samples:
