@@ -60,11 +60,11 @@ from banditbench.algos.neural import (
     UserLearners,
     arm_blocks,
     arm_inputs,
-    block_width,
     check_choice,
     connected_labels,
     is_training_round,
     resolve_device,
+    start_blocks,
     take,
     torch_generator,
     train_adam,
@@ -180,13 +180,11 @@ class MCNB(Policy):
         """On the first round of block-encoded contexts (arm a in block a): the user-learners' histories keep each
         sample's block, so they train per block, and the clustering reads each arm through its block's columns of
         W_1 (``neural.BlockRows``). The meta step and the UCB read the dense contexts."""
-        self.block = block_width(self, view, self.users.history)
-        if self.block is not None:
-            self.users.read_blocks(self.n_arms)
+        self.block, self.users.history = start_blocks(self, view, self.users.history)
 
     def _sample(self, x: torch.Tensor, arm: int) -> torch.Tensor:
         """Arm ``arm``'s context as the history keeps it: dense, or its block."""
-        return x[arm] if self.block is None else x[arm, arm * self.block : (arm + 1) * self.block]
+        return x[arm] if self.block is None else arm_blocks(x, self.block)[arm]
 
     def _arms_input(self, x: torch.Tensor):
         """x [..., K, d] for the user-learners: dense, or each arm's block as ``BlockRows``."""

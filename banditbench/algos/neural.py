@@ -175,12 +175,13 @@ def arm_inputs(x: torch.Tensor, block: int | None):
     return x if block is None else BlockRows(x[..., None, :])
 
 
-def block_width(policy, view, history: History) -> int | None:
-    """The block width b from which a neural policy reads arms and keeps samples per block, decided on its first
-    round: its ``blocks`` switch on, block-encoded contexts with arm a in block a, and no sample stored yet."""
-    if policy.blocks and view.block and history.size == 0 and policy.dim == view.block * policy.n_arms:
-        return view.block
-    return None
+def start_blocks(policy, view, history: History) -> tuple[int | None, History]:
+    """Whether a neural policy reads arms and keeps samples per block, decided on its first round: its ``blocks``
+    switch on, block-encoded contexts with arm a in block a, and no sample stored yet. → (the block width b, or None
+    for the dense input; the history to keep: a fresh per-block one in block mode, else ``history``)."""
+    if not (policy.blocks and view.block and history.size == 0 and policy.dim == view.block * policy.n_arms):
+        return None, history
+    return view.block, History(len(history.counts), view.block, history.device, n_blocks=policy.n_arms)
 
 
 def take(values: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -690,10 +691,6 @@ class UserLearners:
         """Inferred cluster of every arm: mask [K, n]; u_t is always a member (its difference is 0)."""
         gap = (P - P[user]).abs().T
         return gap < threshold if strict else gap <= threshold
-
-    def read_blocks(self, n_blocks: int) -> None:
-        """Keep the history per block (``History``), from the first round of block-encoded contexts on."""
-        self.history = History(len(self.theta), self.mlp.dim // n_blocks, self.device, n_blocks=n_blocks)
 
     def add(self, members: torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
         self.history.add(members, x, r, block)

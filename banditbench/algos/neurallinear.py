@@ -36,11 +36,11 @@ from banditbench.algos.neural import (
     TrainingJob,
     arm_blocks,
     arm_inputs,
-    block_width,
     check_choice,
     group_by_block,
     is_training_round,
     resolve_device,
+    start_blocks,
     torch_generator,
     train_jobs,
 )
@@ -157,9 +157,7 @@ class NeuralLinear(Policy):
         on the first round of block-encoded contexts)."""
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
         if self.block is None:
-            self.block = block_width(self, view, self.history)
-            if self.block is not None:
-                self.history = History(1, self.block, self.device, n_blocks=self.n_arms)
+            self.block, self.history = start_blocks(self, view, self.history)
         return x if self.block is None else arm_blocks(x, self.block)
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:

@@ -48,10 +48,10 @@ from banditbench.algos.neural import (
     TrainingLockstep,
     arm_blocks,
     arm_inputs,
-    block_width,
     check_choice,
     is_training_round,
     resolve_device,
+    start_blocks,
     torch_generator,
     train_jobs,
     train_passes,
@@ -165,13 +165,11 @@ class NeuralUCB(Policy):
         return x
 
     def _start_blocks(self, view) -> None:
-        """Block mode (``neural.block_width``), for the settings whose computations have a per-block form: default
+        """Block mode (``neural.start_blocks``), for the settings whose computations have a per-block form: default
         training, diagonal Z, closed-form gradients, no user features."""
         closed = self.covariance == "diagonal" and self.network["gradients"] == "closed"
-        per_block = closed and not (self.user_features or self.code_training)
-        self.block = block_width(self, view, self.history) if per_block else None
-        if self.block is not None:
-            self.history = History(len(self.theta), self.block, self.device, n_blocks=self.n_arms)
+        if closed and not (self.user_features or self.code_training):
+            self.block, self.history = start_blocks(self, view, self.history)
 
     def select(self, view, budget):
         model = self._model(view.user)
