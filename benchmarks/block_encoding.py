@@ -1,4 +1,4 @@
-"""MNIST block encoding (d = 784, K = 10, contexts in R^7840): LinUCB and NeuralUCB, dense and per block.
+"""MNIST block encoding (d = 784, K = 10, contexts in R^7840): LinUCB and the neural learners, dense and per block.
 
     .venv/bin/python benchmarks/block_encoding.py [--rounds 2000] [--dense-rounds 30] [--neural-rounds 0]
                                                   [--neural-seeds 3] [--mcnb-rounds 0] [--neural-algos LIST]
@@ -14,10 +14,10 @@ broken by rounding in the dense sums) and the reward.
 
 ``--neural-rounds N`` adds neuucb-one, neuucb-ind and neurallinear, ``--mcnb-rounds N`` M-CNB (``--neural-algos``
 picks among them): N rounds with the dense 7840-d input and N per block, for each of ``--neural-seeds`` policy
-seeds. Their training amplifies any
-rounding difference until a choice flips, so the script also plays the dense computation once more with one
-initial weight moved by one ulp: the share of equal choices between dense and per block is to be read against
-that one. It prints the rates, the rewards of both computations and the paired t-test between them.
+seeds. Their training amplifies any rounding difference until a choice flips, so the script also plays the dense
+computation once more with one initial weight moved by one ulp: the share of equal choices between dense and per
+block is to be read against that one. It prints the rates, the rewards of both computations and the paired t-test
+between them.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def play(
     policy = ALGORITHMS[algorithm].build(
         n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(seed), params={}
     )
-    policy.blocks = blocks  # LinUCB's and NeuralUCB's switch between per-block and dense computations
+    policy.blocks = blocks  # the policies' switch between per-block and dense computations
     if nudge:
         theta = policy.users.theta if algorithm == "mcnb" else policy.theta  # (the first user's) network
         theta[0, -1] = torch.nextafter(theta[0, -1], torch.tensor(np.inf))

@@ -1,5 +1,7 @@
 """Shortcuts that must not change decisions: NeuralLinear's per-user statistics and cached components, LinUCB's
-per-block statistics and NeuralUCB's per-block first layer on block-encoded contexts."""
+per-block statistics and the neural learners' per-block first layer on block-encoded contexts."""
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -134,8 +136,11 @@ def _classification(encoding="block", n=300, d=6, K=4, seed=0):
     return ClassificationEnvironment(_Samples(x, labels, encoding), np.random.SeedSequence(seed))
 
 
-def _linucb(name, dim, n_users, n_arms, blocks):
-    policy = ALGORITHMS[name].build(n_users=n_users, n_arms=n_arms, dim=dim, seed=np.random.SeedSequence(0), params={})
+def _policy(name, env, blocks, **params):
+    """Policy ``name`` for an environment's users, arms and dimension, with its ``blocks`` switch set."""
+    policy = ALGORITHMS[name].build(
+        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(0), params=params
+    )
     policy.blocks = blocks
     return policy
 
@@ -155,7 +160,8 @@ def test_block_linucb_choices_equal_the_dense_computation(name):
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(1)
     theta = rng.standard_normal((K, d))
-    policies = {blocks: _linucb(name, K * d, n_users, K, blocks) for blocks in (True, False)}
+    shape = SimpleNamespace(n_users=n_users, n_arms=K, dim=K * d)
+    policies = {blocks: _policy(name, shape, blocks) for blocks in (True, False)}
     choices = {True: [], False: []}
     for t in range(600):
         contexts = rng.standard_normal((K, d))
@@ -179,7 +185,7 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
     """Every arm shows the same instance, so arms whose blocks are still untouched tie exactly; the per-block
     scores equal the dense ones to rounding, round after round, and the per-block choice is a dense argmax."""
     env = _classification()
-    block, dense = (_linucb(name, env.dim, env.n_users, env.n_arms, blocks) for blocks in (True, False))
+    block, dense = (_policy(name, env, blocks) for blocks in (True, False))
     for rnd in env.rounds(300):
         view = rnd.view(Budget())
         fast, slow = block.scores(view), dense.scores(view)
@@ -265,14 +271,6 @@ def test_gradient_distances_equal_the_norms_of_the_assembled_differences():
     x = torch.randn(5, 12, generator=generator)
     adapted, start = ArmGradients(mlp, thetas, x), ArmGradients(mlp, Theta0, x)
     torch.testing.assert_close(adapted.distances(start), (adapted.rows() - start.rows()).norm(dim=1))
-
-
-def _policy(name, env, blocks, **params):
-    policy = ALGORITHMS[name].build(
-        n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=np.random.SeedSequence(0), params=params
-    )
-    policy.blocks = blocks
-    return policy
 
 
 @pytest.mark.parametrize(
