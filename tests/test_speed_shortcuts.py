@@ -108,6 +108,20 @@ def test_neurallinear_scores_through_cholesky_equal_the_formula_with_an_inverse(
     torch.testing.assert_close(spd_solve(A, b_C), torch.linalg.solve(A, b_C), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("lam, alpha", [(0.5, 0.1), (torch.tensor([0.5, 2.0]), torch.tensor([0.1, 3.0]))])
+def test_neurallinear_scores_stay_on_the_device_of_the_embeddings(lam, alpha):
+    """Scalar or per-member λ and α given on the CPU join statistics on another device (torch's shape-only meta
+    device stands in for a GPU here: it refuses CPU operands just as CUDA does)."""
+    from banditbench.algos.neurallinear import cluster_ucb
+
+    S, k, m = 2, 5, 8
+    phi, gram, b_C = (
+        torch.empty(*shape, dtype=torch.float64, device="meta") for shape in ((S, k, m), (S, m, m), (S, m))
+    )
+    scores = cluster_ucb(phi, gram, b_C, lam, alpha, t=10)
+    assert scores.device.type == "meta" and scores.shape == (S, k)
+
+
 def test_neurallinear_with_a_ridge_too_small_for_float64_stops_with_a_one_line_error(tmp_path):
     env = PROTOCOLS["cosine"].environment(_cosine(tmp_path), np.random.SeedSequence(1))
     with pytest.raises(UserError, match="set a larger neurallinear.lam"):

@@ -13,6 +13,7 @@ biases (``bias=False``); the authors' code has them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,9 @@ def torch_generator(seed: np.random.SeedSequence, device: torch.device, threads:
     if threads < 1:
         raise UserError(f"threads must be at least 1, got {threads}")
     if device.type == "cuda":  # CPU kernels are deterministic already (and the switch costs a 3 s import)
+        # cuBLAS is deterministic only with a fixed workspace, set before its first call; without it torch's
+        # deterministic mode refuses every CUDA matmul
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
     torch.set_num_threads(threads)
     generator = torch.Generator(device=device)

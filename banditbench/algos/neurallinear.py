@@ -88,7 +88,7 @@ def cluster_ucb(phi, gram, b_C, lam, alpha, t: int) -> torch.Tensor:
     of a lockstep group stacked on the leading axis (φ [S, k, m], gram [S, m, m], b_C [S, m]; λ and α scalars or
     [S] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
     factorisation and one triangular solve give every arm's score."""
-    lam, alpha = torch.as_tensor(lam, dtype=torch.float64), torch.as_tensor(alpha, dtype=torch.float64)
+    lam, alpha = (torch.as_tensor(v, dtype=torch.float64, device=phi.device) for v in (lam, alpha))
     A_C = torch.eye(phi.shape[-1], dtype=torch.float64, device=phi.device) * lam.reshape(-1, 1, 1) + gram
     y = torch.linalg.solve_triangular(cholesky(A_C), torch.cat([phi.mT, b_C[..., None]], dim=-1), upper=False)
     y_arms, y_b = y[..., :-1], y[..., -1:]
