@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/figure.py [--preset mcnb-movielens] [--jobs 2] [--seeds S] [--tune-seeds S]
                                           [--rounds T] [--engine units|lockstep] [--project-seeds 10]
-                                          [--datasets DIR] [--keep DIR]
+                                          [--device cpu|cuda] [--datasets DIR] [--keep DIR]
 
 The preset's dataset is prepared from DATASETS first (not timed): MovieLens from DATASETS/ml-25m (the preset's
 25M ratings) when that folder exists, else MovieLens-100K from DATASETS/movielens-100k, and the output says so;
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,24 @@ def tree_cpu_seconds(root: int, seen: dict[int, float]) -> None:
         seen[pid] = max(seen.get(pid, 0.0), times[pid])
 
 
+def timed(command: list[str], interval: float = 0.2) -> tuple[float, float, int]:
+    """Run ``command`` with its output discarded; return its wall seconds, the CPU seconds of its process tree and
+    its exit code. Should this benchmark be stopped (Ctrl-C, or SIGTERM from ``timeout``), the run is stopped too,
+    and its workers with it, so that nothing it started goes on loading the machine."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    start = time.perf_counter()
+    process, seen = subprocess.Popen(command, stdout=subprocess.DEVNULL), {}
+    try:
+        while process.poll() is None:
+            tree_cpu_seconds(process.pid, seen)
+            time.sleep(interval)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # each process's last reading: at most one interval of each one's end is missed
+    return time.perf_counter() - start, sum(seen.values()), process.returncode
+
+
 def unit_seconds(out: Path) -> dict[tuple[str, bool], list[float]]:
     """Each finished unit's wall seconds, grouped by (algorithm, tuning)."""
     found: dict[tuple[str, bool], list[float]] = defaultdict(list)
@@ -104,6 +123,7 @@ def main() -> None:
     parser.add_argument("--tune-seeds", type=int, help="tuning seeds to run (default: the preset's)")
     parser.add_argument("--rounds", type=int, help="rounds per unit (default: the preset's)")
     parser.add_argument("--engine", default="units", help="units or lockstep (banditbench run --engine)")
+    parser.add_argument("--device", help="cpu, cuda or auto for the neural algorithms (banditbench run --device)")
     parser.add_argument("--project-seeds", type=int, default=10, help="reported seeds the projection is for")
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder of the raw datasets")
     parser.add_argument("--keep", type=Path, help="keep the prepared data and results in this folder")
@@ -135,19 +155,18 @@ def main() -> None:
             "--engine",
             args.engine,
         ]
-        for flag, value in (("--seeds", args.seeds), ("--tune-seeds", args.tune_seeds), ("--rounds", args.rounds)):
+        for flag, value in (
+            ("--seeds", args.seeds),
+            ("--tune-seeds", args.tune_seeds),
+            ("--rounds", args.rounds),
+            ("--device", args.device),
+        ):
             if value is not None:
                 command += [flag, str(value)]
         load_before = os.getloadavg()[0]
-        start = time.perf_counter()
-        process, seen = subprocess.Popen(command, stdout=subprocess.DEVNULL), {}
-        while process.poll() is None:
-            tree_cpu_seconds(process.pid, seen)
-            time.sleep(0.2)
-        wall = time.perf_counter() - start
-        if process.returncode:
-            sys.exit(f"the run failed (exit {process.returncode})")
-        cpu = sum(seen.values())  # each process's last reading: at most 0.2 s of each one's end is missed
+        wall, cpu, returncode = timed(command)
+        if returncode:
+            sys.exit(f"the run failed (exit {returncode})")
         load_after = os.getloadavg()[0]
         found = unit_seconds(out)
 

@@ -13,17 +13,15 @@ engines, the mean final regret of each and the paired t-test and Wilcoxon p-valu
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from figure import CLI, SHARED, prepare, tree_cpu_seconds  # noqa: E402
+from figure import CLI, SHARED, prepare, timed  # noqa: E402
 
 ENGINES = ("units", "lockstep")
 
@@ -51,14 +49,10 @@ def timed_run(algorithm: str, engine: str, args, data_dir: Path, out: Path) -> t
         str(out),
         "--overwrite",
     ]
-    start = time.perf_counter()
-    process, seen = subprocess.Popen(command, stdout=subprocess.DEVNULL), {}
-    while process.poll() is None:
-        tree_cpu_seconds(process.pid, seen)
-        time.sleep(0.1)
-    if process.returncode:
-        sys.exit(f"{' '.join(command[2:])} failed (exit {process.returncode})")
-    return time.perf_counter() - start, sum(seen.values())
+    wall, cpu, returncode = timed(command, interval=0.1)
+    if returncode:
+        sys.exit(f"{' '.join(command[2:])} failed (exit {returncode})")
+    return wall, cpu
 
 
 def outcomes(out: Path, algorithm: str, seeds: int) -> tuple[np.ndarray, np.ndarray]:
