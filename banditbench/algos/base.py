@@ -103,16 +103,20 @@ class Lockstep:
             for policy, row in zip(self.policies, stacked):
                 setattr(policy, name, row)
 
+    def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's arms [S, K, d] and served user [S] for ``select``, kept for ``played``: each arm pool is
+        read (and its budget spent) once."""
+        self._arms = np.stack([view.arms[:] for view in views])
+        self._served = np.array([view.user for view in views])
+        return self._arms, self._served
+
+    def played(self, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """After ``read_arms``: the served users [S], the chosen arms' contexts [S, d] and their rewards [S]."""
+        return self._served, self._arms[np.arange(len(chosen)), chosen], np.asarray(rewards, dtype=float)
+
     def per_member(self, name: str) -> np.ndarray:
         """A hyper-parameter that may differ between members (``Policy.lockstep_params``), one value per member."""
         return np.array([getattr(policy, name) for policy in self.policies])
-
-
-def played(views: list[RoundView], chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A lockstep round's served users [S], the chosen arms' contexts [S, d] and their rewards [S]."""
-    served = np.array([view.user for view in views])
-    x = np.stack([view.arms[arm] for view, arm in zip(views, chosen)])
-    return served, x, np.asarray(rewards, dtype=float)
 
 
 @dataclass(frozen=True)

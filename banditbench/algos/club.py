@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy, played
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
@@ -148,15 +148,14 @@ class CLUBLockstep(Lockstep):
         )
 
     def select(self, views, budgets):
-        arms = np.stack([view.arms[:] for view in views])
-        served = np.array([view.user for view in views])
+        arms, served = self.read_arms(views)
         learners = self.label[self.members, served]
         scores = self.clusters.cluster_ucb_each(learners, arms, self.alpha, views[0].t, self.reference_ucb)
         return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
         members, users = self.members, self.users
-        served, x, reward = played(views, chosen, rewards)
+        served, x, reward = self.played(chosen, rewards)
         users.update_each(served, x, reward)
         self.clusters.update_each(self.label[members, served], x, reward)
         count = users.count[members, served]

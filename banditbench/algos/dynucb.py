@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy, played
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.ridge import (
     RidgeStats,
     distances,
@@ -141,8 +141,8 @@ class DynUCBLockstep(Lockstep):
         self.members = np.arange(len(policies))
 
     def select(self, views, budgets):
-        arms = np.stack([view.arms[:] for view in views])
-        at = self.members, self.label[self.members, [view.user for view in views]]
+        arms, served = self.read_arms(views)
+        at = self.members, self.label[self.members, served]
         theta, A_inv, first = self.groups.theta[at], self.groups.A_inv[at], self.policies[0]
         if first.reference_ucb:
             scores = means_each(theta, arms) + self.alpha[:, None] * quadratic_forms_each(A_inv, arms)
@@ -152,7 +152,7 @@ class DynUCBLockstep(Lockstep):
 
     def update(self, views, chosen, rewards):
         members, first = self.members, self.policies[0]
-        served, x, reward = played(views, chosen, rewards)
+        served, x, reward = self.played(chosen, rewards)
         old = self.label[members, served]
         self.users.update_each(served, x, reward)
         if not first.refresh_on_move:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy, played
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, cluster_ucb_rows, distances, ridge_bytes, stack
 
 
@@ -149,8 +149,7 @@ class LOCBLockstep(Lockstep):
         return self.member[self.members, :, served]
 
     def select(self, views, budgets):
-        arms = np.stack([view.arms[:] for view in views])
-        served = np.array([view.user for view in views])
+        arms, served = self.read_arms(views)
         S, K, t = len(views), arms.shape[1], views[0].t
         member, cluster = np.nonzero(self._holding(served))
         scores = np.full((S, self.real.shape[1], K), -np.inf)
@@ -168,7 +167,7 @@ class LOCBLockstep(Lockstep):
 
     def update(self, views, chosen, rewards):
         members, users = self.members, self.users
-        served, x, reward = played(views, chosen, rewards)
+        served, x, reward = self.played(chosen, rewards)
         users.update_each(served, x, reward)
         inside = self._holding(served)
         member, cluster = np.nonzero(inside)

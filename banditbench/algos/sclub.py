@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy, played
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
@@ -157,8 +157,8 @@ class SCLUBLockstep(Lockstep):
         self.confidence, self.reference_ucb = policies[0].confidence, policies[0].reference_ucb
 
     def select(self, views, budgets):
-        arms = np.stack([view.arms[:] for view in views])
-        clusters = self.label[self.members, [view.user for view in views]]
+        arms, served = self.read_arms(views)
+        clusters = self.label[self.members, served]
         scores = self.groups.cluster_ucb_each(clusters, arms, self.alpha, views[0].t, self.reference_ucb)
         return scores.argmax(axis=1).tolist()
 
@@ -167,7 +167,7 @@ class SCLUBLockstep(Lockstep):
         if t > self.policies[0].stage_end:
             for policy in self.policies:
                 policy._advance_stage(t)
-        served, x, reward = played(views, chosen, rewards)
+        served, x, reward = self.played(chosen, rewards)
         c = self.label[members, served]
         users.update_each(served, x, reward)
         groups.update_each(c, x, reward)
