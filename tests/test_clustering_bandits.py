@@ -212,6 +212,32 @@ def test_separation_test_matches_the_brute_force_overlap_formula_on_random_ellip
     assert 5 < sum(signs) < 55  # both separated and overlapping pairs were exercised
 
 
+def test_separation_test_of_several_problems_at_once_equals_each_problem_alone_bit_for_bit():
+    """A lockstep group tests its members' pairs in one call, each member a segment that stops stepping when its
+    own pairs have converged: its K must be those of its pairs tested alone, to the last bit."""
+    rng = np.random.default_rng(2)
+    d, sizes = 4, [3, 1, 5, 2]
+    problems = []
+    for m in sizes:
+        X = rng.standard_normal((d, d))
+        Y = rng.standard_normal((m, d, d))
+        Sigma_j = Y @ Y.transpose(0, 2, 1) + 0.1 * np.eye(d)
+        problems.append((rng.standard_normal(d), X @ X.T + 0.1 * np.eye(d), 2 * rng.standard_normal((m, d)), Sigma_j))
+    alone = [separation_test(c_i, S_i, c_j, np.linalg.inv(S_j)) for c_i, S_i, c_j, S_j in problems]
+    rows = (
+        [np.repeat([c_i], len(c_j), 0) for c_i, _, c_j, _ in problems],
+        [np.repeat([S_i], len(c_j), 0) for _, S_i, c_j, _ in problems],
+    )
+    together = separation_test(
+        np.concatenate(rows[0]),
+        np.concatenate(rows[1]),
+        np.concatenate([c_j for *_, c_j, _ in problems]),
+        np.linalg.inv(np.concatenate([S_j for *_, S_j in problems])),
+        np.repeat(np.arange(len(sizes)), sizes),
+    )
+    np.testing.assert_array_equal(together, np.concatenate(alone))
+
+
 def test_separation_test_closed_form_for_equal_design_matrices():
     """Lemma 5.2: with V_i = V_j = V and equal radii r, min K = 1 − ‖θ̂_i − θ̂_j‖²_V / (4 r²)."""
     rng = np.random.default_rng(1)

@@ -34,6 +34,7 @@ LOCKSTEP = {
     "metaban": {"alpha": 0.5},
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
+    "bass": {"alpha": 0.5},
     "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
     "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
     "linucb-ind": {"alpha": 0.5, "ridge": 0.5},
@@ -48,6 +49,9 @@ OTHER_PATHS = [
     ("club", {"alpha2": 0.1}, 150),  # many edges cut and components split within 150 rounds
     ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
     ("dynucb", {"reference_ucb": True, "centroid": "mean", "refresh_on_move": True, "bandpy_clock": True}, 150),
+    ("bass", {"gamma": 0.1}, 150),  # a separation test every round and edges cut within 150 rounds
+    ("bass", {"gamma": 0.1, "radius_convention": "bandpy", "bandpy_clock": True}, 150),
+    ("bass", {"epsilon": 0.1}, 150),  # members step alone
     ("locb", {"reference_ucb": True, "num_seeds": 5}, 150),
     ("sclub", {"reference_ucb": True, "reset_checks": False, "alpha1": 0.3}, 150),
 ]
@@ -58,7 +62,7 @@ def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Un
 
 
 def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
-    mixed = units("neuucb-one", 4) + units("bass", 2) + units("neuucb-one", 2, params={"lr": 0.1})
+    mixed = units("neuucb-one", 4) + units("cofiba", 2) + units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
     groups = group_units(mixed, "lockstep", workers=1)
     assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]
@@ -83,10 +87,12 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
-@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub", "linucb-ind", "linucb-one"])
+@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub", "bass", "linucb-ind", "linucb-one"])
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
-    group = units(algorithm, 2, 150, params={"alpha": 0.3}) + units(algorithm, 2, 150, params={"ridge": 2.0})
+    base = {"gamma": 0.1} if algorithm == "bass" else {}  # BASS: separation tests and cuts in every group
+    other = {"ridge": 2.0} if "ridge" in ALGORITHMS[algorithm].policy.lockstep_params else {"alpha": 2.0}
+    group = units(algorithm, 2, 150, params={**base, "alpha": 0.3}) + units(algorithm, 2, 150, params={**base, **other})
     for unit, result in zip(group, run_group(group, dataset)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
 

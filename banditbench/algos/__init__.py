@@ -104,6 +104,7 @@ register(
     paper="Cherkaoui, Barlier & Colin, ICML 2025",
     role="proposed",
     description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "cmlb",

@@ -12,7 +12,8 @@ is tested with Definition 5.1 and deleted for good when K^γ_ij < 0:
 Σ_i = γ²β_i² V_i⁻¹ (the ellipsoid E(θ̂_i, V_i, γβ_i)), β_i = σ·sqrt(2 log(1/δ) + log det V_i − d log λ) + sqrt(λ)S.
 γ multiplies the radius (the paper's placement is lost; irrelevant at its γ = 1).
 The shared sums Σ_{j∈N_i} G_j are kept per agent and updated incrementally (a pull of j adds xxᵀ to every
-neighbour's sum; a cut subtracts the two agents' Gram matrices), all tests of a pull are batched.
+neighbour's sum; a cut subtracts the two agents' Gram matrices), all tests of a pull are batched. A lockstep group
+batches the same steps over its members' pairs (agent, neighbour) as well.
 
 Switch ``radius_convention``: "paper" (Σ = γ²β²V⁻¹, default) or "bandpy" (Σ = γβV⁻¹: the authors' bandpy
 ``LBC`` code, an effective radius sqrt(β), which separates much earlier). δ = 1e-3 is bandpy's class
@@ -25,20 +26,22 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ucb_round
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, log_ucb_scores_each, oful_radius, stack, ucb_round
 from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
 
 
-def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 50) -> np.ndarray:
+def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newton_steps: int = 50) -> np.ndarray:
     """K = min_{s∈[0,1]} K(s) (Gilitschenski & Hanebeck 2012, BASS Def. 5.1) for ellipsoid i against each j.
 
-    theta_i [d], Sigma_i [d, d] (shape of ellipsoid i, {x: (x−c)ᵀΣ⁻¹(x−c) ≤ 1}); theta_j [m, d],
-    Sigma_j_inv [m, d, d]. The two are disjoint iff K < 0. Cholesky L Lᵀ = Σ_j⁻¹, M = Lᵀ Σ_i L = U Λ Uᵀ,
+    theta_i [d] or [m, d], Sigma_i [d, d] or [m, d, d] (shape of ellipsoid i, {x: (x−c)ᵀΣ⁻¹(x−c) ≤ 1}); theta_j
+    [m, d], Sigma_j_inv [m, d, d]. The two are disjoint iff K < 0. Cholesky L Lᵀ = Σ_j⁻¹, M = Lᵀ Σ_i L = U Λ Uᵀ,
     Φ = L U; then K(s) is convex with K(0) = K(1) = 1 and is minimised by projected Newton steps (App. I, Q).
+    ``segments`` [m] (sorted) splits the pairs into independent problems, a lockstep group's members: each stops
+    when its own steps have converged, so its K are bit for bit those of its pairs tested alone.
     """
     L = np.linalg.cholesky(Sigma_j_inv)  # [m, d, d]
     M = np.swapaxes(L, 1, 2) @ Sigma_i @ L
@@ -48,20 +51,50 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, newton_steps: int = 
     a = lam - 1
     lam_v2 = lam * v2
     s = np.full((len(v2), 1), 0.5)
+    if segments is not None:
+        starts = np.flatnonzero(np.diff(segments, prepend=-1))
+        sizes = np.diff(starts, append=len(segments))
+        running = np.ones(len(starts), dtype=bool)  # the segments still taking steps
     for _ in range(newton_steps):
         inv = 1 / (1 + a * s)
         weighted = v2 * inv * inv
         grad = -(weighted * (1 - 2 * s - a * s * s)).sum(1, keepdims=True)  # K′(s)
         curv = 2 * (lam_v2 * inv * inv * inv).sum(1, keepdims=True)  # K″(s) ≥ 0
         s_new = np.clip(s - grad / np.maximum(curv, 1e-300), 0.0, 1.0)
-        if np.abs(s_new - s).max() < 1e-10:  # Newton converges quadratically: a handful of steps
+        # Newton converges quadratically: a handful of steps, after which a problem keeps its s
+        change = np.abs(s_new - s)[:, 0]
+        if segments is None:
+            if change.max() < 1e-10:
+                break
+            s = s_new
+            continue
+        running &= np.maximum.reduceat(change, starts) >= 1e-10
+        if not running.any():
             break
-        s = s_new
+        np.copyto(s, s_new, where=np.repeat(running, sizes)[:, None])
     s = s[:, 0]
     return 1 - (v2 * s[:, None] * (1 - s[:, None]) / (1 + a * s[:, None])).sum(1)
 
 
+def shared_theta(A_inv: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """θ̂_N = V_N⁻¹ b_N for one neighbourhood (A_inv [d, d], b [d]) or a stack of them ([S, d, d], [S, d])."""
+    return (A_inv @ b[..., None])[..., 0]
+
+
+def share(gram, b, A_inv, at, x, reward) -> None:
+    """Add a sample to the shared sums at the indices ``at`` of gram [..., d, d], b [..., d] and A_inv [..., d, d]
+    (a batched Sherman–Morrison update of the inverses): one sample (x [d], reward a float) to every index, or
+    sample p (x [P, d], reward [P]) to index at[p]."""
+    gram[at] += x[..., :, None] * x[..., None, :]
+    b[at] += np.asarray(reward)[..., None] * x
+    old = A_inv[at]
+    A_inv_x = (old @ x[..., :, None])[..., 0]
+    quad = np.einsum("...d,...d->...", A_inv_x, x)
+    A_inv[at] = old - (A_inv_x / (1 + quad)[:, None])[:, :, None] * A_inv_x[:, None, :]
+
+
 class BASS(Policy):
+    lockstep_params = ("alpha",)  # per member: its exploration
     domains = {
         "alpha": d.NON_NEGATIVE,
         "ridge": d.POSITIVE,
@@ -112,53 +145,58 @@ class BASS(Policy):
             return int(self.rng.integers(len(view.arms)))
         arms = view.arms[:]
         A_inv = self.shared_A_inv[i]
-        theta = A_inv @ self.shared_b[i]
+        theta = shared_theta(A_inv, self.shared_b[i])
         return int(log_ucb_scores(theta, A_inv, arms, self.alpha, ucb_round(view.t, self.bandpy_clock)).argmax())
 
     def update(self, view, chosen, reward):
         i, x = view.user, view.arms[chosen]
         self.local.update(i, x, reward)
         neighbours = np.flatnonzero(self.graph[i])  # i included: its own sample joins its shared sums too
-        self.shared_gram[neighbours] += np.multiply.outer(x, x)
-        self.shared_b[neighbours] += reward * x
-        A_inv = self.shared_A_inv[neighbours]  # batched Sherman–Morrison on every neighbour's shared inverse
-        A_inv_x = A_inv @ x
-        A_inv -= (A_inv_x / (1 + A_inv_x @ x)[:, None])[:, :, None] * A_inv_x[:, None, :]
-        self.shared_A_inv[neighbours] = A_inv
+        share(self.shared_gram, self.shared_b, self.shared_A_inv, neighbours, x, reward)
         others = neighbours[neighbours != i]
         if others.size == 0:
             return
-        kappa = self.separation(i, others)
+        kappa = self.separation(self.local, i, others)
         cut = others[kappa < 0]
-        if cut.size:  # permanent deletion: each agent's samples leave the other's shared statistics
-            self.graph[i, cut] = self.graph[cut, i] = False
-            self.shared_gram[i] -= self.local.gram[cut].sum(0)
-            self.shared_b[i] -= self.local.b[cut].sum(0)
-            self.shared_gram[cut] -= self.local.gram[i]
-            self.shared_b[cut] -= self.local.b[i]
-            changed = np.append(cut, i)
-            self.shared_A_inv[changed] = np.linalg.inv(self.ridge_eye + self.shared_gram[changed])
+        if cut.size:
+            self._cut(i, cut)
 
-    def separation(self, i: int, others: np.ndarray) -> np.ndarray:
-        """K^γ_ij of Definition 5.1 on the local statistics, for every j in ``others``.
+    def _cut(self, i: int, cut: np.ndarray) -> None:
+        """Permanent deletion of the edges (i, j), j in ``cut``: each agent's samples leave the other's shared
+        statistics."""
+        self.graph[i, cut] = self.graph[cut, i] = False
+        self.shared_gram[i] -= self.local.gram[cut].sum(0)
+        self.shared_b[i] -= self.local.b[cut].sum(0)
+        self.shared_gram[cut] -= self.local.gram[i]
+        self.shared_b[cut] -= self.local.b[i]
+        changed = np.append(cut, i)
+        self.shared_A_inv[changed] = np.linalg.inv(self.ridge_eye + self.shared_gram[changed])
+
+    def separation(self, local: RidgeStats, at_i, at_j, segments=None) -> np.ndarray:
+        """K^γ_ij of Definition 5.1 on the local statistics ``local`` for every pair of learners (at_i, at_j[p]):
+        indices of its leading axes, at_i one agent's or one per pair; ``segments`` as in ``separation_test``.
 
         Exact shortcut: when either centre lies inside the other ellipsoid, the two intersect, so K ≥ 0 and
         the eigen-decomposition is skipped (K is reported as 1 there); only the remaining pairs are tested.
         """
-        local = self.local
-        radius2 = self._radius2(local.logdet[np.append(others, i)])  # one call for the m others and i (last)
-        radius2_i, radius2 = radius2[-1], radius2[:-1]
-        c = local.theta[i] - local.theta[others]  # [m, d]
+        radius2_i, radius2_j = self._radius2(local.logdet[at_i]), self._radius2(local.logdet[at_j])
+        theta_i, theta_j, gram_j = local.theta[at_i], local.theta[at_j], local.gram[at_j]
+        c = theta_i - theta_j  # [m, d]
         ridge_c2 = self.ridge * np.einsum("md,md->m", c, c)
-        inside_i = ridge_c2 + np.einsum("me,me->m", c @ local.gram[i], c) <= radius2_i
-        Gc = np.matmul(local.gram[others], c[:, :, None])[:, :, 0]
-        inside_j = ridge_c2 + np.einsum("md,md->m", c, Gc) <= radius2
-        kappa = np.ones(len(others))
+        inside_i = ridge_c2 + np.einsum("md,md->m", (c[:, None, :] @ local.gram[at_i])[:, 0], c) <= radius2_i
+        inside_j = ridge_c2 + np.einsum("md,md->m", c, (gram_j @ c[:, :, None])[:, :, 0]) <= radius2_j
+        kappa = np.ones(len(c))
         test = ~(inside_i | inside_j)
         if test.any():
-            V_j = self.ridge_eye + local.gram[others[test]]
+            Sigma_i = np.asarray(radius2_i)[..., None, None] * local.A_inv[at_i]
+            if theta_i.ndim == 2:  # one agent i per pair
+                theta_i, Sigma_i = theta_i[test], Sigma_i[test]
             kappa[test] = separation_test(
-                local.theta[i], radius2_i * local.A_inv[i], local.theta[others[test]], V_j / radius2[test, None, None]
+                theta_i,
+                Sigma_i,
+                theta_j[test],
+                (self.ridge_eye + gram_j[test]) / radius2_j[test, None, None],
+                None if segments is None else segments[test],
             )
         return kappa
 
@@ -167,9 +205,49 @@ class BASS(Policy):
         beta = oful_radius(logdet, self.dim, self.ridge, self.sigma, self.S, self.delta)
         return (self.gamma * beta) ** 2 if self.radius_convention == "paper" else self.gamma * beta
 
+    @classmethod
+    def lockstep(cls, policies):
+        # the ε-exploration draws from each member's own stream before it reads the arms: members step alone
+        return BASSLockstep(policies) if not policies[0].epsilon else Lockstep(policies)
+
     def sharing_graph(self):
         return self.graph  # BASS scores its F1 on the sharing graph (§7, App. R)
 
     def clusters(self):
         """Connected components of the sharing graph (BASS itself shares with direct neighbours only)."""
         return dense_components(self.graph)[1]
+
+
+class BASSLockstep(Lockstep):
+    """BASS's members in lockstep (seeds, and grid cells of α): their local statistics, graphs and shared sums
+    stacked on a leading member axis (each member's arrays are views of the stacks). A round's scores, its shared
+    updates over every member's neighbourhood and its separation tests over every member's pairs are one batched
+    call each; only members with an edge to cut continue alone, through their own ``_cut``."""
+
+    def __init__(self, policies: list[BASS]):
+        super().__init__(policies)
+        self.local = stack([policy.local for policy in policies])
+        self.stack_members("graph", "shared_gram", "shared_b", "shared_A_inv")
+        self.alpha = self.per_member("alpha")
+        self.members = np.arange(len(policies))
+
+    def select(self, views, budgets):
+        arms, served = self.read_arms(views)
+        A_inv, first = self.shared_A_inv[self.members, served], self.policies[0]
+        theta = shared_theta(A_inv, self.shared_b[self.members, served])
+        t = ucb_round(views[0].t, first.bandpy_clock)
+        return log_ucb_scores_each(theta, A_inv, arms, self.alpha, t).argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        served, x, reward = self.played(chosen, rewards)
+        self.local.update_each(served, x, reward)
+        member, neighbour = np.nonzero(self.graph[self.members, served])  # every member's N_i, in member order
+        share(self.shared_gram, self.shared_b, self.shared_A_inv, (member, neighbour), x[member], reward[member])
+        other = neighbour != served[member]
+        member, neighbour = member[other], neighbour[other]
+        if member.size == 0:
+            return
+        kappa = self.policies[0].separation(self.local, (member, served[member]), (member, neighbour), member)
+        cut = kappa < 0
+        for s in np.unique(member[cut]):
+            self.policies[s]._cut(int(served[s]), neighbour[cut & (member == s)])
