@@ -68,7 +68,7 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
                 break
             s = s_new
             continue
-        running &= np.maximum.reduceat(change, starts) >= 1e-10
+        running &= ~(np.maximum.reduceat(change, starts) < 1e-10)  # as alone, a NaN step does not stop it
         if not running.any():
             break
         np.copyto(s, s_new, where=np.repeat(running, sizes)[:, None])
