@@ -35,6 +35,7 @@ LOCKSTEP = {
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
     "bass": {"alpha": 0.5},
+    "oful-ind": {"delta": 0.1},
     "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
     "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
     "linucb-ind": {"alpha": 0.5, "ridge": 0.5},
@@ -87,12 +88,21 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
-@pytest.mark.parametrize("algorithm", ["club", "dynucb", "locb", "sclub", "bass", "linucb-ind", "linucb-one"])
+# two grid cells of lockstep_params per algorithm (default: α 0.3, then λ 2); BASS at γ = 0.1 tests pairs and cuts
+# edges in every group
+CELLS = {
+    "bass": ({"gamma": 0.1, "alpha": 0.3}, {"gamma": 0.1, "alpha": 2.0}),
+    "oful-ind": ({}, {"delta": 0.1}),
+}
+
+
+@pytest.mark.parametrize(
+    "algorithm", ["club", "dynucb", "locb", "sclub", "bass", "oful-ind", "linucb-ind", "linucb-one"]
+)
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
-    base = {"gamma": 0.1} if algorithm == "bass" else {}  # BASS: separation tests and cuts in every group
-    other = {"ridge": 2.0} if "ridge" in ALGORITHMS[algorithm].policy.lockstep_params else {"alpha": 2.0}
-    group = units(algorithm, 2, 150, params={**base, "alpha": 0.3}) + units(algorithm, 2, 150, params={**base, **other})
+    first, second = CELLS.get(algorithm, ({"alpha": 0.3}, {"ridge": 2.0}))
+    group = units(algorithm, 2, 150, params=first) + units(algorithm, 2, 150, params=second)
     for unit, result in zip(group, run_group(group, dataset)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
 

@@ -126,6 +126,7 @@ register(
     paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011",
     role="baseline",
     description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "pmlb",

@@ -16,11 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, stack
 
 
 class IndependentOFUL(Policy):
+    lockstep_params = ("delta",)  # per member: its confidence level
     domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
 
     def __init__(
@@ -44,5 +45,34 @@ class IndependentOFUL(Policy):
     def clusters(self):
         return np.arange(self.n_users)
 
+    @classmethod
+    def lockstep(cls, policies):
+        return IndependentOFULLockstep(policies)
+
     def diagnostics(self):
         return {"radius": self.radius_total / self.selections if self.selections else np.nan}
+
+
+class IndependentOFULLockstep(Lockstep):
+    """Independent OFUL's members in lockstep (seeds, and grid cells of δ): their statistics stacked on a leading
+    member axis (each member's arrays views of the stack), so a round's radii, scores and Sherman–Morrison updates
+    are one numpy call each, every member's computed as alone."""
+
+    def __init__(self, policies: list[IndependentOFUL]):
+        super().__init__(policies)
+        self.stats = stack([policy.stats for policy in policies])
+        self.delta = self.per_member("delta")
+        self.members = np.arange(len(policies))
+
+    def select(self, views, budgets):
+        arms, served = self.read_arms(views)
+        at, first = (self.members, served), self.policies[0]
+        beta = oful_radius(self.stats.logdet[at], first.dim, first.ridge, first.sigma, first.S, self.delta)
+        for policy, radius in zip(self.policies, beta.tolist()):
+            policy.radius_total += radius
+            policy.selections += 1
+        widths = np.sqrt(np.maximum(quadratic_forms_each(self.stats.A_inv[at], arms), 0.0))
+        return (means_each(self.stats.theta[at], arms) + beta[:, None] * widths).argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        self.stats.update_each(*self.played(chosen, rewards))
