@@ -36,6 +36,9 @@ LOCKSTEP = {
     "dynucb": {"alpha": 0.5, "ridge": 0.5},
     "bass": {"alpha": 0.5},
     "oful-ind": {"delta": 0.1},
+    "cmlb": {},  # no per-member hyper-parameters: a group of seeds
+    "sclb": {},
+    "pmlb": {},
     "locb": {"alpha": 0.5, "ridge": 0.5, "gamma": 0.4},
     "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
     "linucb-ind": {"alpha": 0.5, "ridge": 0.5},
@@ -53,6 +56,8 @@ OTHER_PATHS = [
     ("bass", {"gamma": 0.1}, 150),  # a separation test every round and edges cut within 150 rounds
     ("bass", {"gamma": 0.1, "radius_convention": "bandpy", "bandpy_clock": True}, 150),
     ("bass", {"epsilon": 0.1}, 150),  # members step alone
+    ("cmlb", {"bandpy_schedule": True, "explore_rounds": 50}, 150),  # members step alone
+    ("pmlb", {"literal": True}, 150),
     ("locb", {"reference_ucb": True, "num_seeds": 5}, 150),
     ("sclub", {"reference_ucb": True, "reset_checks": False, "alpha1": 0.3}, 150),
 ]
@@ -93,11 +98,15 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
 CELLS = {
     "bass": ({"gamma": 0.1, "alpha": 0.3}, {"gamma": 0.1, "alpha": 2.0}),
     "oful-ind": ({}, {"delta": 0.1}),
+    "cmlb": ({}, {}),
+    "sclb": ({}, {}),
+    "pmlb": ({}, {}),
 }
 
 
 @pytest.mark.parametrize(
-    "algorithm", ["club", "dynucb", "locb", "sclub", "bass", "oful-ind", "linucb-ind", "linucb-one"]
+    "algorithm",
+    ["club", "dynucb", "locb", "sclub", "bass", "oful-ind", "cmlb", "sclb", "pmlb", "linucb-ind", "linucb-one"],
 )
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does

@@ -112,6 +112,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="explore, threshold-graph clusters, collaborate on averaged rewards",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "sclb",
@@ -119,6 +120,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="CMLB restarted in doubling phases with shrinking thresholds",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "oful-ind",
@@ -134,6 +136,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="common OFUL on averaged rewards, then personal offsets",
+    capabilities=Capabilities(lockstep=True),
 )
 
 # Neural bandits

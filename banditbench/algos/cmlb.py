@@ -31,8 +31,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ucb_round
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, oful_scores_each, stack, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -198,5 +198,51 @@ class CMLB(Policy):
     def clusters(self):
         return np.arange(self.n_users) if self.label is None else self.label
 
+    @classmethod
+    def lockstep(cls, policies):
+        # bandpy's schedule plays α-LinUCB, not OFUL, in its individual phase: its members step one by one
+        return Lockstep(policies) if policies[0].bandpy_schedule else CMLBLockstep(policies)
+
     def diagnostics(self):
         return {"radius": self.radius_total / self.selections if self.selections else np.nan}
+
+
+class CMLBLockstep(Lockstep):
+    """CMLB's (and SCLB's) seeds in lockstep. The members share their schedule, so they are in the same phase at every
+    step. Through the individual phase, where every user runs its own OFUL (and where SCLB, with the paper's
+    constants, spends nearly all its rounds), their individual statistics are stacked on a leading member axis, and
+    a round's radii, scores and updates are one numpy call each, every member's computed as alone. A fresh
+    phase's statistics (SCLB) are stacked again. The collaborative phase steps the members one by one."""
+
+    def __init__(self, policies: list[CMLB]):
+        super().__init__(policies)
+        self.members = np.arange(len(policies))
+        self.sources: list[RidgeStats] = []  # the members' individual statistics that ``stats`` stacks
+        self.batched = False  # whether this round's select was the batched individual step
+
+    def _individual(self) -> RidgeStats:
+        sources = [policy.individual for policy in self.policies]
+        if any(source is not stacked for source, stacked in zip(sources, self.sources)) or not self.sources:
+            self.stats, self.sources = stack(sources), sources
+        return self.stats
+
+    def select(self, views, budgets):
+        policies, first = self.policies, self.policies[0]
+        step = current_step(views[0])
+        for policy in policies:
+            policy._advance(step)
+        self.batched = step - first.first_step < first.explore_steps
+        if not self.batched:
+            return super().select(views, budgets)
+        arms, served = self.read_arms(views)
+        stats, at = self._individual(), (self.members, served)
+        beta = oful_radius(stats.logdet[at], first.dim, first.ridge, first.sigma, first.S, first.phase_delta)
+        for policy, radius in zip(policies, beta.tolist()):
+            policy.radius_total += radius
+            policy.selections += 1
+        return oful_scores_each(stats.theta[at], stats.A_inv[at], arms, beta).argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        if not self.batched:
+            return super().update(views, chosen, rewards)
+        self._individual().update_each(*self.played(chosen, rewards))

@@ -17,7 +17,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, stack
+from banditbench.algos.ridge import RidgeStats, oful_radius, oful_scores_each, stack
 
 
 class IndependentOFUL(Policy):
@@ -71,8 +71,7 @@ class IndependentOFULLockstep(Lockstep):
         for policy, radius in zip(self.policies, beta.tolist()):
             policy.radius_total += radius
             policy.selections += 1
-        widths = np.sqrt(np.maximum(quadratic_forms_each(self.stats.A_inv[at], arms), 0.0))
-        return (means_each(self.stats.theta[at], arms) + beta[:, None] * widths).argmax(axis=1).tolist()
+        return oful_scores_each(self.stats.theta[at], self.stats.A_inv[at], arms, beta).argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
         self.stats.update_each(*self.played(chosen, rewards))

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.cmlb import current_step
-from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.algos.ridge import RidgeStats, oful_radius, oful_scores_each, stack
 
 
 class PMLB(Policy):
@@ -64,12 +64,16 @@ class PMLB(Policy):
         self.selections += 1
         return beta
 
-    def select(self, view, budget):
-        step = current_step(view)
-        if self.pending and step != self.pending_step:  # Alg. 4 line 5: one update with the average reward
+    def _flush(self, step: int) -> None:
+        """Alg. 4 line 5: once a new step begins, the common OFUL's one update with the previous step's average."""
+        if self.pending and step != self.pending_step:
             x, total, n = self.pending
             self.common.update(0, x, total / n)
             self.pending = []
+
+    def select(self, view, budget):
+        step = current_step(view)
+        self._flush(step)
         if step < self.common_steps:
             if self.played[0] == step:
                 return self.played[1]
@@ -97,3 +101,45 @@ class PMLB(Policy):
 
     def diagnostics(self):
         return {"radius": self.radius_total / self.selections if self.selections else np.nan}
+
+    @classmethod
+    def lockstep(cls, policies):
+        return PMLBLockstep(policies)
+
+
+class PMLBLockstep(Lockstep):
+    """PMLB's seeds in lockstep. Through the personal phase (all but the first √T steps) their personal and common
+    statistics are stacked on a leading member axis, and a round's radii, scores and updates are one numpy call
+    each, every member's computed as alone; the common phase steps the members one by one."""
+
+    def __init__(self, policies: list[PMLB]):
+        super().__init__(policies)
+        self.personal = stack([policy.personal for policy in policies])
+        self.common = stack([policy.common for policy in policies])
+        self.members = np.arange(len(policies))
+        self.batched = False  # whether this round's select was the batched personal step
+
+    def select(self, views, budgets):
+        policies, first = self.policies, self.policies[0]
+        step = current_step(views[0])
+        for policy in policies:
+            policy._flush(step)
+        self.batched = step >= first.common_steps
+        if not self.batched:
+            return super().select(views, budgets)
+        arms, served = self.read_arms(views)
+        at = self.members, served
+        mean = self.personal.theta[at] if first.literal else self.personal.theta[at] + self.common.theta[:, 0]
+        beta = oful_radius(self.personal.logdet[at], first.dim, first.ridge, first.sigma, first.S, first.delta)
+        for policy, radius in zip(policies, beta.tolist()):
+            policy.radius_total += radius
+            policy.selections += 1
+        return oful_scores_each(mean, self.personal.A_inv[at], arms, beta).argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        if not self.batched:
+            return super().update(views, chosen, rewards)
+        served, x, reward = self.played(chosen, rewards)
+        # the shifted reward ỹ = y − ⟨x, θ̂*⟩ (Alg. 4 line 12), each member's dot product as alone
+        shifted = np.array([r - x_s @ theta for r, x_s, theta in zip(reward.tolist(), x, self.common.theta[:, 0])])
+        self.personal.update_each(served, x, shifted)
