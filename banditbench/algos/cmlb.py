@@ -222,7 +222,7 @@ class CMLBLockstep(Lockstep):
 
     def _individual(self) -> RidgeStats:
         sources = [policy.individual for policy in self.policies]
-        if any(source is not stacked for source, stacked in zip(sources, self.sources)) or not self.sources:
+        if not self.sources or any(source is not stacked for source, stacked in zip(sources, self.sources)):
             self.stats, self.sources = stack(sources), sources
         return self.stats
 
