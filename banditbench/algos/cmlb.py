@@ -32,7 +32,8 @@ from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, oful_scores_each, stack, ucb_round
+from banditbench.algos.oful import oful_choices
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, stack, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -236,11 +237,8 @@ class CMLBLockstep(Lockstep):
             return super().select(views, budgets)
         arms, served = self.read_arms(views)
         stats, at = self._individual(), (self.members, served)
-        beta = oful_radius(stats.logdet[at], first.dim, first.ridge, first.sigma, first.S, first.phase_delta)
-        for policy, radius in zip(policies, beta.tolist()):
-            policy.radius_total += radius
-            policy.selections += 1
-        return oful_scores_each(stats.theta[at], stats.A_inv[at], arms, beta).argmax(axis=1).tolist()
+        theta, A_inv, logdet = stats.theta[at], stats.A_inv[at], stats.logdet[at]
+        return oful_choices(policies, theta, A_inv, logdet, arms, first.sigma, first.phase_delta)
 
     def update(self, views, chosen, rewards):
         if not self.batched:

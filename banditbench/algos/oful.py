@@ -17,7 +17,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, oful_radius, oful_scores_each, stack
+from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, stack
 
 
 class IndependentOFUL(Policy):
@@ -53,6 +53,19 @@ class IndependentOFUL(Policy):
         return {"radius": self.radius_total / self.selections if self.selections else np.nan}
 
 
+def oful_choices(policies: list, theta, A_inv, logdet, arms, sigma: float, delta) -> list[int]:
+    """The OFUL choice argmax xᵀθ + β·sqrt(xᵀA⁻¹x) of every member of a lockstep group (θ [S, d], A⁻¹ [S, d, d],
+    log det A [S], arms [S, K, d]; δ one value or [S]), each member's bit for bit as alone; each member's radius β
+    joins its ``radius`` diagnostic."""
+    first = policies[0]
+    beta = oful_radius(logdet, first.dim, first.ridge, sigma, first.S, delta)
+    for policy, radius in zip(policies, beta.tolist()):
+        policy.radius_total += radius
+        policy.selections += 1
+    widths = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0))
+    return (means_each(theta, arms) + beta[:, None] * widths).argmax(axis=1).tolist()
+
+
 class IndependentOFULLockstep(Lockstep):
     """Independent OFUL's members in lockstep (seeds, and grid cells of δ): their statistics stacked on a leading
     member axis (each member's arrays views of the stack), so a round's radii, scores and Sherman–Morrison updates
@@ -66,12 +79,9 @@ class IndependentOFULLockstep(Lockstep):
 
     def select(self, views, budgets):
         arms, served = self.read_arms(views)
-        at, first = (self.members, served), self.policies[0]
-        beta = oful_radius(self.stats.logdet[at], first.dim, first.ridge, first.sigma, first.S, self.delta)
-        for policy, radius in zip(self.policies, beta.tolist()):
-            policy.radius_total += radius
-            policy.selections += 1
-        return oful_scores_each(self.stats.theta[at], self.stats.A_inv[at], arms, beta).argmax(axis=1).tolist()
+        stats, at = self.stats, (self.members, served)
+        sigma = self.policies[0].sigma
+        return oful_choices(self.policies, stats.theta[at], stats.A_inv[at], stats.logdet[at], arms, sigma, self.delta)
 
     def update(self, views, chosen, rewards):
         self.stats.update_each(*self.played(chosen, rewards))

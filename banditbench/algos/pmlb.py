@@ -18,7 +18,8 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.cmlb import current_step
-from banditbench.algos.ridge import RidgeStats, oful_radius, oful_scores_each, stack
+from banditbench.algos.oful import oful_choices
+from banditbench.algos.ridge import RidgeStats, oful_radius, stack
 
 
 class PMLB(Policy):
@@ -129,12 +130,9 @@ class PMLBLockstep(Lockstep):
             return super().select(views, budgets)
         arms, served = self.read_arms(views)
         at = self.members, served
-        mean = self.personal.theta[at] if first.literal else self.personal.theta[at] + self.common.theta[:, 0]
-        beta = oful_radius(self.personal.logdet[at], first.dim, first.ridge, first.sigma, first.S, first.delta)
-        for policy, radius in zip(policies, beta.tolist()):
-            policy.radius_total += radius
-            policy.selections += 1
-        return oful_scores_each(mean, self.personal.A_inv[at], arms, beta).argmax(axis=1).tolist()
+        personal = self.personal
+        mean = personal.theta[at] if first.literal else personal.theta[at] + self.common.theta[:, 0]
+        return oful_choices(policies, mean, personal.A_inv[at], personal.logdet[at], arms, first.sigma, first.delta)
 
     def update(self, views, chosen, rewards):
         if not self.batched:

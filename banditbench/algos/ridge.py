@@ -207,12 +207,6 @@ def log_ucb_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, 
     return means_each(theta, arms) + alpha[:, None] * width
 
 
-def oful_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """OFUL's xᵀθ + β·sqrt(xᵀA⁻¹x) of S members at once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], β [S]) → [S, K],
-    each member's bit for bit ``arms @ θ + β·widths``."""
-    return means_each(theta, arms) + beta[:, None] * np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0))
-
-
 def cluster_ucb_rows(theta, A_inv, count, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
     """``RidgeStats.cluster_ucb`` of P learners at once, each bit for bit as alone: θ [P, d], A⁻¹ [P, d, d],
     count [P], arms [P, K, d], α [P] → [P, K]."""
