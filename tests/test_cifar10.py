@@ -5,6 +5,7 @@ import json
 import pickle
 import tarfile
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from fixtures_raw import CIFAR_BATCHES, cifar_batches, write_cifar_binary, write
 
 from banditbench import presets
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.blocks import BlockRidgeStats
 from banditbench.algos.ridge import RidgeStats
 from banditbench.data import classification, load_dataset
 from banditbench.data.fetch import Download, check_hashes
@@ -191,27 +193,30 @@ def test_mcnb_cifar10_preset_is_ready():
     assert presets.PRESETS["mcnb-cifar10"]["dataset"] == "cifar10"
 
 
+@pytest.mark.parametrize("block", [None, 4])
 @pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
-def test_linear_clustering_declares_the_dense_ridge_matrices_it_allocates(name):
+def test_linear_clustering_declares_the_ridge_matrices_it_allocates(name, block):
     spec = ALGORITHMS[name]
     policy = spec.build(n_users=6, n_arms=3, dim=12, seed=np.random.SeedSequence(0), params={})
+    policy._prepare(SimpleNamespace(block=block))  # built at its first round: dense, or per block of 4
     stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
+    assert {type(s) for s in stats} == {RidgeStats if block is None else BlockRidgeStats}
     allocated = sum(s.A_inv.nbytes + (s.gram.nbytes if s.gram is not None else 0) for s in stats)
-    declared = spec.state_bytes(n_users=6, n_arms=3, dim=12, params={})
+    declared = spec.state_bytes(n_users=6, n_arms=3, dim=12, params={}, block=block)
     exact = name in ("club", "sclub")  # LOCB draws its seed users, COFIBA's groups grow: a lower bound
     assert declared == allocated if exact else 0 < declared <= allocated
-    # block-encoded CIFAR-10: 10 users, d·K = 30 720, every matrix 30 720² float64 = 7.03 GiB
-    assert spec.state_bytes(n_users=10, n_arms=10, dim=30_720, params={}) >= 10 * 30_720**2 * 8
+    # block-encoded CIFAR-10: 10 users, d·K = 30 720 in blocks of 3 072, every matrix 10 × 3 072² float64
+    assert spec.state_bytes(n_users=10, n_arms=10, dim=30_720, params={}, block=3072) >= 10 * 30_720 * 3072 * 8
 
 
-def test_a_run_whose_dense_statistics_cannot_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+def test_a_run_whose_statistics_cannot_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     prepare(tmp_path, write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10)))
     monkeypatch.setattr(experiment, "physical_memory", lambda: 16 * 2**30)
     settings = dict(data_dir=tmp_path / "ds", dataset="cifar10", rounds=5, seeds=1, master_seed=0, budget=None)
     with pytest.raises(UserError) as error:
         experiment.plan(algorithms=["neuucb-one", "club"], params=[], **settings)
     assert str(error.value) == (
-        "club keeps dense statistics of the 30,720-dimensional contexts of 'cifar10': about 211 GiB for one "
+        "club keeps ridge statistics of the 30,720-dimensional contexts of 'cifar10': about 21 GiB for one "
         "unit, more than this machine's 16.0 GiB; leave it out of --algos, or prepare cifar10 with --encoding "
         "shift (d + K − 1)"
     )

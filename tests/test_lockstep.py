@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.linucb import LinUCB
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
@@ -198,8 +197,8 @@ def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_sta
     assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
 
 
-@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
-def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_members_alone(name):
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind", "club", "sclub", "locb"])
+def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_members_alone(name):
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(2)
     theta = rng.standard_normal((K, d))
@@ -210,7 +209,7 @@ def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         return [build(n_users=n_users, n_arms=K, dim=K * d, seed=np.random.SeedSequence(0), params=p) for p in params]
 
     alone, together = members(), members()
-    group = LinUCB.lockstep(together)
+    group = type(together[0]).lockstep(together)
     for t in range(300):
         rounds = []
         for _ in together:
@@ -228,8 +227,11 @@ def test_a_linucb_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
             policy.update(view, arm, float(rnd.rewards[arm]))
     for policy, member in zip(alone, together):
         assert member.block == d
-        assert np.array_equal(policy.stats.A_inv, member.stats.A_inv)
-        assert np.array_equal(policy.stats.theta, member.stats.theta)
+        statistics = [name for name, value in vars(member).items() if isinstance(value, RidgeStats)]
+        assert statistics and all(
+            np.array_equal(getattr(policy, s).A_inv, getattr(member, s).A_inv) for s in statistics
+        )
+        assert all(np.array_equal(getattr(policy, s).theta, getattr(member, s).theta) for s in statistics)
 
 
 @pytest.mark.parametrize(

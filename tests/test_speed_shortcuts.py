@@ -1,5 +1,5 @@
-"""Shortcuts that must not change decisions: NeuralLinear's per-user statistics and cached components, LinUCB's
-per-block statistics and the neural learners' per-block first layer on block-encoded contexts."""
+"""Shortcuts that must not change decisions: NeuralLinear's per-user statistics and cached components, the linear
+learners' per-block statistics and the neural learners' per-block first layer on block-encoded contexts."""
 
 from types import SimpleNamespace
 
@@ -9,7 +9,9 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.blocks import BlockRidgeStats
 from banditbench.algos.neural import MLP, ArmGradients, BlockRows, History, TrainingJob, group_by_block, train_jobs
+from banditbench.algos.ridge import RidgeStats
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS, Budget, Round
 from banditbench.errors import UserError
@@ -210,6 +212,86 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
             policy.update(view, chosen, float(rnd.rewards[chosen]))
     assert block.block == 6 and dense.block is None
     np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
+
+
+def _block_arms(contexts):
+    """Block-encoded arms [K, K·d] from each arm's context [K, d] (arm a in block a)."""
+    K, d = contexts.shape
+    arms = np.zeros((K, K * d))
+    for a in range(K):
+        arms[a, a * d : (a + 1) * d] = contexts[a]
+    return arms
+
+
+def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones():
+    K, d, n = 4, 3, 5
+    rng = np.random.default_rng(3)
+    dense, block = RidgeStats(n, K * d, ridge=0.7), BlockRidgeStats(n, K * d, d, ridge=0.7)
+    for _ in range(60):
+        arms = _block_arms(rng.standard_normal((K, d)))
+        x, reward, learner = arms[rng.integers(K)], float(rng.standard_normal()), int(rng.integers(n))
+        for stats in (dense, block):
+            stats.update(learner, x, reward)
+            stats.update_many(np.array([(learner + 1) % n, (learner + 2) % n]), x, -reward)
+    for stats in (dense, block):
+        stats.assign(0, *stats.pool(np.array([1, 2, 3])))  # a pooled cluster, as CLUB's split builds it
+        stats.reset(4)
+        stats.update(4, np.zeros(K * d), 1.0)  # an all-zero context: only the count changes
+    close = dict(rtol=1e-10, atol=1e-12)
+    for u in range(n):
+        for a in range(K):
+            span = slice(a * d, (a + 1) * d)
+            np.testing.assert_allclose(block.A_inv[u, a], dense.A_inv[u, span, span], **close)
+            np.testing.assert_allclose(block.gram[u, a], dense.gram[u, span, span], **close)
+        off_diagonal = dense.A_inv[u] * (1 - np.kron(np.eye(K), np.ones((d, d))))
+        assert not off_diagonal.any()  # the dense A⁻¹ is block-diagonal: nothing is lost
+    for name in ("theta", "b", "logdet"):
+        np.testing.assert_allclose(getattr(block, name), getattr(dense, name), **close)
+    assert np.array_equal(block.count, dense.count) and block.count[4] == 1
+    arms = _block_arms(rng.standard_normal((K, d)))
+    learners = np.array([0, 2, 2, 4])
+    for got, want in zip(
+        block.means_and_quadratic_forms(learners, arms), dense.means_and_quadratic_forms(learners, arms)
+    ):
+        np.testing.assert_allclose(got, want, **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of_all(arms), dense.quadratic_forms_of_all(arms), **close)
+    for reference in (False, True):
+        for t in (0, 7):
+            want = dense.cluster_ucb_many(learners, arms, 0.3, t, reference)
+            np.testing.assert_allclose(block.cluster_ucb_many(learners, arms, 0.3, t, reference), want, **close)
+    with pytest.raises(ValueError, match="spans several blocks"):
+        block.update(0, arms[0] + arms[1], 1.0)
+    grown = block.fresh(2)
+    block.grow(2)
+    assert type(grown) is BlockRidgeStats and block.A_inv.shape == (n + 2, K, d, d) and not block.theta[n:].any()
+
+
+@pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
+def test_block_linear_clustering_choices_equal_the_dense_computation(name):
+    """Arms whose blocks hold different contexts (no exact ties): the same choices and clusters, round after round,
+    from K·d × d statistics instead of (K·d)²."""
+    K, d, n_users = 4, 5, 6
+    rng = np.random.default_rng(1)
+    theta = rng.standard_normal((2, K, d))  # two groups of users
+    shape = SimpleNamespace(n_users=n_users, n_arms=K, dim=K * d)
+    policies = {blocks: _policy(name, shape, blocks, alpha=0.3) for blocks in (True, False)}
+    choices = {True: [], False: []}
+    for t in range(500):
+        user, contexts = t % n_users, rng.standard_normal((K, d))
+        rewards = (contexts * theta[user % 2]).sum(1) + 0.1 * rng.standard_normal(K)
+        rnd = Round(t, user, _block_arms(contexts), rewards, rewards, block=d)
+        for blocks, policy in policies.items():
+            view = rnd.view(Budget())
+            chosen = policy.select(view, Budget())
+            policy.update(view, chosen, float(rewards[chosen]))
+            choices[blocks].append(chosen)
+    assert choices[True] == choices[False]
+    assert len(set(choices[True])) == K
+    assert np.array_equal(policies[True].clusters(), policies[False].clusters())
+    assert len(np.unique(policies[True].clusters())) > 1  # users were told apart: the edge tests ran on blocks
+    assert (policies[True].block, policies[False].block) == (d, None)
+    assert policies[True].users.A_inv.shape[1:] == (K, d, d)
 
 
 def _spread(compact):

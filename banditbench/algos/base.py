@@ -71,9 +71,10 @@ class Policy(Stateful):
         return Lockstep(policies)
 
     @classmethod
-    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, **params: Any) -> int:
-        """The bytes of the statistics the constructor allocates (a lower bound for state that grows), for
-        ``plan`` to refuse a unit that cannot fit before anything is written; 0 when small or unknown."""
+    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
+        """The bytes of the statistics the policy allocates (a lower bound for state that grows), for ``plan`` to
+        refuse a unit that cannot fit before anything is written; 0 when small or unknown. ``block``: the block
+        width the rounds declare (``RoundView.block``), for statistics kept per block."""
         return 0
 
 
@@ -205,10 +206,12 @@ class AlgorithmSpec:
         """The capabilities that are set, by name (for ``banditbench list``)."""
         return [name.replace("_", " ") for name, value in vars(self.capabilities).items() if value]
 
-    def state_bytes(self, *, n_users: int, n_arms: int, dim: int, params: dict[str, Any]) -> int:
+    def state_bytes(
+        self, *, n_users: int, n_arms: int, dim: int, params: dict[str, Any], block: int | None = None
+    ) -> int:
         """What the policy's statistics need for this problem and these hyper-parameters (``Policy.state_bytes``)."""
         every = {**self.defaults(), **self.fixed, **params}
-        return self.policy.state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, **every)
+        return self.policy.state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, block=block, **every)
 
     def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)

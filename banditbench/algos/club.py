@@ -10,6 +10,7 @@ so only that component is re-examined (scipy connected components on its sub-gra
 statistics of the parts are rebuilt from their members; otherwise the served user's component gets a
 Sherman–Morrison update.
 (scipy connected components on small graphs, a dense breadth-first search on large ones: ``graphs.py``.)
+On block-encoded contexts the statistics are kept per block (``blocks.py``).
 
 Switches (reference-code quirks that change results):
 - ``random_init_graph``: the paper's experiments start from an Erdős–Rényi graph with p = 3 ln n / n
@@ -27,11 +28,12 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
-class CLUB(Policy):
+class CLUB(BuiltAtFirstRound, Policy):
     lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
@@ -59,25 +61,32 @@ class CLUB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
         self.reference_ucb, self.served_pairs_only = reference_ucb, served_pairs_only
-        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
-        self.clusters_ = RidgeStats(n_users, dim, ridge, raw_sums=False, logdet=False)  # one slot per possible cluster
+        self.users: RidgeStats | None = None  # built at the first round (blocks.py)
+        self.clusters_: RidgeStats | None = None  # one slot per possible cluster
         self.confidence = ConfidenceTable()
         self.cb = np.full(n_users, alpha2 * self.confidence.upto(0)[0])  # CB̃_i of every user, kept current
         self.graph = initial_graph(n_users, random_init_graph, self.rng)
         self.label = np.zeros(n_users, dtype=np.int64)
         self.n_clusters = 0
-        self._split(np.arange(n_users))  # the initial clusters are the components of the initial graph
+
+    def _build(self, block):
+        self.block, self.built = block, True
+        self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
+        self.clusters_ = ridge_stats(self.n_users, self.dim, self.ridge, block, raw_sums=False, logdet=False)
+        self._split(np.arange(self.n_users))  # the initial clusters are the components of the initial graph
 
     @classmethod
-    def state_bytes(cls, *, n_users, n_arms, dim, **params):
-        return ridge_bytes(n_users, dim) + ridge_bytes(n_users, dim, raw_sums=False)  # users, then clusters
+    def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
+        return ridge_bytes(n_users, dim, block=block) + ridge_bytes(n_users, dim, raw_sums=False, block=block)
 
     def select(self, view, budget):
+        self._prepare(view)
         arms = view.arms[:]
         scores = self.clusters_.cluster_ucb(self.label[view.user], arms, self.alpha, view.t, self.reference_ucb)
         return int(scores.argmax())
 
     def update(self, view, chosen, reward):
+        self._prepare(view)
         i, x = view.user, view.arms[chosen]
         users = self.users
         users.update(i, x, reward)
@@ -103,7 +112,7 @@ class CLUB(Policy):
 
     @classmethod
     def lockstep(cls, policies):
-        return CLUBLockstep(policies)
+        return FirstRoundGroup(policies, CLUBLockstep)
 
     def _split(self, members: np.ndarray) -> None:
         """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""

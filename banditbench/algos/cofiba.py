@@ -28,6 +28,7 @@ split item cluster's parts start with the same user graph) share them: they live
 ``slot_of[j, u]`` the slot of u's cluster at item cluster j, ``owners[s]`` the number of item clusters using slot
 s. The served user's sample enters each distinct slot of its clusters by one batched Sherman–Morrison update;
 a user-graph split rebuilds the parts from member sums (as CLUB), in new slots when the old one is shared.
+On block-encoded contexts the statistics are kept per block (``blocks.py``).
 
 Choices where the paper leaves room (ours, documented in the README): the tests use the estimates after the
 round's update (as CLUB here and both authors' codes); a new item cluster's user graph is a copy of the one it
@@ -54,15 +55,16 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
+from banditbench.algos.blocks import BuiltAtFirstRound, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import RidgeStats, club_confidence, quadratic_forms, ridge_bytes
+from banditbench.algos.ridge import RidgeStats, club_confidence, ridge_bytes
 from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
 NEW_USER_GRAPH = ("copy", "fresh")
 
 
-class COFIBA(Policy):
+class COFIBA(BuiltAtFirstRound, Policy):
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,
@@ -109,7 +111,7 @@ class COFIBA(Policy):
             frozen_counts,
         )
         L = n_arms if item_nodes == "slots" else item_pool
-        self.users = RidgeStats(n_users, dim, ridge)
+        self.users: RidgeStats | None = None  # built at the first round (blocks.py), as ``groups``
         self.items = np.zeros((L, dim))  # node contexts; the first n_items rows are filled
         self.n_items = 0
         self.square_norms = np.zeros(L)
@@ -117,31 +119,38 @@ class COFIBA(Policy):
         self.spread = np.zeros((L, n_users))  # sqrt(zᵀM_ℓ⁻¹z)
         self.item_graph = initial_graph(L, random_init_graph, self.rng)  # its rows count once a node is filled
         self.item_label = np.full(L, -1)  # item cluster of every filled node
-        self.groups = RidgeStats(0, dim, ridge)  # pooled statistics of the user clusters of every item cluster
+        self.groups: RidgeStats | None = None  # pooled statistics of the user clusters of every item cluster
         self.owners = np.zeros(0, dtype=np.int64)  # item clusters using each slot
         self.free: list[int] = []
         self.user_graph: dict[int, np.ndarray] = {}  # item cluster -> its user graph [N, N]
         self.slot_of = np.zeros((L, n_users), dtype=np.int64)  # item cluster -> user -> pooled-statistics slot
         self.active = np.array([0])  # item cluster ids in use; the first nodes seen form cluster 0
-        self._start_user_graph(0)
+        self.user_graph[0] = initial_graph(n_users, random_init_graph, self.rng)
         self._nodes = np.zeros(n_arms, dtype=np.int64)
 
+    def _build(self, block):
+        self.block, self.built = block, True
+        self.users = ridge_stats(self.n_users, self.dim, self.ridge, block)
+        self.groups = ridge_stats(0, self.dim, self.ridge, block)
+        self._split_users(0, np.arange(self.n_users))
+
     @classmethod
-    def state_bytes(cls, *, n_users, n_arms, dim, **params):
-        return ridge_bytes(n_users + 1, dim)  # users and the first cluster's group; more groups come later
+    def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
+        # users and the first cluster's group; more groups come later
+        return ridge_bytes(n_users + 1, dim, block=block)
 
     # --- select ------------------------------------------------------------------------------------------------
 
     def select(self, view, budget):
+        self._prepare(view)
         arms = view.arms[:]
         nodes = self._item_nodes_of(arms)
         slots = self.slot_of[self.item_label[nodes], view.user]  # N̂_k of i_t at each arm's item cluster
-        theta, A_inv = self.groups.theta[slots], self.groups.A_inv[slots]
-        quad = np.einsum("kd,kd->k", np.einsum("kde,ke->kd", A_inv, arms), arms)
+        means, quad = self.groups.means_and_quadratic_forms(slots, arms)
         if self.reference_ucb:
-            scores = np.einsum("kd,kd->k", arms, theta) + 0.1 * quad
+            scores = means + 0.1 * quad
         else:
-            scores = np.einsum("kd,kd->k", arms, theta) + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
+            scores = means + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
         self._nodes = nodes
         return int(np.argmax(scores))
 
@@ -169,7 +178,7 @@ class COFIBA(Policy):
         self.n_items = max(self.n_items, int(nodes.max()) + 1)
         users = self.users
         self.predicted[nodes] = contexts @ users.theta.T
-        self.spread[nodes] = np.sqrt(np.maximum(np.einsum("nde,ke,kd->kn", users.A_inv, contexts, contexts), 0))
+        self.spread[nodes] = np.sqrt(np.maximum(users.quadratic_forms_of_all(contexts), 0))
         if first:  # the first nodes: cluster 0 of the initial item graph, split into its components
             self.item_label[nodes] = 0
             self._split_items(0, int(nodes[0]))
@@ -190,20 +199,21 @@ class COFIBA(Policy):
     # --- update ------------------------------------------------------------------------------------------------
 
     def update(self, view, chosen, reward):
+        self._prepare(view)
         i, x, node, n = view.user, view.arms[chosen], self._nodes[chosen], self.n_items
         log_t = np.log(view.t + 2)  # log(t + 1), t the 1-based round
         users = self.users
         users.update(i, x, reward)
         self.groups.update_many(np.unique(self.slot_of[self.active, i]), x, reward)  # i's cluster at every item cluster
         self.predicted[:n, i] = self.items[:n] @ users.theta[i]
-        self.spread[:n, i] = np.sqrt(np.maximum(quadratic_forms(users.A_inv[i], self.items[:n]), 0))
+        self.spread[:n, i] = np.sqrt(np.maximum(users.quadratic_forms_of(i, self.items[:n]), 0))
 
         # user side, at the played item's cluster ĵ_t: cut (i_t, ℓ) when ℓ is far from i_t on x̄_t
         j = self.item_label[node]
         graph = self.user_graph[j]
         neighbours = np.flatnonzero(graph[i])
         if neighbours.size:
-            spread = np.sqrt(np.maximum((users.A_inv @ x) @ x, 0))
+            spread = np.sqrt(np.maximum(users.quadratic_forms_of_all(x[None])[0], 0))
             cut = neighbours[self._far(users.theta @ x, spread, i, log_t)[neighbours]]
             if cut.size:
                 graph[i, cut] = graph[cut, i] = False

@@ -12,6 +12,7 @@ with F(m) = sqrt((1 + ln(1 + m)) / (1 + m)); θ_s and N_s are the *seed user's* 
 users, would evolve identically); a seed is finished, its cluster frozen, once F(N_s) ≤ γ/4.
 Defaults γ = 0.2 and 20 seeds as in the authors' runs.
 Switch ``reference_ucb``: the authors' index xᵀθ + β(N, t)·xᵀS⁻¹x without square root (NaN at t = 0).
+On block-encoded contexts the statistics are kept per block (``blocks.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, cluster_ucb_rows, distances, ridge_bytes, stack
+from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
-class LOCB(Policy):
+class LOCB(BuiltAtFirstRound, Policy):
     lockstep_params = ("alpha", "ridge", "gamma")  # per member: its exploration, ridge and stopping scale
     domains = {
         "num_seeds": d.COUNT,
@@ -49,33 +51,32 @@ class LOCB(Policy):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.gamma, self.alpha, self.ridge, self.reference_ucb = gamma, alpha, ridge, reference_ucb
         self.seeds = np.unique(self.rng.choice(n_users, size=num_seeds, replace=True))
-        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
-        self.local = RidgeStats(len(self.seeds), dim, ridge, logdet=False)
+        self.users: RidgeStats | None = None  # built at the first round (blocks.py)
+        self.local: RidgeStats | None = None  # each seed's cluster
         self.confidence = ConfidenceTable()  # F(m)
         self.member = np.ones((len(self.seeds), n_users), dtype=bool)  # C_s starts with every user
 
+    def _build(self, block):
+        self.block, self.built = block, True
+        self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
+        self.local = ridge_stats(len(self.seeds), self.dim, self.ridge, block, logdet=False)
+
     @classmethod
-    def state_bytes(cls, *, n_users, n_arms, dim, **params):
-        return ridge_bytes(n_users + 1, dim)  # users and at least one seed's local cluster (the distinct seeds drawn)
+    def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
+        # users and at least one seed's local cluster (the distinct seeds drawn)
+        return ridge_bytes(n_users + 1, dim, block=block)
 
     def select(self, view, budget):
+        self._prepare(view)
         arms, i = view.arms[:], view.user
         holding = np.flatnonzero(self.member[:, i])
         if holding.size == 0:
             return int(self.users.cluster_ucb(i, arms, self.alpha, view.t, self.reference_ucb).argmax())
-        local, m = self.local, holding.size
-        scores = cluster_ucb_rows(  # [clusters, K], all clusters holding i at once
-            local.theta[holding],
-            local.A_inv[holding],
-            local.count[holding],
-            np.broadcast_to(arms, (m, *arms.shape)),
-            np.full(m, self.alpha),
-            view.t,
-            self.reference_ucb,
-        )
+        scores = self.local.cluster_ucb_many(holding, arms, self.alpha, view.t, self.reference_ucb)  # [clusters, K]
         return int(scores.argmax()) % len(arms)  # the arm of largest UCB over clusters
 
     def update(self, view, chosen, reward):
+        self._prepare(view)
         i, x = view.user, view.arms[chosen]
         users, local = self.users, self.local
         users.update(i, x, reward)
@@ -103,7 +104,7 @@ class LOCB(Policy):
 
     @classmethod
     def lockstep(cls, policies):
-        return LOCBLockstep(policies)
+        return FirstRoundGroup(policies, LOCBLockstep)
 
     def clusters(self):
         """Overlapping clusters flattened for ARI/NMI: users held by exactly the same seed clusters share a label

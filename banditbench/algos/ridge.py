@@ -15,9 +15,10 @@ import numpy as np
 ARRAYS = ("A_inv", "gram", "b", "theta", "count", "logdet")  # a RidgeStats' arrays (None where not kept)
 
 
-def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True) -> int:
-    """The float64 d×d matrices of ``RidgeStats(n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums are kept."""
-    return 8 * n_learners * dim * dim * (2 if raw_sums else 1)
+def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True, block: int | None = None) -> int:
+    """The float64 matrices of ``RidgeStats(n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums are kept, each
+    d × d, or with ``block`` (``BlockRidgeStats``) d/w blocks of w × w, w the block width."""
+    return 8 * n_learners * dim * (block or dim) * (2 if raw_sums else 1)
 
 
 class RidgeStats:
@@ -37,15 +38,7 @@ class RidgeStats:
         self, learner: int, x: np.ndarray, reward: float, known: tuple[np.ndarray, float, float] | None = None
     ) -> None:
         """Add sample (x, reward); ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) when the caller has just computed them."""
-        A_inv, theta = self.A_inv[learner], self.theta[learner]
-        if known is None:
-            A_inv_x = A_inv @ x
-            known = A_inv_x, x @ A_inv_x, x @ theta
-        A_inv_x, quad, prediction = known
-        gain = A_inv_x / (1.0 + quad)
-        # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
-        theta += gain * (reward - prediction)
-        A_inv -= np.multiply.outer(gain, A_inv_x)
+        quad = sherman_morrison(self.A_inv[learner], self.theta[learner], x, reward, known)
         self.count[learner] += 1
         if self.gram is not None:
             self.gram[learner] += np.multiply.outer(x, x)
@@ -101,10 +94,14 @@ class RidgeStats:
         """Raw sums (Σ G, Σ b, Σ count) over ``members``: what a group built from them starts with."""
         return self.gram[members].sum(axis=0), self.b[members].sum(axis=0), int(self.count[members].sum())
 
+    def fresh(self, n_learners: int) -> RidgeStats:
+        """``n_learners`` new learners (A = λI, nothing seen) of the same kind and dimension."""
+        return RidgeStats(n_learners, self.theta.shape[1], self.ridge, self.gram is not None, self.logdet is not None)
+
     def grow(self, n_learners: int) -> None:
-        """Add ``n_learners`` fresh learners (A = λI, nothing seen) at the end, for policies whose number of
-        groups is not bounded in advance (COFIBA's user clusters of every item cluster)."""
-        fresh = RidgeStats(n_learners, self.theta.shape[1], self.ridge, self.gram is not None, self.logdet is not None)
+        """Add ``n_learners`` fresh learners at the end, for policies whose number of groups is not bounded in
+        advance (COFIBA's user clusters of every item cluster)."""
+        fresh = self.fresh(n_learners)
         for name in ARRAYS:
             if getattr(self, name) is not None:
                 setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
@@ -120,6 +117,19 @@ class RidgeStats:
             return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t)
         return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
 
+    def cluster_ucb_many(self, learners: np.ndarray, arms: np.ndarray, alpha: float, t: int, reference_code: bool):
+        """``cluster_ucb`` of several learners on the same arms [K, d] → [learners, K]."""
+        m = len(learners)
+        return cluster_ucb_rows(
+            self.theta[learners],
+            self.A_inv[learners],
+            self.count[learners],
+            np.broadcast_to(arms, (m, *arms.shape)),
+            np.full(m, alpha),
+            t,
+            reference_code,
+        )
+
     def cluster_ucb_each(self, learners, arms, alpha, t: int, reference_code: bool, members=None) -> np.ndarray:
         """``cluster_ucb`` on stacked statistics (``stack``): member ``members[p]`` (default p) scores the arms
         ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]`` → [P, K]."""
@@ -128,7 +138,21 @@ class RidgeStats:
 
     def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
-        return np.sqrt(np.maximum(quadratic_forms(self.A_inv[learner], arms), 0.0))
+        return np.sqrt(np.maximum(self.quadratic_forms_of(learner, arms), 0.0))
+
+    def means_and_quadratic_forms(self, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """xᵀθ and xᵀA⁻¹x of every arm x [K, d], arm k from learner ``learners[k]`` (or one learner for all)."""
+        learners = np.broadcast_to(learners, len(arms))
+        A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[learners], arms)
+        return np.einsum("kd,kd->k", arms, self.theta[learners]), np.einsum("kd,kd->k", A_inv_arms, arms)
+
+    def quadratic_forms_of(self, learner: int, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of one learner for every context x [m, d]."""
+        return quadratic_forms(self.A_inv[learner], contexts)
+
+    def quadratic_forms_of_all(self, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of every context x [m, d] for every learner → [m, learners]."""
+        return np.einsum("nde,ke,kd->kn", self.A_inv, contexts, contexts)
 
 
 def stack(members: list[RidgeStats]) -> RidgeStats:
@@ -151,6 +175,20 @@ def stack(members: list[RidgeStats]) -> RidgeStats:
             setattr(member, name, row[: len(own)])
         setattr(stacked, name, joined)
     return stacked
+
+
+def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, known=None) -> float:
+    """Add (x, reward) to one learner's A⁻¹ and θ, in place (views), and return xᵀA⁻¹x (before the update);
+    ``known`` as in ``RidgeStats.update``."""
+    if known is None:
+        A_inv_x = A_inv @ x
+        known = A_inv_x, x @ A_inv_x, x @ theta
+    A_inv_x, quad, prediction = known
+    gain = A_inv_x / (1.0 + quad)
+    # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
+    theta += gain * (reward - prediction)
+    A_inv -= np.multiply.outer(gain, A_inv_x)
+    return quad
 
 
 def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ The split test compares with the cluster's current estimate (as the authors' cod
 Switches: ``reset_checks=False`` never resets the checks (Ban's copy of the code); ``reference_ucb`` uses the
 authors' index without square root. The authors' S/b aliasing bug (a new singleton sharing its arrays with
 the user, so samples count twice) is not reproduced.
+On block-encoded contexts the statistics are kept per block (``blocks.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
-class SCLUB(Policy):
+class SCLUB(BuiltAtFirstRound, Policy):
     lockstep_params = ("alpha", "alpha1", "alpha_p", "ridge")  # per member: its exploration, tests and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
@@ -54,9 +56,9 @@ class SCLUB(Policy):
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
         self.alpha, self.alpha1, self.alpha_p = alpha, alpha1, alpha_p
-        self.reset_checks, self.reference_ucb = reset_checks, reference_ucb
-        self.users = RidgeStats(n_users, dim, ridge, logdet=False)
-        self.groups = RidgeStats(n_users, dim, ridge, logdet=False)  # one slot per possible cluster
+        self.reset_checks, self.reference_ucb, self.ridge = reset_checks, reference_ucb, ridge
+        self.users: RidgeStats | None = None  # built at the first round (blocks.py)
+        self.groups: RidgeStats | None = None  # one slot per possible cluster
         self.label = np.zeros(n_users, dtype=np.int64)
         self.size = np.zeros(n_users, dtype=np.int64)
         self.size[0] = n_users
@@ -66,15 +68,22 @@ class SCLUB(Policy):
         self.stage, self.stage_end = 1, 2  # stage s covers 2^s rounds
         self.confidence = ConfidenceTable()  # F(m)
 
+    def _build(self, block):
+        self.block, self.built = block, True
+        self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
+        self.groups = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
+
     @classmethod
-    def state_bytes(cls, *, n_users, n_arms, dim, **params):
-        return 2 * ridge_bytes(n_users, dim)  # users, then one group slot per user
+    def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
+        return 2 * ridge_bytes(n_users, dim, block=block)  # users, then one group slot per user
 
     def select(self, view, budget):
+        self._prepare(view)
         scores = self.groups.cluster_ucb(self.label[view.user], view.arms[:], self.alpha, view.t, self.reference_ucb)
         return int(scores.argmax())
 
     def update(self, view, chosen, reward):
+        self._prepare(view)
         i, x, t = view.user, view.arms[chosen], view.t + 1
         users, groups = self.users, self.groups
         self._advance_stage(t)
@@ -103,7 +112,7 @@ class SCLUB(Policy):
 
     @classmethod
     def lockstep(cls, policies):
-        return SCLUBLockstep(policies)
+        return FirstRoundGroup(policies, SCLUBLockstep)
 
     def _split(self, i: int, c: int) -> int:
         new = self.free.pop()

@@ -46,16 +46,17 @@ class ClassificationEnvironment:
         self.rng = np.random.default_rng(seed)
 
     @staticmethod
-    def dimensions(dataset: PreparedDataset) -> tuple[int, int, int]:
-        """(users, arms, context dimension) of the rounds, from the table's schema and its label and source
-        columns only, so that ``plan`` can size the policies without loading the features."""
+    def dimensions(dataset: PreparedDataset) -> tuple[int, int, int, int | None]:
+        """(users, arms, context dimension, block width or None) of the rounds, from the table's schema and its
+        label and source columns only, so that ``plan`` can size the policies without loading the features."""
         path = dataset.path / dataset.manifest["tables"]["samples"]["file"]
         names = pq.read_schema(path).names
         columns = pq.read_table(path, columns=[c for c in ("label", "source") if c in names])
         n_classes = int(columns["label"].to_numpy().max()) + 1
         n_sources = int(columns["source"].to_numpy().max()) + 1 if "source" in names else 1
         d = sum(name.startswith("x_") for name in names)
-        return sizes(n_classes, n_sources, d, dataset.parameters.get("encoding", "block"))
+        encoding = dataset.parameters.get("encoding", "block")
+        return *sizes(n_classes, n_sources, d, encoding), d if encoding == "block" else None
 
     def order(self, n_rounds: int) -> np.ndarray:
         """Instance indices for n rounds: passes over a fresh random permutation of the data. With several

@@ -233,21 +233,21 @@ def plan(
 
 
 def check_state_memory(prepared, environment, algorithms: list[str], resolved) -> None:
-    """Refuse an algorithm whose statistics alone cannot fit in this machine's memory (dense d×d ridge
-    matrices on a block-encoded image set: d·K = 30 720 for CIFAR-10), before anything is written."""
+    """Refuse an algorithm whose statistics alone cannot fit in this machine's memory (ridge matrices of a
+    block-encoded image set: d·K = 30 720 for CIFAR-10, blocks of 3 072), before anything is written."""
     dimensions = getattr(environment, "dimensions", None)  # protocols that can size their rounds cheaply
     memory = physical_memory()
     if dimensions is None or not memory:
         return
-    n_users, n_arms, dim = dimensions(prepared)
+    n_users, n_arms, dim, block = dimensions(prepared)
     for algo in algorithms:
         need = max(
-            ALGORITHMS[algo].state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, params=cell)
+            ALGORITHMS[algo].state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, params=cell, block=block)
             for cell in grid.cells(resolved[algo])
         )
         if need > memory:
             raise UserError(
-                f"{algo} keeps dense statistics of the {dim:,}-dimensional contexts of {prepared.name!r}: about "
+                f"{algo} keeps ridge statistics of the {dim:,}-dimensional contexts of {prepared.name!r}: about "
                 f"{need / 2**30:,.0f} GiB for one unit, more than this machine's {memory / 2**30:.1f} GiB; "
                 f"leave it out of --algos, or prepare {prepared.name} with --encoding shift (d + K − 1)"
             )
