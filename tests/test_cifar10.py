@@ -223,6 +223,21 @@ def test_a_run_whose_statistics_cannot_fit_is_refused_before_anything_is_written
     assert experiment.plan(algorithms=["neuucb-one", "mcnb", "neurallinear"], params=[], **settings).units
 
 
+def test_a_run_whose_units_at_once_cannot_hold_their_statistics_is_refused(tmp_path, monkeypatch):
+    """One CLUB unit on CIFAR-10's blocks (21 GiB) fits in 24 GiB, two at once do not."""
+    prepare(tmp_path, write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10)))
+    monkeypatch.setattr(experiment, "physical_memory", lambda: 24 * 2**30)
+    settings = dict(data_dir=tmp_path / "ds", dataset="cifar10", rounds=5, seeds=2, master_seed=0, budget=None)
+    planned = experiment.plan(algorithms=["club"], params=[], **settings)
+    experiment.check_sizes(planned, jobs=1)
+    with pytest.raises(UserError) as error:
+        experiment.check_sizes(planned, jobs=2)
+    assert str(error.value) == (
+        "--jobs 2 runs 2 units at once, whose statistics need about 42.2 GiB together, more than this machine's "
+        "24.0 GiB; lower --jobs"
+    )
+
+
 FEASIBLE = ("neuucb-one", "neuucb-ind", "neurallinear", "mcnb")  # the preset's algorithms without dense d·K statistics
 
 

@@ -90,9 +90,8 @@ class BlockRidgeStats(RidgeStats):
         blocks = self.blocks_of(contexts)
         return blocks, contexts.reshape(len(contexts), -1, self.block)[np.arange(len(contexts)), blocks]
 
-    def means_and_quadratic_forms(self, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def means_and_quadratic_forms(self, learners: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         blocks, contexts = self._compact(arms)
-        learners = np.broadcast_to(learners, blocks.shape)
         theta = self.theta[learners].reshape(len(arms), -1, self.block)[np.arange(len(arms)), blocks]
         A_inv = self.A_inv
         quad = [x @ A_inv[u, a] @ x for u, a, x in zip(learners.tolist(), blocks.tolist(), contexts)]  # no copies
@@ -111,7 +110,7 @@ class BlockRidgeStats(RidgeStats):
         return np.array([(self.A_inv[:, a] @ x) @ x for a, x in zip(blocks.tolist(), contexts)])
 
     def cluster_ucb(self, learner: int, arms: np.ndarray, alpha: float, t: int, reference_code: bool) -> np.ndarray:
-        means, quad = self.means_and_quadratic_forms(learner, arms)
+        means, quad = self.means_and_quadratic_forms(np.full(len(arms), learner), arms)
         if reference_code:
             return means + reference_beta(self.count[learner], self.theta.shape[1], t) * quad
         return means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2))

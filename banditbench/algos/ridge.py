@@ -140,9 +140,8 @@ class RidgeStats:
         """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
         return np.sqrt(np.maximum(self.quadratic_forms_of(learner, arms), 0.0))
 
-    def means_and_quadratic_forms(self, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """xᵀθ and xᵀA⁻¹x of every arm x [K, d], arm k from learner ``learners[k]`` (or one learner for all)."""
-        learners = np.broadcast_to(learners, len(arms))
+    def means_and_quadratic_forms(self, learners: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """xᵀθ and xᵀA⁻¹x of every arm x [K, d], arm k from learner ``learners[k]``."""
         A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[learners], arms)
         return np.einsum("kd,kd->k", arms, self.theta[learners]), np.einsum("kd,kd->k", A_inv_arms, arms)
 

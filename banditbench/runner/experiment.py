@@ -56,6 +56,7 @@ class Experiment:
     tuning_units: list[Unit] = field(default_factory=list)
     tuned: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # algorithm → its cells, to tune
     labels: dict[str, str] = field(default_factory=dict)  # unit id → how reports name its cell
+    state_bytes: dict[str, int] = field(default_factory=dict)  # algorithm → its statistics' bytes a unit, if known
 
     def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
         c = self.config
@@ -188,7 +189,7 @@ def plan(
                     f"{algo} needs user features, and protocol {protocol!r} gives none "
                     "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)"
                 )
-    check_state_memory(prepared, info.environment, algorithms, resolved)
+    state_bytes = check_state_memory(prepared, info.environment, algorithms, resolved)
     config = {
         "dataset": dataset,
         "dataset_manifest_sha256": prepared.manifest_sha256,
@@ -202,7 +203,7 @@ def plan(
         "budget": budget,
         **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
     }
-    experiment = Experiment(prepared, [], config)
+    experiment = Experiment(prepared, [], config, state_bytes=state_bytes)
     for algo in algorithms:
         algo_cells = grid.cells(resolved[algo])
         if tune_seeds and len(algo_cells) > 1:
@@ -232,16 +233,18 @@ def plan(
     return experiment
 
 
-def check_state_memory(prepared, environment, algorithms: list[str], resolved) -> None:
+def check_state_memory(prepared, environment, algorithms: list[str], resolved) -> dict[str, int]:
     """Refuse an algorithm whose statistics alone cannot fit in this machine's memory (ridge matrices of a
-    block-encoded image set: d·K = 30 720 for CIFAR-10, blocks of 3 072), before anything is written."""
+    block-encoded image set: d·K = 30 720 for CIFAR-10, blocks of 3 072), before anything is written; return
+    each algorithm's statistics bytes a unit, where the protocol can size them."""
     dimensions = getattr(environment, "dimensions", None)  # protocols that can size their rounds cheaply
     memory = physical_memory()
     if dimensions is None or not memory:
-        return
+        return {}
     n_users, n_arms, dim, block = dimensions(prepared)
+    state_bytes = {}
     for algo in algorithms:
-        need = max(
+        state_bytes[algo] = need = max(
             ALGORITHMS[algo].state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, params=cell, block=block)
             for cell in grid.cells(resolved[algo])
         )
@@ -251,11 +254,13 @@ def check_state_memory(prepared, environment, algorithms: list[str], resolved) -
                 f"{need / 2**30:,.0f} GiB for one unit, more than this machine's {memory / 2**30:.1f} GiB; "
                 f"leave it out of --algos, or prepare {prepared.name} with --encoding shift (d + K − 1)"
             )
+    return state_bytes
 
 
 def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> None:
     """Refuse a run whose units cannot fit: the memory the units running at once (``jobs`` of them, or ``jobs``
-    lockstep groups of them) need for their per-round columns, against this machine's memory."""
+    lockstep groups of them) need for their statistics and their per-round columns, against this machine's
+    memory."""
     c = experiment.config
     if jobs > MAX_JOBS:
         raise UserError(f"--jobs {jobs} is above the limit of {MAX_JOBS}")
@@ -264,8 +269,16 @@ def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> Non
         running_at_once(experiment.tuning_units + experiment.units, engine, jobs),
         running_at_once(later, engine, jobs),
     )
+    units = experiment.tuning_units + experiment.units + later
+    statistics = sum(sorted((experiment.state_bytes.get(u.algorithm, 0) for u in units), reverse=True)[:in_flight])
     needed = BYTES_PER_ROUND * c["rounds"] * in_flight
     memory = physical_memory()
+    if memory and statistics + needed > memory and statistics >= needed:
+        raise UserError(
+            f"--jobs {jobs} runs {in_flight} units at once, whose statistics need about "
+            f"{statistics / 2**30:.1f} GiB together, more than this machine's {memory / 2**30:.1f} GiB; "
+            f"lower --jobs{' or use --engine units' if engine == 'lockstep' else ''}"
+        )
     if memory and needed > memory:
         raise UserError(
             f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
