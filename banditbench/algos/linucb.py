@@ -18,10 +18,11 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.blocks import BuiltAtFirstRound
 from banditbench.algos.ridge import RidgeStats, stack
 
 
-class LinUCB(Policy):
+class LinUCB(BuiltAtFirstRound, Policy):
     lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
 
@@ -30,32 +31,20 @@ class LinUCB(Policy):
         self.per_user = per_user
         self.alpha = alpha
         self.ridge = ridge
-        self.blocks = True  # use per-block statistics when rounds declare them; False: the dense computation
-        self.block: int | None = None  # the block width once a block-encoded round is seen, else None
-        self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known
+        self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known (blocks.py)
         self._terms = None  # (A⁻¹x, xᵀA⁻¹x, xᵀθ) of every arm, from the last ``scores``
         self._chosen_terms = (-1, -1, None)  # (round, arm, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of the arm select chose
 
     def _models(self) -> int:
         return self.n_users if self.per_user else 1
 
-    def _prepare(self, view) -> None:
-        if self.stats is None:
-            usable = self.blocks and view.block and self.dim % view.block == 0
-            self._build(view.block if usable else None)
-
     def _build(self, block: int | None) -> None:
-        self.block = block
+        self.block, self.built = block, True
         if block is None:
             self.stats = RidgeStats(self._models(), self.dim, self.ridge, raw_sums=False, logdet=False)
         else:
             n_blocks = self.dim // block
             self.stats = RidgeStats(self._models() * n_blocks, block, self.ridge, raw_sums=False, logdet=False)
-
-    def load_state_dict(self, state) -> None:
-        if state.get("stats") is not None and self.stats is None:  # built at the first round: build, then fill
-            self._build(state["block"])
-        super().load_state_dict(state)
 
     def _learners(self, user: int, n_arms: int) -> slice:
         """The learners scoring this round's arms: one model, or in block mode its learners of blocks 0 … K−1."""
