@@ -170,30 +170,43 @@ def test_classification_rounds_declare_their_block_width():
     assert next(_classification("shift").rounds(1)).block is None
 
 
-@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
-def test_block_linucb_choices_equal_the_dense_computation(name):
-    """Arms whose blocks hold different contexts (no exact ties): the same choices, round after round."""
-    K, d, n_users = 4, 5, 3
+def _block_arms(contexts):
+    """Block-encoded arms [K, K·d] from each arm's context [K, d] (arm a in block a)."""
+    K, d = contexts.shape
+    arms = np.zeros((K, K * d))
+    for a in range(K):
+        arms[a, a * d : (a + 1) * d] = contexts[a]
+    return arms
+
+
+def _block_and_dense(name, n_users, n_groups, rounds, **params):
+    """Policy ``name`` per block and dense (its ``blocks`` switch), playing the same block-encoded rounds whose arms'
+    blocks hold different contexts (no exact ties); user t mod n_users, in group user mod n_groups. Returns the
+    two policies and their choices, keyed by the switch."""
+    K, d = 4, 5
     rng = np.random.default_rng(1)
-    theta = rng.standard_normal((K, d))
+    theta = rng.standard_normal((n_groups, K, d))
     shape = SimpleNamespace(n_users=n_users, n_arms=K, dim=K * d)
-    policies = {blocks: _policy(name, shape, blocks) for blocks in (True, False)}
+    policies = {blocks: _policy(name, shape, blocks, **params) for blocks in (True, False)}
     choices = {True: [], False: []}
-    for t in range(600):
-        contexts = rng.standard_normal((K, d))
-        arms = np.zeros((K, K * d))
-        for a in range(K):
-            arms[a, a * d : (a + 1) * d] = contexts[a]
-        rewards = (contexts * theta).sum(1) + 0.1 * rng.standard_normal(K)
-        rnd = Round(t, t % n_users, arms, rewards, rewards, block=d)
+    for t in range(rounds):
+        user, contexts = t % n_users, rng.standard_normal((K, d))
+        rewards = (contexts * theta[user % n_groups]).sum(1) + 0.1 * rng.standard_normal(K)
+        rnd = Round(t, user, _block_arms(contexts), rewards, rewards, block=d)
         for blocks, policy in policies.items():
             view = rnd.view(Budget())
             chosen = policy.select(view, Budget())
             policy.update(view, chosen, float(rewards[chosen]))
             choices[blocks].append(chosen)
+    return policies, choices
+
+
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
+def test_block_linucb_choices_equal_the_dense_computation(name):
+    policies, choices = _block_and_dense(name, n_users=3, n_groups=1, rounds=600)
     assert choices[True] == choices[False]
-    assert len(set(choices[True])) == K  # every arm played: every block learnt
-    assert policies[True].stats.A_inv.shape[1:] == (d, d) and policies[False].stats.A_inv.shape[1:] == (K * d, K * d)
+    assert len(set(choices[True])) == 4  # every arm played: every block learnt
+    assert policies[True].stats.A_inv.shape[1:] == (5, 5) and policies[False].stats.A_inv.shape[1:] == (20, 20)
 
 
 @pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
@@ -212,15 +225,6 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
             policy.update(view, chosen, float(rnd.rewards[chosen]))
     assert block.block == 6 and dense.block is None
     np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
-
-
-def _block_arms(contexts):
-    """Block-encoded arms [K, K·d] from each arm's context [K, d] (arm a in block a)."""
-    K, d = contexts.shape
-    arms = np.zeros((K, K * d))
-    for a in range(K):
-        arms[a, a * d : (a + 1) * d] = contexts[a]
-    return arms
 
 
 def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones():
@@ -269,29 +273,14 @@ def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones():
 
 @pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
 def test_block_linear_clustering_choices_equal_the_dense_computation(name):
-    """Arms whose blocks hold different contexts (no exact ties): the same choices and clusters, round after round,
-    from K·d × d statistics instead of (K·d)²."""
-    K, d, n_users = 4, 5, 6
-    rng = np.random.default_rng(1)
-    theta = rng.standard_normal((2, K, d))  # two groups of users
-    shape = SimpleNamespace(n_users=n_users, n_arms=K, dim=K * d)
-    policies = {blocks: _policy(name, shape, blocks, alpha=0.3) for blocks in (True, False)}
-    choices = {True: [], False: []}
-    for t in range(500):
-        user, contexts = t % n_users, rng.standard_normal((K, d))
-        rewards = (contexts * theta[user % 2]).sum(1) + 0.1 * rng.standard_normal(K)
-        rnd = Round(t, user, _block_arms(contexts), rewards, rewards, block=d)
-        for blocks, policy in policies.items():
-            view = rnd.view(Budget())
-            chosen = policy.select(view, Budget())
-            policy.update(view, chosen, float(rewards[chosen]))
-            choices[blocks].append(chosen)
+    """The same choices and clusters, round after round, from K·d × d statistics instead of (K·d)²."""
+    policies, choices = _block_and_dense(name, n_users=6, n_groups=2, rounds=500, alpha=0.3)
     assert choices[True] == choices[False]
-    assert len(set(choices[True])) == K
+    assert len(set(choices[True])) == 4
     assert np.array_equal(policies[True].clusters(), policies[False].clusters())
     assert len(np.unique(policies[True].clusters())) > 1  # users were told apart: the edge tests ran on blocks
-    assert (policies[True].block, policies[False].block) == (d, None)
-    assert policies[True].users.A_inv.shape[1:] == (K, d, d)
+    assert (policies[True].block, policies[False].block) == (5, None)
+    assert policies[True].users.A_inv.shape[1:] == (4, 5, 5)
 
 
 def _spread(compact):
