@@ -14,7 +14,6 @@ from fixtures_raw import CIFAR_BATCHES, cifar_batches, write_cifar_binary, write
 
 from banditbench import presets
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.blocks import BlockRidgeStats
 from banditbench.algos.ridge import RidgeStats
 from banditbench.data import classification, load_dataset
 from banditbench.data.fetch import Download, check_hashes
@@ -193,20 +192,38 @@ def test_mcnb_cifar10_preset_is_ready():
     assert presets.PRESETS["mcnb-cifar10"]["dataset"] == "cifar10"
 
 
-@pytest.mark.parametrize("block", [None, 4])
-@pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
-def test_linear_clustering_declares_the_ridge_matrices_it_allocates(name, block):
+BLOCK_AWARE = ["linucb-one", "linucb-ind", "club", "sclub", "locb", "cofiba"]  # statistics built at the first round
+DENSE = ["dynucb", "bass", "oful-ind", "cmlb", "sclb", "pmlb"]
+GROWING = ["locb", "cofiba"]  # LOCB draws its seed users, COFIBA's groups grow: a lower bound
+
+
+def _matrix_bytes(policy) -> int:
+    """The bytes of a policy's d × d (or block) matrices: its ridge statistics' A⁻¹ and G, and its own arrays of
+    matrices (BASS's shared sums and inverses)."""
+    arrays = []
+    for value in vars(policy).values():
+        if isinstance(value, RidgeStats):
+            arrays += [value.A_inv, value.gram]
+        elif isinstance(value, np.ndarray) and value.ndim == 3:
+            arrays.append(value)
+    return sum(a.nbytes for a in arrays if a is not None)
+
+
+@pytest.mark.parametrize(
+    "name,block", [(name, block) for name in BLOCK_AWARE for block in (None, 4)] + [(name, None) for name in DENSE]
+)
+def test_ridge_policies_declare_the_matrices_they_allocate(name, block):
     spec = ALGORITHMS[name]
     policy = spec.build(n_users=6, n_arms=3, dim=12, seed=np.random.SeedSequence(0), params={})
-    policy._prepare(SimpleNamespace(block=block))  # built at its first round: dense, or per block of 4
-    stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
-    assert {type(s) for s in stats} == {RidgeStats if block is None else BlockRidgeStats}
-    allocated = sum(s.A_inv.nbytes + (s.gram.nbytes if s.gram is not None else 0) for s in stats)
+    if name in BLOCK_AWARE:
+        policy._prepare(SimpleNamespace(block=block))  # built at its first round: dense, or per block of 4
+        stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
+        assert stats and all(s.A_inv.shape[-1] == (block or 12) for s in stats)
+    allocated = _matrix_bytes(policy)
     declared = spec.state_bytes(n_users=6, n_arms=3, dim=12, params={}, block=block)
-    exact = name in ("club", "sclub")  # LOCB draws its seed users, COFIBA's groups grow: a lower bound
-    assert declared == allocated if exact else 0 < declared <= allocated
-    # block-encoded CIFAR-10: 10 users, d·K = 30 720 in blocks of 3 072, every matrix 10 × 3 072² float64
-    assert spec.state_bytes(n_users=10, n_arms=10, dim=30_720, params={}, block=3072) >= 10 * 30_720 * 3072 * 8
+    assert declared == allocated if name not in GROWING else 0 < declared <= allocated
+    if name in BLOCK_AWARE:  # block-encoded CIFAR-10: 10 users, d·K = 30 720 in blocks of 3 072
+        assert spec.state_bytes(n_users=10, n_arms=10, dim=30_720, params={}, block=3072) >= 30_720 * 3072 * 8
 
 
 def test_a_run_whose_statistics_cannot_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):

@@ -28,7 +28,15 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, log_ucb_scores_each, oful_radius, stack, ucb_round
+from banditbench.algos.ridge import (
+    RidgeStats,
+    log_ucb_scores,
+    log_ucb_scores_each,
+    oful_radius,
+    ridge_bytes,
+    stack,
+    ucb_round,
+)
 from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
@@ -138,6 +146,10 @@ class BASS(Policy):
         self.shared_gram = np.zeros((n_users, dim, dim))  # Σ_{j∈N_i} G_j
         self.shared_b = np.zeros((n_users, dim))  # Σ_{j∈N_i} b_j
         self.shared_A_inv = np.tile(np.eye(dim) / ridge, (n_users, 1, 1))  # (λI + Σ_{j∈N_i} G_j)⁻¹
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return 2 * ridge_bytes(n_users, dim)  # local A⁻¹ and G, then the shared Gram sums and their inverses
 
     def select(self, view, budget):
         i = view.user

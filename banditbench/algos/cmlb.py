@@ -33,7 +33,7 @@ from sklearn.neighbors import radius_neighbors_graph
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, stack, ucb_round
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ridge_bytes, stack, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -104,6 +104,10 @@ class CMLB(Policy):
         if bandpy_schedule:  # the clustering round and threshold are given; a component needs ⌊p*·N⌋ members
             self.explore_steps, self.threshold = explore_rounds + 1, cluster_threshold
             self.p_star = np.floor(p_star * n_users) / n_users
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users, dim)  # the individual phase; the clusters' statistics come later
 
     def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
         """A fresh instance of Algorithm 2 over steps [first_step, first_step + horizon)."""

@@ -32,6 +32,7 @@ from banditbench.algos.ridge import (
     means_each,
     quadratic_forms,
     quadratic_forms_each,
+    ridge_bytes,
     stack,
     ucb_round,
 )
@@ -117,6 +118,10 @@ class DynUCB(Policy):
                 g.assign(
                     c, g.gram[c] + sign * users.gram[u], g.b[c] + sign * users.b[u], g.count[c] + sign * users.count[u]
                 )
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, n_clusters=4, **params):
+        return ridge_bytes(n_users + n_clusters, dim)  # users, then clusters
 
     @classmethod
     def lockstep(cls, policies):

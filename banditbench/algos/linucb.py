@@ -19,7 +19,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.blocks import BuiltAtFirstRound
-from banditbench.algos.ridge import RidgeStats, stack
+from banditbench.algos.ridge import RidgeStats, ridge_bytes, stack
 
 
 class LinUCB(BuiltAtFirstRound, Policy):
@@ -37,6 +37,10 @@ class LinUCB(BuiltAtFirstRound, Policy):
 
     def _models(self) -> int:
         return self.n_users if self.per_user else 1
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
+        return ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
 
     def _build(self, block: int | None) -> None:
         self.block, self.built = block, True

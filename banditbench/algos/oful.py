@@ -17,7 +17,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, stack
+from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, ridge_bytes, stack
 
 
 class IndependentOFUL(Policy):
@@ -41,6 +41,10 @@ class IndependentOFUL(Policy):
 
     def update(self, view, chosen, reward):
         self.stats.update(view.user, view.arms[chosen], reward)
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users, dim, raw_sums=False)
 
     def clusters(self):
         return np.arange(self.n_users)

@@ -19,7 +19,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.cmlb import current_step
 from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge import RidgeStats, oful_radius, stack
+from banditbench.algos.ridge import RidgeStats, oful_radius, ridge_bytes, stack
 
 
 class PMLB(Policy):
@@ -58,6 +58,10 @@ class PMLB(Policy):
         self.pending: list = []  # [x, Σ reward, n] of the current common step
         self.pending_step = -1
         self.played = (-1, 0)  # (step, arm) of the common OFUL
+
+    @classmethod
+    def state_bytes(cls, *, n_users, n_arms, dim, **params):
+        return ridge_bytes(n_users + 1, dim)  # the common OFUL and every user's personal one
 
     def _radius(self, stats: RidgeStats, learner: int, sigma: float) -> float:
         beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.delta)
