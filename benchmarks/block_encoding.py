@@ -8,7 +8,7 @@ Prepares the MNIST test set (10 000 images) from DATASETS/mnist-test with the cl
 encoding, then plays the same stream of rounds (environment seed 1, policy seed 2) with each linear learner
 (``--linear-algos``, default linucb-one and linucb-ind; club, sclub, locb and cofiba too): ``--rounds`` rounds with
 the per-block statistics (K blocks of 784 × 784 a matrix), and ``--dense-rounds`` rounds with ``blocks`` off (7840 ×
-7840 ridge matrices, the dense computation; 0 skips it: LOCB's 30 dense learners need 29 GB). Prints rounds per
+7840 ridge matrices, the dense computation; 0 skips it: dense LOCB does not fit in 24 GB). Prints rounds per
 wall second and per CPU second of the policy loop (environment included), the speed-up in CPU terms, whether
 the two made the same choices over the dense rounds (where they differ: rounds whose best arms tie exactly,
 broken by rounding in the dense sums) and the reward.
