@@ -20,6 +20,8 @@ import numpy as np
 from banditbench.algos.base import Lockstep
 from banditbench.algos.ridge import RidgeStats, reference_beta, sherman_morrison
 
+GATHER_BYTES = 2**20  # below this, copying the blocks a computation needs costs less than a Python loop over them
+
 
 class BlockRidgeStats(RidgeStats):
     """``RidgeStats`` of D-dimensional contexts that each lie in one block of width ``block``: A⁻¹ and G are
@@ -52,8 +54,15 @@ class BlockRidgeStats(RidgeStats):
     def _span(self, block: int) -> slice:
         return slice(block * self.block, (block + 1) * self.block)
 
+    def block_of(self, x: np.ndarray) -> int:
+        """``blocks_of`` one context, in two array operations (it runs twice a round in an update)."""
+        nonzero = np.flatnonzero(x) // self.block
+        if nonzero.size and nonzero[0] != nonzero[-1]:
+            raise ValueError("a context spans several blocks, although its round declares a block encoding")
+        return int(nonzero[0]) if nonzero.size else 0
+
     def update(self, learner: int, x: np.ndarray, reward: float) -> None:
-        a = int(self.blocks_of(x[None])[0])
+        a = self.block_of(x)
         span, x = self._span(a), x[self._span(a)]
         quad = sherman_morrison(self.A_inv[learner, a], self.theta[learner, span], x, reward)
         self.count[learner] += 1
@@ -91,14 +100,26 @@ class BlockRidgeStats(RidgeStats):
         return blocks, contexts.reshape(len(contexts), -1, self.block)[np.arange(len(contexts)), blocks]
 
     def means_and_quadratic_forms(self, learners: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        blocks, contexts = self._compact(arms)
-        theta = self.theta[learners].reshape(len(arms), -1, self.block)[np.arange(len(arms)), blocks]
-        A_inv = self.A_inv
-        quad = [x @ A_inv[u, a] @ x for u, a, x in zip(learners.tolist(), blocks.tolist(), contexts)]  # no copies
-        return np.add.reduce(contexts * theta, axis=1), np.array(quad)
+        return self._terms(learners, *self._compact(arms))
+
+    def _terms(self, learners: np.ndarray, blocks: np.ndarray, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``means_and_quadratic_forms`` of compacted arms (``_compact``)."""
+        K, u = len(contexts), learners[0]
+        if (learners == u).all() and np.array_equal(blocks, np.arange(self.A_inv.shape[1])):
+            # one learner, arm k in block k (the classification protocol): its blocks in order, read in place
+            theta = self.theta[u].reshape(K, self.block)
+            quad = np.add.reduce(np.einsum("kij,kj->ki", self.A_inv[u], contexts) * contexts, axis=1)
+        else:
+            theta = self.theta[learners].reshape(K, -1, self.block)[np.arange(K), blocks]
+            A_inv = self.A_inv  # one block at a time: gathering them would copy every arm's w × w block
+            quad = np.array([x @ A_inv[u, a] @ x for u, a, x in zip(learners.tolist(), blocks.tolist(), contexts)])
+        return np.add.reduce(contexts * theta, axis=1), quad
 
     def quadratic_forms_of(self, learner: int, contexts: np.ndarray) -> np.ndarray:
         blocks, contexts = self._compact(contexts)
+        A_inv = self.A_inv[learner]
+        if len(contexts) * A_inv[0].nbytes <= GATHER_BYTES:  # small blocks: each context's block gathered, one call
+            return np.add.reduce(np.einsum("mij,mj->mi", A_inv[blocks], contexts) * contexts, axis=1)
         quad = np.empty(len(contexts))
         for a in np.unique(blocks).tolist():  # one product per block
             rows = blocks == a
@@ -110,13 +131,18 @@ class BlockRidgeStats(RidgeStats):
         return np.array([(self.A_inv[:, a] @ x) @ x for a, x in zip(blocks.tolist(), contexts)])
 
     def cluster_ucb(self, learner: int, arms: np.ndarray, alpha: float, t: int, reference_code: bool) -> np.ndarray:
-        means, quad = self.means_and_quadratic_forms(np.full(len(arms), learner), arms)
-        if reference_code:
-            return means + reference_beta(self.count[learner], self.theta.shape[1], t) * quad
-        return means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2))
+        return self.cluster_ucb_many(np.array([learner]), arms, alpha, t, reference_code)[0]
 
     def cluster_ucb_many(self, learners: np.ndarray, arms: np.ndarray, alpha: float, t: int, reference_code: bool):
-        return np.stack([self.cluster_ucb(int(learner), arms, alpha, t, reference_code) for learner in learners])
+        blocks, contexts = self._compact(arms)  # once for every learner
+        scores = []
+        for u in learners.tolist():
+            means, quad = self._terms(np.full(len(arms), u), blocks, contexts)
+            if reference_code:
+                scores.append(means + reference_beta(self.count[u], self.theta.shape[1], t) * quad)
+            else:
+                scores.append(means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2)))
+        return np.stack(scores)
 
 
 def ridge_stats(n_learners: int, dim: int, ridge: float, block: int | None, **kinds) -> RidgeStats:
