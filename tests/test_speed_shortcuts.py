@@ -227,7 +227,7 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
     np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
 
 
-def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones():
+def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones(monkeypatch):
     K, d, n = 4, 3, 5
     rng = np.random.default_rng(3)
     dense, block = RidgeStats(n, K * d, ridge=0.7), BlockRidgeStats(n, K * d, d, ridge=0.7)
@@ -258,6 +258,8 @@ def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones():
         block.means_and_quadratic_forms(learners, arms), dense.means_and_quadratic_forms(learners, arms)
     ):
         np.testing.assert_allclose(got, want, **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
+    monkeypatch.setattr("banditbench.algos.blocks.GATHER_BYTES", 0)  # as for blocks too large to gather
     np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
     np.testing.assert_allclose(block.quadratic_forms_of_all(arms), dense.quadratic_forms_of_all(arms), **close)
     for reference in (False, True):

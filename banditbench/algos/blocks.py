@@ -123,7 +123,7 @@ class BlockRidgeStats(RidgeStats):
         quad = np.empty(len(contexts))
         for a in np.unique(blocks).tolist():  # one product per block
             rows = blocks == a
-            quad[rows] = np.add.reduce((contexts[rows] @ self.A_inv[learner, a]) * contexts[rows], axis=1)
+            quad[rows] = np.add.reduce((contexts[rows] @ A_inv[a]) * contexts[rows], axis=1)
         return quad
 
     def quadratic_forms_of_all(self, contexts: np.ndarray) -> np.ndarray:
