@@ -20,6 +20,7 @@ import numpy as np
 from banditbench.algos.base import Lockstep
 from banditbench.algos.ridge import RidgeStats, reference_beta, sherman_morrison
 
+SPANS_BLOCKS = "a context spans several blocks, although its round declares a block encoding"
 GATHER_BYTES = 2**20  # below this, copying the blocks a computation needs costs less than a Python loop over them
 
 
@@ -48,7 +49,7 @@ class BlockRidgeStats(RidgeStats):
         """The block of every context [m, D] → [m] (0 for an all-zero context)."""
         occupied = contexts.reshape(len(contexts), -1, self.block).any(axis=2)
         if (occupied.sum(axis=1) > 1).any():
-            raise ValueError("a context spans several blocks, although its round declares a block encoding")
+            raise ValueError(SPANS_BLOCKS)
         return occupied.argmax(axis=1)
 
     def _span(self, block: int) -> slice:
@@ -58,7 +59,7 @@ class BlockRidgeStats(RidgeStats):
         """``blocks_of`` one context, in two array operations (it runs twice a round in an update)."""
         nonzero = np.flatnonzero(x) // self.block
         if nonzero.size and nonzero[0] != nonzero[-1]:
-            raise ValueError("a context spans several blocks, although its round declares a block encoding")
+            raise ValueError(SPANS_BLOCKS)
         return int(nonzero[0]) if nonzero.size else 0
 
     def update(self, learner: int, x: np.ndarray, reward: float) -> None:
@@ -153,9 +154,9 @@ def ridge_stats(n_learners: int, dim: int, ridge: float, block: int | None, **ki
 
 
 class BuiltAtFirstRound:
-    """Mixin of a policy whose statistics are built at its first round (``_build(block)``, which sets ``block``
-    and ``built``), per block when the round declares a block encoding that divides the dimension and ``blocks``
-    is True, dense otherwise. A policy calls ``_prepare(view)`` first in ``select`` and ``update``."""
+    """Mixin of a policy whose statistics are built at its first round (its ``_build(block)``), per block when the
+    round declares a block encoding that divides the dimension and ``blocks`` is True, dense otherwise. A policy
+    calls ``_prepare(view)`` first in ``select`` and ``update``."""
 
     blocks = True  # set to False on an instance before its first round: dense statistics whatever the rounds say
     block: int | None = None
@@ -164,14 +165,19 @@ class BuiltAtFirstRound:
     def _prepare(self, view) -> None:
         if not self.built:
             usable = self.blocks and view.block and self.dim % view.block == 0
-            self._build(view.block if usable else None)
+            self._build_once(view.block if usable else None)
+
+    def _build_once(self, block: int | None) -> None:
+        self.block, self.built = block, True
+        self._build(block)
 
     def _build(self, block: int | None) -> None:
+        """Allocate the statistics: dense for ``block`` None, else per block of that width."""
         raise NotImplementedError
 
     def load_state_dict(self, state) -> None:
         if state.get("built") and not self.built:  # saved after its first round: build, then fill
-            self._build(state["block"])
+            self._build_once(state["block"])
         super().load_state_dict(state)
 
 

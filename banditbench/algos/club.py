@@ -70,7 +70,6 @@ class CLUB(BuiltAtFirstRound, Policy):
         self.n_clusters = 0
 
     def _build(self, block):
-        self.block, self.built = block, True
         self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
         self.clusters_ = ridge_stats(self.n_users, self.dim, self.ridge, block, raw_sums=False, logdet=False)
         self._split(np.arange(self.n_users))  # the initial clusters are the components of the initial graph

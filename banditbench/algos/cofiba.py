@@ -129,7 +129,6 @@ class COFIBA(BuiltAtFirstRound, Policy):
         self._nodes = np.zeros(n_arms, dtype=np.int64)
 
     def _build(self, block):
-        self.block, self.built = block, True
         self.users = ridge_stats(self.n_users, self.dim, self.ridge, block)
         self.groups = ridge_stats(0, self.dim, self.ridge, block)
         self._split_users(0, np.arange(self.n_users))

@@ -43,7 +43,6 @@ class LinUCB(BuiltAtFirstRound, Policy):
         return ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
 
     def _build(self, block: int | None) -> None:
-        self.block, self.built = block, True
         if block is None:
             self.stats = RidgeStats(self._models(), self.dim, self.ridge, raw_sums=False, logdet=False)
         else:

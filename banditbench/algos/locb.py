@@ -57,7 +57,6 @@ class LOCB(BuiltAtFirstRound, Policy):
         self.member = np.ones((len(self.seeds), n_users), dtype=bool)  # C_s starts with every user
 
     def _build(self, block):
-        self.block, self.built = block, True
         self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
         self.local = ridge_stats(len(self.seeds), self.dim, self.ridge, block, logdet=False)
 

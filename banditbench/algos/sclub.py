@@ -69,7 +69,6 @@ class SCLUB(BuiltAtFirstRound, Policy):
         self.confidence = ConfidenceTable()  # F(m)
 
     def _build(self, block):
-        self.block, self.built = block, True
         self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
         self.groups = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
 
