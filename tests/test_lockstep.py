@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.cofiba import COFIBALockstep
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
@@ -42,6 +43,7 @@ LOCKSTEP = {
     "sclub": {"alpha": 0.5, "alpha1": 0.5, "alpha_p": 1.0, "ridge": 0.5},
     "linucb-ind": {"alpha": 0.5, "ridge": 0.5},
     "linucb-one": {"alpha": 0.5, "ridge": 0.5},
+    "cofiba": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
 }
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
@@ -59,6 +61,10 @@ OTHER_PATHS = [
     ("pmlb", {"literal": True}, 150),
     ("locb", {"reference_ucb": True, "num_seeds": 5}, 150),
     ("sclub", {"reference_ucb": True, "reset_checks": False, "alpha1": 0.3}, 150),
+    ("cofiba", {"alpha2": 0.1}, 150),  # user and item edges cut, item clusters split, pooled statistics grown
+    ("cofiba", {"alpha2": 0.1, "item_pool": 20, "new_user_graph": "fresh", "random_init_graph": True}, 150),
+    ("cofiba", {"alpha2": 0.1, "item_nodes": "slots"}, 150),  # members step alone
+    ("cofiba", {"reference_ucb": True, "reference_threshold": True, "frozen_counts": True}, 150),
 ]
 
 
@@ -67,7 +73,7 @@ def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Un
 
 
 def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
-    mixed = units("neuucb-one", 4) + units("cofiba", 2) + units("neuucb-one", 2, params={"lr": 0.1})
+    mixed = units("neuucb-one", 4) + units("eenet", 2) + units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
     groups = group_units(mixed, "lockstep", workers=1)
     assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]
@@ -100,12 +106,26 @@ CELLS = {
     "cmlb": ({}, {}),
     "sclb": ({}, {}),
     "pmlb": ({}, {}),
+    "cofiba": ({"alpha2": 0.1, "alpha": 0.3}, {"alpha2": 0.1, "ridge": 2.0}),
 }
 
 
 @pytest.mark.parametrize(
     "algorithm",
-    ["club", "dynucb", "locb", "sclub", "bass", "oful-ind", "cmlb", "sclb", "pmlb", "linucb-ind", "linucb-one"],
+    [
+        "club",
+        "dynucb",
+        "locb",
+        "sclub",
+        "bass",
+        "oful-ind",
+        "cmlb",
+        "sclb",
+        "pmlb",
+        "linucb-ind",
+        "linucb-one",
+        "cofiba",
+    ],
 )
 def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, algorithm):
     # their batched products are stacked matmuls, which compute every member's slice exactly as a unit alone does
@@ -113,6 +133,31 @@ def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, al
     group = units(algorithm, 2, 150, params=first) + units(algorithm, 2, 150, params=second)
     for unit, result in zip(group, run_group(group, dataset)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"reference_threshold": True}, {"reference_threshold": True, "frozen_counts": True}]
+)
+def test_cofiba_group_edge_test_is_each_members_own_row_by_row(settings):
+    # the reference threshold cuts no edge in a short run, so the batched test is compared with the members' directly
+    rng = np.random.default_rng(3)
+    build = ALGORITHMS["cofiba"].build
+    policies = [
+        build(n_users=6, n_arms=4, dim=3, seed=np.random.SeedSequence(s), params={**settings, "alpha2": alpha2})
+        for s, alpha2 in ((0, 0.5), (1, 2.0))
+    ]
+    for policy in policies:
+        for t in range(30):  # users pulled unequally often, so their thresholds differ
+            view = RoundView(t, int(rng.integers(3)), rng.normal(size=(4, 3)))
+            policy.update(view, policy.select(view, None), float(rng.normal()))
+    group = COFIBALockstep(policies)
+    member, served = rng.integers(2, size=40), rng.integers(6, size=40)
+    predicted = rng.normal(scale=8.0, size=(40, 6))  # gaps on both sides of every threshold
+    spread = rng.uniform(0.1, 1.0, size=(40, 6))
+    log_t = np.log(32)
+    batched = group._far(predicted, spread, served, member, log_t)
+    alone = [policies[m]._far(p, q, i, log_t) for m, p, q, i in zip(member, predicted, spread, served)]
+    assert np.array_equal(batched, alone) and 0 < batched.mean() < 1
 
 
 def test_sclub_lockstep_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
@@ -197,7 +242,7 @@ def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_sta
     assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
 
 
-@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind", "club", "sclub", "locb"])
+@pytest.mark.parametrize("name", ["linucb-one", "linucb-ind", "club", "sclub", "locb", "cofiba"])
 def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_members_alone(name):
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(2)

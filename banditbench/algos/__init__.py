@@ -81,6 +81,7 @@ register(
     paper="Li, Karatzoglou & Gentile, SIGIR 2016",
     role="baseline",
     description="a user graph per item cluster, items clustered by the user neighbourhoods they induce",
+    capabilities=Capabilities(lockstep=True),
 )
 register(
     "locb",

@@ -54,10 +54,10 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
-from banditbench.algos.blocks import BuiltAtFirstRound, ridge_stats
+from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import RidgeStats, club_confidence, ridge_bytes
+from banditbench.algos.ridge import RidgeStats, club_confidence, means_each, quadratic_forms_each, ridge_bytes, stack
 from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
@@ -65,6 +65,7 @@ NEW_USER_GRAPH = ("copy", "fresh")
 
 
 class COFIBA(BuiltAtFirstRound, Policy):
+    lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge-test scale and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,
@@ -209,16 +210,12 @@ class COFIBA(BuiltAtFirstRound, Policy):
 
         # user side, at the played item's cluster ĵ_t: cut (i_t, ℓ) when ℓ is far from i_t on x̄_t
         j = self.item_label[node]
-        graph = self.user_graph[j]
-        neighbours = np.flatnonzero(graph[i])
+        neighbours = np.flatnonzero(self.user_graph[j][i])
         if neighbours.size:
             spread = np.sqrt(np.maximum(users.quadratic_forms_of_all(x[None])[0], 0))
             cut = neighbours[self._far(users.theta @ x, spread, i, log_t)[neighbours]]
             if cut.size:
-                graph[i, cut] = graph[cut, i] = False
-                if not (graph[cut] & graph[i]).any(axis=1).all():  # a cut neighbour lost its last 2-path to i
-                    members = np.flatnonzero(self.slot_of[j] == self.slot_of[j, i])
-                    self._split_users(j, members, keep=self.slot_of[j, i])
+                self._cut_users(j, i, cut)
 
         # item side: cut (x̄_t, z) when the neighbourhood of i_t w.r.t. z differs from the one w.r.t. x̄_t
         linked = np.flatnonzero(self.item_graph[node, :n])
@@ -227,8 +224,20 @@ class COFIBA(BuiltAtFirstRound, Policy):
             far = self._far(self.predicted[rows], self.spread[rows], i, log_t)  # [1 + |linked|, N]
             cut = linked[(far[1:] != far[0]).any(axis=1)]
             if cut.size:
-                self.item_graph[node, cut] = self.item_graph[cut, node] = False
-                self._split_items(j, node)
+                self._cut_items(j, node, cut)
+
+    def _cut_users(self, j: int, i: int, cut: np.ndarray) -> None:
+        """Delete the edges (i, ℓ), ℓ in ``cut``, of G^U_j, and re-examine i's cluster if they may have split it."""
+        graph = self.user_graph[j]
+        graph[i, cut] = graph[cut, i] = False
+        if not (graph[cut] & graph[i]).any(axis=1).all():  # a cut neighbour lost its last 2-path to i
+            members = np.flatnonzero(self.slot_of[j] == self.slot_of[j, i])
+            self._split_users(j, members, keep=self.slot_of[j, i])
+
+    def _cut_items(self, j: int, node: int, cut: np.ndarray) -> None:
+        """Delete the item edges (node, z), z in ``cut``, and split item cluster j if they disconnected it."""
+        self.item_graph[node, cut] = self.item_graph[cut, node] = False
+        self._split_items(j, node)
 
     def _far(self, predicted: np.ndarray, spread: np.ndarray, i: int, log_t: float) -> np.ndarray:
         """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) and item z (leading axes), given
@@ -241,6 +250,10 @@ class COFIBA(BuiltAtFirstRound, Policy):
         count = np.zeros(self.n_users) if self.frozen_counts else self.users.count
         cb = 4 * np.sqrt(self.dim) * club_confidence(count)
         return gap > cb + cb[i]
+
+    @classmethod
+    def lockstep(cls, policies):
+        return FirstRoundGroup(policies, COFIBALockstep)
 
     # --- clusters ----------------------------------------------------------------------------------------------
 
@@ -313,3 +326,120 @@ class COFIBA(BuiltAtFirstRound, Policy):
 
     def diagnostics(self):
         return {"n_item_clusters": float(self.active.size)}
+
+
+class COFIBALockstep(Lockstep):
+    """COFIBA's members in lockstep (seeds, and grid cells of α, α₂ and λ): their user statistics, pooled cluster
+    statistics, node contexts, cached w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z), item graphs, item labels and slots stacked on a
+    leading member axis (each member's arrays are views of the stacks), so a round's scores, Sherman–Morrison
+    updates, cache rows and both edge tests are one numpy call each for the whole group. The members that cut an
+    edge continue alone, through their own ``_cut_users`` and ``_cut_items``; so do all members while a pool of
+    item nodes is still filling (the first rounds) and always with ``item_nodes="slots"``, whose nodes change
+    every round."""
+
+    def __init__(self, policies: list[COFIBA]):
+        super().__init__(policies)
+        self.users = stack([policy.users for policy in policies])
+        self.stack_members("items", "square_norms", "predicted", "spread", "item_graph", "item_label", "slot_of")
+        self.alpha, self.alpha2 = self.per_member("alpha"), self.per_member("alpha2")
+        self.members = np.arange(len(policies))
+        first = policies[0]
+        self.reference_ucb, self.reference_threshold, self.frozen_counts = (
+            first.reference_ucb,
+            first.reference_threshold,
+            first.frozen_counts,
+        )
+        self.contexts = first.item_nodes == "contexts"
+        self.batched = self.full = False
+        self._restack()
+
+    def _restack(self) -> None:
+        """After members ran their own code: stack the pooled statistics again where a member's grew (new arrays),
+        and mark every member's item clusters in use."""
+        groups = getattr(self, "groups", None)
+        if groups is None or any(policy.groups.theta.base is not groups.theta for policy in self.policies):
+            self.groups = stack([policy.groups for policy in self.policies])
+        self.in_use = np.zeros(self.slot_of.shape[:2], dtype=bool)  # [S, L]: the item clusters of every member
+        for row, policy in zip(self.in_use, self.policies):
+            row[policy.active] = True
+
+    def select(self, views, budgets):
+        self.full = self.full or (self.contexts and all(p.n_items == len(p.items) for p in self.policies))
+        self.batched = self.full
+        if not self.batched:
+            return super().select(views, budgets)
+        arms, served = self.read_arms(views)
+        S, K, dim = arms.shape
+        at = self.members[:, None]
+        nodes = np.argmin(self.square_norms[:, None, :] - 2 * arms @ self.items.transpose(0, 2, 1), axis=2)
+        slots = self.slot_of[at, self.item_label[at, nodes], served[:, None]]  # [S, K]: N̂_k of i_t
+        learners = np.repeat(self.members, K), slots.ravel()
+        means, quad = (v.reshape(S, K) for v in self.groups.means_and_quadratic_forms(learners, arms.reshape(-1, dim)))
+        if self.reference_ucb:
+            scores = means + 0.1 * quad
+        else:
+            scores = means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0) * np.log(views[0].t + 2))
+        self.nodes = nodes
+        for policy, row in zip(self.policies, nodes):
+            policy._nodes = row
+        return scores.argmax(axis=1).tolist()
+
+    def update(self, views, chosen, rewards):
+        if not self.batched:
+            super().update(views, chosen, rewards)
+            self._restack()
+            return
+        members, users = self.members, self.users
+        served, x, reward = self.played(chosen, rewards)
+        node = self.nodes[members, chosen]
+        log_t = np.log(views[0].t + 2)
+        users.update_each(served, x, reward)
+        # i_t's cluster at every item cluster in use: each distinct (member, slot) once
+        capacity = self.groups.theta.shape[1]
+        keys = np.unique((members[:, None] * capacity + self.slot_of[members, :, served])[self.in_use])
+        owner = keys // capacity
+        self.groups.update_each(keys % capacity, x[owner], reward[owner], members=owner)
+        self.predicted[members, :, served] = means_each(users.theta[members, served], self.items)
+        self.spread[members, :, served] = np.sqrt(
+            np.maximum(quadratic_forms_each(users.A_inv[members, served], self.items), 0)
+        )
+        changed = False
+
+        # user side, at the played item's cluster
+        j = self.item_label[members, node]
+        graph_rows = np.stack(
+            [policy.user_graph[c][i] for policy, c, i in zip(self.policies, j.tolist(), served.tolist())]
+        )
+        tested = np.flatnonzero(graph_rows.any(axis=1))
+        if tested.size:
+            i, x_tested = served[tested], x[tested]
+            prediction = (users.theta[tested] @ x_tested[:, :, None])[:, :, 0]  # [P, N]
+            spread = np.sqrt(np.maximum(np.einsum("snde,se,sd->sn", users.A_inv[tested], x_tested, x_tested), 0))
+            cut = self._far(prediction, spread, i, tested, log_t) & graph_rows[tested]
+            for p in np.flatnonzero(cut.any(axis=1)):
+                s = tested[p]
+                self.policies[s]._cut_users(int(j[s]), int(i[p]), np.flatnonzero(cut[p]))
+                changed = True
+
+        # item side: every member's linked nodes z against its played node, one flat list of (member, z)
+        member, z = np.nonzero(self.item_graph[members, node])
+        if member.size:
+            at_node = self._far(self.predicted[members, node], self.spread[members, node], served, members, log_t)
+            far = self._far(self.predicted[member, z], self.spread[member, z], served[member], member, log_t)
+            cut = (far != at_node[member]).any(axis=1)
+            for s in np.unique(member[cut]):
+                self.policies[s]._cut_items(int(j[s]), int(node[s]), z[cut & (member == s)])
+                changed = True
+        if changed:
+            self._restack()
+
+    def _far(self, predicted, spread, i, member, log_t) -> np.ndarray:
+        """``COFIBA._far`` of P rows at once: row p of member ``member[p]`` served user ``i[p]``."""
+        rows = np.arange(len(i))
+        gap = np.abs(predicted - predicted[rows, i][:, None])
+        if not self.reference_threshold:
+            scale = self.alpha2[member] * np.sqrt(log_t)
+            return gap > scale[:, None] * (spread + spread[rows, i][:, None])
+        count = np.zeros_like(predicted) if self.frozen_counts else self.users.count[member]
+        cb = 4 * np.sqrt(self.items.shape[2]) * club_confidence(count)
+        return gap > cb + cb[rows, i][:, None]
