@@ -17,6 +17,7 @@ from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats, stack
 from banditbench.algos.sclub import SCLUB
+from banditbench.data import load_dataset, synthetic
 from banditbench.envs.round import Budget, Round, RoundView
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
@@ -96,6 +97,20 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         alone = run_unit(unit, dataset).outcome
         assert result.outcome.column("chosen").equals(alone.column("chosen")), unit.id
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
+
+
+@pytest.mark.parametrize("algorithm,params", [("cmlb", {"horizon": 20}), ("sclb", {"C": 0.01})])
+def test_cmlb_groups_on_synchronous_steps_write_their_units_shards_bit_for_bit(tmp_path, algorithm, params):
+    # all users of a step see the same arms: a cluster's OFUL chooses once a step, its other members replay that
+    # choice without reading the arms, and the step's mean reward updates the cluster when the next step begins;
+    # noisy rewards give every seed its own clusters, so one member replays where another chooses
+    synthetic.prepare(tmp_path, users=20, clusters=4, dim=5, arms=10, noise=1.0, z=0.0, seed=0)
+    dataset = load_dataset(tmp_path, "synthetic")
+    group = [Unit("synthetic", "synchronous", algorithm, params, 0, i, 600, None) for i in range(3)]
+    for unit, result in zip(group, run_group(group, dataset)):
+        alone = run_unit(unit, dataset).outcome
+        assert table_bytes(result.outcome) == table_bytes(alone), unit.id
+        assert (alone["budget_spent"].to_numpy() == 0).any()  # clusters of several users replayed their choices
 
 
 # two grid cells of lockstep_params per algorithm (default: α 0.3, then λ 2); BASS at γ = 0.1 tests pairs and cuts

@@ -214,37 +214,88 @@ class CMLB(Policy):
 
 class CMLBLockstep(Lockstep):
     """CMLB's (and SCLB's) seeds in lockstep. The members share their schedule, so they are in the same phase at every
-    step. Through the individual phase, where every user runs its own OFUL (and where SCLB, with the paper's
-    constants, spends nearly all its rounds), their individual statistics are stacked on a leading member axis, and
-    a round's radii, scores and updates are one numpy call each, every member's computed as alone. A fresh
-    phase's statistics (SCLB) are stacked again. The collaborative phase steps the members one by one."""
+    step. Their statistics are stacked on a leading member axis: the individual ones, where every user runs its own
+    OFUL (and where SCLB, with the paper's constants, spends nearly all its rounds), and the clusters' ones of the
+    collaborative phase, padded to the most clusters of any member. A round's radii, scores and updates, and the
+    averaged cluster updates that a new step applies, are one numpy call each, every member's computed as alone.
+    A fresh phase's statistics (SCLB), and the clusters' at the clustering, are stacked again."""
 
     def __init__(self, policies: list[CMLB]):
         super().__init__(policies)
         self.members = np.arange(len(policies))
-        self.sources: list[RidgeStats] = []  # the members' individual statistics that ``stats`` stacks
-        self.batched = False  # whether this round's select was the batched individual step
+        self.stacks: dict[str, RidgeStats] = {}
+        self.sources: dict[str, list[RidgeStats]] = {}  # the members' statistics that each stack holds
+        self.exploring = False  # whether this round is in the individual phase
 
-    def _individual(self) -> RidgeStats:
-        sources = [policy.individual for policy in self.policies]
-        if not self.sources or any(source is not stacked for source, stacked in zip(sources, self.sources)):
-            self.stats, self.sources = stack(sources), sources
-        return self.stats
+    def _stacked(self, name: str) -> RidgeStats:
+        """The members' statistics ``individual`` or ``group`` as one stack, stacked again when a member's changed."""
+        sources = [getattr(policy, name) for policy in self.policies]
+        if any(source is not known for source, known in zip(sources, self.sources.get(name, [None]))):
+            self.stacks[name], self.sources[name] = stack(sources), sources
+        return self.stacks[name]
+
+    def _apply_pending(self, step: int) -> None:
+        """``CMLB._advance``'s averaged cluster updates of every member, in one batched update."""
+        member, cluster, x, reward = [], [], [], []
+        for s, policy in enumerate(self.policies):
+            if policy.pending and step != policy.pending_step:
+                for c, (context, total, n) in policy.pending.items():
+                    member.append(s), cluster.append(c), x.append(context), reward.append(total / n)
+                policy.pending.clear()
+        if member:
+            group = self._stacked("group")
+            group.update_each(np.array(cluster), np.array(x), np.array(reward), members=np.array(member))
 
     def select(self, views, budgets):
         policies, first = self.policies, self.policies[0]
         step = current_step(views[0])
+        self._apply_pending(step)
         for policy in policies:
             policy._advance(step)
-        self.batched = step - first.first_step < first.explore_steps
-        if not self.batched:
-            return super().select(views, budgets)
+        self.exploring = step - first.first_step < first.explore_steps
+        if not self.exploring:
+            return self._collaborative(views, step)
         arms, served = self.read_arms(views)
-        stats, at = self._individual(), (self.members, served)
+        stats, at = self._stacked("individual"), (self.members, served)
         theta, A_inv, logdet = stats.theta[at], stats.A_inv[at], stats.logdet[at]
         return oful_choices(policies, theta, A_inv, logdet, arms, first.sigma, first.phase_delta)
 
+    def _collaborative(self, views, step: int) -> list[int]:
+        """``CMLB.select`` after the exploration: the cluster's arm of this step, or else its OFUL's choice, whose
+        arms alone are read (and spent from the budget)."""
+        policies, first = self.policies, self.policies[0]
+        chosen, waiting, clusters = [], [], []
+        for s, (policy, view) in enumerate(zip(policies, views)):
+            if policy.label is None:
+                policy._cluster()
+            c = int(policy.label[view.user])
+            played = policy.played.get(c, (-1, 0))
+            chosen.append(played[1])
+            if played[0] != step:
+                waiting.append(s), clusters.append(c)
+        if not waiting:
+            return chosen
+        at = np.array(waiting), np.array(clusters)
+        sigma = np.full(len(waiting), first.sigma)
+        if first.averaged_noise and views[0].step is not None:  # a cluster OFUL fed the mean of |C| rewards
+            sigma /= np.sqrt([policies[s].sizes[c] for s, c in zip(waiting, clusters)])
+        stats = self._stacked("group")
+        arms = np.stack([views[s].arms[:] for s in waiting])
+        fresh = oful_choices(
+            [policies[s] for s in waiting],
+            stats.theta[at],
+            stats.A_inv[at],
+            stats.logdet[at],
+            arms,
+            sigma,
+            first.phase_delta,
+        )
+        for s, c, arm in zip(waiting, clusters, fresh):
+            policies[s].played[c] = (step, arm)
+            chosen[s] = arm
+        return chosen
+
     def update(self, views, chosen, rewards):
-        if not self.batched:
+        if not self.exploring:  # the members note their step's rewards, applied when the next step begins
             return super().update(views, chosen, rewards)
-        self._individual().update_each(*self.played(chosen, rewards))
+        self._stacked("individual").update_each(*self.played(chosen, rewards))

@@ -57,10 +57,10 @@ class IndependentOFUL(Policy):
         return {"radius": self.radius_total / self.selections if self.selections else np.nan}
 
 
-def oful_choices(policies: list, theta, A_inv, logdet, arms, sigma: float, delta) -> list[int]:
+def oful_choices(policies: list, theta, A_inv, logdet, arms, sigma, delta) -> list[int]:
     """The OFUL choice argmax xᵀθ + β·sqrt(xᵀA⁻¹x) of every member of a lockstep group (θ [S, d], A⁻¹ [S, d, d],
-    log det A [S], arms [S, K, d]; δ one value or [S]), each member's bit for bit as alone; each member's radius β
-    joins its ``radius`` diagnostic."""
+    log det A [S], arms [S, K, d]; σ and δ one value or [S]), each member's bit for bit as alone; each member's
+    radius β joins its ``radius`` diagnostic."""
     first = policies[0]
     beta = oful_radius(logdet, first.dim, first.ridge, sigma, first.S, delta)
     for policy, radius in zip(policies, beta.tolist()):
