@@ -253,6 +253,8 @@ class COFIBA(BuiltAtFirstRound, Policy):
 
     @classmethod
     def lockstep(cls, policies):
+        if policies[0].item_nodes == "slots":  # the nodes change every round: the members step one by one
+            return Lockstep(policies)
         return FirstRoundGroup(policies, COFIBALockstep)
 
     # --- clusters ----------------------------------------------------------------------------------------------
@@ -333,9 +335,8 @@ class COFIBALockstep(Lockstep):
     statistics, node contexts, cached w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z), item graphs, item labels and slots stacked on a
     leading member axis (each member's arrays are views of the stacks), so a round's scores, Sherman–Morrison
     updates, cache rows and both edge tests are one numpy call each for the whole group. The members that cut an
-    edge continue alone, through their own ``_cut_users`` and ``_cut_items``; so do all members while a pool of
-    item nodes is still filling (the first rounds) and always with ``item_nodes="slots"``, whose nodes change
-    every round."""
+    edge continue alone, through their own ``_cut_users`` and ``_cut_items``; all members step alone while a pool
+    of item nodes is still filling (the first rounds)."""
 
     def __init__(self, policies: list[COFIBA]):
         super().__init__(policies)
@@ -349,8 +350,7 @@ class COFIBALockstep(Lockstep):
             first.reference_threshold,
             first.frozen_counts,
         )
-        self.contexts = first.item_nodes == "contexts"
-        self.batched = self.full = False
+        self.full = False  # whether every member's pool of item nodes is full: from then on the rounds are batched
         self._restack()
 
     def _restack(self) -> None:
@@ -364,9 +364,8 @@ class COFIBALockstep(Lockstep):
             row[policy.active] = True
 
     def select(self, views, budgets):
-        self.full = self.full or (self.contexts and all(p.n_items == len(p.items) for p in self.policies))
-        self.batched = self.full
-        if not self.batched:
+        self.full = self.full or all(policy.n_items == len(policy.items) for policy in self.policies)
+        if not self.full:
             return super().select(views, budgets)
         arms, served = self.read_arms(views)
         S, K, dim = arms.shape
@@ -385,7 +384,7 @@ class COFIBALockstep(Lockstep):
         return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
-        if not self.batched:
+        if not self.full:
             super().update(views, chosen, rewards)
             self._restack()
             return
