@@ -99,7 +99,9 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
-@pytest.mark.parametrize("algorithm,params", [("cmlb", {"horizon": 20}), ("sclb", {"C": 0.01})])
+@pytest.mark.parametrize(
+    "algorithm,params", [("cmlb", {"horizon": 20}), ("sclb", {"C": 0.01}), ("pmlb", {"horizon": 400})]
+)
 def test_cmlb_groups_on_synchronous_steps_write_their_units_shards_bit_for_bit(tmp_path, algorithm, params):
     # all users of a step see the same arms: a cluster's OFUL chooses once a step, its other members replay that
     # choice without reading the arms, and the step's mean reward updates the cluster when the next step begins;

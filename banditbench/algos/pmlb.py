@@ -113,33 +113,60 @@ class PMLB(Policy):
 
 
 class PMLBLockstep(Lockstep):
-    """PMLB's seeds in lockstep. Through the personal phase (all but the first √T steps) their personal and common
-    statistics are stacked on a leading member axis, and a round's radii, scores and updates are one numpy call
-    each, every member's computed as alone; the common phase steps the members one by one."""
+    """PMLB's seeds in lockstep: their personal and common statistics stacked on a leading member axis. In the
+    personal phase (all but the first √T steps) a round's radii, scores and updates are one numpy call each. In the
+    common phase a new step's averaged updates of the common OFULs are one call, and so are their choices at the
+    step's first round. Every member's numbers are computed as alone."""
 
     def __init__(self, policies: list[PMLB]):
         super().__init__(policies)
         self.personal = stack([policy.personal for policy in policies])
         self.common = stack([policy.common for policy in policies])
         self.members = np.arange(len(policies))
-        self.batched = False  # whether this round's select was the batched personal step
+        self.personal_phase = False  # whether this round is past the common phase
+
+    def _flush(self, step: int) -> None:
+        """``PMLB._flush`` of every member, in one batched update of the common OFULs."""
+        due = [s for s, policy in enumerate(self.policies) if policy.pending and step != policy.pending_step]
+        if not due:
+            return
+        pending = [self.policies[s].pending for s in due]  # [x, Σ reward, n] of each
+        x, reward = np.array([p[0] for p in pending]), np.array([p[1] / p[2] for p in pending])
+        self.common.update_each(np.zeros(len(due), dtype=np.int64), x, reward, members=np.array(due))
+        for s in due:
+            self.policies[s].pending = []
 
     def select(self, views, budgets):
         policies, first = self.policies, self.policies[0]
         step = current_step(views[0])
-        for policy in policies:
-            policy._flush(step)
-        self.batched = step >= first.common_steps
-        if not self.batched:
-            return super().select(views, budgets)
+        self._flush(step)
+        self.personal_phase = step >= first.common_steps
+        if not self.personal_phase:
+            return self._common(views, step)
         arms, served = self.read_arms(views)
         at = self.members, served
         personal = self.personal
         mean = personal.theta[at] if first.literal else personal.theta[at] + self.common.theta[:, 0]
         return oful_choices(policies, mean, personal.A_inv[at], personal.logdet[at], arms, first.sigma, first.delta)
 
+    def _common(self, views, step: int) -> list[int]:
+        """``PMLB.select`` in the common phase: at a step's first round (the same round for every member) the common
+        OFULs choose, and the step's other rounds replay that choice."""
+        policies, first = self.policies, self.policies[0]
+        if first.played[0] != step:
+            arms, _ = self.read_arms(views)
+            shrink = np.sqrt(first.n_users) if first.averaged_noise and views[0].step is not None else 1.0
+            common, at = self.common, (self.members, np.zeros(len(policies), dtype=np.int64))
+            sigma = first.sigma / shrink
+            fresh = oful_choices(
+                policies, common.theta[at], common.A_inv[at], common.logdet[at], arms, sigma, first.delta
+            )
+            for policy, arm in zip(policies, fresh):
+                policy.played = (step, arm)
+        return [policy.played[1] for policy in policies]
+
     def update(self, views, chosen, rewards):
-        if not self.batched:
+        if not self.personal_phase:  # the members note their step's rewards, applied when the next step begins
             return super().update(views, chosen, rewards)
         served, x, reward = self.played(chosen, rewards)
         # the shifted reward ỹ = y − ⟨x, θ̂*⟩ (Alg. 4 line 12), each member's dot product as alone
