@@ -102,9 +102,9 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
 @pytest.mark.parametrize(
     "algorithm,params", [("cmlb", {"horizon": 20}), ("sclb", {"C": 0.01}), ("pmlb", {"horizon": 400})]
 )
-def test_cmlb_groups_on_synchronous_steps_write_their_units_shards_bit_for_bit(tmp_path, algorithm, params):
-    # all users of a step see the same arms: a cluster's OFUL chooses once a step, its other members replay that
-    # choice without reading the arms, and the step's mean reward updates the cluster when the next step begins;
+def test_ghosh_groups_on_synchronous_steps_write_their_units_shards_bit_for_bit(tmp_path, algorithm, params):
+    # all users of a step see the same arms: a cluster's OFUL (PMLB's common one) chooses once a step, its other users
+    # replay that choice without reading the arms, and the step's mean reward updates it when the next step begins;
     # noisy rewards give every seed its own clusters, so one member replays where another chooses
     synthetic.prepare(tmp_path, users=20, clusters=4, dim=5, arms=10, noise=1.0, z=0.0, seed=0)
     dataset = load_dataset(tmp_path, "synthetic")
