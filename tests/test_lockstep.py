@@ -338,7 +338,16 @@ class CrashingCheckpoints(Checkpoints):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("algorithm,params", [("neuucb-one", {}), ("club", {"alpha2": 0.1}), ("linucb-ind", {})])
+@pytest.mark.parametrize(
+    "algorithm,params",
+    [
+        ("neuucb-one", {}),
+        ("club", {"alpha2": 0.1}),
+        ("linucb-ind", {}),
+        ("cofiba", {"alpha2": 0.1}),  # its pooled statistics grow, so the group stacks them again after the resume
+        ("cmlb", {"horizon": 5}),  # in the collaborative phase from round 5
+    ],
+)
 def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path, algorithm, params):
     group = units(algorithm, 3, rounds=100, params=params)
     uninterrupted = run_group(group, dataset)
