@@ -107,7 +107,7 @@ class Lockstep:
     def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
         """Every member's arms [S, K, d] and served user [S] for ``select``, kept for ``played``: each arm pool is
         read (and its budget spent) once."""
-        self._arms = np.stack([view.arms[:] for view in views])
+        self._arms = np.array([view.arms[:] for view in views])  # np.array copies a list of rows faster than np.stack
         self._served = np.array([view.user for view in views])
         return self._arms, self._served
 
