@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos.base import Lockstep
-from banditbench.algos.ridge import RidgeStats, reference_beta, sherman_morrison
+from banditbench.algos.ridge import RidgeStats, reference_beta, sherman_morrison, ucb_index
 
 SPANS_BLOCKS = "a context spans several blocks, although its round declares a block encoding"
 GATHER_BYTES = 2**20  # below this, copying the blocks a computation needs costs less than a Python loop over them
@@ -64,7 +64,8 @@ class BlockRidgeStats(RidgeStats):
 
     def update(self, learner: int, x: np.ndarray, reward: float) -> None:
         a = self.block_of(x)
-        span, x = self._span(a), x[self._span(a)]
+        span = self._span(a)
+        x = x[span]
         quad = sherman_morrison(self.A_inv[learner, a], self.theta[learner, span], x, reward)
         self.count[learner] += 1
         if self.gram is not None:
@@ -142,7 +143,7 @@ class BlockRidgeStats(RidgeStats):
             if reference_code:
                 scores.append(means + reference_beta(self.count[u], self.theta.shape[1], t) * quad)
             else:
-                scores.append(means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 2)))
+                scores.append(ucb_index(means, quad, alpha, t + 1))
         return np.stack(scores)
 
 

@@ -33,7 +33,7 @@ from sklearn.neighbors import radius_neighbors_graph
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ridge_bytes, stack, ucb_round
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ridge_bytes, stacked_again, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -154,10 +154,13 @@ class CMLB(Policy):
         c = int(self.label[u])
         if self.played.get(c, (-1, 0))[0] == step:
             return self.played[c][1]
-        shrink = np.sqrt(self.sizes[c]) if self.averaged_noise and view.step is not None else 1.0
-        arm = self._oful(self.group, c, view.arms[:], self.sigma / shrink)
+        arm = self._oful(self.group, c, view.arms[:], self._cluster_sigma(c, view.step is not None))
         self.played[c] = (step, arm)
         return arm
+
+    def _cluster_sigma(self, c: int, synchronous: bool) -> float:
+        """σ in cluster c's OFUL radius: σ/sqrt(|c|) when it is fed the mean of its members' rewards of a step."""
+        return self.sigma / (np.sqrt(self.sizes[c]) if self.averaged_noise and synchronous else 1.0)
 
     def _cluster(self) -> None:
         """Algorithm 3 on the individual estimates; fresh cluster OFULs (bandpy: pooled from the members)."""
@@ -223,15 +226,12 @@ class CMLBLockstep(Lockstep):
     def __init__(self, policies: list[CMLB]):
         super().__init__(policies)
         self.members = np.arange(len(policies))
-        self.stacks: dict[str, RidgeStats] = {}
-        self.sources: dict[str, list[RidgeStats]] = {}  # the members' statistics that each stack holds
+        self.stacks: dict[str, RidgeStats] = {}  # the members' ``individual`` and ``group`` statistics
         self.exploring = False  # whether this round is in the individual phase
 
     def _stacked(self, name: str) -> RidgeStats:
         """The members' statistics ``individual`` or ``group`` as one stack, stacked again when a member's changed."""
-        sources = [getattr(policy, name) for policy in self.policies]
-        if any(source is not known for source, known in zip(sources, self.sources.get(name, [None]))):
-            self.stacks[name], self.sources[name] = stack(sources), sources
+        self.stacks[name] = stacked_again(self.stacks.get(name), [getattr(policy, name) for policy in self.policies])
         return self.stacks[name]
 
     def _apply_pending(self, step: int) -> None:
@@ -276,9 +276,8 @@ class CMLBLockstep(Lockstep):
         if not waiting:
             return chosen
         at = np.array(waiting), np.array(clusters)
-        sigma = np.full(len(waiting), first.sigma)
-        if first.averaged_noise and views[0].step is not None:  # a cluster OFUL fed the mean of |C| rewards
-            sigma /= np.sqrt([policies[s].sizes[c] for s, c in zip(waiting, clusters)])
+        synchronous = views[0].step is not None
+        sigma = np.array([policies[s]._cluster_sigma(c, synchronous) for s, c in zip(waiting, clusters)])
         stats = self._stacked("group")
         arms = np.stack([views[s].arms[:] for s in waiting])
         fresh = oful_choices(

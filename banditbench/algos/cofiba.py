@@ -57,11 +57,26 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import RidgeStats, club_confidence, means_each, quadratic_forms_each, ridge_bytes, stack
+from banditbench.algos.ridge import (
+    RidgeStats,
+    club_confidence,
+    means_each,
+    quadratic_forms_each,
+    ridge_bytes,
+    stack,
+    stacked_again,
+    ucb_index,
+)
 from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
 NEW_USER_GRAPH = ("copy", "fresh")
+
+
+def scores(means: np.ndarray, quad: np.ndarray, alpha, t: int, reference_ucb: bool) -> np.ndarray:
+    """The select scores of the arms at 0-based round t: w̄ᵀx + CB(x) from the means w̄ᵀx and forms xᵀM̄⁻¹x, or the
+    code's xᵀw̄ + 0.1·xᵀM̄⁻¹x with ``reference_ucb``."""
+    return means + 0.1 * quad if reference_ucb else ucb_index(means, quad, alpha, t + 1)
 
 
 class COFIBA(BuiltAtFirstRound, Policy):
@@ -147,12 +162,8 @@ class COFIBA(BuiltAtFirstRound, Policy):
         nodes = self._item_nodes_of(arms)
         slots = self.slot_of[self.item_label[nodes], view.user]  # N̂_k of i_t at each arm's item cluster
         means, quad = self.groups.means_and_quadratic_forms(slots, arms)
-        if self.reference_ucb:
-            scores = means + 0.1 * quad
-        else:
-            scores = means + self.alpha * np.sqrt(np.maximum(quad, 0) * np.log(view.t + 2))
         self._nodes = nodes
-        return int(np.argmax(scores))
+        return int(np.argmax(scores(means, quad, self.alpha, view.t, self.reference_ucb)))
 
     def _item_nodes_of(self, arms: np.ndarray) -> np.ndarray:
         """The item node of every arm; unseen contexts become new nodes while the pool has room."""
@@ -356,9 +367,7 @@ class COFIBALockstep(Lockstep):
     def _restack(self) -> None:
         """After members ran their own code: stack the pooled statistics again where a member's grew (new arrays),
         and mark every member's item clusters in use."""
-        groups = getattr(self, "groups", None)
-        if groups is None or any(policy.groups.theta.base is not groups.theta for policy in self.policies):
-            self.groups = stack([policy.groups for policy in self.policies])
+        self.groups = stacked_again(getattr(self, "groups", None), [policy.groups for policy in self.policies])
         self.in_use = np.zeros(self.slot_of.shape[:2], dtype=bool)  # [S, L]: the item clusters of every member
         for row, policy in zip(self.in_use, self.policies):
             row[policy.active] = True
@@ -374,14 +383,8 @@ class COFIBALockstep(Lockstep):
         slots = self.slot_of[at, self.item_label[at, nodes], served[:, None]]  # [S, K]: N̂_k of i_t
         learners = np.repeat(self.members, K), slots.ravel()
         means, quad = (v.reshape(S, K) for v in self.groups.means_and_quadratic_forms(learners, arms.reshape(-1, dim)))
-        if self.reference_ucb:
-            scores = means + 0.1 * quad
-        else:
-            scores = means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0) * np.log(views[0].t + 2))
-        self.nodes = nodes
-        for policy, row in zip(self.policies, nodes):
-            policy._nodes = row
-        return scores.argmax(axis=1).tolist()
+        self.nodes = nodes  # for update; the members' own ``_nodes`` are read only by their own update
+        return scores(means, quad, self.alpha[:, None], views[0].t, self.reference_ucb).argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
         if not self.full:

@@ -69,6 +69,10 @@ class PMLB(Policy):
         self.selections += 1
         return beta
 
+    def _common_sigma(self, synchronous: bool) -> float:
+        """σ in the common OFUL's radius: σ/√N when it is fed the mean of the N agents' rewards of a step."""
+        return self.sigma / (np.sqrt(self.n_users) if self.averaged_noise and synchronous else 1.0)
+
     def _flush(self, step: int) -> None:
         """Alg. 4 line 5: once a new step begins, the common OFUL's one update with the previous step's average."""
         if self.pending and step != self.pending_step:
@@ -83,8 +87,7 @@ class PMLB(Policy):
             if self.played[0] == step:
                 return self.played[1]
             arms = view.arms[:]
-            shrink = np.sqrt(self.n_users) if self.averaged_noise and view.step is not None else 1.0
-            beta = self._radius(self.common, 0, self.sigma / shrink)
+            beta = self._radius(self.common, 0, self._common_sigma(view.step is not None))
             arm = int((arms @ self.common.theta[0] + beta * self.common.widths(0, arms)).argmax())
             self.played = (step, arm)
             return arm
@@ -155,9 +158,8 @@ class PMLBLockstep(Lockstep):
         policies, first = self.policies, self.policies[0]
         if first.played[0] != step:
             arms, _ = self.read_arms(views)
-            shrink = np.sqrt(first.n_users) if first.averaged_noise and views[0].step is not None else 1.0
             common, at = self.common, (self.members, np.zeros(len(policies), dtype=np.int64))
-            sigma = first.sigma / shrink
+            sigma = first._common_sigma(views[0].step is not None)
             fresh = oful_choices(
                 policies, common.theta[at], common.A_inv[at], common.logdet[at], arms, sigma, first.delta
             )

@@ -154,6 +154,14 @@ class RidgeStats:
         return np.einsum("nde,ke,kd->kn", self.A_inv, contexts, contexts)
 
 
+def stacked_again(stacked: RidgeStats | None, members: list[RidgeStats]) -> RidgeStats:
+    """``stacked`` while every member's arrays are still views of it, else ``stack(members)`` anew: for lockstep
+    groups whose members replace their statistics (a fresh phase) or grow them (new slots) on their own."""
+    if stacked is None or any(member.theta.base is not stacked.theta for member in members):
+        return stack(members)
+    return stacked
+
+
 def stack(members: list[RidgeStats]) -> RidgeStats:
     """The members' statistics as one RidgeStats whose arrays carry a leading member axis ([S, n, d, d], …), for a
     lockstep group's batched updates (``update_each``), n the most learners of any member (the others padded with
@@ -240,8 +248,7 @@ def means_each(theta: np.ndarray, arms: np.ndarray) -> np.ndarray:
 
 def log_ucb_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: np.ndarray, t: int):
     """``log_ucb_scores`` of S members at once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], α [S]) → [S, K]."""
-    width = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0) * np.log(t + 1))
-    return means_each(theta, arms) + alpha[:, None] * width
+    return ucb_index(means_each(theta, arms), quadratic_forms_each(A_inv, arms), alpha[:, None], t)
 
 
 def cluster_ucb_rows(theta, A_inv, count, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
@@ -262,7 +269,13 @@ def ucb_round(t: int, bandpy_clock: bool = False) -> int:
 
 def log_ucb_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: float, t: int) -> np.ndarray:
     """α-LinUCB of CLUB and BASS: xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)), t the 1-based global round."""
-    return arms @ theta + alpha * np.sqrt(np.maximum(quadratic_forms(A_inv, arms), 0.0) * np.log(t + 1))
+    return ucb_index(arms @ theta, quadratic_forms(A_inv, arms), alpha, t)
+
+
+def ucb_index(means, quad, alpha, t: int):
+    """xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)) from the means xᵀθ and quadratic forms xᵀA⁻¹x, t the 1-based round (α one
+    value, or a column [P, 1] for P rows of scores)."""
+    return means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 1))
 
 
 def reference_code_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int) -> np.ndarray:
