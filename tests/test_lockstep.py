@@ -52,6 +52,16 @@ OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
+    (  # the authors' switches: members cluster and choose alone, and adapt stacked every 10th round
+        "mcnb",
+        {
+            **{switch: True for switch in ("meta_every_10th_in_place", "group_cap", "code_exploration")},
+            **{switch: True for switch in ("code_threshold", "code_training", "meta_pooled_training")},
+            "share_with_cluster": False,
+            "schedule": "code",
+        },
+        60,
+    ),
     ("club", {"alpha2": 0.1}, 150),  # many edges cut and components split within 150 rounds
     ("club", {"reference_ucb": True, "served_pairs_only": True, "random_init_graph": True, "alpha2": 0.1}, 150),
     ("dynucb", {"reference_ucb": True, "centroid": "mean", "refresh_on_move": True, "bandpy_clock": True}, 150),

@@ -16,6 +16,8 @@ from banditbench.algos.neural import (
     History,
     is_training_round,
     train_adam,
+    train_passes,
+    train_passes_each,
 )
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
@@ -159,6 +161,44 @@ def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_netw
     torch.testing.assert_close(policy.theta[model], theta[0])
     others = [i for i in range(len(before)) if i != model]
     assert torch.equal(policy.theta[others], before[others])  # only the served user's network trains
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"optimiser": "sgd", "lr": 0.05, "tolerance": 0.05},
+        {"optimiser": "adam", "lr": 0.01, "tolerance": 0.02, "reshuffle": True, "weight_decay": 1e-3},
+    ],
+)
+def test_stacked_single_sample_loops_give_each_network_what_training_it_alone_gives(settings):
+    """A lockstep group runs its members' loops stacked: each network keeps its own samples, orders and stopping
+    pass, and its generator ends where training it alone leaves it."""
+    mlp = MLP(4, 16, 2, bias=True, init="torch")
+    data = torch.Generator().manual_seed(3)
+    sizes = [1, 3, 7, 12, 5]
+    theta = torch.stack([mlp.init(data, torch.device("cpu")) for _ in sizes])
+    samples = [(torch.randn(n, 4, generator=data), 0.3 * torch.randn(n, generator=data)) for n in sizes]
+
+    def generators():
+        return [torch.Generator().manual_seed(10 + s) for s in range(len(sizes))]
+
+    def alone(steps: int) -> tuple[list[torch.Tensor], list[torch.Generator]]:
+        streams = generators()
+        trained = [
+            train_passes(mlp, theta[s : s + 1], *samples[s], streams[s], max_steps=steps, **settings)[0]
+            for s in range(len(sizes))
+        ]
+        return trained, streams
+
+    streams = generators()
+    together = train_passes_each(mlp, theta, samples, streams, max_steps=60, **settings)
+    trained, their_streams = alone(60)
+    torch.testing.assert_close(together, torch.stack(trained), rtol=1e-5, atol=1e-6)
+    for mine, theirs in zip(streams, their_streams):
+        assert torch.equal(mine.get_state(), theirs.get_state())
+    # the stack mixes networks that stop at the end of a pass with networks that run to the step limit
+    stopped = [torch.equal(a, b) for a, b in zip(trained, alone(90)[0])]
+    assert any(stopped) and not all(stopped)
 
 
 def test_full_covariance_is_refused_when_it_would_not_fit():

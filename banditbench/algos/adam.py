@@ -26,6 +26,10 @@ class Adam:
         self.v = torch.zeros_like(theta)  # second raw moment v_t
         self.t = torch.zeros((), dtype=torch.float32, device=theta.device)  # step count, as the kernel reads it
 
+    def keep(self, rows: list[int]) -> None:
+        """Go on with these rows of θ only (θ, m and v become copies of them), at the same step count."""
+        self.theta, self.m, self.v = self.theta[rows], self.m[rows], self.v[rows]
+
     def step(self, gradient: torch.Tensor) -> None:
         self.t += 1
         torch._fused_adam_(

@@ -69,7 +69,7 @@ from banditbench.algos.neural import (
     torch_generator,
     train_adam,
     train_learners,
-    train_passes,
+    train_passes_each,
 )
 
 
@@ -242,28 +242,39 @@ class MCNB(Policy):
         return xs, rs
 
     def _adapt_code(self, groups: torch.Tensor) -> torch.Tensor:
-        """The code's adaptation: per arm, plain-SGD (lr 1e-2) single-sample steps over passes of the pooled data of
-        the arm's group, reshuffled every pass, until 100 steps or a pass's mean loss ≤ 1e-3; in place on Θ and
-        cumulative across arms; the last arm's group is kept."""
-        history = self.users.history
-        for i in range(groups.shape[0]):
-            members = torch.nonzero(groups[i] & (self.users.mu > 0)).flatten()
-            if len(members) == 0:
+        return self._adapt_code_each([self], [groups])[0]
+
+    @staticmethod
+    def _adapt_code_each(policies: list[MCNB], groups_each: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The code's adaptation of each policy (a lockstep group's members stacked, arm by arm, in one loop): per
+        arm, plain-SGD (lr 1e-2) single-sample steps over passes of the pooled data of the arm's group, reshuffled
+        every pass, until 100 steps or a pass's mean loss ≤ 1e-3; in place on Θ and cumulative across arms; the
+        last arm's group is kept. → each policy's Θ for every arm [K, p]."""
+        K = groups_each[0].shape[0]
+        for i in range(K):
+            stepping, samples = [], []
+            for policy, groups in zip(policies, groups_each):
+                members = torch.nonzero(groups[i] & (policy.users.mu > 0)).flatten()
+                if len(members):
+                    stepping.append(policy)
+                    samples.append(policy.users.history.of(*members.tolist()))
+            if not stepping:
                 continue
-            x, r = history.of(*members.tolist())
-            self.Theta = train_passes(
-                self.mlp,
-                self.Theta[None],
-                x,
-                r,
-                self.generator,
+            trained = train_passes_each(
+                stepping[0].mlp,
+                torch.stack([policy.Theta for policy in stepping]),
+                samples,
+                [policy.generator for policy in stepping],
                 lr=1e-2,
                 optimiser="sgd",
                 max_steps=100,
                 reshuffle=True,
-            )[0]
-        self._code_group = groups[-1].clone()
-        return self.Theta.expand(groups.shape[0], -1)
+            )
+            for policy, Theta in zip(stepping, trained):
+                policy.Theta = Theta
+        for policy, groups in zip(policies, groups_each):
+            policy._code_group = groups[-1].clone()
+        return [policy.Theta.expand(K, -1) for policy in policies]
 
     # (3) the UCB's estimate and meta-side gradient distance
     def _estimates_and_distances(self, thetas: torch.Tensor, Theta0: torch.Tensor, x: torch.Tensor):
@@ -284,20 +295,28 @@ class MCNB(Policy):
         return arms.f.reshape(*thetas.shape[:-2], 2 * K)[..., :K], (G[..., :K, :] - G[..., K:, :]).norm(dim=-1)
 
     def select(self, view, budget):
-        clock = time.perf_counter
-        user = view.user
-        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        if self.block is None:
-            self._start_blocks(view)
-        t0 = clock()
-        groups = self._clusters(user, x)
-        t1 = clock()
+        x, groups = self._clustered(view)
+        t0 = time.perf_counter()
         if self.meta_every_10th_in_place:
             thetas = self._adapt_code(groups) if view.t % 10 == 0 else self.Theta.expand(len(x), -1)
         else:
             thetas = self._adapt(groups)
-        t2 = clock()
-        # (3) UCB with the adapted Θ_{t,i}, every arm at once
+        self.last_timings["meta_adaptation"] = time.perf_counter() - t0
+        return self._choose(view, x, groups, thetas)
+
+    def _clustered(self, view) -> tuple[torch.Tensor, torch.Tensor]:
+        """The round's arms x [K, d] and (1), their groups [K, n]."""
+        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+        if self.block is None:
+            self._start_blocks(view)
+        t0 = time.perf_counter()
+        groups = self._clusters(view.user, x)
+        self.last_timings["clustering"] = time.perf_counter() - t0
+        return x, groups
+
+    def _choose(self, view, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
+        """(3) the UCB with the adapted Θ_{t,i}, every arm at once, and the chosen arm."""
+        user = view.user
         self.served[user] += 1
         if self.code_exploration:
             arms = ArmGradients(self.mlp, thetas, x)
@@ -315,8 +334,6 @@ class MCNB(Policy):
             self._code_group if (self.meta_every_10th_in_place and self._code_group is not None) else groups[chosen]
         )
         self._x, self._arm = self._sample(x, chosen), chosen
-        self.last_timings["clustering"] = t1 - t0
-        self.last_timings["meta_adaptation"] = t2 - t1
         return chosen
 
     def update(self, view, chosen, reward):
@@ -348,28 +365,39 @@ class MCNB(Policy):
             self.Theta = train_adam(self.mlp, self.Theta[None], batches, lr=self.lr)[0]
 
     def _train_code(self, user: int) -> None:
-        """``code_training``: Θ on the pooled data (with ``meta_pooled_training``), then u_t's learner alone (u_t has
-        just observed, so neither is empty)."""
-        history = self.users.history
-        if self.meta_pooled_training:
-            x, r = history.all_rows()
-            self.Theta = train_passes(
-                self.mlp,
-                self.Theta[None],
-                x,
-                r,
-                self.generator,
-                lr=self.lr,
+        self._train_code_each([self], [user])
+
+    @staticmethod
+    def _train_code_each(policies: list[MCNB], users: list[int]) -> None:
+        """``code_training`` of each policy (a lockstep group's members stacked in one loop): Θ on the pooled data
+        (with ``meta_pooled_training``), then u_t's learner alone (u_t has just observed, so neither is empty)."""
+        first, generators = policies[0], [policy.generator for policy in policies]
+        if first.meta_pooled_training:
+            trained = train_passes_each(
+                first.mlp,
+                torch.stack([policy.Theta for policy in policies]),
+                [policy.users.history.all_rows() for policy in policies],
+                generators,
+                lr=first.lr,
                 optimiser="adam",
                 max_steps=1000,
                 reshuffle=True,
-            )[0]
-        x, r = history.of(user)
-        theta = self.users.theta[user : user + 1]
-        self.users.theta[user] = train_passes(
-            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=500
-        )[0]
-        self.users.trained_counts[user] = len(r)
+            )
+            for policy, Theta in zip(policies, trained):
+                policy.Theta = Theta
+        samples = [policy.users.history.of(user) for policy, user in zip(policies, users)]
+        trained = train_passes_each(
+            first.mlp,
+            torch.stack([policy.users.theta[user] for policy, user in zip(policies, users)]),
+            samples,
+            generators,
+            lr=first.lr,
+            optimiser="adam",
+            max_steps=500,
+        )
+        for policy, user, theta, (_, r) in zip(policies, users, trained, samples):
+            policy.users.theta[user] = theta
+            policy.users.trained_counts[user] = len(r)
 
     @classmethod
     def lockstep(cls, policies):
@@ -403,6 +431,8 @@ class MCNBLockstep(TrainingLockstep):
 
     def select(self, views, budgets):
         if not self.batched:
+            if self.policies[0].meta_every_10th_in_place and views[0].t % 10 == 0:
+                return self._select_adapting_code(views)
             return super().select(views, budgets)
         clock = time.perf_counter
         policies, first = self.policies, self.policies[0]
@@ -431,6 +461,20 @@ class MCNBLockstep(TrainingLockstep):
             policy._group, policy._x, policy._arm = groups[i, arm], policy._sample(x[i], arm), arm
             policy.last_timings["clustering"] = (t1 - t0) / S
             policy.last_timings["meta_adaptation"] = (t2 - t1) / S
+        return chosen
+
+    def _select_adapting_code(self, views) -> list[int]:
+        """A round of the code's adaptation (``meta_every_10th_in_place``, every 10th round): each member clusters
+        and chooses alone, and the members' adaptations run stacked, arm by arm."""
+        policies = self.policies
+        rounds = [policy._clustered(view) for policy, view in zip(policies, views)]
+        t0 = time.perf_counter()
+        thetas = MCNB._adapt_code_each(policies, [groups for _, groups in rounds])
+        seconds = (time.perf_counter() - t0) / len(policies)
+        chosen = []
+        for policy, view, (x, groups), theta in zip(policies, views, rounds, thetas):
+            policy.last_timings["meta_adaptation"] = seconds
+            chosen.append(policy._choose(view, x, groups, theta))
         return chosen
 
     def _clusters(self, users: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -58,6 +58,7 @@ from banditbench.algos.neural import (
     torch_generator,
     train_learners,
     train_passes,
+    train_passes_each,
 )
 
 META_UPDATES = ("fomaml", "pooled")
@@ -203,14 +204,31 @@ class MetaBan(Policy):
                 self.users.train(start=self._user_start())
 
     def _train_code(self, user: int) -> None:
-        """``code_training``'s user-learner: u_t's alone, from its Alg. 3 start, on its own history."""
-        x, r = self.users.history.of(user)
-        start = self._user_start()
-        theta = (self.users.theta[user] if start is None else start)[None]
-        self.users.theta[user] = train_passes(
-            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="adam", max_steps=1000
-        )[0]
-        self.users.trained_counts[user] = len(r)
+        self._train_code_each([self], [user])
+
+    @staticmethod
+    def _train_code_each(policies: list[MetaBan], users: list[int]) -> None:
+        """``code_training``'s user-learner of each policy (a lockstep group's members stacked in one loop): u_t's
+        alone, from its Alg. 3 start, on its own history."""
+        samples = [policy.users.history.of(user) for policy, user in zip(policies, users)]
+        starts = [policy._user_start() for policy in policies]
+        trained = train_passes_each(
+            policies[0].mlp,
+            torch.stack(
+                [
+                    policy.users.theta[user] if start is None else start
+                    for policy, user, start in zip(policies, users, starts)
+                ]
+            ),
+            samples,
+            [policy.generator for policy in policies],
+            lr=policies[0].lr,
+            optimiser="adam",
+            max_steps=1000,
+        )
+        for policy, user, theta, (_, r) in zip(policies, users, trained, samples):
+            policy.users.theta[user] = theta
+            policy.users.trained_counts[user] = len(r)
 
     def _observe(self, view, reward) -> None:
         members = (

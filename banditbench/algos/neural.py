@@ -280,11 +280,11 @@ class MLP:
         layers = self.layers(theta)
         return self.output(layers, self.activations(theta, x, layers))
 
-    def backprop(self, theta: torch.Tensor, x: torch.Tensor, out_grad):
+    def backprop(self, theta: torch.Tensor, x: torch.Tensor, out_grad, layers=None):
         """One forward and one backward pass: (f, hs, δs) with hs the layer inputs (``activations``) and
         δ_l = ∂(Σ_k c_k f(x_k; θ)) / ∂(pre-activation of layer l), c = ``out_grad(f)`` [..., k]:
         δ_L = c, δ_{l−1} = (δ_l W_l) ⊙ 1[h_{l−1} > 0], the mask applied by autograd's own ReLU backward kernel."""
-        layers = self.layers(theta)
+        layers = layers or self.layers(theta)
         hs = self.activations(theta, x, layers)
         f = self.output(layers, hs)
         deltas = [out_grad(f)[..., None]]
@@ -294,17 +294,25 @@ class MLP:
             deltas.append(torch.ops.aten.threshold_backward(back, hs[l], 0))
         return f, hs, deltas[::-1]
 
-    def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
+    def gradient(
+        self, theta: torch.Tensor, x: torch.Tensor, out_grad, layers=None, out=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(f, ∇_θ Σ_k c_k f(x_k; θ)) with c_k = ``out_grad(f)``: θ [..., p], x [..., k, d] → f [..., k], gradient
         [..., p], the leading dimensions of θ and x broadcast (one gradient per network; the sum runs over k only).
 
         "closed" (default): the closed form of backpropagation, the gradient of W_l being Σ_k δ_{l,k} h_{l−1,k}ᵀ, one
-        batched matmul per layer — no autograd graph. "batched" / "vmap": autograd (the tested reference)."""
+        batched matmul per layer — no autograd graph. "batched" / "vmap": autograd (the tested reference).
+
+        A loop of many small steps on one θ passes θ's ``layers`` and ``out`` = (a gradient buffer [..., p], its
+        ``layers``), so that they are not cut again on every step (a fifth of a single-sample step)."""
         if self.gradients != "closed":
             return autograd_gradient(self.forward, theta, x, out_grad)
-        f, hs, deltas = self.backprop(theta, x, out_grad)
-        gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
-        for (W_grad, b_grad), delta, h in zip(self.layers(gradient), deltas, hs):
+        f, hs, deltas = self.backprop(theta, x, out_grad, layers)
+        if out is None:
+            gradient = torch.empty(*deltas[0].shape[:-2], self.p, device=f.device)
+            out = gradient, self.layers(gradient)
+        gradient, gradient_layers = out
+        for (W_grad, b_grad), delta, h in zip(gradient_layers, deltas, hs):
             # Σ_k δ_k h_kᵀ, computed in the orientation with the longer result rows (MKL is much faster so for
             # small matrices; the transposed copy is then cheap, and avoided for wide inputs such as MNIST's)
             if isinstance(h, BlockRows):
@@ -574,11 +582,17 @@ def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[t
 
 
 def train_passes(
+    mlp: MLP, theta: torch.Tensor, x: torch.Tensor, r: torch.Tensor, generator: torch.Generator, **settings
+) -> torch.Tensor:
+    """``train_passes_each`` of one network: θ [1, p] on x [n, d], r [n] → trained θ [1, p]."""
+    return train_passes_each(mlp, theta, [(x, r)], [generator], **settings)
+
+
+def train_passes_each(
     mlp: MLP,
     theta: torch.Tensor,
-    x: torch.Tensor,
-    r: torch.Tensor,
-    generator: torch.Generator,
+    samples: list[tuple[torch.Tensor, torch.Tensor]],
+    generators: list[torch.Generator],
     *,
     lr: float,
     optimiser: str,
@@ -587,33 +601,78 @@ def train_passes(
     weight_decay: float = 0.0,
     reshuffle: bool = False,
 ) -> torch.Tensor:
-    """Single-sample steps on (f(x; θ) − r)² over passes of the whole history x [n, d], r [n] in one shuffled
-    order (``reshuffle``: a new order every pass), until ``max_steps`` steps or the end of a pass whose mean loss is
-    ≤ ``tolerance`` (the Ban-family training loop). ``optimiser`` "sgd" or "adam" (fresh per call);
-    ``weight_decay`` adds λθ to each gradient, as torch.optim's (L2) weight decay. θ [1, p] → trained θ [1, p]."""
+    """The Ban-family training loop of S networks θ [S, p] at once, network s on its own samples x_s [n_s, d],
+    r_s [n_s] (none empty) in orders drawn from its own generator: single-sample steps on (f(x; θ) − r)² over
+    passes of the samples in one shuffled order (``reshuffle``: a new order every pass), until ``max_steps`` steps
+    or the end of a pass whose mean loss is ≤ ``tolerance``. ``optimiser`` "sgd" or "adam" (fresh per call);
+    ``weight_decay`` adds λθ to each gradient, as torch.optim's (L2) weight decay.
+
+    Networks that have not stopped step together, so on step k network s is at position k mod n_s of its pass;
+    a stopped network leaves the stack. Each gets what training it alone gives, up to the rounding of batched
+    products (exactly that for S = 1). → trained θ [S, p]."""
     theta = theta.detach().clone()
-    adam = Adam(theta, lr=lr) if optimiser == "adam" else None
-    order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
-    steps = 0
-    while True:
-        if reshuffle and steps:
-            order = torch.randperm(len(r), generator=generator, device=r.device).tolist()
-        pass_loss = 0.0
-        for i in order:
-            f, gradient = mlp.gradient(theta, x[i][None, None], lambda f: 2 * (f - r[i]))
-            if weight_decay:
-                gradient.add_(theta, alpha=weight_decay)
-            if adam is None:
-                theta.add_(gradient, alpha=-lr)
-            else:
-                adam.step(gradient)
-            loss = float((f - r[i]) ** 2)
-            pass_loss += loss
-            steps += 1
-            if steps >= max_steps:
+    device = theta.device
+    sizes = [len(r) for _, r in samples]
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
+    x_all, r_all = torch.cat([x for x, _ in samples]), torch.cat([r for _, r in samples])
+    plan = torch.empty(max_steps, len(samples), dtype=torch.long, device=device)  # the sample of every step
+
+    def shuffle(column: int, s: int, step: int) -> None:
+        """Network s's order from ``step`` on: its next pass (``reshuffle``) or every pass to come."""
+        order = torch.randperm(sizes[s], generator=generators[s], device=device) + starts[s]
+        span = min(sizes[s], max_steps - step) if reshuffle else max_steps - step
+        plan[step : step + span, column] = order[torch.arange(span, device=device) % sizes[s]]
+
+    def views(live: torch.Tensor) -> dict:
+        """The layers of the stepping networks and of a gradient buffer, cut once per stack (closed form only)."""
+        if not (isinstance(mlp, MLP) and mlp.gradients == "closed"):
+            return {}
+        buffer = torch.empty_like(live)
+        return {"layers": mlp.layers(live), "out": (buffer, mlp.layers(buffer))}
+
+    members = list(range(len(samples)))  # the networks still stepping, in the order of live's rows
+    for s in members:
+        shuffle(s, s, 0)
+    live = theta.clone()
+    adam = Adam(live, lr=lr) if optimiser == "adam" else None
+    live_views = views(live)
+    pass_loss = torch.zeros(len(samples), dtype=torch.float64, device=device)
+    for step in range(max_steps):
+        rows = plan[step]
+        x, r = x_all.index_select(0, rows)[:, None, :], r_all.index_select(0, rows)
+        f, gradient = mlp.gradient(live, x, lambda f: 2 * (f - r[:, None]), **live_views)
+        if weight_decay:
+            gradient.add_(live, alpha=weight_decay)
+        if adam is None:
+            live.add_(gradient, alpha=-lr)
+        else:
+            adam.step(gradient)
+        pass_loss += (f[:, 0] - r).square().double()
+        ending = [i for i, s in enumerate(members) if (step + 1) % sizes[s] == 0]
+        if step == max_steps - 1 or not ending:
+            continue
+        stopped = []
+        for i, loss in zip(ending, pass_loss[ending].tolist()):
+            if loss / sizes[members[i]] <= tolerance:
+                stopped.append(i)
+            else:  # another pass
+                pass_loss[i] = 0.0
+                if reshuffle:
+                    shuffle(i, members[i], step + 1)
+        if stopped:
+            theta[[members[i] for i in stopped]] = live[stopped]
+            keep = [i for i in range(len(members)) if i not in stopped]
+            if not keep:
                 return theta
-        if pass_loss / len(order) <= tolerance:
-            return theta
+            members, plan, pass_loss = [members[i] for i in keep], plan[:, keep], pass_loss[keep]
+            if adam is None:
+                live = live[keep]
+            else:
+                adam.keep(keep)
+                live = adam.theta
+            live_views = views(live)
+    theta[members] = live
+    return theta
 
 
 class DiagonalCovariance:
@@ -744,8 +803,8 @@ def train_learners(learners: list[UserLearners], starts: list, users: torch.Tens
 
 class TrainingLockstep(Lockstep):
     """The update of neural policies in lockstep: every member records its feedback (``_observe``); then, on a
-    scheduled round, the members train together (``train_together``), or with ``code_training`` one by one by the
-    authors' single-sample loop (``_train_code``)."""
+    scheduled round, the members train together (``train_together``), or with ``code_training`` by the authors'
+    single-sample loop, their networks stacked in one loop (the policy's ``_train_code_each``)."""
 
     def update(self, views, chosen, rewards):
         policies = self.policies
@@ -754,8 +813,7 @@ class TrainingLockstep(Lockstep):
         if not is_training_round(views[0].t, policies[0].schedule):
             return
         if policies[0].code_training:
-            for policy, view in zip(policies, views):
-                policy._train_code(view.user)
+            policies[0]._train_code_each(policies, [view.user for view in views])
         else:
             self.train_together(views)
 

@@ -54,7 +54,7 @@ from banditbench.algos.neural import (
     start_blocks,
     torch_generator,
     train_jobs,
-    train_passes,
+    train_passes_each,
 )
 from banditbench.errors import UserError
 
@@ -212,14 +212,25 @@ class NeuralUCB(Policy):
         return TrainingJob(self.theta[models], rows, self.history, anchor=(scale, self.theta0[models]), models=models)
 
     def _train_code(self, user: int) -> None:
-        """The authors' loop (``code_training``) on the served user's network."""
-        model = self._model(user)
-        x, r = self.history.of(model)
-        theta = self.theta[model : model + 1]
-        self.theta[model] = train_passes(
-            self.mlp, theta, x, r, self.generator, lr=self.lr, optimiser="sgd", max_steps=500
-        )[0]
-        self.trained_counts[model] = self.history.counts[model]
+        self._train_code_each([self], [user])
+
+    @staticmethod
+    def _train_code_each(policies: list[NeuralUCB], users: list[int]) -> None:
+        """The authors' loop (``code_training``) on each policy's served network, the networks stacked in one loop
+        (``neural.train_passes_each``)."""
+        models = [policy._model(user) for policy, user in zip(policies, users)]
+        trained = train_passes_each(
+            policies[0].mlp,
+            torch.stack([policy.theta[model] for policy, model in zip(policies, models)]),
+            [policy.history.of(model) for policy, model in zip(policies, models)],
+            [policy.generator for policy in policies],
+            lr=policies[0].lr,
+            optimiser="sgd",
+            max_steps=500,
+        )
+        for policy, model, theta in zip(policies, models, trained):
+            policy.theta[model] = theta
+            policy.trained_counts[model] = policy.history.counts[model]
 
     def _trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
         self.theta[job.models] = theta
