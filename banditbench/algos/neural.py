@@ -313,14 +313,18 @@ class MLP:
             out = gradient, self.layers(gradient)
         gradient, gradient_layers = out
         for (W_grad, b_grad), delta, h in zip(gradient_layers, deltas, hs):
-            # Σ_k δ_k h_kᵀ, computed in the orientation with the longer result rows (MKL is much faster so for
-            # small matrices; the transposed copy is then cheap, and avoided for wide inputs such as MNIST's)
+            # Σ_k δ_k h_kᵀ: for one sample (k = 1) an outer product, written in place; otherwise a matmul in the
+            # orientation with the longer result rows (MKL is much faster so for small matrices; the transposed
+            # copy is then cheap, and avoided for wide inputs such as MNIST's)
+            single = delta.shape[-2] == 1
             if isinstance(h, BlockRows):
                 h.weight_gradient(delta, W_grad)
+            elif single:
+                torch.mul(delta.mT, h, out=W_grad)
             else:
                 W_grad.copy_(delta.mT @ h if h.shape[-1] >= delta.shape[-1] else (h.mT @ delta).mT)
             if b_grad is not None:
-                b_grad.copy_(delta.sum(-2, keepdim=True))
+                b_grad.copy_(delta if single else delta.sum(-2, keepdim=True))
         return f, gradient
 
     def _f_single(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
