@@ -614,7 +614,6 @@ def train_passes_each(
     Networks that have not stopped step together, so on step k network s is at position k mod n_s of its pass;
     a stopped network leaves the stack. Each gets what training it alone gives, up to the rounding of batched
     products (exactly that for S = 1). → trained θ [S, p]."""
-    theta = theta.detach().clone()
     device = theta.device
     sizes = [len(r) for _, r in samples]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
@@ -637,7 +636,7 @@ def train_passes_each(
     members = list(range(len(samples)))  # the networks still stepping, in the order of live's rows
     for s in members:
         shuffle(s, s, 0)
-    live = theta.clone()
+    trained, live = torch.empty_like(theta), theta.detach().clone()
     adam = Adam(live, lr=lr) if optimiser == "adam" else None
     live_views = views(live)
     pass_loss = torch.zeros(len(samples), dtype=torch.float64, device=device)
@@ -664,10 +663,10 @@ def train_passes_each(
                 if reshuffle:
                     shuffle(i, members[i], step + 1)
         if stopped:
-            theta[[members[i] for i in stopped]] = live[stopped]
+            trained[[members[i] for i in stopped]] = live[stopped]
             keep = [i for i in range(len(members)) if i not in stopped]
             if not keep:
-                return theta
+                return trained
             members, plan, pass_loss = [members[i] for i in keep], plan[:, keep], pass_loss[keep]
             if adam is None:
                 live = live[keep]
@@ -675,8 +674,8 @@ def train_passes_each(
                 adam.keep(keep)
                 live = adam.theta
             live_views = views(live)
-    theta[members] = live
-    return theta
+    trained[members] = live
+    return trained
 
 
 class DiagonalCovariance:
