@@ -1,14 +1,15 @@
 """The lockstep engine against the units engine: time, and whether the results differ.
 
     .venv/bin/python benchmarks/lockstep.py [--algos neuucb-one,neuucb-ind] [--seeds 10] [--rounds 3000] [--jobs 1]
-                                            [--seed 0] [--datasets DIR]
+                                            [--seed 0] [--datasets DIR] [--set ALGO.NAME=VALUE ...]
 
 Prepares MovieLens-100K from DATASETS/movielens-100k (the recommendation protocol, 50 groups, K = 10, d = 10), then
 per algorithm runs ``banditbench run --engine units`` and ``--engine lockstep`` in fresh processes (A B, then B A
 again, the best of the two kept), and prints for each engine the wall and CPU seconds of the process tree and the
 CPU seconds per 1 000 seed-rounds; then the speed-up, the share of rounds whose choice is the same under both
 engines, the mean final regret of each and the paired t-test and Wilcoxon p-values between them over the seeds
-(the report's tests: seeds pair up, as they share users and rewards)."""
+(the report's tests: seeds pair up, as they share users and rewards). ``--set`` passes hyper-parameters to both
+engines' runs, as ``banditbench run --set`` does."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def timed_run(algorithm: str, engine: str, args, data_dir: Path, out: Path) -> t
         str(out),
         "--overwrite",
     ]
+    for setting in args.set:
+        command += ["--set", setting]
     wall, cpu, returncode = timed(command, interval=0.1)
     if returncode:
         sys.exit(f"{' '.join(command[2:])} failed (exit {returncode})")
@@ -57,7 +60,8 @@ def timed_run(algorithm: str, engine: str, args, data_dir: Path, out: Path) -> t
 
 def outcomes(out: Path, algorithm: str, seeds: int) -> tuple[np.ndarray, np.ndarray]:
     """Chosen arms [seeds, T] and final cumulative regret [seeds]."""
-    tables = [pq.read_table(out / "shards" / f"{algorithm}-seed{i}.parquet") for i in range(seeds)]
+    # a run with --set names its shards ALGO-<settings digest>-seedI
+    tables = [pq.read_table(next((out / "shards").glob(f"{algorithm}*-seed{i}.parquet"))) for i in range(seeds)]
     chosen = np.stack([t["chosen"].to_numpy() for t in tables])
     return chosen, np.array([t["regret"].to_numpy().sum() for t in tables])
 
@@ -70,6 +74,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0, help="master seed")
     parser.add_argument("--datasets", type=Path, default=SHARED, help="folder of the raw datasets")
+    parser.add_argument("--set", action="append", default=[], help="hyper-parameter ALGO.NAME=VALUE (repeatable)")
     args = parser.parse_args()
 
     from banditbench.report.stats import paired_pvalues
