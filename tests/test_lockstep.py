@@ -109,6 +109,19 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
         np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
 
 
+def test_metaban_members_with_different_meta_rates_run_their_code_loops_apart_and_choose_as_alone(dataset):
+    # η₂ is the learning rate of the code's meta loop: members with the same η₂ share one stacked loop
+    base = {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}
+    group = units("metaban", 2, 25, params={**base, "eta2": 1e-2}) + units(
+        "metaban", 2, 25, params={**base, "eta2": 1e-3}
+    )
+    assert group_units(group, "lockstep") == [group]
+    for unit, result in zip(group, run_group(group, dataset)):
+        alone = run_unit(unit, dataset).outcome
+        assert result.outcome.column("chosen").equals(alone.column("chosen")), unit.id
+        np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())
+
+
 @pytest.mark.parametrize(
     "algorithm,params", [("cmlb", {"horizon": 20}), ("sclb", {"C": 0.01}), ("pmlb", {"horizon": 400})]
 )

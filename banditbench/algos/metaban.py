@@ -57,7 +57,6 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_learners,
-    train_passes,
     train_passes_each,
 )
 
@@ -168,20 +167,44 @@ class MetaBan(Policy):
             thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
         return thetas
 
-    def _train_meta_code(self, group: torch.Tensor) -> torch.Tensor:
-        """``code_training``'s meta network: Θ trained on the pooled histories of the (last arm's) group's members."""
-        x, r = self.users.history.of(*torch.nonzero(group).flatten().tolist())
-        if len(r):
-            self.Theta = train_passes(
-                self.mlp, self.Theta[None], x, r, self.generator, lr=self.eta2, optimiser="adam", max_steps=1000
-            )[0]
-        return self.Theta
+    @staticmethod
+    def _train_meta_code_each(policies: list[MetaBan], groups: list[torch.Tensor]) -> list[torch.Tensor]:
+        """``code_training``'s meta network of each policy: Θ trained on the pooled histories of its (last arm's)
+        group's members. The policies with data and the same η₂ (the loop's learning rate) run as one loop."""
+        samples = [
+            policy.users.history.of(*torch.nonzero(group).flatten().tolist()) for policy, group in zip(policies, groups)
+        ]
+        for eta2 in sorted({policy.eta2 for policy in policies}):
+            stepping = [i for i, policy in enumerate(policies) if policy.eta2 == eta2 and len(samples[i][1])]
+            if not stepping:
+                continue
+            trained = train_passes_each(
+                policies[0].mlp,
+                torch.stack([policies[i].Theta for i in stepping]),
+                [samples[i] for i in stepping],
+                [policies[i].generator for i in stepping],
+                lr=eta2,
+                optimiser="adam",
+                max_steps=1000,
+            )
+            for i, Theta in zip(stepping, trained):
+                policies[i].Theta = Theta
+        return [policy.Theta for policy in policies]
 
     def select(self, view, budget):
-        user = view.user
+        x, groups = self._arms_and_groups(view)
+        if self.code_training:
+            thetas = self._train_meta_code_each([self], [groups[-1]])[0].expand(len(x), -1)
+        else:
+            thetas = self._adapt(groups)
+        return self._choose(x, groups, thetas)
+
+    def _arms_and_groups(self, view) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        groups = self._groups(user, x)
-        thetas = self._train_meta_code(groups[-1]).expand(len(x), -1) if self.code_training else self._adapt(groups)
+        return x, self._groups(view.user, x)
+
+    def _choose(self, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
+        """The UCB of every arm with its Θ_{t,i}, and the chosen arm."""
         K = len(x)
         if self.ucb == "grad_norm":
             arms = ArmGradients(self.mlp, thetas, x)
@@ -255,7 +278,21 @@ class MetaBan(Policy):
 
 class MetaBanLockstep(TrainingLockstep):
     """Meta-Ban's members in lockstep (seeds, and grid cells of γ, ν, α, λ and η₂): on a training round every
-    member's user-learners train in one Adam call; the rest stays each member's own."""
+    member's user-learners train in one Adam call, and the authors' single-sample loops (``code_training``) run
+    as one loop; the rest stays each member's own."""
+
+    def select(self, views, budgets):
+        """With ``code_training``, every member's meta network trains in one loop (``MetaBan._train_meta_code_each``)
+        before each scores its arms alone."""
+        policies = self.policies
+        if not policies[0].code_training:
+            return super().select(views, budgets)
+        rounds = [policy._arms_and_groups(view) for policy, view in zip(policies, views)]
+        Thetas = MetaBan._train_meta_code_each(policies, [groups[-1] for _, groups in rounds])
+        return [
+            policy._choose(x, groups, Theta.expand(len(x), -1))
+            for policy, (x, groups), Theta in zip(policies, rounds, Thetas)
+        ]
 
     def train_together(self, views) -> None:
         train_learners([policy.users for policy in self.policies], [policy._user_start() for policy in self.policies])
