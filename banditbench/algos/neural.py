@@ -650,7 +650,7 @@ def train_passes_each(
             live.add_(gradient, alpha=-lr)
         else:
             adam.step(gradient)
-        pass_loss += (f[:, 0] - r).square().double()
+        pass_loss.add_((f[:, 0] - r).square())  # float32 losses summed in float64
         ending = [i for i, s in enumerate(members) if (step + 1) % sizes[s] == 0]
         if step == max_steps - 1 or not ending:
             continue
