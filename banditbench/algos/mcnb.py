@@ -414,8 +414,9 @@ class MCNBLockstep(TrainingLockstep):
     """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): every member's clustering, meta
     step and UCB in one batched pass each (the user-learners stacked [S, n, p], the meta networks [S, p]), and on a
     training round every member's user-learners trained in one Adam call. With the authors' per-arm switches
-    (``meta_every_10th_in_place``, ``group_cap``, ``code_exploration``) members select one by one. Times are the
-    group's, shared equally."""
+    (``meta_every_10th_in_place``, ``group_cap``, ``code_exploration``) members cluster and choose one by one, and
+    their adaptations every 10th round run as one loop; with ``code_training`` their training loops do too. Times
+    are the group's, shared equally."""
 
     def __init__(self, policies: list[MCNB]):
         super().__init__(policies)

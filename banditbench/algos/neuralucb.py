@@ -247,8 +247,9 @@ class NeuralUCB(Policy):
 class NeuralUCBLockstep(TrainingLockstep):
     """NeuralUCB's members in lockstep (seeds, and grid cells of ν and λ): every member's arms scored by one forward
     and backward pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only)
-    every member's networks trained by one Adam call. Each member keeps its own Z, history and generator, so the
-    choices are those of the members run one by one, up to the rounding of batched matrix products."""
+    every member's networks trained by one Adam call (with ``code_training``, the authors' loops as one loop). Each
+    member keeps its own Z, history and generator, so the choices are those of the members run one by one, up to
+    the rounding of batched matrix products."""
 
     def __init__(self, policies: list[NeuralUCB]):
         super().__init__(policies)
