@@ -52,11 +52,15 @@ OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
-    (  # the authors' switches: members cluster and choose alone, and adapt stacked every 10th round
+    (  # all the authors' switches: members cluster and choose alone, and adapt stacked every 10th round
         "mcnb",
         {
-            **{switch: True for switch in ("meta_every_10th_in_place", "group_cap", "code_exploration")},
-            **{switch: True for switch in ("code_threshold", "code_training", "meta_pooled_training")},
+            "meta_every_10th_in_place": True,
+            "group_cap": True,
+            "code_exploration": True,
+            "code_threshold": True,
+            "code_training": True,
+            "meta_pooled_training": True,
             "share_with_cluster": False,
             "schedule": "code",
         },
@@ -112,9 +116,7 @@ def test_a_lockstep_group_chooses_as_its_units_run_alone(dataset, algorithm, bas
 def test_metaban_members_with_different_meta_rates_run_their_code_loops_apart_and_choose_as_alone(dataset):
     # η₂ is the learning rate of the code's meta loop: members with the same η₂ share one stacked loop
     base = {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}
-    group = units("metaban", 2, 25, params={**base, "eta2": 1e-2}) + units(
-        "metaban", 2, 25, params={**base, "eta2": 1e-3}
-    )
+    group = [unit for eta2 in (1e-2, 1e-3) for unit in units("metaban", 2, 25, params={**base, "eta2": eta2})]
     assert group_units(group, "lockstep") == [group]
     for unit, result in zip(group, run_group(group, dataset)):
         alone = run_unit(unit, dataset).outcome
