@@ -52,6 +52,7 @@ OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
+    ("mcnb", {"group_cap": True, "code_exploration": True}, 60),  # members select alone
     (  # all the authors' switches: members cluster and choose alone, and adapt stacked every 10th round
         "mcnb",
         {
