@@ -69,6 +69,7 @@ from banditbench.algos.neural import (
     torch_generator,
     train_adam,
     train_learners,
+    train_learners_by_passes,
     train_passes_each,
 )
 
@@ -371,13 +372,13 @@ class MCNB(Policy):
     def _train_code_each(policies: list[MCNB], users: list[int]) -> None:
         """``code_training`` of each policy (a lockstep group's members stacked in one loop): Θ on the pooled data
         (with ``meta_pooled_training``), then u_t's learner alone (u_t has just observed, so neither is empty)."""
-        first, generators = policies[0], [policy.generator for policy in policies]
+        first = policies[0]
         if first.meta_pooled_training:
             trained = train_passes_each(
                 first.mlp,
                 torch.stack([policy.Theta for policy in policies]),
                 [policy.users.history.all_rows() for policy in policies],
-                generators,
+                [policy.generator for policy in policies],
                 lr=first.lr,
                 optimiser="adam",
                 max_steps=1000,
@@ -385,19 +386,8 @@ class MCNB(Policy):
             )
             for policy, Theta in zip(policies, trained):
                 policy.Theta = Theta
-        samples = [policy.users.history.of(user) for policy, user in zip(policies, users)]
-        trained = train_passes_each(
-            first.mlp,
-            torch.stack([policy.users.theta[user] for policy, user in zip(policies, users)]),
-            samples,
-            generators,
-            lr=first.lr,
-            optimiser="adam",
-            max_steps=500,
-        )
-        for policy, user, theta, (_, r) in zip(policies, users, trained, samples):
-            policy.users.theta[user] = theta
-            policy.users.trained_counts[user] = len(r)
+        learners = [policy.users for policy in policies]
+        train_learners_by_passes(learners, users, [None] * len(policies), max_steps=500)
 
     @classmethod
     def lockstep(cls, policies):

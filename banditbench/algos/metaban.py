@@ -57,6 +57,7 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_learners,
+    train_learners_by_passes,
     train_passes_each,
 )
 
@@ -233,25 +234,8 @@ class MetaBan(Policy):
     def _train_code_each(policies: list[MetaBan], users: list[int]) -> None:
         """``code_training``'s user-learner of each policy (a lockstep group's members stacked in one loop): u_t's
         alone, from its Alg. 3 start, on its own history."""
-        samples = [policy.users.history.of(user) for policy, user in zip(policies, users)]
-        starts = [policy._user_start() for policy in policies]
-        trained = train_passes_each(
-            policies[0].mlp,
-            torch.stack(
-                [
-                    policy.users.theta[user] if start is None else start
-                    for policy, user, start in zip(policies, users, starts)
-                ]
-            ),
-            samples,
-            [policy.generator for policy in policies],
-            lr=policies[0].lr,
-            optimiser="adam",
-            max_steps=1000,
-        )
-        for policy, user, theta, (_, r) in zip(policies, users, trained, samples):
-            policy.users.theta[user] = theta
-            policy.users.trained_counts[user] = len(r)
+        learners, starts = [policy.users for policy in policies], [policy._user_start() for policy in policies]
+        train_learners_by_passes(learners, users, starts, max_steps=1000)
 
     def _observe(self, view, reward) -> None:
         members = (

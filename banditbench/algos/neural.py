@@ -804,6 +804,26 @@ def train_learners(learners: list[UserLearners], starts: list, users: torch.Tens
             learner.trained(job, theta)
 
 
+def train_learners_by_passes(learners: list[UserLearners], users: list[int], starts: list, *, max_steps: int) -> None:
+    """The authors' loop for one user-learner of each policy (a lockstep group's members stacked in one loop,
+    ``train_passes_each``): learner ``users[i]`` of ``learners[i]``, from ``starts[i]`` (None: its own θ^u), by
+    single-sample Adam steps at the learners' lr over passes of its own history (not empty)."""
+    samples = [learner.history.of(user) for learner, user in zip(learners, users)]
+    start = [learner.theta[user] if at is None else at for learner, user, at in zip(learners, users, starts)]
+    trained = train_passes_each(
+        learners[0].mlp,
+        torch.stack(start),
+        samples,
+        [learner.generator for learner in learners],
+        lr=learners[0].lr,
+        optimiser="adam",
+        max_steps=max_steps,
+    )
+    for learner, user, theta, (_, r) in zip(learners, users, trained, samples):
+        learner.theta[user] = theta
+        learner.trained_counts[user] = len(r)
+
+
 class TrainingLockstep(Lockstep):
     """The update of neural policies in lockstep: every member records its feedback (``_observe``); then, on a
     scheduled round, the members train together (``train_together``), or with ``code_training`` by the authors'
