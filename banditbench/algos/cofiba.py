@@ -355,12 +355,7 @@ class COFIBALockstep(Lockstep):
         self.stack_members("items", "square_norms", "predicted", "spread", "item_graph", "item_label", "slot_of")
         self.alpha, self.alpha2 = self.per_member("alpha"), self.per_member("alpha2")
         self.members = np.arange(len(policies))
-        first = policies[0]
-        self.reference_ucb, self.reference_threshold, self.frozen_counts = (
-            first.reference_ucb,
-            first.reference_threshold,
-            first.frozen_counts,
-        )
+        self.first = policies[0]  # the settings every member shares (reference UCB and threshold, frozen counts)
         self.full = False  # whether every member's pool of item nodes is full: from then on the rounds are batched
         self._restack()
 
@@ -384,7 +379,7 @@ class COFIBALockstep(Lockstep):
         learners = np.repeat(self.members, K), slots.ravel()
         means, quad = (v.reshape(S, K) for v in self.groups.means_and_quadratic_forms(learners, arms.reshape(-1, dim)))
         self.nodes = nodes  # for update; the members' own ``_nodes`` are read only by their own update
-        return scores(means, quad, self.alpha[:, None], views[0].t, self.reference_ucb).argmax(axis=1).tolist()
+        return scores(means, quad, self.alpha[:, None], views[0].t, self.first.reference_ucb).argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
         if not self.full:
@@ -439,9 +434,9 @@ class COFIBALockstep(Lockstep):
         """``COFIBA._far`` of P rows at once: row p of member ``member[p]`` served user ``i[p]``."""
         rows = np.arange(len(i))
         gap = np.abs(predicted - predicted[rows, i][:, None])
-        if not self.reference_threshold:
+        if not self.first.reference_threshold:
             scale = self.alpha2[member] * np.sqrt(log_t)
             return gap > scale[:, None] * (spread + spread[rows, i][:, None])
-        count = np.zeros_like(predicted) if self.frozen_counts else self.users.count[member]
+        count = np.zeros_like(predicted) if self.first.frozen_counts else self.users.count[member]
         cb = 4 * np.sqrt(self.items.shape[2]) * club_confidence(count)
         return gap > cb + cb[rows, i][:, None]
