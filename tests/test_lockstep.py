@@ -269,6 +269,24 @@ def test_stacked_ridge_statistics_update_and_score_bit_for_bit_as_each_member_al
         for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
             assert np.array_equal(getattr(view, name), getattr(member, name)), name
     assert np.shares_memory(together[1].A_inv, stacked.A_inv)
+    # two kinds of learners of one member (DynUCB's 5 users and 2 clusters) in one stack: cluster c is learner 5 + c
+    users, clusters, alone_users, alone_clusters = (
+        RidgeStats(5, 3),
+        RidgeStats(2, 3),
+        RidgeStats(5, 3),
+        RidgeStats(2, 3),
+    )
+    joined = stack([users], [clusters])
+    for _ in range(10):
+        user, cluster, x, reward = rng.integers(5), rng.integers(2), rng.normal(size=3), rng.normal()
+        alone_users.update(user, x, reward)
+        alone_clusters.update(cluster, x, reward)
+        joined.update_each(
+            np.array([user, 5 + cluster]), np.array([x, x]), np.full(2, reward), members=np.zeros(2, int)
+        )
+    for view, member in ((users, alone_users), (clusters, alone_clusters)):
+        for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
+            assert np.array_equal(getattr(view, name), getattr(member, name)), name
 
 
 def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_statistics():

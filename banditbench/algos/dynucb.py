@@ -134,21 +134,24 @@ class DynUCB(Policy):
 class DynUCBLockstep(Lockstep):
     """DynUCB's members in lockstep (seeds, and grid cells of α and λ): their user and cluster statistics and labels
     stacked on a leading member axis (each member's arrays are views of the stacks), so a round's scores,
-    Sherman–Morrison updates and nearest-cluster searches are one numpy call each for the whole group. Only the
-    members whose user changes cluster continue alone, through their own ``_move``."""
+    Sherman–Morrison updates and nearest-cluster searches are one numpy call each for the whole group. A member's
+    users and clusters share one stack (cluster c after its N users), so the served user's and its cluster's
+    updates are one call too. Only the members whose user changes cluster continue alone, through their own
+    ``_move``."""
 
     def __init__(self, policies: list[DynUCB]):
         super().__init__(policies)
-        self.users = stack([policy.users for policy in policies])
-        self.groups = stack([policy.groups for policy in policies])
+        self.stats = stack([policy.users for policy in policies], [policy.groups for policy in policies])
+        self.n_users = policies[0].n_users  # cluster c is learner n_users + c of the stack
         self.stack_members("label")
         self.alpha = self.per_member("alpha")
         self.members = np.arange(len(policies))
+        self.twice = np.tile(self.members, 2)  # the members of a round's user and cluster updates
 
     def select(self, views, budgets):
         arms, served = self.read_arms(views)
-        at = self.members, self.label[self.members, served]
-        theta, A_inv, first = self.groups.theta[at], self.groups.A_inv[at], self.policies[0]
+        at = self.members, self.n_users + self.label[self.members, served]
+        theta, A_inv, first = self.stats.theta[at], self.stats.A_inv[at], self.policies[0]
         if first.reference_ucb:
             scores = means_each(theta, arms) + self.alpha[:, None] * quadratic_forms_each(A_inv, arms)
         else:
@@ -156,16 +159,18 @@ class DynUCBLockstep(Lockstep):
         return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
-        members, first = self.members, self.policies[0]
+        members, first, stats, N = self.members, self.policies[0], self.stats, self.n_users
         served, x, reward = self.played(chosen, rewards)
         old = self.label[members, served]
-        self.users.update_each(served, x, reward)
-        if not first.refresh_on_move:
-            self.groups.update_each(old, x, reward)
+        if first.refresh_on_move:
+            stats.update_each(served, x, reward)
+        else:  # the user's and its cluster's Sherman–Morrison updates, one batch
+            both = np.concatenate((served, N + old)), np.concatenate((x, x)), np.concatenate((reward, reward))
+            stats.update_each(*both, members=self.twice)
         if first.centroid == "ridge":
-            centres = self.groups.theta  # [S, K, d]
+            centres = stats.theta[:, N:]  # [S, K, d]
         else:
             centres = np.stack([policy._centres() for policy in self.policies])
-        new = distances(centres, self.users.theta[members, served][:, None]).argmin(axis=1)
+        new = distances(centres, stats.theta[members, served][:, None]).argmin(axis=1)
         for s in np.flatnonzero(new != old):
             self.policies[s]._move(int(served[s]), int(old[s]), int(new[s]))

@@ -162,24 +162,31 @@ def stacked_again(stacked: RidgeStats | None, members: list[RidgeStats]) -> Ridg
     return stacked
 
 
-def stack(members: list[RidgeStats]) -> RidgeStats:
+def stack(*parts: list[RidgeStats]) -> RidgeStats:
     """The members' statistics as one RidgeStats whose arrays carry a leading member axis ([S, n, d, d], …), for a
     lockstep group's batched updates (``update_each``), n the most learners of any member (the others padded with
     zeros, never read). Each member's arrays become views of its rows of the stack, so its own methods
-    (``assign``, ``pool``) and its checkpoints read and write the same numbers."""
+    (``assign``, ``pool``) and its checkpoints read and write the same numbers.
+
+    Several lists (each member's statistics of one kind, such as DynUCB's users and clusters) share the stack: a
+    member's learners of part j follow its learners of part j − 1 (from the row after the most learners of any
+    member in the parts before), so that one ``update_each`` updates learners of every part."""
+    members = parts[0]
+    sizes = [max(len(member.theta) for member in part) for part in parts]
     stacked = object.__new__(RidgeStats)
     stacked.ridge = np.array([member.ridge for member in members])
-    size = max(len(member.theta) for member in members)
+    offsets = np.cumsum([0, *sizes[:-1]]).tolist()
     for name in ARRAYS:
         first = getattr(members[0], name)
         if first is None:
             setattr(stacked, name, None)
             continue
-        joined = np.zeros((len(members), size, *first.shape[1:]), dtype=first.dtype)
-        for row, member in zip(joined, members):
-            own = getattr(member, name)
-            row[: len(own)] = own
-            setattr(member, name, row[: len(own)])
+        joined = np.zeros((len(members), sum(sizes), *first.shape[1:]), dtype=first.dtype)
+        for part, offset in zip(parts, offsets):
+            for row, member in zip(joined, part):
+                own = row[offset : offset + len(getattr(member, name))]
+                own[:] = getattr(member, name)
+                setattr(member, name, own)
         setattr(stacked, name, joined)
     return stacked
 
