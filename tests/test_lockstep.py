@@ -3,6 +3,7 @@ its batched arithmetic may differ, and that it records itself, checkpoints and r
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, tr
 from banditbench.algos.ridge import RidgeStats, stack
 from banditbench.algos.sclub import SCLUB
 from banditbench.data import load_dataset, synthetic
-from banditbench.envs.round import Budget, Round, RoundView
+from banditbench.envs import PROTOCOLS
+from banditbench.envs.round import Budget, Round, RoundView, each_round
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
 from banditbench.runner.unit import Unit, run_group, run_unit
@@ -26,6 +28,7 @@ from banditbench.runner.unit import Unit, run_group, run_unit
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import banditbench  # noqa: E402
 from test_checkpoints import table_bytes  # noqa: E402
+from test_movielens import prepare_fixture  # noqa: E402
 
 LOCKSTEP = {
     "neuucb-one": {"nu": 1.0, "lam": 0.5},
@@ -383,23 +386,53 @@ class CrashingCheckpoints(Checkpoints):
 
 
 @pytest.mark.parametrize(
-    "algorithm,params",
+    "algorithm,params,rounds,every",
     [
-        ("neuucb-one", {}),
-        ("club", {"alpha2": 0.1}),
-        ("linucb-ind", {}),
-        ("cofiba", {"alpha2": 0.1}),  # its pooled statistics grow, so the group stacks them again after the resume
-        ("cmlb", {"horizon": 5}),  # in the collaborative phase from round 5
+        ("neuucb-one", {}, 100, 30),
+        ("club", {"alpha2": 0.1}, 100, 30),
+        ("linucb-ind", {}, 100, 30),
+        ("cofiba", {"alpha2": 0.1}, 100, 30),  # its pooled statistics grow, so the group stacks them again on resume
+        ("cmlb", {"horizon": 5}, 100, 30),  # in the collaborative phase from round 5
+        # the environment's blocks of 1 024 rounds: checkpoints at 700 and 1 400 write part of a block, and the
+        # resumed group starts within the second block
+        ("dynucb", {}, 2600, 700),
     ],
 )
-def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(dataset, tmp_path, algorithm, params):
-    group = units(algorithm, 3, rounds=100, params=params)
+def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
+    dataset, tmp_path, algorithm, params, rounds, every
+):
+    group = units(algorithm, 3, rounds=rounds, params=params)
     uninterrupted = run_group(group, dataset)
     with pytest.raises(KeyboardInterrupt):
-        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 30))
-    resumed = run_group(group, dataset, checkpoints=Checkpoints(tmp_path, 30))
-    for before, after in zip(uninterrupted, resumed):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, every))
+    resumed = run_group(group, dataset, checkpoints=Checkpoints(tmp_path, every))
+    for unit, before, after in zip(group, uninterrupted, resumed):
         assert table_bytes(before.outcome) == table_bytes(after.outcome)
+        assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
+
+
+# the protocols whose environments hand out blocks of rounds (``env.blocks``), and the dataset each is tested on
+BLOCKS = {"linear": "synthetic", "cosine": "synthetic", "recommendation": "movielens"}
+
+
+def test_environments_hand_out_in_blocks_the_rounds_they_give_one_by_one(dataset, tmp_path):
+    # the runner takes a lockstep group's one-arm rounds from ``blocks`` wherever the environment has it, and a unit
+    # alone's from ``rounds``: an environment that gives other rounds one by one must not inherit ``blocks``
+    offering = {
+        name for name, info in PROTOCOLS.items() if not info.slate and getattr(info.environment, "blocks", None)
+    }
+    assert offering == set(BLOCKS)
+    datasets = {"synthetic": dataset, "movielens": prepare_fixture(tmp_path)[0]}
+    for protocol, name in BLOCKS.items():
+        environment = PROTOCOLS[protocol].environment
+        one_by_one = environment(datasets[name], np.random.SeedSequence(5)).rounds(2100)
+        in_blocks = environment(datasets[name], np.random.SeedSequence(5)).blocks(2100)
+        pairs = list(itertools.zip_longest(one_by_one, each_round(in_blocks)))
+        assert len(pairs) == 2100
+        for a, b in pairs:
+            assert (a.t, a.user, a.group) == (b.t, b.user, b.group), protocol
+            for field in ("arms", "rewards", "expected", "user_features"):
+                assert np.array_equal(getattr(a, field), getattr(b, field)), (protocol, field)
 
 
 def test_run_with_lockstep_records_the_engine_and_writes_every_shard(data_dir, tmp_path):
@@ -437,3 +470,15 @@ def test_the_memory_check_counts_every_member_of_the_groups_running_at_once(data
         experiment.check_sizes(planned, jobs=2, engine="lockstep")
     monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 10)
     experiment.check_sizes(planned, jobs=2, engine="lockstep")
+
+
+@pytest.mark.parametrize("algorithm", ["linucb-ind", "neu-au"])
+def test_a_group_on_recommendation_blocks_chooses_as_its_units_alone(tmp_path, algorithm):
+    # the group's views of a block carry every member's pool features (NeuA+U reads them); its rounds come a block at
+    # a time, its units' one by one
+    dataset = prepare_fixture(tmp_path)[0]
+    group = [Unit("movielens", "recommendation", algorithm, {}, 0, i, 60, None) for i in range(2)]
+    for unit, result in zip(group, run_group(group, dataset)):
+        alone = run_unit(unit, dataset).outcome
+        assert result.outcome.column("chosen").equals(alone.column("chosen")), unit.id
+        np.testing.assert_allclose(result.outcome["regret"].to_numpy(), alone["regret"].to_numpy())

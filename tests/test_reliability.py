@@ -177,17 +177,17 @@ def test_a_non_finite_expected_reward_fails_the_unit_with_its_round_and_algorith
     from banditbench.envs import PROTOCOLS
 
     environment = PROTOCOLS["linear"].environment
-    rounds = environment.rounds
+    blocks = environment.blocks  # its rounds, one by one or a block at a time
 
     def poisoned(self, T):
-        for rnd in rounds(self, T):
-            if rnd.t == 7:
-                rnd.expected[:] = np.nan
-            yield rnd
+        for block in blocks(self, T):
+            if block.t <= 7 < block.t + len(block):
+                block.expected[7 - block.t] = np.nan
+            yield block
 
     unit = plan(data_dir=data_dir, **SETTINGS).units[2]  # linucb-ind, seed 0
     with (
-        mock.patch.object(environment, "rounds", poisoned),
+        mock.patch.object(environment, "blocks", poisoned),
         pytest.raises(UserError, match="linucb-ind produced a non-finite expected_reward .* at round 7"),
     ):
         run_unit(unit, dataset)

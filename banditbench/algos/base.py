@@ -10,7 +10,7 @@ import numpy as np
 
 from banditbench.algos.domains import Domain
 from banditbench.algos.state import Stateful
-from banditbench.envs.round import Budget, RoundView
+from banditbench.envs.round import Budget, RoundView, RoundViews
 from banditbench.lazy import resolve
 
 
@@ -107,8 +107,11 @@ class Lockstep:
     def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
         """Every member's arms [S, K, d] and served user [S] for ``select``, kept for ``played``: each arm pool is
         read (and its budget spent) once."""
-        self._arms = np.array([view.arms[:] for view in views])  # np.array copies a list of rows faster than np.stack
-        self._served = np.array([view.user for view in views])
+        if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
+            self._arms, self._served = views.read_arms()
+        else:
+            self._arms = np.array([view.arms[:] for view in views])  # np.array copies a list faster than np.stack
+            self._served = np.array([view.user for view in views])
         return self._arms, self._served
 
     def played(self, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from banditbench.data.prepared import PreparedDataset
-from banditbench.envs.round import Round
+from banditbench.envs.round import Round, Rounds, each_round
 
 BLOCK = 1024  # rounds drawn per call to the generator: fewer Python calls, same stream for every policy
 
@@ -42,6 +42,10 @@ class LinearEnvironment:
         return inner
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
+        return each_round(self.blocks(n_rounds))
+
+    def blocks(self, n_rounds: int) -> Iterator[Rounds]:
+        """The same rounds as ``rounds``, a block of up to BLOCK at a time."""
         for start in range(0, n_rounds, BLOCK):
             size = min(BLOCK, n_rounds - start)
             users = self.rng.integers(self.n_users, size=size)
@@ -54,5 +58,4 @@ class LinearEnvironment:
             expected = self.expected_reward(inner)
             rewards = expected + self.noise * self.rng.standard_normal((size, self.n_arms))
             arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
-            for i, (user, group) in enumerate(zip(users.tolist(), self.group_of[users].tolist())):
-                yield Round(start + i, user, arms[i], rewards[i], expected[i], group)
+            yield Rounds(start, users, arms, rewards, expected, self.group_of[users])

@@ -30,7 +30,7 @@ import numpy as np
 
 from banditbench.data.prepared import PreparedDataset
 from banditbench.data.ratings import MODES, SERVE, check_protocol  # noqa: F401  (the protocol's choices)
-from banditbench.envs.round import Round
+from banditbench.envs.round import Round, Rounds, each_round
 from banditbench.envs.sampling import integer_then_choice
 from banditbench.errors import UserError
 
@@ -119,6 +119,10 @@ class RecommendationEnvironment:
         self.rng = np.random.default_rng(seed)
 
     def rounds(self, n_rounds: int) -> Iterator[Round]:
+        return each_round(self.blocks(n_rounds))
+
+    def blocks(self, n_rounds: int) -> Iterator[Rounds]:
+        """The same rounds as ``rounds``, a block of up to BLOCK at a time."""
         K, rng, pos, neg = self.n_arms, self.rng, self.positives, self.negatives
         # Column j of a round's [K] arms is entry layout[position, j] of [K − 1 others…, the rewarded one]
         layout = np.array([np.insert(np.arange(K - 1), p, K - 1) for p in range(K)])
@@ -152,10 +156,7 @@ class RecommendationEnvironment:
                 arms = np.concatenate([arms, self.rater_arms[arranged("rater")]], axis=2)
             arms.flags.writeable = False  # shown to policies as is (envs/round.py, ArmPool)
             rewards = rewarded[positions]  # deterministic: the expected reward is the reward
-            groups = self.group_of_pool[pools].tolist()
-            user_features = self.pool_features[pools]
-            for i, pool in enumerate(pools.tolist()):
-                yield Round(start + i, pool, arms[i], rewards[i], rewards[i], groups[i], user_features=user_features[i])
+            yield Rounds(start, pools, arms, rewards, rewards, self.group_of_pool[pools], self.pool_features[pools])
 
 
 def gaussian_density(x: np.ndarray, scale: float) -> np.ndarray:

@@ -8,7 +8,9 @@ reading the features of n arms during selection spends n, and overspending raise
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -150,3 +152,72 @@ class Round:
         return RoundView(
             self.t, self.user, ArmPool(self.arms, budget), self.user_features, self.topics, self.step, self.block
         )
+
+
+@dataclass(slots=True)
+class Rounds:
+    """Consecutive rounds t, t + 1, … of one environment as arrays, for a runner that takes many rounds at once
+    (a lockstep group's members, runner/unit.py); iterating gives the same :class:`Round` objects one by one."""
+
+    t: int  # the first round
+    users: np.ndarray  # [B]
+    arms: np.ndarray  # [B, K, d], read-only (a broadcast view when every round serves the same arms)
+    rewards: np.ndarray  # [B, K] realised (hidden)
+    expected: np.ndarray  # [B, K] expected (hidden)
+    groups: np.ndarray  # [B] ground-truth clusters, -1 when unknown (hidden)
+    user_features: np.ndarray | None = None  # [B, ·]
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    def __iter__(self) -> Iterator[Round]:
+        features = [None] * len(self) if self.user_features is None else self.user_features
+        for i, (user, group) in enumerate(zip(self.users.tolist(), self.groups.tolist())):
+            yield Round(
+                self.t + i, user, self.arms[i], self.rewards[i], self.expected[i], group, user_features=features[i]
+            )
+
+    def part(self, start: int, stop: int | None = None) -> Rounds:
+        """Rounds ``start`` to ``stop`` (exclusive) of these, counted from the first."""
+        rows = slice(start, stop)
+        features = None if self.user_features is None else self.user_features[rows]
+        arrays = (self.users, self.arms, self.rewards, self.expected, self.groups)
+        return Rounds(self.t + start, *(array[rows] for array in arrays), features)
+
+
+class RoundViews(Sequence):
+    """What a lockstep group's members may see of round ``i`` of their blocks of :class:`Rounds` (one block each):
+    member s's :class:`RoundView` is built when first asked for, and ``read_arms`` reads every member's arm pool
+    at once, spending each member's budget as ``view.arms[:]`` would."""
+
+    __slots__ = ("t", "users", "blocks", "i", "budgets", "_views")
+
+    def __init__(self, t: int, users: list[int], blocks: Sequence[Rounds], i: int, budgets: list[Budget]):
+        self.t, self.users, self.blocks, self.i, self.budgets = t, users, blocks, i, budgets
+        self._views: list[RoundView | None] = [None] * len(users)
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    def __getitem__(self, s: int) -> RoundView:
+        view = self._views[s]
+        if view is None:
+            block, i = self.blocks[s], self.i
+            features = None if block.user_features is None else block.user_features[i]
+            view = self._views[s] = RoundView(self.t, self.users[s], ArmPool(block.arms[i], self.budgets[s]), features)
+        return view
+
+    def __iter__(self) -> Iterator[RoundView]:
+        return (self[s] for s in range(len(self.users)))
+
+    def read_arms(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's arms [S, K, d] and user [S]."""
+        arms = np.array([block.arms[self.i] for block in self.blocks])
+        for budget in self.budgets:
+            budget.spend(arms.shape[1])
+        return arms, np.array(self.users)
+
+
+def each_round(blocks: Iterable[Rounds]) -> Iterator[Round]:
+    """The rounds of ``blocks`` one by one: an environment's ``rounds`` from its ``blocks``."""
+    return chain.from_iterable(blocks)

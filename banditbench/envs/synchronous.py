@@ -20,6 +20,8 @@ STEPS_PER_BLOCK = 64  # steps drawn per call to the generator
 
 
 class SynchronousEnvironment(LinearEnvironment):
+    blocks = None  # a step's N rounds share their arms and carry the step, which Rounds do not hold
+
     def rounds(self, n_rounds: int) -> Iterator[Round]:
         N = self.n_users
         n_steps = -(-n_rounds // N)

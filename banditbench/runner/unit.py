@@ -3,14 +3,16 @@ group of units (runner/engines.py) taking each round together.
 
 What differs between them (the environment's construction, the policy's view, the feedback, the recorded
 columns) is a round kind: :class:`ArmRounds` here, ``SlateRounds`` in runner/slate.py, chosen by the protocol's
-``slate`` flag. The loop itself times select and update, keeps the budget, samples diagnostics, reports progress
-and checkpoints the same way for both."""
+``slate`` flag. Where the rounds come from is a round source: :class:`EachRound` (one Round per member and round,
+any kind) or :class:`BlockRounds` (one-arm rounds a block at a time, from environments that hand out blocks). The
+loop itself times select and update, keeps the budget, samples diagnostics, reports progress and checkpoints the
+same way for all."""
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
+from banditbench.envs.round import Rounds, RoundViews
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints
@@ -72,6 +75,13 @@ class ArmRounds:
         expected = rnd.expected.tolist()  # plain floats: cheaper than numpy calls on K values
         self.expected[t] = expected[chosen]
         self.best[t] = max(expected)
+
+    def record_many(self, rows: slice, rounds: Rounds, chosen: np.ndarray, rewards: np.ndarray) -> None:
+        """``record`` of the rounds ``rows`` at once: ``rounds`` holds them, ``chosen`` and ``rewards`` [rows]."""
+        self.users[rows], self.groups[rows] = rounds.users, rounds.groups
+        self.chosen[rows], self.rewards[rows] = chosen, rewards
+        self.expected[rows] = np.take_along_axis(rounds.expected, chosen[:, None], axis=1)[:, 0]
+        self.best[rows] = rounds.expected.max(axis=1)
 
     def outcome(self, T: int) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
         """The outcome columns, those that must be finite, and the shard's extra metadata."""
@@ -180,6 +190,114 @@ def resumed_states(lanes: list[Lane], checkpoints: Checkpoints | None) -> list[d
     return states
 
 
+class EachRound:
+    """A group's rounds from every member's ``env.rounds``, one Round object per member and round: any round kind."""
+
+    def __init__(self, lanes: list[Lane], T: int, start: int):
+        self.lanes, self.kinds = lanes, [lane.kind for lane in lanes]
+        # A resumed unit replays the environment's stream up to its checkpoint (rounds never depend on choices).
+        self.streams = zip(*(itertools.islice(kind.env.rounds(T), start, None) for kind in self.kinds))
+
+    def __iter__(self) -> Iterator[int]:
+        for rounds in self.streams:
+            self.rounds = rounds
+            yield rounds[0].t
+
+    def views(self, limit: int | None) -> tuple[list[Budget], list]:
+        """Every member's budget for this round and its view of the round."""
+        budgets, views = [], []
+        for kind, rnd in zip(self.kinds, self.rounds):
+            budget = Budget(limit)
+            budgets.append(budget)
+            views.append(kind.view(rnd, budget))
+        return budgets, views
+
+    def feedback(self, selected: list, budgets: list[Budget]) -> tuple[list, list]:
+        """Close the budgets; the members' choices (as their round kind checks them) and what each observes."""
+        chosen, observed = [], []
+        for kind, rnd, budget, arm in zip(self.kinds, self.rounds, budgets, selected):
+            budget.close()
+            arm = kind.choice(arm)
+            chosen.append(arm)
+            observed.append(kind.feedback(rnd, arm))
+        return chosen, observed
+
+    def record(self, t: int, chosen: list, observed: list, budgets: list[Budget]) -> None:
+        for lane, rnd, budget, arm, reward in zip(self.lanes, self.rounds, budgets, chosen, observed):
+            lane.kind.record(t, rnd, arm, reward)
+            lane.budget_spent[t] = budget.spent
+
+    def flush(self) -> None:
+        """Every round so far is in the columns already."""
+
+
+class BlockRounds:
+    """One-arm rounds of members whose environments hand out blocks of rounds (``env.blocks``): the group reads each
+    member's block as arrays, takes every member's reward with one index and writes the columns a block at a time
+    (``flush``), instead of building, viewing and recording a Round per member and round."""
+
+    def __init__(self, lanes: list[Lane], T: int, start: int):
+        self.lanes, self.members = lanes, np.arange(len(lanes))
+        self.blocks = zip(*(blocks_from(lane.kind.env, T, start) for lane in lanes))
+
+    def __iter__(self) -> Iterator[int]:
+        for blocks in self.blocks:
+            self.current, size = blocks, len(blocks[0])
+            self.rewards = np.stack([block.rewards for block in blocks])  # [S, B, K]
+            self.users = np.stack([block.users for block in blocks]).T.tolist()  # [B][S]: round i's users
+            self.chosen = np.empty((len(blocks), size), np.int64)
+            self.observed = np.empty((len(blocks), size))
+            self.spent = np.empty((len(blocks), size), np.int64)
+            self.done = 0  # rounds of the block written to the columns
+            for i in range(size):
+                self.i = i
+                yield blocks[0].t + i
+            self.flush()
+
+    def views(self, limit: int | None) -> tuple[list[Budget], RoundViews]:
+        budgets = [Budget(limit) for _ in self.lanes]
+        return budgets, RoundViews(self.current[0].t + self.i, self.users[self.i], self.current, self.i, budgets)
+
+    def feedback(self, selected: list, budgets: list[Budget]) -> tuple[list, list]:
+        for budget in budgets:
+            budget.close()
+        return selected, self.rewards[self.members, self.i, selected].tolist()
+
+    def record(self, t: int, chosen: list, observed: list, budgets: list[Budget]) -> None:
+        i = self.i
+        self.chosen[:, i], self.observed[:, i] = chosen, observed
+        self.spent[:, i] = [budget.spent for budget in budgets]
+
+    def flush(self) -> None:
+        """Write the rounds of the block played since the last flush into the members' columns."""
+        start, stop = self.done, self.i + 1
+        if start == stop:
+            return
+        for s, (lane, block) in enumerate(zip(self.lanes, self.current)):
+            rows = slice(block.t + start, block.t + stop)
+            played = block.part(start, stop)
+            lane.kind.record_many(rows, played, self.chosen[s, start:stop], self.observed[s, start:stop])
+            lane.budget_spent[rows] = self.spent[s, start:stop]
+        self.done = stop
+
+
+def blocks_from(env, T: int, start: int) -> Iterator[Rounds]:
+    """``env.blocks(T)`` from round ``start`` on (a resumed unit replays the stream up to its checkpoint)."""
+    for block in env.blocks(T):
+        if block.t + len(block) > start:
+            yield block.part(start - block.t) if block.t < start else block
+
+
+def in_blocks(lanes: list[Lane]) -> bool:
+    """Whether a group takes its rounds a block at a time (``BlockRounds``): several members, one-arm rounds from
+    environments that hand out blocks, and no policy that sees the hidden fields (the oracle reads the Round itself).
+    A unit alone gains nothing from it: its array writes per round cost more than its one Round."""
+    return len(lanes) > 1 and all(
+        type(lane.kind) is ArmRounds and getattr(lane.kind.env, "blocks", None) and not lane.kind.privileged
+        for lane in lanes
+    )
+
+
 def run_group(
     units: list[Unit],
     dataset: PreparedDataset,
@@ -200,41 +318,27 @@ def run_group(
         progress(S * (start - start % PROGRESS_EVERY))  # the loop reports the rest of this block
     policies = [lane.policy for lane in lanes]
     group = type(policies[0]).lockstep(policies) if S > 1 else Lockstep(policies)
-    kinds = [lane.kind for lane in lanes]
     limit = units[0].budget
-    diagnosed = any(kind.diagnosed for kind in kinds)
+    diagnosed = any(lane.kind.diagnosed for lane in lanes)
     checkpoint_every = checkpoints.every if checkpoints is not None else 0
     clock = time.perf_counter
     started = clock()
-    # A resumed unit replays the environment's stream up to its checkpoint (rounds never depend on choices).
-    streams = [itertools.islice(kind.env.rounds(T), start, None) for kind in kinds]
+    rounds = (BlockRounds if in_blocks(lanes) else EachRound)(lanes, T, start)
     # the group's select and update seconds, shared equally by its units (copied into their columns when saved)
     select_seconds, update_seconds = lanes[0].select_seconds.copy(), lanes[0].update_seconds.copy()
     components = [(seconds, lane.policy, name) for lane in lanes for name, seconds in lane.components.items()]
-    for rounds in zip(*streams):  # one pass over the members per phase: the loop of a unit alone stays lean
-        t = rounds[0].t
-        budgets, views = [], []
-        for kind, rnd in zip(kinds, rounds):
-            budget = Budget(limit)
-            budgets.append(budget)
-            views.append(kind.view(rnd, budget))
+    for t in rounds:
+        budgets, views = rounds.views(limit)
         t0 = clock()
         selected = group.select(views, budgets)
         t1 = clock()
-        chosen, observed = [], []
-        for kind, rnd, budget, arm in zip(kinds, rounds, budgets, selected):
-            budget.close()
-            arm = kind.choice(arm)
-            chosen.append(arm)
-            observed.append(kind.feedback(rnd, arm))
+        chosen, observed = rounds.feedback(selected, budgets)
         group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
         for seconds, policy, name in components:
             seconds[t] = policy.last_timings[name]
-        for lane, rnd, budget, arm, reward in zip(lanes, rounds, budgets, chosen, observed):
-            lane.kind.record(t, rnd, arm, reward)
-            lane.budget_spent[t] = budget.spent
+        rounds.record(t, chosen, observed, budgets)
         if diagnosed and ((t + 1) % DIAGNOSTICS_EVERY == 0 or t == T - 1):
             for lane in lanes:
                 if lane.kind.diagnosed:
@@ -243,6 +347,7 @@ def run_group(
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
             progress(S * PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
+            rounds.flush()
             wall = clock() - started
             for lane in lanes:
                 lane.share_times(select_seconds, update_seconds, S, start, t + 1)
