@@ -30,14 +30,23 @@ def contingency(true_groups: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray
 
 
 def pair_f1_from_labels(true_groups: np.ndarray, labels: np.ndarray) -> float:
-    cells, rows, cols = contingency(true_groups, labels)
-    true_positive, actual, predicted = _pairs(cells), _pairs(rows), _pairs(cols)
+    return pair_f1(pair_counts(*contingency(true_groups, labels)))
+
+
+def pair_counts(cells: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[float, float, float]:
+    """The pairs of items that share a cell, a true group and a predicted cluster: Σ C(n, 2) of each."""
+    return _pairs(cells), _pairs(rows), _pairs(cols)
+
+
+def pair_f1(pairs: tuple[float, float, float]) -> float:
+    true_positive, actual, predicted = pairs
     return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
 
 
-def adjusted_rand_index(cells: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> float:
-    index, row_pairs, col_pairs = _pairs(cells), _pairs(rows), _pairs(cols)
-    expected = row_pairs * col_pairs / _pairs([rows.sum()]) if rows.sum() > 1 else 0.0
+def adjusted_rand_index(pairs: tuple[float, float, float], n: int) -> float:
+    """From ``pair_counts`` and the number of items ``n``."""
+    index, row_pairs, col_pairs = pairs
+    expected = row_pairs * col_pairs / _pairs([n]) if n > 1 else 0.0
     maximum = (row_pairs + col_pairs) / 2
     return 1.0 if maximum == expected else (index - expected) / (maximum - expected)
 
@@ -88,16 +97,18 @@ def _members(true_groups: np.ndarray) -> list[np.ndarray]:
 
 def clustering_scores(true_groups: np.ndarray | None, labels: np.ndarray | None, graph=None) -> dict[str, float]:
     scores = {}
-    if labels is not None:
+    if labels is not None and true_groups is None:
         scores["n_clusters"] = float(np.unique(labels).size)
     if true_groups is None:
         return scores
-    if labels is not None:
+    if labels is not None:  # every label-based score from one contingency table and its pair counts
         table = contingency(true_groups, labels)
-        scores["ari"] = adjusted_rand_index(*table)
+        pairs = pair_counts(*table)
+        scores["n_clusters"] = float(table[2].size)  # one column per distinct label
+        scores["ari"] = adjusted_rand_index(pairs, int(table[1].sum()))
         scores["nmi"] = normalized_mutual_information(*table)
     if graph is not None:
         scores["pair_f1"] = pair_f1_from_graph(true_groups, graph)
     elif labels is not None:
-        scores["pair_f1"] = pair_f1_from_labels(true_groups, labels)
+        scores["pair_f1"] = pair_f1(pairs)
     return scores
