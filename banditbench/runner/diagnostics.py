@@ -96,11 +96,9 @@ def _members(true_groups: np.ndarray) -> list[np.ndarray]:
 
 
 def clustering_scores(true_groups: np.ndarray | None, labels: np.ndarray | None, graph=None) -> dict[str, float]:
-    scores = {}
-    if labels is not None and true_groups is None:
-        scores["n_clusters"] = float(np.unique(labels).size)
     if true_groups is None:
-        return scores
+        return {} if labels is None else {"n_clusters": float(np.unique(labels).size)}
+    scores = {}
     if labels is not None:  # every label-based score from one contingency table and its pair counts
         table = contingency(true_groups, labels)
         pairs = pair_counts(*table)
