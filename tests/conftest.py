@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +21,12 @@ def dataset(data_dir):
     return load_dataset(data_dir, "synthetic")
 
 
-def banditbench(*args, cwd=None) -> subprocess.CompletedProcess:
-    """Run the real command line in a subprocess, as a user would."""
+def banditbench(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """Run the real command line in a subprocess, as a user would (``env``: variables to add to ours)."""
     return subprocess.run(
-        [sys.executable, "-m", "banditbench", *map(str, args)], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-m", "banditbench", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=None if env is None else {**os.environ, **env},
     )
