@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.bass import separation_test
+from banditbench.algos.bass import BASS, separation_test
 from banditbench.algos.ridge import RidgeStats, oful_radius
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import BudgetExceeded
@@ -248,6 +248,36 @@ def test_separation_test_closed_form_for_equal_design_matrices():
         c_i, c_j = rng.standard_normal((2, 5)) * 0.5
         K = separation_test(c_i, r**2 * np.linalg.inv(V), c_j[None], (V / r**2)[None])[0]
         assert K == pytest.approx(1 - (c_i - c_j) @ V @ (c_i - c_j) / (4 * r**2), abs=1e-9)
+
+
+def test_bass_skips_the_eigen_decomposition_only_for_pairs_that_intersect():
+    """``BASS.separation`` settles a pair without the eigen-decomposition when a point of the segment between the
+    centres lies in both ellipsoids: on agents with random samples, every pair it settles so has K ≥ 0 by the
+    full test, and its cut decisions are the full test's."""
+    rng = np.random.default_rng(3)
+    n, d = 16, 4
+    policy = BASS(n_users=n, n_arms=5, dim=d, seed=0, sigma=0.3)
+    local = policy.local
+    for i in range(n):
+        theta = 0.3 * rng.standard_normal(d)
+        for x in rng.standard_normal((rng.integers(2, 80), d)):
+            local.update(i, x, x @ theta + 0.3 * rng.standard_normal())
+    settled = tested = cut = 0
+    for i in range(n):
+        others = np.delete(np.arange(n), i)
+        kappa = policy.separation(local, i, others)
+        radius2_i, radius2_j = policy._radius2(local.logdet[i]), policy._radius2(local.logdet[others])
+        full = separation_test(
+            local.theta[i],
+            radius2_i * local.A_inv[i],
+            local.theta[others],
+            (policy.ridge_eye + local.gram[others]) / radius2_j[:, None, None],
+        )
+        shortcut = kappa == 1  # the full test's K is below 1 for distinct centres
+        assert (full[shortcut] >= 0).all()
+        np.testing.assert_array_equal(kappa < 0, full < 0)
+        settled, tested, cut = settled + shortcut.sum(), tested + (~shortcut).sum(), cut + (full < 0).sum()
+    assert min(settled, tested - cut, cut) > 10, (settled, tested, cut)  # every case exercised
 
 
 def test_bass_keeps_same_cluster_edges_and_cuts_the_others_over_a_long_run(tmp_path):
