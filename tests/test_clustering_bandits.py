@@ -405,14 +405,19 @@ def test_pair_f1_of_a_dense_graph_equals_the_sparse_path():
 
 
 def test_dense_breadth_first_components_match_scipy():
-    from sklearn.metrics import adjusted_rand_score
+    """The search on dense rows (small graphs, and above the sparse limit) labels as scipy does."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    from banditbench.algos.graphs import dense_components
+    from banditbench.algos.graphs import SMALL_LIMIT, dense_components
 
     rng = np.random.default_rng(2)
-    for p in (0.02, 0.05, 0.3):
-        graph = rng.random((60, 60)) < p
-        graph = graph | graph.T
-        n_sparse, sparse_labels = dense_components(graph)
-        n_dense, dense_labels = dense_components(graph, sparse_limit=0)
-        assert n_sparse == n_dense and adjusted_rand_score(sparse_labels, dense_labels) == 1.0
+    for m in (18, SMALL_LIMIT, 100):
+        for p in (0.0, 0.02, 0.05, 0.3, 1.0):
+            graph = rng.random((m, m)) < p
+            graph = graph | graph.T
+            n_scipy, scipy_labels = connected_components(csr_matrix(graph), directed=False)
+            for sparse_limit in (0, 2000):
+                n, labels = dense_components(graph, sparse_limit=sparse_limit)
+                assert n == n_scipy
+                np.testing.assert_array_equal(labels, scipy_labels)

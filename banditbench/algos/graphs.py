@@ -1,7 +1,9 @@
 """Initial graphs and connected components of dense boolean user/item graphs (CLUB, COFIBA, BASS).
 
 scipy's connected components need a sparse copy, whose N² entries for a (nearly) complete graph of
-10 000 users take gigabytes; above ``SPARSE_LIMIT`` users a breadth-first search on the dense rows is used.
+10 000 users take gigabytes; above ``SPARSE_LIMIT`` users a breadth-first search on the dense rows is used. Up to
+``SMALL_LIMIT`` users the search is used too: scipy's call alone costs about 0.1 ms, the search on BASS's 18 agents
+12-30 µs, and the clustering diagnostics ask for the components every 100 rounds of every member.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 SPARSE_LIMIT = 2000
+SMALL_LIMIT = 64
 
 
 def dense_components(adjacency: np.ndarray, sparse_limit: int = SPARSE_LIMIT) -> tuple[int, np.ndarray]:
     """(number of components, label per vertex) of a symmetric boolean adjacency matrix [m, m]."""
     m = len(adjacency)
-    if m <= sparse_limit:
+    if SMALL_LIMIT < m <= sparse_limit:
         return connected_components(csr_matrix(adjacency), directed=False)
     label = np.full(m, -1)
     n = 0
