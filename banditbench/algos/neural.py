@@ -847,6 +847,6 @@ class TrainingLockstep(Lockstep):
 def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:
     if graph is None:
         return None
-    from scipy.sparse.csgraph import connected_components
+    from banditbench.algos.graphs import dense_components  # scipy only where a policy reports clusters
 
-    return connected_components(graph, directed=False)[1]
+    return dense_components(graph)[1]

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.graphs import dense_components
 from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
@@ -256,7 +256,7 @@ class NeuralLinear(Policy):
         if (cut & self.graph[u]).any():
             self.graph[u, cut] = False
             self.graph[cut, u] = False
-            labels = connected_components(self.graph, directed=False)[1]
+            labels = dense_components(self.graph)[1]
             if not np.array_equal(labels, self._labels):  # the edge split a component: its sums are stale
                 self._component_A = self._component_b = None
             self._labels = labels
@@ -267,7 +267,7 @@ class NeuralLinear(Policy):
     def clusters(self):
         """Connected components of the user graph (canonically labelled: equal labels, equal partition)."""
         if self._labels is None:
-            self._labels = connected_components(self.graph, directed=False)[1]
+            self._labels = dense_components(self.graph)[1]
         return self._labels
 
 
