@@ -1,4 +1,5 @@
-"""Initial graphs and connected components of dense boolean user/item graphs (CLUB, COFIBA, BASS).
+"""Initial graphs and connected components of dense boolean user/item graphs (CLUB, COFIBA, BASS, NeuralLinear,
+the neural policies' inferred clusters).
 
 scipy's connected components need a sparse copy, whose N² entries for a (nearly) complete graph of
 10 000 users take gigabytes; above ``SPARSE_LIMIT`` users a breadth-first search on the dense rows is used. Up to
