@@ -257,6 +257,7 @@ class BASSLockstep(Lockstep):
         self.shared_rows = tuple(a.reshape(-1, *a.shape[2:]) for a in shared)
         self.alpha = self.per_member("alpha")
         self.members = np.arange(len(policies))
+        self.n_users = policies[0].n_users  # a flat index of the (member, agent) rows: cheaper than a pair of indices
 
     def select(self, views, budgets):
         arms, served = self.read_arms(views)
@@ -269,8 +270,7 @@ class BASSLockstep(Lockstep):
         served, x, reward = self.played(chosen, rewards)
         self.local.update_each(served, x, reward)
         member, neighbour = np.nonzero(self.graph[self.members, served])  # every member's N_i, in member order
-        n_users = self.graph.shape[1]  # a flat index of the (member, agent) rows: cheaper than a pair of indices
-        share(*self.shared_rows, member * n_users + neighbour, x, reward, member)
+        share(*self.shared_rows, member * self.n_users + neighbour, x, reward, member)
         other = neighbour != served[member]
         member, neighbour = member[other], neighbour[other]
         if member.size == 0:

@@ -79,16 +79,14 @@ def pair_f1_from_graph(true_groups: np.ndarray, graph) -> float:
         diagonal = np.count_nonzero(np.diagonal(edges))
         predicted = (np.count_nonzero(edges) - diagonal) / 2
         inside = np.count_nonzero(edges & (groups[:, None] == groups))
-        true_positive = (inside - diagonal) / 2
-        return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
+        return pair_f1(((inside - diagonal) / 2, actual, predicted))
     import scipy.sparse as sp  # here: the policies that return sparse graphs have imported it already
 
     upper = sp.triu(sp.csr_matrix(graph), k=1).tocoo()
     keep = upper.data != 0
     rows, cols = upper.row[keep], upper.col[keep]
     true_positive = float(np.count_nonzero(true_groups[rows] == true_groups[cols]))
-    predicted = float(rows.size)
-    return 0.0 if predicted + actual == 0 else 2 * true_positive / (predicted + actual)
+    return pair_f1((true_positive, actual, float(rows.size)))
 
 
 def clustering_scores(true_groups: np.ndarray | None, labels: np.ndarray | None, graph=None) -> dict[str, float]:
