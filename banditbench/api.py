@@ -19,6 +19,7 @@ import inspect
 import os
 import shutil
 import tempfile
+import warnings
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
-from banditbench.runner.executors import make_executor
+from banditbench.runner.executors import LocalExecutor, make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
 
@@ -94,7 +95,7 @@ class Hooks:
     on_plan: Callable[[list], None] | None = None
     on_unit_start: Callable[[Any], None] | None = None
     progress: Callable[[int], None] | None = None
-    warn: Callable[[str], None] | None = None  # dataset warnings; a broken shard found on resume, run again
+    warn: Callable[[str], None] | None = None  # dataset warnings, a broken shard run again, workers sharing a GPU
 
 
 def run(
@@ -166,6 +167,17 @@ def algorithm_names(algos: str | type | Iterable[str | type]) -> list[str]:
     return [plugins.resolve(a) for a in algos]
 
 
+def on_cuda(experiment: Experiment) -> bool:
+    """Whether a unit's networks run on a CUDA device (``device`` cuda, or auto where torch sees one)."""
+    units = experiment.tuning_units + experiment.units
+    devices = {u.params["device"] for u in units if ALGORITHMS[u.algorithm].capabilities.device}
+    if not devices:
+        return False
+    from banditbench.algos.neural import resolve_device  # plan() imported torch for these units already
+
+    return any(resolve_device(name).type == "cuda" for name in devices)
+
+
 def run_experiment(
     flags: dict[str, Any],
     *,
@@ -209,6 +221,12 @@ def run_experiment(
         for line in experiment.dataset.manifest.get("warnings", []):
             hooks.warn(f"dataset {s['dataset']}: {line}")
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
+    if isinstance(executor, LocalExecutor) and executor.workers > 1 and on_cuda(experiment):
+        (hooks.warn or warnings.warn)(
+            f"--jobs {executor.workers} with a CUDA device: the {executor.workers} worker processes take turns on "
+            "one GPU, which ran mcnb-movielens's networks about 20× slower on an H100 than on its CPU "
+            "(docs/performance.md, 'On a GPU'); use --device cpu for these small networks, or --jobs 1 on the GPU"
+        )
     for name in s["algos"]:
         if name in plugins.ORIGINS:
             check_contract(experiment, name)

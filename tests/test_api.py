@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import matplotlib.figure
@@ -198,3 +199,36 @@ def test_cli_and_api_give_the_same_outcome_columns(data_dir, tmp_path):
 
     cli = digests(tmp_path / "cli")
     assert len(cli) == 6 and cli == digests(api.folder)
+
+
+class Warned(Exception):
+    pass
+
+
+def refuse(line: str):
+    raise Warned(line)
+
+
+def test_worker_processes_sharing_one_gpu_are_warned_about_before_anything_runs(data_dir, tmp_path, monkeypatch):
+    import torch
+
+    from banditbench.api import Hooks, run_experiment
+
+    flags = {"dataset": "synthetic", "algos": ["neuucb-one"], "rounds": 20, "seeds": 2, "out": str(tmp_path / "out")}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # plan() accepts cuda; the warning stops the run
+    with pytest.raises(Warned, match="--jobs 2 with a CUDA device: the 2 worker processes take turns on one GPU"):
+        run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
+    with pytest.raises(Warned, match="--jobs 2 with a CUDA device"):
+        run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="auto", hooks=Hooks(warn=refuse))
+    assert not (tmp_path / "out").exists()
+    monkeypatch.undo()  # now the units really run: no warning for one process, nor for the CPU
+    quiet = [(1, "cpu"), (2, "cpu")] + ([] if torch.cuda.is_available() else [(2, "auto")])
+    for jobs, device in quiet:
+        run_experiment(
+            {**flags, "jobs": jobs}, data_dir=data_dir, device=device, overwrite=True, hooks=Hooks(warn=refuse)
+        )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with warnings.catch_warnings():  # the library, without hooks, warns as Python does; as an error it stops the run
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match="take turns on one GPU"):
+            run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", overwrite=True)
