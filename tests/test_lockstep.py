@@ -34,6 +34,7 @@ LOCKSTEP = {
     "neuucb-one": {"nu": 1.0, "lam": 0.5},
     "neuucb-ind": {"nu": 1.0, "lam": 0.5},
     "neurallinear": {"alpha": 1.0},
+    "eenet": {},  # no per-member hyper-parameters: a group of seeds
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
     "club": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
@@ -53,6 +54,9 @@ LOCKSTEP = {
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
 OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
+    ("eenet", {"code_training": True, "code_decision": True}, 60),
+    ("eenet", {"decision": "neural", "decision_warmup": 50, "explore_conv": True, "pool": 4}, 150),
+    ("eenet", {"gradients": "batched"}, 60),  # members select alone
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
     ("mcnb", {"group_cap": True, "code_exploration": True}, 60),  # members select alone
@@ -92,7 +96,7 @@ def units(algorithm: str, seeds: int, rounds: int = 150, params=None) -> list[Un
 
 
 def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_configuration():
-    mixed = units("neuucb-one", 4) + units("eenet", 2) + units("neuucb-one", 2, params={"lr": 0.1})
+    mixed = units("neuucb-one", 4) + units("random", 2) + units("neuucb-one", 2, params={"lr": 0.1})
     assert group_units(mixed, "units", workers=2) == [[u] for u in mixed]
     groups = group_units(mixed, "lockstep", workers=1)
     assert groups == [mixed[:4], [mixed[4]], [mixed[5]], mixed[6:]]

@@ -176,7 +176,7 @@ register(
     ".eenet:EENet",
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
     description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
 )
 register(

@@ -42,12 +42,14 @@ from banditbench.algos.neural import (
     SCHEDULES,
     ArmGradients,
     History,
+    TrainingJob,
+    TrainingLockstep,
     autograd_gradient,
     check_choice,
     is_training_round,
     resolve_device,
     torch_generator,
-    train_adam,
+    train_jobs,
     train_passes,
 )
 
@@ -151,27 +153,45 @@ class EENet(Policy):
 
     def _phi(self, G: torch.Tensor) -> torch.Tensor:
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
-            G = F.avg_pool1d(F.pad(G, (0, self.phi_dim * self.pool - G.shape[1]))[:, None], self.pool)[:, 0]
+            padded = F.pad(G, (0, self.phi_dim * self.pool - G.shape[-1]))
+            G = F.avg_pool1d(padded.reshape(-1, 1, padded.shape[-1]), self.pool).reshape(*G.shape[:-1], -1)
         return G
 
     def select(self, view, budget):
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        arms = ArmGradients(self.f1, self.theta1[0], x)  # f1 and ∇f1 for all K arms in one call
+        theta3 = self.theta3[0] if self.decision == "neural" else None
+        f1, phi, pairs, score = self._scores(self.theta1[0], self.theta2[0], theta3, x, view.t)
+        chosen = int(torch.argmax(score))
+        self._chose(chosen, int(torch.argmax(f1)), x, phi, f1, pairs)
+        return chosen
+
+    def _scores(self, theta1, theta2, theta3, x: torch.Tensor, t: int):
+        """f1, φ, the pairs [f1, f2] and the decision's scores of the arms x [K, d] (θ's [p]); with a leading member
+        axis, θ's [S, p] and x [S, K, d], those of a lockstep group's members."""
+        arms = ArmGradients(self.f1, theta1, x)  # f1 and ∇f1 for all K arms in one call
         f1, phi = arms.f, self._phi(arms.rows())
         with torch.no_grad():
-            f2 = self.f2.forward(self.theta2[0], phi)
+            f2 = self.f2.forward(theta2, phi)
         pairs = torch.stack([f1, f2], -1)
-        if self.decision == "neural" and view.t >= self.decision_warmup:
-            score = self.f3.forward(self.theta3[0], pairs)  # neural decision maker f3([f1, f2]; θ3)
+        if self.decision == "neural" and t >= self.decision_warmup:
+            score = self.f3.forward(theta3, pairs)  # neural decision maker f3([f1, f2]; θ3)
         elif self.code_decision:
-            score = f1 + (0.1 if view.t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
+            score = f1 + (0.1 if t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
         else:
             score = f1 + f2  # linear decision maker f3
-        chosen = int(torch.argmax(score))
+        return f1, phi, pairs, score
+
+    def _chose(self, chosen: int, exploit: int, x, phi, f1, pairs) -> None:
+        """Keep what ``update`` needs of the arm chosen among x [K, d]; ``exploit`` is f1's own choice."""
         self._decisions += 1
-        self._overturns += chosen != int(torch.argmax(f1))  # f2 changed exploitation's choice
-        self._x, self._phi_all, self._f1, self._pair = x[chosen], phi, float(f1[chosen]), pairs[chosen]
-        return chosen
+        self._overturns += chosen != exploit  # f2 changed exploitation's choice
+        self._arm, self._x, self._phi_all, self._f1, self._pair = (
+            chosen,
+            x[chosen],
+            phi,
+            float(f1[chosen]),
+            pairs[chosen],
+        )
 
     def diagnostics(self) -> dict[str, float]:
         """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
@@ -181,6 +201,16 @@ class EENet(Policy):
         return {"overturn_share": share}
 
     def update(self, view, chosen, reward):
+        self._observe(view, reward)
+        if not is_training_round(view.t, self.schedule):
+            return
+        if self.code_training:
+            self._train_code_each([self], [view.user])
+        else:
+            self._train_each([self])
+
+    def _observe(self, view, reward) -> None:
+        chosen = self._arm
         self.exploit_data.add(0, self._x, reward)
         gain = reward - self._f1 + (1.0 if self.code_decision else 0.0)  # the label of f2, with θ1_{t−1}
         self.explore_data.add(0, self._phi_all[chosen], gain)
@@ -190,28 +220,82 @@ class EENet(Policy):
                     self.explore_data.add(0, self._phi_all[i], 1.2)
         if self.decision == "neural":
             self.decision_data.add(0, self._pair, reward)  # H_t
-        if not is_training_round(view.t, self.schedule):
-            return
-        if self.code_training:  # the authors' loop
-            x, r = self.exploit_data.all_rows()
-            self.theta1 = train_passes(self.f1, self.theta1, x, r, self.generator, lr=self.lr, optimiser="sgd")
-            x, r = self.explore_data.all_rows()
-            self.theta2 = train_passes(
-                self.f2,
-                self.theta2,
+
+    def _networks(self) -> list[tuple[str, MLP, History, float]]:
+        """(θ's attribute, network, history, learning rate) of each network that the schedule trains."""
+        networks = [
+            ("theta1", self.f1, self.exploit_data, self.lr),
+            ("theta2", self.f2, self.explore_data, self.explore_lr),
+        ]
+        if self.decision == "neural":
+            networks.append(("theta3", self.f3, self.decision_data, self.decision_lr))
+        return networks
+
+    @staticmethod
+    def _train_each(policies: list[EENet]) -> None:
+        """Minibatch Adam on every network of the policies, each policy's minibatches drawn from its own generator in
+        the order f1, f2, f3, and the policies' networks of one kind trained stacked in one call (``train_jobs``)."""
+        drawn = [
+            [
+                TrainingJob(
+                    getattr(policy, name),
+                    data.minibatch_rows(policy.one, policy.batch_size, policy.generator, policy.train_steps),
+                    data,
+                )
+                for name, _, data, _ in policy._networks()
+            ]
+            for policy in policies
+        ]
+        for k, (name, network, _, lr) in enumerate(policies[0]._networks()):
+            for policy, theta in zip(policies, train_jobs(network, [jobs[k] for jobs in drawn], lr=lr)):
+                setattr(policy, name, theta)
+
+    @staticmethod
+    def _train_code_each(policies: list[EENet], users: list[int]) -> None:
+        """The authors' loops (``code_training``) on f1 and f2, policy by policy: stacked, the single-sample steps on
+        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
+        for policy in policies:
+            x, r = policy.exploit_data.all_rows()
+            policy.theta1 = train_passes(
+                policy.f1, policy.theta1, x, r, policy.generator, lr=policy.lr, optimiser="sgd"
+            )
+            x, r = policy.explore_data.all_rows()
+            policy.theta2 = train_passes(
+                policy.f2,
+                policy.theta2,
                 x,
                 r,
-                self.generator,
-                lr=self.explore_lr,
+                policy.generator,
+                lr=policy.explore_lr,
                 optimiser="adam",
                 tolerance=2e-3,
                 weight_decay=1e-4,
             )
-        else:
-            batches = self.exploit_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-            self.theta1 = train_adam(self.f1, self.theta1, batches, lr=self.lr)
-            batches = self.explore_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-            self.theta2 = train_adam(self.f2, self.theta2, batches, lr=self.explore_lr)
-        if self.decision == "neural":
-            batches = self.decision_data.minibatches(self.one, self.batch_size, self.generator, self.train_steps)
-            self.theta3 = train_adam(self.f3, self.theta3, batches, lr=self.decision_lr)
+
+    @classmethod
+    def lockstep(cls, policies):
+        return EENetLockstep(policies)
+
+
+class EENetLockstep(TrainingLockstep):
+    """EE-Net's members in lockstep (seeds): every member's f1 and its gradients φ, f2 and the decision from one batched
+    pass (their networks stacked [S, p]), and on a training round each network kind of every member trained in one
+    call. Each member keeps its own histories and generator, so the choices are those of the members run one by one,
+    up to the rounding of batched products."""
+
+    def select(self, views, budgets):
+        policies, first = self.policies, self.policies[0]
+        if first.f1.gradients != "closed":  # only the closed form takes one network per member
+            return super().select(views, budgets)
+        arms, _ = self.read_arms(views)
+        x = torch.tensor(arms, dtype=torch.float32, device=first.device)
+        theta3 = torch.cat([policy.theta3 for policy in policies]) if first.decision == "neural" else None
+        theta1, theta2 = (torch.cat([getattr(policy, name) for policy in policies]) for name in ("theta1", "theta2"))
+        f1, phi, pairs, score = first._scores(theta1, theta2, theta3, x, views[0].t)
+        chosen, exploit = torch.argmax(score, -1).tolist(), torch.argmax(f1, -1).tolist()
+        for s, policy in enumerate(policies):
+            policy._chose(chosen[s], exploit[s], x[s], phi[s], f1[s], pairs[s])
+        return chosen
+
+    def train_together(self, views) -> None:
+        EENet._train_each(self.policies)

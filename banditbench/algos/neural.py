@@ -376,7 +376,7 @@ class ArmGradients:
             self.f = f.reshape(-1)
 
     def rows(self) -> torch.Tensor:
-        """G [k, p], row i = g_i."""
+        """G [k, p], row i = g_i ([S, k, p] for one network per seed)."""
         if self.G is None:
             self.G = self._assemble(slice(None))
         return self.G
@@ -426,7 +426,7 @@ class ArmGradients:
             if isinstance(h, BlockRows):
                 parts.append(h.outer(delta, arms))
             else:  # vec(δ_l h_{l−1}ᵀ), θ's row-major layout
-                parts.append((delta[arms][:, :, None] * h[arms][:, None, :]).flatten(1))
+                parts.append((delta[arms][..., :, None] * h[arms][..., None, :]).flatten(-2))
             if self.mlp.bias:
                 parts.append(delta[arms])
         return torch.cat(parts, -1)
