@@ -185,13 +185,8 @@ class EENet(Policy):
         """Keep what ``update`` needs of the arm chosen among x [K, d]; ``exploit`` is f1's own choice."""
         self._decisions += 1
         self._overturns += chosen != exploit  # f2 changed exploitation's choice
-        self._arm, self._x, self._phi_all, self._f1, self._pair = (
-            chosen,
-            x[chosen],
-            phi,
-            float(f1[chosen]),
-            pairs[chosen],
-        )
+        self._arm, self._x, self._phi_all = chosen, x[chosen], phi
+        self._f1, self._pair = float(f1[chosen]), pairs[chosen]
 
     def diagnostics(self) -> dict[str, float]:
         """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
@@ -251,9 +246,10 @@ class EENet(Policy):
                 setattr(policy, name, theta)
 
     @staticmethod
-    def _train_code_each(policies: list[EENet], users: list[int]) -> None:
+    def _train_code_each(policies: list[EENet], _users: list[int]) -> None:
         """The authors' loops (``code_training``) on f1 and f2, policy by policy: stacked, the single-sample steps on
-        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
+        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices.
+        (The served users do not matter: the networks are shared by all users.)"""
         for policy in policies:
             x, r = policy.exploit_data.all_rows()
             policy.theta1 = train_passes(
