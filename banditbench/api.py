@@ -36,7 +36,7 @@ from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
-from banditbench.runner.executors import LocalExecutor, make_executor
+from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
 
@@ -221,11 +221,11 @@ def run_experiment(
         for line in experiment.dataset.manifest.get("warnings", []):
             hooks.warn(f"dataset {s['dataset']}: {line}")
     executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
-    if isinstance(executor, LocalExecutor) and executor.workers > 1 and on_cuda(experiment):
+    if executor.sharing_a_gpu > 1 and on_cuda(experiment):
         (hooks.warn or warnings.warn)(
-            f"--jobs {executor.workers} with a CUDA device: the {executor.workers} worker processes take turns on "
-            "one GPU, which ran mcnb-movielens's networks about 20× slower on an H100 than on its CPU "
-            "(docs/performance.md, 'On a GPU'); use --device cpu for these small networks, or --jobs 1 on the GPU"
+            f"{executor.sharing_a_gpu} worker processes take turns on each GPU, which ran mcnb-movielens's networks "
+            "about 20× slower on an H100 than on its CPU (docs/performance.md, 'On a GPU'); use --device cpu for "
+            "these small networks, or one process per GPU (--jobs 1, or Ray with --gpus-per-unit 1)"
         )
     for name in s["algos"]:
         if name in plugins.ORIGINS:

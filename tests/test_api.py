@@ -216,9 +216,9 @@ def test_worker_processes_sharing_one_gpu_are_warned_about_before_anything_runs(
 
     flags = {"dataset": "synthetic", "algos": ["neuucb-one"], "rounds": 20, "seeds": 2, "out": str(tmp_path / "out")}
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # plan() accepts cuda; the warning stops the run
-    with pytest.raises(Warned, match="--jobs 2 with a CUDA device: the 2 worker processes take turns on one GPU"):
+    with pytest.raises(Warned, match="^2 worker processes take turns on each GPU"):
         run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
-    with pytest.raises(Warned, match="--jobs 2 with a CUDA device"):
+    with pytest.raises(Warned, match="^2 worker processes"):
         run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="auto", hooks=Hooks(warn=refuse))
     assert not (tmp_path / "out").exists()
     monkeypatch.undo()  # now the units really run: no warning for one process, nor for the CPU
@@ -230,5 +230,24 @@ def test_worker_processes_sharing_one_gpu_are_warned_about_before_anything_runs(
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with warnings.catch_warnings():  # the library, without hooks, warns as Python does; as an error it stops the run
         warnings.simplefilter("error", UserWarning)
-        with pytest.raises(UserWarning, match="take turns on one GPU"):
+        with pytest.raises(UserWarning, match="take turns on each GPU"):
             run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", overwrite=True)
+
+
+def test_ray_tasks_sharing_a_gpu_are_warned_about_before_ray_starts(data_dir, tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
+    import torch
+
+    from banditbench.api import Hooks, run_experiment
+
+    flags = {"dataset": "synthetic", "algos": ["neuucb-one"], "rounds": 20, "seeds": 2, "backend": "ray"}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(Warned, match="^4 worker processes take turns on each GPU"):
+        run_experiment({**flags, "gpus-per-unit": 0.25}, data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
+    assert ray_tasks_per_gpu(1.0) == ray_tasks_per_gpu(0.0) == 1 and ray_tasks_per_gpu(0.3) == 3
+
+
+def ray_tasks_per_gpu(gpus_per_unit: float) -> int:
+    from banditbench.runner.executors import RayExecutor
+
+    return RayExecutor(gpus_per_unit=gpus_per_unit).sharing_a_gpu

@@ -100,6 +100,11 @@ class Executor:
         """How many units or groups run at once: ``jobs``, or one per core where it is not set."""
         return getattr(self, "jobs", None) or os.cpu_count() or 1
 
+    @property
+    def sharing_a_gpu(self) -> int:
+        """How many worker processes may use one GPU at once: a local pool's workers all see the same device."""
+        return self.workers
+
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -322,6 +327,11 @@ class RayExecutor(Executor):
         self.gpus_per_unit = gpus_per_unit
         self.started_here = False
         self.depth = 0  # nested `with` blocks share one Ray (e.g. a benchmark timing ray.init apart)
+
+    @property
+    def sharing_a_gpu(self) -> int:
+        """Ray gives each task its own share of a GPU: 1 / ``gpus_per_unit`` tasks fit on one."""
+        return int(1 / self.gpus_per_unit) if 0 < self.gpus_per_unit < 1 else 1
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "ray", "address": self.address, "gpus_per_unit": self.gpus_per_unit}
