@@ -285,9 +285,12 @@ class EENetLockstep(TrainingLockstep):
             return super().select(views, budgets)
         arms, _ = self.read_arms(views)
         x = torch.tensor(arms, dtype=torch.float32, device=first.device)
-        theta3 = torch.cat([policy.theta3 for policy in policies]) if first.decision == "neural" else None
-        theta1, theta2 = (torch.cat([getattr(policy, name) for policy in policies]) for name in ("theta1", "theta2"))
-        f1, phi, pairs, score = first._scores(theta1, theta2, theta3, x, views[0].t)
+
+        def stacked(name: str) -> torch.Tensor:  # every member's θ of one network, [S, p]
+            return torch.cat([getattr(policy, name) for policy in policies])
+
+        theta3 = stacked("theta3") if first.decision == "neural" else None
+        f1, phi, pairs, score = first._scores(stacked("theta1"), stacked("theta2"), theta3, x, views[0].t)
         chosen, exploit = torch.argmax(score, -1).tolist(), torch.argmax(f1, -1).tolist()
         for s, policy in enumerate(policies):
             policy._chose(chosen[s], exploit[s], x[s], phi[s], f1[s], pairs[s])
