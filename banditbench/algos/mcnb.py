@@ -90,7 +90,7 @@ def meta_adapt(mlp: MLP, Theta: torch.Tensor, weights: torch.Tensor, draw, eta2,
             W_grad.copy_(weighted.mT @ h)
             if b_grad is not None:
                 b_grad.copy_(weighted.sum(-2, keepdim=True))
-        thetas = thetas - eta2 * step
+        thetas = torch.sub(thetas, step.mul_(eta2), out=step)  # Θ − η₂·step in step's memory, the same numbers
     return thetas.expand(-1, K, -1)
 
 

@@ -528,11 +528,15 @@ def train_adam(
     ``anchor = (c [B], θ_0 [B, p])`` adds the penalty Σ_b c_b ‖θ_b − θ_{0,b}‖² (NeuralUCB's Eq. 4.1)."""
     theta = theta.detach().clone()
     optimiser = Adam(theta, lr=lr)
+    # θ is stepped in place, so an MLP's layer views of θ and of one gradient buffer serve every step (a fresh buffer
+    # is zeroed through new pages: 24 ms a step instead of 3.5 for 30 of MNIST's 784 100-parameter networks)
+    buffer = torch.empty_like(theta)
+    views = (mlp.layers(theta), (buffer, mlp.layers(buffer))) if isinstance(mlp, MLP) else ()
     if anchor is not None:
         c, theta0 = anchor
         scale, difference = 2 * c[:, None], torch.empty_like(theta)
     for x, r in minibatches:
-        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1])
+        _, gradient = mlp.gradient(theta, x, lambda f: (f - r) / r.shape[-1], *views)
         if anchor is not None:
             gradient.addcmul_(torch.sub(theta, theta0, out=difference), scale)
         optimiser.step(gradient)
