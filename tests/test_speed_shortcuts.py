@@ -10,7 +10,16 @@ from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.blocks import BlockRidgeStats
-from banditbench.algos.neural import MLP, ArmGradients, BlockRows, History, TrainingJob, group_by_block, train_jobs
+from banditbench.algos.neural import (
+    MLP,
+    ArmGradients,
+    BlockRows,
+    History,
+    TrainingJob,
+    group_by_block,
+    start_blocks,
+    train_jobs,
+)
 from banditbench.algos.ridge import RidgeStats
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS, Budget, Round
@@ -387,6 +396,16 @@ def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
     block, dense = (_policy("mcnb", _classification(n=600), blocks, **params) for blocks in (True, False))
     assert _play(block, _classification(n=600), rounds) == _play(dense, _classification(n=600), rounds)
     assert block.block == 6 and block.users.history.x.shape[1] == 6 and dense.block is None
+
+
+def test_neural_policies_read_blocks_on_the_cpu_only():
+    """On a GPU the dense product is one kernel, the per-block one a kernel per (network, block) pair."""
+    K, b = 4, 6
+    policy, view = SimpleNamespace(blocks=True, dim=K * b, n_arms=K), SimpleNamespace(block=b)
+    width, history = start_blocks(policy, view, History(2, K * b, torch.device("cpu")))
+    assert width == b and history.n_blocks == K and history.x.shape[1] == b
+    on_gpu = History(2, K * b, torch.device("meta"))  # any device but the CPU, as CUDA
+    assert start_blocks(policy, view, on_gpu) == (None, on_gpu)
 
 
 def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form():
