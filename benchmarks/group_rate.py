@@ -4,12 +4,12 @@
         [--seeds 10] [--device cpu|cuda] [--seconds 30] [--every 25] [--data-dir PREPARED] [--datasets DIR]
 
 Runs, per algorithm, one lockstep group of ``--seeds`` seeds × 10 000 rounds (default hyper-parameters, ``device``
-set) in this process and stops it after about ``--seconds``. The runner's progress calls, every ``--every`` rounds,
-time it: the first block (the device's start, the first allocations) is left out, and the script prints the group's
-milliseconds a round over the blocks after it and the seed-rounds a second. The rounds timed are early ones, where
-the neural learners train every 10 rounds (every 100 after round 1 000). Without ``--data-dir`` the dataset is
-prepared from DATASETS (the MNIST test set in block encoding, or MovieLens-100K); with it, the prepared folder there
-is read. The CPU runs with torch's default threads (all cores)."""
+set where the algorithm has one) in this process and stops it after about ``--seconds``. The runner's progress
+calls, every ``--every`` rounds, time it: the first block (the device's start, the first allocations) is left out,
+and the script prints the group's milliseconds a round over the blocks after it and the seed-rounds a second. The
+rounds timed are early ones, where the neural learners train every 10 rounds (every 100 after round 1 000). Without
+``--data-dir`` the dataset is prepared from DATASETS (the MNIST test set in block encoding, or MovieLens-100K); with
+it, the prepared folder there is read. The CPU runs with torch's default threads (all cores)."""
 
 from __future__ import annotations
 
@@ -34,16 +34,19 @@ class Enough(Exception):
     """Raised from the progress call once the group has run long enough."""
 
 
-def block_marks(algorithm: str, dataset, seeds: int, device: str, seconds: float) -> list[float]:
-    """Seconds from the group's start at each progress call (every ``runner.PROGRESS_EVERY`` rounds)."""
-    params = {**ALGORITHMS[algorithm].defaults(), "device": device}
+def block_marks(algorithm: str, dataset, seeds: int, device: str, seconds: float) -> list[tuple[int, float]]:
+    """(rounds played, seconds from the group's start) at each progress call, every ``runner.PROGRESS_EVERY``
+    rounds and at the end of the group."""
+    spec = ALGORITHMS[algorithm]
+    params = {**spec.defaults(), **({"device": device} if spec.capabilities.device else {})}
     protocol = dataset.manifest["protocol"]
     units = [Unit(dataset.name, protocol, algorithm, params, 0, seed, ROUNDS, None) for seed in range(seeds)]
     marks, started = [], time.perf_counter()
 
-    def progress(_):
-        marks.append(time.perf_counter() - started)
-        if marks[-1] > seconds:
+    def progress(seed_rounds):
+        if seed_rounds:  # the group's last call reports the rounds since the last full block, maybe none
+            marks.append(((marks[-1][0] if marks else 0) + seed_rounds // seeds, time.perf_counter() - started))
+        if marks and marks[-1][1] > seconds:
             raise Enough
 
     try:
@@ -76,11 +79,11 @@ def main() -> None:
             if len(marks) < 2:
                 print(f"{algorithm:<12} {args.device}: fewer than two timings in {args.seconds:.0f} s; raise --seconds")
                 continue
-            rounds = args.every * (len(marks) - 1)
-            per_round = (marks[-1] - marks[0]) / rounds
+            (first, start), (last, stop) = marks[0], marks[-1]
+            per_round = (stop - start) / (last - first)
             print(
-                f"{algorithm:<12} {args.device}, {args.seeds} seeds: rounds {args.every}–{args.every * len(marks)}: "
-                f"{per_round * 1e3:8.1f} ms a round, {args.seeds / per_round:8.1f} seed-rounds/s"
+                f"{algorithm:<12} {args.device}, {args.seeds} seeds: rounds {first}–{last}: "
+                f"{per_round * 1e3:8.2f} ms a round, {args.seeds / per_round:8.1f} seed-rounds/s"
             )
 
 
