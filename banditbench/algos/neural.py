@@ -185,7 +185,7 @@ def start_blocks(policy, view, history: History) -> tuple[int | None, History]:
     GPU the dense product is one kernel where the per-block one is a kernel for every (network, block) pair, which
     on MNIST made a CUDA lockstep group 9–15 times slower than dense. → (the block width b, or None for the dense
     input; the history to keep: a fresh per-block one in block mode, else ``history``)."""
-    on_cpu = torch.device(history.device).type == "cpu"
+    on_cpu = history.device.type == "cpu"
     if not (policy.blocks and on_cpu and view.block and history.size == 0 and policy.dim == view.block * policy.n_arms):
         return None, history
     return view.block, History(len(history.counts), view.block, history.device, n_blocks=policy.n_arms)
