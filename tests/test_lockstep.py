@@ -59,8 +59,8 @@ OTHER_PATHS = [
     ("eenet", {"gradients": "batched"}, 60),  # members select alone
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
-    ("mcnb", {"group_cap": True, "code_exploration": True}, 60),  # members select alone
-    (  # all the authors' switches: members cluster and choose alone, and adapt stacked every 10th round
+    ("mcnb", {"group_cap": True, "code_exploration": True}, 60),  # each member caps its groups from its generator
+    (  # all the authors' switches: members cap their groups alone, and adapt stacked every 10th round
         "mcnb",
         {
             "meta_every_10th_in_place": True,
@@ -347,22 +347,26 @@ def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         assert all(np.array_equal(getattr(policy, s).theta, getattr(member, s).theta) for s in statistics)
 
 
+CODE_SWITCHES = {"meta_every_10th_in_place": True, "group_cap": True, "code_exploration": True, "schedule": "code"}
+
+
 @pytest.mark.parametrize(
-    "name,cell,rounds",
+    "name,base,cell,rounds",
     [
-        ("neuucb-one", {"nu": 1.0, "lam": 0.5}, 200),
-        ("mcnb", {"gamma": 0.2}, 200),
-        ("neurallinear", {"alpha": 1.0}, 100),  # its choices part from a one-ulp copy of itself at 121 here
+        ("neuucb-one", {}, {"nu": 1.0, "lam": 0.5}, 200),
+        ("mcnb", {}, {"gamma": 0.2}, 200),
+        ("mcnb", CODE_SWITCHES, {"gamma": 0.2}, 100),  # its code exploration scores a member at a time here
+        ("neurallinear", {}, {"alpha": 1.0}, 100),  # its choices part from a one-ulp copy of itself at 121 here
     ],
 )
-def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(name, cell, rounds):
+def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(name, base, cell, rounds):
     from test_speed_shortcuts import _classification
 
     def members():
         build = ALGORITHMS[name].build
         return [
             build(n_users=4, n_arms=4, dim=24, seed=np.random.SeedSequence(i), params=p)
-            for i, p in enumerate([{}, cell, cell])
+            for i, p in enumerate([base, {**base, **cell}, {**base, **cell}])
         ]
 
     alone, together = members(), members()

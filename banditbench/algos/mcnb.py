@@ -295,6 +295,13 @@ class MCNB(Policy):
         G = arms.rows().reshape(*thetas.shape[:-2], 2 * K, p)
         return arms.f.reshape(*thetas.shape[:-2], 2 * K)[..., :K], (G[..., :K, :] - G[..., K:, :]).norm(dim=-1)
 
+    def _code_exploration(self, thetas: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``code_exploration``'s estimate f(x_i; Θ_{t,i}) and bonus sqrt(ν)·‖g(x_i; Θ_{t,i})‖ for every arm: thetas
+        [..., K, p], x [..., K, d] (members of a lockstep group stacked on the leading axis)."""
+        arms = ArmGradients(self.mlp, thetas.reshape(-1, thetas.shape[-1]), x.reshape(-1, x.shape[-1]))
+        shape = thetas.shape[:-1]
+        return arms.f.reshape(shape), self.code_nu**0.5 * arms.rows().norm(dim=1).reshape(shape)
+
     def select(self, view, budget):
         x, groups = self._clustered(view)
         t0 = time.perf_counter()
@@ -320,10 +327,8 @@ class MCNB(Policy):
         user = view.user
         self.served[user] += 1
         if self.code_exploration:
-            arms = ArmGradients(self.mlp, thetas, x)
-            f, G = arms.f, arms.rows()
-            ucb = f + self.code_nu**0.5 * G.norm(dim=1) + self.code_nu * (1.0 / self.served[user].float()).sqrt()
-            self.bonus = self.code_nu**0.5 * G.norm(dim=1)
+            f, self.bonus = self._code_exploration(thetas, x)
+            ucb = f + self.bonus + self.code_nu * (1.0 / self.served[user].float()).sqrt()
         else:  # f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖
             f, distances = self._estimates_and_distances(thetas, self.Theta0, x)
             self.bonus = self.alpha * distances / self.mlp.width**0.25
@@ -401,17 +406,16 @@ class MCNB(Policy):
 
 
 class MCNBLockstep(TrainingLockstep):
-    """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): every member's clustering, meta
-    step and UCB in one batched pass each (the user-learners stacked [S, n, p], the meta networks [S, p]), and on a
-    training round every member's user-learners trained in one Adam call. With the authors' per-arm switches
-    (``meta_every_10th_in_place``, ``group_cap``, ``code_exploration``) members cluster and choose one by one, and
-    their adaptations every 10th round run as one loop; with ``code_training`` their training loops do too. Times
-    are the group's, shared equally."""
+    """M-CNB's members in lockstep (seeds, and grid cells of γ, ν, S, δ, η₂ and α): every member's meta step and UCB
+    in one batched pass each (the meta networks stacked [S, p]), each member's clustering from one forward pass of
+    its own user-learners, and on a training round every member's user-learners trained in one Adam call. With the
+    authors' switches, each member caps its groups alone (``group_cap``, from its own generator), the adaptations of
+    every 10th round run as one loop (``meta_every_10th_in_place``), and so do the training loops
+    (``code_training``). Times are the group's, shared equally."""
 
     def __init__(self, policies: list[MCNB]):
         super().__init__(policies)
         first = policies[0]
-        self.batched = not (first.meta_every_10th_in_place or first.group_cap or first.code_exploration)
 
         def column(values):
             return torch.tensor(values, device=first.device)[:, None, None]
@@ -421,10 +425,6 @@ class MCNBLockstep(TrainingLockstep):
         self.alpha = column([p.alpha for p in policies])[:, 0]
 
     def select(self, views, budgets):
-        if not self.batched:
-            if self.policies[0].meta_every_10th_in_place and views[0].t % 10 == 0:
-                return self._select_adapting_code(views)
-            return super().select(views, budgets)
         clock = time.perf_counter
         policies, first = self.policies, self.policies[0]
         users = torch.tensor([view.user for view in views], device=first.device)
@@ -435,45 +435,50 @@ class MCNBLockstep(TrainingLockstep):
         S, K = x.shape[:2]
         t0 = clock()
         groups = self._clusters(users, x)  # [S, K, n]
+        if first.group_cap:
+            for policy, member_groups, view in zip(policies, groups, views):
+                policy._cap(member_groups, view.user)  # in place, from the member's own generator
         t1 = clock()
-        thetas = self._adapt(groups)  # [S, K, p]
+        if not first.meta_every_10th_in_place:
+            thetas = self._adapt(groups)  # [S, K, p]
+        elif views[0].t % 10 == 0:
+            thetas = torch.stack(MCNB._adapt_code_each(policies, list(groups)))
+        else:
+            thetas = torch.stack([policy.Theta for policy in policies])[:, None].expand(S, K, -1)
         t2 = clock()
-        Theta0 = torch.stack([policy.Theta0 for policy in policies])
-        f, distances = first._estimates_and_distances(thetas, Theta0, x)
-        bonus = self.alpha * distances / first.mlp.width**0.25
         for policy, view in zip(policies, views):
             policy.served[view.user] += 1
-        user_side = [policy._user_side(view.user) for policy, view in zip(policies, views)]
-        ucb = f + bonus + torch.tensor(user_side, dtype=f.dtype, device=f.device)[:, None]
+        if first.code_exploration:
+            if first.block is None:
+                f, bonus = first._code_exploration(thetas, x)
+            else:  # a member at a time: every arm's gradient row has 784 100 numbers on MNIST
+                f, bonus = (torch.stack(part) for part in zip(*map(first._code_exploration, thetas, x)))
+            served = torch.stack([policy.served[view.user] for policy, view in zip(policies, views)]).float()
+            ucb = f + bonus + (first.code_nu * (1.0 / served).sqrt())[:, None]
+        else:
+            Theta0 = torch.stack([policy.Theta0 for policy in policies])
+            f, distances = first._estimates_and_distances(thetas, Theta0, x)
+            bonus = self.alpha * distances / first.mlp.width**0.25
+            user_side = [policy._user_side(view.user) for policy, view in zip(policies, views)]
+            ucb = f + bonus + torch.tensor(user_side, dtype=f.dtype, device=f.device)[:, None]
         chosen = torch.argmax(ucb, dim=-1).tolist()
         for i, (policy, arm) in enumerate(zip(policies, chosen)):
             policy.bonus = bonus[i]
-            policy.Theta = thetas[i, arm].clone()  # line 13: Θ_t = Θ_{t,î}
-            policy._group, policy._x, policy._arm = groups[i, arm], policy._sample(x[i], arm), arm
+            if first.meta_every_10th_in_place:
+                policy._group = groups[i, arm] if policy._code_group is None else policy._code_group
+            else:
+                policy.Theta = thetas[i, arm].clone()  # line 13: Θ_t = Θ_{t,î}
+                policy._group = groups[i, arm]
+            policy._x, policy._arm = policy._sample(x[i], arm), arm
             policy.last_timings["clustering"] = (t1 - t0) / S
             policy.last_timings["meta_adaptation"] = (t2 - t1) / S
         return chosen
 
-    def _select_adapting_code(self, views) -> list[int]:
-        """A round of the code's adaptation (``meta_every_10th_in_place``, every 10th round): each member clusters
-        and chooses alone, and the members' adaptations run stacked, arm by arm."""
-        policies = self.policies
-        rounds = [policy._clustered(view) for policy, view in zip(policies, views)]
-        t0 = time.perf_counter()
-        thetas = MCNB._adapt_code_each(policies, [groups for _, groups in rounds])
-        seconds = (time.perf_counter() - t0) / len(policies)
-        chosen = []
-        for policy, view, (x, groups), theta in zip(policies, views, rounds, thetas):
-            policy.last_timings["meta_adaptation"] = seconds
-            chosen.append(policy._choose(view, x, groups, theta))
-        return chosen
-
     def _clusters(self, users: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Eq. 3 for every member and arm: every user-learner's estimate in one forward pass."""
+        """Eq. 3 for every member and arm, from every user-learner's estimates, one forward pass per member (one
+        pass over the stacked [S, n, p] learners costs more: stacking them copies every member's networks)."""
         policies = self.policies
-        with torch.no_grad():
-            thetas = torch.stack([p.users.theta for p in policies])
-            P = policies[0].mlp.forward(thetas, policies[0]._arms_input(x[:, None]))  # [S, n, K]
+        P = torch.stack([policy.users.predict(policy._arms_input(xs)) for policy, xs in zip(policies, x)])  # [S, n, K]
         own = P[torch.arange(len(users)), users]  # [S, K]
         gap = (P - own[:, None, :]).abs().mT  # [S, K, n]
         return gap < self.threshold if policies[0].code_threshold else gap <= self.threshold
