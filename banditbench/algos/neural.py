@@ -624,7 +624,7 @@ def train_passes_each(
     device = theta.device
     sizes = [len(r) for _, r in samples]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
-    x_all, r_all = torch.cat([x for x, _ in samples]), torch.cat([r for _, r in samples])
+    x_all, r_all = torch.cat([x for x, _ in samples]), torch.cat([r for _, r in samples])[:, None]
     plan = torch.empty(max_steps, len(samples), dtype=torch.long, device=device)  # the sample of every step
 
     def shuffle(column: int, s: int, step: int) -> None:
@@ -640,29 +640,40 @@ def train_passes_each(
         buffer = torch.empty_like(live)
         return {"layers": mlp.layers(live), "out": (buffer, mlp.layers(buffer))}
 
+    def next_pass_end(step: int) -> int:
+        """The first step ≥ ``step`` that ends some stepping network's pass (or the last step)."""
+        return min([(step // sizes[s] + 1) * sizes[s] - 1 for s in members] + [max_steps - 1])
+
+    def loss_gradient(f: torch.Tensor) -> torch.Tensor:
+        """∂(f − r)²/∂f = 2(f − r), keeping the residual f − r for the pass's loss."""
+        nonlocal residual
+        residual = f - r
+        return 2 * residual
+
     members = list(range(len(samples)))  # the networks still stepping, in the order of live's rows
     for s in members:
         shuffle(s, s, 0)
     trained, live = torch.empty_like(theta), theta.detach().clone()
     adam = Adam(live, lr=lr) if optimiser == "adam" else None
     live_views = views(live)
-    pass_loss = torch.zeros(len(samples), dtype=torch.float64, device=device)
+    pass_loss = torch.zeros(len(samples), 1, dtype=torch.float64, device=device)
+    residual, pass_end = None, next_pass_end(0)
     for step in range(max_steps):
         rows = plan[step]
         x, r = x_all.index_select(0, rows)[:, None, :], r_all.index_select(0, rows)
-        f, gradient = mlp.gradient(live, x, lambda f: 2 * (f - r[:, None]), **live_views)
+        _, gradient = mlp.gradient(live, x, loss_gradient, **live_views)
         if weight_decay:
             gradient.add_(live, alpha=weight_decay)
         if adam is None:
             live.add_(gradient, alpha=-lr)
         else:
             adam.step(gradient)
-        pass_loss.add_((f[:, 0] - r).square())  # float32 losses summed in float64
-        ending = [i for i, s in enumerate(members) if (step + 1) % sizes[s] == 0]
-        if step == max_steps - 1 or not ending:
+        pass_loss.add_(residual.square())  # float32 losses summed in float64
+        if step < pass_end or step == max_steps - 1:
             continue
+        ending = [i for i, s in enumerate(members) if (step + 1) % sizes[s] == 0]
         stopped = []
-        for i, loss in zip(ending, pass_loss[ending].tolist()):
+        for i, (loss,) in zip(ending, pass_loss[ending].tolist()):
             if loss / sizes[members[i]] <= tolerance:
                 stopped.append(i)
             else:  # another pass
@@ -681,6 +692,7 @@ def train_passes_each(
                 adam.keep(keep)
                 live = adam.theta
             live_views = views(live)
+        pass_end = next_pass_end(step + 1)
     trained[members] = live
     return trained
 
