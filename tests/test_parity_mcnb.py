@@ -79,6 +79,25 @@ def test_code_adaptation_takes_up_to_100_steps_over_reshuffled_passes_of_a_small
     torch.testing.assert_close(policy.Theta, expected)
 
 
+def test_group_cap_draws_n_over_5_members_with_replacement_per_arm_in_arm_order_plus_the_served_user():
+    """Their cap: an arm's group of more than n/5 users becomes n/5 draws with replacement from it, in the order of
+    the arms, plus u_t; smaller groups stay as they are."""
+    policy = ALGORITHMS["mcnb"].build(
+        n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(0), params={"group_cap": True}
+    )
+    groups = torch.zeros(4, 20, dtype=torch.bool)
+    groups[0, :10] = groups[1, [2, 5, 7]] = groups[3, 5:] = True  # arm 2's group is empty, arm 1's under the cap
+    state = policy.generator.get_state()
+    capped = policy._cap(groups.clone(), user=5)
+    replay = torch.Generator().set_state(state)
+    first = torch.arange(10)[torch.randint(10, (4,), generator=replay)]
+    last = torch.arange(5, 20)[torch.randint(15, (4,), generator=replay)]
+    assert capped[0].nonzero().flatten().tolist() == sorted(set(first.tolist()) | {5})
+    assert torch.equal(capped[1], groups[1]) and not capped[2].any()
+    assert capped[3].nonzero().flatten().tolist() == sorted(set(last.tolist()) | {5})
+    assert torch.equal(policy.generator.get_state(), replay.get_state())
+
+
 def test_code_training_trains_the_pooled_meta_network_then_the_served_users_learner_alone():
     """Their run.py on a scheduled round: train_meta(all users, t, 1000, lr) by single-sample Adam, then train(u_t)
     by single-sample Adam (≤ 500 steps) on u_t's history only."""

@@ -205,13 +205,15 @@ class MCNB(Policy):
     def _cap(self, groups: torch.Tensor, user: int) -> torch.Tensor:
         """The code's cap: more than n/5 members → n/5 drawn with replacement (so fewer distinct), plus u_t."""
         cap = max(1, self.n_users // 5)
-        for i in range(groups.shape[0]):
-            members = torch.nonzero(groups[i]).flatten()
-            if len(members) > cap:
-                pick = members[torch.randint(len(members), (cap,), generator=self.generator, device=self.device)]
-                groups[i] = False
-                groups[i, pick] = True
-                groups[i, user] = True
+        sizes = groups.sum(1)
+        over = torch.nonzero(sizes > cap).flatten()
+        if len(over) == 0:
+            return groups
+        members = torch.nonzero(groups[over])[:, 1].split(sizes[over].tolist())  # each capped arm's, in arm order
+        draws = [m[torch.randint(len(m), (cap,), generator=self.generator, device=self.device)] for m in members]
+        groups[over] = False
+        groups[over.repeat_interleave(cap), torch.cat(draws)] = True
+        groups[over, user] = True
         return groups
 
     # (2) meta adaptation, Alg. 2 for all K arms in one vectorised step

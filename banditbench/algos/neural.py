@@ -630,8 +630,10 @@ def train_passes_each(
     def shuffle(column: int, s: int, step: int) -> None:
         """Network s's order from ``step`` on: its next pass (``reshuffle``) or every pass to come."""
         order = torch.randperm(sizes[s], generator=generators[s], device=device) + starts[s]
-        span = min(sizes[s], max_steps - step) if reshuffle else max_steps - step
-        plan[step : step + span, column] = order[torch.arange(span, device=device) % sizes[s]]
+        if reshuffle:
+            plan[step : step + sizes[s], column] = order[: max_steps - step]
+        else:
+            plan[step:, column] = order[torch.arange(max_steps - step, device=device) % sizes[s]]
 
     def views(live: torch.Tensor) -> dict:
         """The layers of the stepping networks and of a gradient buffer, cut once per stack (closed form only)."""
@@ -672,14 +674,15 @@ def train_passes_each(
         if step < pass_end or step == max_steps - 1:
             continue
         ending = [i for i, s in enumerate(members) if (step + 1) % sizes[s] == 0]
-        stopped = []
+        stopped, again = [], []
         for i, (loss,) in zip(ending, pass_loss[ending].tolist()):
             if loss / sizes[members[i]] <= tolerance:
                 stopped.append(i)
             else:  # another pass
-                pass_loss[i] = 0.0
+                again.append(i)
                 if reshuffle:
                     shuffle(i, members[i], step + 1)
+        pass_loss[again] = 0.0
         if stopped:
             trained[[members[i] for i in stopped]] = live[stopped]
             keep = [i for i in range(len(members)) if i not in stopped]
