@@ -418,3 +418,6 @@ def test_a_history_lists_a_sample_alike_for_one_user_given_as_an_int_or_in_a_ten
         assert torch.equal(by_int.of(user)[0], by_tensor.of(user)[0])
         assert torch.equal(by_int.of(user)[1], by_tensor.of(user)[1])
     assert by_int.of(1)[1].tolist() == [float(t) for t in range(40)]
+    pooled_x, pooled_r = by_int.of(torch.tensor([2, 0, 1]))  # user by user, in the order given
+    assert torch.equal(pooled_x, torch.cat([by_int.of(u)[0] for u in (2, 0, 1)]))
+    assert torch.equal(pooled_r, torch.cat([by_int.of(u)[1] for u in (2, 0, 1)]))

@@ -260,7 +260,7 @@ class MCNB(Policy):
                 members = torch.nonzero(groups[i] & (policy.users.mu > 0)).flatten()
                 if len(members):
                     stepping.append(policy)
-                    samples.append(policy.users.history.of(*members.tolist()))
+                    samples.append(policy.users.history.of(members))
             if not stepping:
                 continue
             trained = train_passes_each(

@@ -172,9 +172,7 @@ class MetaBan(Policy):
     def _train_meta_code_each(policies: list[MetaBan], groups: list[torch.Tensor]) -> list[torch.Tensor]:
         """``code_training``'s meta network of each policy: Θ trained on the pooled histories of its (last arm's)
         group's members. The policies with data and the same η₂ (the loop's learning rate) run as one loop."""
-        samples = [
-            policy.users.history.of(*torch.nonzero(group).flatten().tolist()) for policy, group in zip(policies, groups)
-        ]
+        samples = [policy.users.history.of(torch.nonzero(group).flatten()) for policy, group in zip(policies, groups)]
         for eta2 in sorted({policy.eta2 for policy in policies}):
             stepping = [i for i, policy in enumerate(policies) if policy.eta2 == eta2 and len(samples[i][1])]
             if not stepping:

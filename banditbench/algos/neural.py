@@ -516,9 +516,14 @@ class History:
             return self.inputs(torch.arange(self.size, device=self.device)), self.r[: self.size]
         return self.x[: self.size], self.r[: self.size]
 
-    def of(self, *users: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The samples of these users' histories pooled, each user's in the order they came: x [n, d], r [n]."""
-        rows = torch.cat([self.rows[u, : self.counts[u]] for u in users])
+    def of(self, users: int | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The samples of one user's history, or of several users' (a 1-d tensor) pooled, each user's in the order
+        they came: x [n, d], r [n]."""
+        if isinstance(users, torch.Tensor):  # row-major: user by user, each user's first counts[u] rows
+            rows = self.rows[users]
+            rows = rows[torch.arange(rows.shape[1], device=self.device) < self.counts[users, None]]
+        else:
+            rows = self.rows[users, : self.counts[users]]
         return self.inputs(rows), take(self.r, rows)
 
 
