@@ -60,6 +60,7 @@ OTHER_PATHS = [
     ("mcnb", {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False}, 60),
     ("metaban", {"code_training": True, "user_start": "meta", "share_data_with_group": True, "schedule": "code"}, 25),
     ("mcnb", {"group_cap": True, "code_exploration": True}, 60),  # each member caps its groups from its generator
+    ("mcnb", {"meta_every_10th_in_place": True}, 60),  # the paper's UCB on Θ adapted every 10th round
     (  # all the authors' switches: members cap their groups alone, and adapt stacked every 10th round
         "mcnb",
         {
