@@ -1,4 +1,4 @@
-"""The Policy contract (DESIGN.md, "Policy") and the registry behind ``--algos`` and ``banditbench list``."""
+"""The Policy contract (docs/architecture.md, "Policy") and the registry behind ``--algos`` and ``banditbench list``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prepared datasets on disk (DESIGN.md, "Prepared dataset"): Parquet tables plus ``manifest.json``.
+"""Prepared datasets on disk (docs/architecture.md, "Prepared dataset"): Parquet tables plus ``manifest.json``.
 
 A dataset is built in a temporary sibling folder and renamed into place only when complete, so a
 crash or a bad input never leaves a half-written ``datasets/<name>/`` and never clobbers a good one.
