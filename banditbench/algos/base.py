@@ -139,8 +139,6 @@ class Capabilities:
     user_id: bool = True
     #: reads the round's user features (needs a protocol that gives them)
     user_features: bool = False
-    #: can learn from a batch of rounds at once
-    batch_update: bool = False
     #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
     device: bool = False
     #: batches its seeds' work when they run in lockstep (``Policy.lockstep``); ``--engine lockstep`` groups the seeds
