@@ -152,11 +152,18 @@ VERIFY = typer.Option(
 CACHE = typer.Option(
     None, "--cache-dir", envvar="BANDITBENCH_CACHE", help="Cache of raw downloads \\[default: ~/.cache/banditbench]."
 )
+MAX_EXTRACT = typer.Option(
+    None,
+    "--max-extract-gb",
+    help="Largest archive member to unpack, in GB \\[default: 100 times its compressed size, at least 0.064 and "
+    "at most 20]; raise it for a genuine archive that is refused.",
+)
 COMMON = {
     "source": (Optional[str], SOURCE),
     "offline": (bool, OFFLINE),
     "verify": (bool, VERIFY),
     "cache_dir": (Optional[Path], CACHE),
+    "max_extract_gb": (Optional[float], MAX_EXTRACT),
 }
 
 

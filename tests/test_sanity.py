@@ -187,7 +187,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         ),
         good_movielens,
         movielens_comma_delimited,
-        r"u.data: cannot read it as TAB-separated user item rating",
+        r"u.data, line 1: 1 field, expected 4 \(TAB-separated user item rating",
     ),
     "movielens missing file": (
         lambda d, s, f: movielens.prepare(
@@ -195,7 +195,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         ),
         good_movielens,
         movielens_missing_file,
-        r"lacks 1 file movielens-100k needs: u.item",
+        r"lacks 1 file movielens --variant 100k needs: u.item",
     ),
     "facebook wrong delimiter": (
         lambda d, s, f: facebook.prepare(
@@ -223,13 +223,13 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=False),
         shuttle_folder,
         lambda t: shuttle_folder(t, sep=","),
-        r"shuttle.trn: cannot read it as space-separated",
+        r"shuttle.trn, line 1: 1 field, expected 10 \(space-separated",
     ),
     "shuttle truncated": (
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=f),
         shuttle_folder,
         shuttle_folder,
-        r"shuttle.trn: checksum mismatch, expected 43,500 lines .* found 40 lines",
+        r"shuttle.trn: row count mismatch, expected 43,500 lines .* found 40 lines",
     ),
     "yelp missing column": (
         lambda d, s, f: yelp.prepare(d, options=SMALL, source=str(s), offline=True, force=f),

@@ -211,7 +211,7 @@ def prepare_movielens_logged(
     folder = Path(data_dir) / "movielens-logged"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(movielens.spec(variant), source, offline, cache, verify) as raw:
+    with raw_files(movielens.spec(variant, "movielens-logged"), source, offline, cache, verify) as raw:
         ratings = movielens.read_ratings(raw["ratings"], variant)
         movies = movielens.read_movies(raw["movies"], variant)
     ratings["positive"] = ratings["rating"] >= 4.0  # RATING_THRESHOLD = 4 of movielen2mind
@@ -336,4 +336,4 @@ register(
 def movielens_spec(variant: str) -> RawSpec:
     from banditbench.data import movielens
 
-    return movielens.spec(variant)
+    return movielens.spec(variant, "movielens-logged")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import ratings as pipeline
+from banditbench.data import rows
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
@@ -73,13 +74,17 @@ MEMBER_SHA256 = {
     }
 }
 RATING_COLUMNS = ["raw_user", "raw_item", "rating", "timestamp"]
-RATING_TYPES = {"raw_user": np.int64, "raw_item": np.int64, "rating": np.float32, "timestamp": np.int64}
+# (lowest, highest, step) of each release's ratings: whole stars in 100k and 1m, half stars from ml-20m on (and in
+# ml-latest-small, read as 25m); the README of each release states its scale.
+RATING_SCALES = {"100k": (1.0, 5.0, 1.0), "1m": (1.0, 5.0, 1.0)}
+HALF_STARS = (0.5, 5.0, 0.5)
 
 
-def spec(variant: str) -> RawSpec:
+def spec(variant: str, command: str = "movielens") -> RawSpec:
+    """The files of ``variant``; ``command``, the prepare command reading them, names them in messages."""
     ratings_file, movies_file = FILES[variant]
     return RawSpec(
-        f"movielens-{variant}",
+        f"{command} --variant {variant}",
         (VARIANTS[variant],),
         {"ratings": (ratings_file,), "movies": (movies_file,)},
         member_sha256=MEMBER_SHA256.get(variant, {}),
@@ -87,28 +92,32 @@ def spec(variant: str) -> RawSpec:
 
 
 def read_ratings(path: Path, variant: str) -> pd.DataFrame:
+    """(raw_user, raw_item, rating, timestamp) of every line, each value checked: whole-number ids and times,
+    a rating on the release's scale."""
     expected = {
         "100k": "TAB-separated user item rating timestamp (ml-100k u.data)",
         "1m": "UserID::MovieID::Rating::Timestamp (ml-1m ratings.dat)",
     }.get(variant, "CSV userId,movieId,rating,timestamp with a header (ml-20m/25m ratings.csv)")
-    with reading(path, expected):
-        if variant == "100k":
-            frame = pd.read_csv(path, sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
-        elif variant == "1m":  # "::" would need pandas' slow python engine: turn it into one tab instead
-            text = path.read_bytes().replace(b"::", b"\t")
-            frame = pd.read_csv(io.BytesIO(text), sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
-        else:
-            frame = pd.read_csv(
-                path,
-                engine="pyarrow",
-                dtype={"userId": np.int64, "movieId": np.int64, "rating": np.float32, "timestamp": np.int64},
-            )
-            if list(frame.columns) != ["userId", "movieId", "rating", "timestamp"]:
-                raise ValueError(f"header is {','.join(map(str, frame.columns))}")
-            frame.columns = RATING_COLUMNS
-    if frame.empty:
-        raise UserError(f"{path}: no ratings in the file")
-    return frame
+    header = () if variant in RATING_SCALES else ("userId", "movieId", "rating", "timestamp")
+    if variant == "1m":  # "::" would need pandas' slow python engine: turn it into one tab instead
+        frame = rows.read_fields(path, expected, RATING_COLUMNS, sep="\t", text=path.read_bytes().replace(b"::", b"\t"))
+    else:
+        frame = rows.read_fields(path, expected, RATING_COLUMNS, header=header, sep="\t" if variant == "100k" else ",")
+    low, high, step = RATING_SCALES.get(variant, HALF_STARS)
+    lines = len(header) > 0
+    checked = {
+        name: rows.numbers(frame[name], path, name.replace("raw_", ""), header=lines, step=1)
+        for name in ("raw_user", "raw_item", "timestamp")
+    }
+    rating = rows.numbers(frame["rating"], path, "rating", header=lines, low=low, high=high, step=step)
+    return pd.DataFrame(
+        {
+            "raw_user": checked["raw_user"].astype(np.int64),
+            "raw_item": checked["raw_item"].astype(np.int64),
+            "rating": rating.astype(np.float32),
+            "timestamp": checked["timestamp"].astype(np.int64),
+        }
+    )
 
 
 def read_movies(path: Path, variant: str) -> pd.DataFrame:

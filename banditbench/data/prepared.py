@@ -62,18 +62,21 @@ def write_dataset(
     rows: dict[str, Any] | None = None,
     verification: str | None = None,
     allow_unresolved: bool = False,
+    reader_warnings: list[str] = (),
 ) -> Path:
     """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
 
     The manifest carries the sanity report (``sanity``: ``rows`` read/kept/dropped and the protocol's
     figures, see data/sanity.py), its ``warnings`` (one-line strings that run and report repeat) and
-    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``)."""
+    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``);
+    ``reader_warnings`` (what the readers noticed in the raw files) come first among the warnings."""
     from banditbench.data import sanity
 
     folder = Path(folder)
     if folder.exists() and not force:
         raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
     report, warnings = sanity.analyse(protocol, tables, allow_unresolved=allow_unresolved)  # may refuse the data
+    warnings = [*reader_warnings, *warnings]
     if rows is not None:
         report = {"rows": rows, **report}
     if verification == "unverified":
