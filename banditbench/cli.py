@@ -235,6 +235,10 @@ def report_prepared(path: Path) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
         f"{k}={v}" for k, v in manifest.get("parameters", {}).items()
     )  # generated data: its parameters
+    sanity = manifest.get("sanity", {})
+    for pools in ("groups", "users"):  # how many pools of the recommendation protocol can serve a round
+        if f"servable_{pools}" in sanity:
+            summary += f"; {sanity[f'servable_{pools}']} of the {sanity[pools]} {pools} can serve a round"
     console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):

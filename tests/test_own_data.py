@@ -115,7 +115,7 @@ def test_given_item_features_replace_the_svd(tmp_path):
             {"user": "customer"},
             r"no column 'customer' \(it has: user, item, reward, timestamp\); name yours with --user",
         ),
-        ({"reward": "item"}, r"column 'item' must be numeric, found 'i"),
+        ({"reward": "item"}, r"clicks.csv, line 2: column 'item' value 'i\d+' is not a number"),
         ({"name": "movielens"}, r"--name 'movielens' is a registered dataset"),
         ({"name": "../up"}, r"--name '../up' must be letters"),
     ],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import gzip
+import hashlib
 import os
 import shutil
 import tarfile
@@ -26,11 +27,18 @@ from typing import Any
 
 import pooch
 
-from banditbench.data.prepared import sha256_of
 from banditbench.errors import UserError
 
 CACHE_ENV = "BANDITBENCH_CACHE"
 RETRIES = 3  # pooch re-downloads a file up to this many times after a failure or a bad hash
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def cache_dir(option: Path | None = None) -> Path:

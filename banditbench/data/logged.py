@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.fetch import Download, RawSpec, raw_files, reading
+from banditbench.data import rows
+from banditbench.data.fetch import Download, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
@@ -75,34 +76,39 @@ def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
     return found
 
 
+MIND_TSV = {"sep": "\t", "dtype": str, "quoting": 3, "keep_default_na": False}  # empty abstracts stay ""
+IMPRESSIONS = r"\S+-[01]( \S+-[01])*"  # "N1-1 N2-0 …": a news id, then 1 if clicked, 0 if not
+
+
 def read_mind_news(path: Path) -> pd.DataFrame:
-    with reading(path, "MIND news.tsv (8 TAB-separated fields)"):
-        frame = pd.read_csv(path, sep="\t", header=None, dtype=str, quoting=3, keep_default_na=False)
-        if frame.shape[1] != 8:
-            raise ValueError(f"{frame.shape[1]} fields per line, expected 8")
-    frame.columns = NEWS_COLUMNS
+    frame = rows.read_fields(path, "MIND news.tsv (8 TAB-separated fields)", NEWS_COLUMNS, **MIND_TSV)
     return frame[["news_id", "title", "category", "subcategory", "abstract"]]
 
 
 def read_mind_behaviors(path: Path, split: str) -> pd.DataFrame:
-    with reading(path, "MIND behaviors.tsv (ImpressionID, UserID, Time, History, Impressions)"):
-        frame = pd.read_csv(path, sep="\t", header=None, dtype=str, quoting=3, keep_default_na=False)
-        if frame.shape[1] != 5:
-            raise ValueError(f"{frame.shape[1]} fields per line, expected 5")
-        frame.columns = BEHAVIOR_COLUMNS
-        time = pd.to_datetime(frame["time"], format="%m/%d/%Y %I:%M:%S %p")
-        pairs = frame["impressions"].str.split()
-        shown = [[p.rsplit("-", 1)[0] for p in row] for row in pairs]
-        clicked = [np.array([int(p.rsplit("-", 1)[1]) for p in row], np.int8) for row in pairs]
+    """Every impression, each field checked: a whole-number id, a time like "11/12/2019 2:14:46 PM" and at
+    least one "<news id>-<0 or 1>" shown; a cut last line is refused."""
+    expected = "MIND behaviors.tsv (ImpressionID, UserID, Time, History, Impressions)"
+    frame = rows.read_fields(path, expected, BEHAVIOR_COLUMNS, **MIND_TSV)
+    impression_id = rows.numbers(frame["impression_id"], path, "impression id", step=1).astype(np.int64)
+    time = pd.to_datetime(frame["time"], format="%m/%d/%Y %I:%M:%S %p", errors="coerce")
+    row = rows.first(time.isna())
+    if row is not None:
+        raise rows.at_row(path, row, f"time {frame['time'].iloc[row]!r} is not like 11/12/2019 2:14:46 PM ({expected})")
+    row = rows.first(~frame["impressions"].str.fullmatch(IMPRESSIONS))
+    if row is not None:
+        shown = frame["impressions"].iloc[row]
+        raise rows.at_row(path, row, f"impressions ending {shown[-30:]!r} are not news-id-0/1 pairs ({expected})")
+    pairs = frame["impressions"].str.split()
     return pd.DataFrame(
         {
-            "impression_id": frame["impression_id"].astype(np.int64),
+            "impression_id": impression_id,
             "user_id": frame["user_id"],
             "time": time.to_numpy().astype("datetime64[s]").astype(np.int64),
             "split": split,
             "history": frame["history"].str.split(),
-            "shown": shown,
-            "clicked": clicked,
+            "shown": [[p.rsplit("-", 1)[0] for p in row] for row in pairs],
+            "clicked": [np.array([int(p[-1]) for p in row], np.int8) for row in pairs],
             "valid": split == "dev",
         }
     )

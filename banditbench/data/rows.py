@@ -38,9 +38,17 @@ def line_number(path: Path, row: int, header: int = 0) -> int:
     return number
 
 
-def at_row(path: Path, row: int, problem: str, header: int = 0) -> UserError:
-    """The one-line refusal of data row ``row`` of ``path``."""
-    return UserError(f"{path}, line {line_number(path, row, header)}: {problem}")
+def first(mask: np.ndarray | pd.Series) -> int | None:
+    """The index of the first True of a row mask, or None."""
+    rows = np.flatnonzero(np.asarray(mask))
+    return int(rows[0]) if rows.size else None
+
+
+def at_row(path: Path, row: int, problem: str, header: int | None = 0) -> UserError:
+    """The one-line refusal of data row ``row`` of ``path``, by its line; ``header`` None: a binary table
+    (Parquet), by its row counted from 1."""
+    where = f"row {row + 1}" if header is None else f"line {line_number(path, row, header)}"
+    return UserError(f"{path}, {where}: {problem}")
 
 
 def read_fields(
@@ -96,7 +104,7 @@ def numbers(
     path: Path,
     name: str,
     *,
-    header: int = 0,
+    header: int | None = 0,
     low: float | None = None,
     high: float | None = None,
     step: float | None = None,
@@ -132,7 +140,7 @@ def domain(low: float | None, high: float | None, step: float | None) -> str:
     return f" (the format allows {kind}{low:g} to {high:g})" if low is not None and high is not None else ""
 
 
-def one_of(values: pd.Series, path: Path, name: str, allowed: tuple[str, ...], header: int = 0) -> np.ndarray:
+def one_of(values: pd.Series, path: Path, name: str, allowed: tuple[str, ...], header: int | None = 0) -> np.ndarray:
     """``values`` as strings, each one of ``allowed``; otherwise the first other is refused."""
     text = values.astype(str).str.strip().to_numpy()
     bad = ~np.isin(text, np.array(allowed))
