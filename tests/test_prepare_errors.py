@@ -72,7 +72,9 @@ def test_file_in_the_wrong_format(tmp_path):
     folder.mkdir()
     (folder / "ratings.dat").write_text("1,1,5,978300760\n")  # commas where ml-1m has "::"
     (folder / "movies.dat").write_text("1::Toy Story (1995)::Animation\n")
-    with pytest.raises(UserError, match=r"ratings.dat, line 1: 1 field, expected 4 \(UserID::MovieID::Rating"):
+    with pytest.raises(
+        UserError, match=r"ratings.dat, line 1: 1 field, expected 4: a short or cut line; the format is UserID::"
+    ):
         movielens.prepare(tmp_path / "ds", variant="1m", source=str(folder), offline=True)
     write_idx(folder / "t10k-images-idx3-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))
     write_idx(folder / "t10k-labels-idx1-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))  # images, not labels

@@ -84,6 +84,8 @@ def test_degenerate_data_is_flagged(tmp_path):
     warnings = " | ".join(manifest["warnings"])
     assert "median positives per user is 1 (< 2)" in warnings
     assert "50 groups for 993 users" not in warnings  # 50 ≤ 993 / 5
+    servable = manifest["sanity"]["servable_groups"]  # a group needs 9 items its members rated and none liked
+    assert 0 < servable < 50 and f"{50 - servable} of the 50 groups cannot serve a round" in warnings
     yelp.prepare(tmp_path / "ds", source=str(path), offline=True, force=True, options=RatingOptions(groups=250))
     assert "250 groups for 993 users" in " | ".join(load_dataset(tmp_path / "ds", "yelp").manifest["warnings"])
 
@@ -188,7 +190,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         ),
         good_movielens,
         movielens_comma_delimited,
-        r"u.data, line 1: 1 field, expected 4 \(TAB-separated user item rating",
+        r"u.data, line 1: 1 field, expected 4: a short or cut line; the format is TAB-separated user item rating",
     ),
     "movielens missing file": (
         lambda d, s, f: movielens.prepare(
@@ -204,7 +206,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         ),
         facebook_edges,
         lambda t: facebook_edges(t, sep="\t"),
-        r"facebook_combined.txt, line 1: 1 field, expected 2 \(the SNAP edge list",
+        r"facebook_combined.txt, line 1: 1 field, expected 2: a short or cut line; the format is the SNAP edge list",
     ),
     "facebook wrong checksum": (
         lambda d, s, f: facebook.prepare(
@@ -224,7 +226,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=False),
         shuttle_folder,
         lambda t: shuttle_folder(t, sep=","),
-        r"shuttle.trn, line 1: 1 field, expected 10 \(space-separated",
+        r"shuttle.trn, line 1: 1 field, expected 10: a short or cut line; the format is space-separated",
     ),
     "shuttle truncated": (
         lambda d, s, f: classification.prepare(d, "shuttle", source=str(s), offline=True, force=f, verify=f),
@@ -244,7 +246,7 @@ FAULTS = {  # family: (prepare(data_dir, source, bad), good fixture, bad fixture
         ),
         amazon_csv,
         lambda t: amazon_csv(t, sep="\t"),
-        r"ratings_Musical_Instruments.csv, line 1: 1 field, expected 4 \(the Amazon 2014 ratings-only CSV",
+        r"Instruments.csv, line 1: 1 field, expected 4: a short or cut line; the format is the Amazon 2014",
     ),
     "mnist truncated": (
         lambda d, s, f: classification.prepare(d, "mnist", source=str(s), offline=True, force=f, verify=False),

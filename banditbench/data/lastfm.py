@@ -56,9 +56,9 @@ def read_tsv(path: Path, columns: list[str], expected: str, encoding: str = "utf
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise ValueError(f"no column {missing[0]!r} in the header")
-    frame = frame[columns].apply(lambda col: col.str.strip("\r "))
-    rows.complete(frame, path, expected, header=1)
-    return frame
+    frame = frame.apply(lambda col: col.str.strip("\r "))
+    rows.complete(frame, path, expected, header=1, sep="\t")
+    return frame[columns]
 
 
 def listens(path: Path) -> pd.DataFrame:

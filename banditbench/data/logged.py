@@ -76,29 +76,35 @@ def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
     return found
 
 
-MIND_TSV = {"sep": "\t", "dtype": str, "quoting": 3, "keep_default_na": False}  # empty abstracts stay ""
+MIND_TSV = {"sep": "\t", "dtype": str, "quoting": 3}
 IMPRESSIONS = r"\S+-[01]( \S+-[01])*"  # "N1-1 N2-0 …": a news id, then 1 if clicked, 0 if not
 
 
 def read_mind_news(path: Path) -> pd.DataFrame:
-    frame = rows.read_fields(path, "MIND news.tsv (8 TAB-separated fields)", NEWS_COLUMNS, **MIND_TSV)
+    expected = "MIND news.tsv: NewsID, Category, SubCategory, Title, Abstract, URL, TitleEntities, AbstractEntities"
+    optional = ("title", "abstract", "url", "title_entities")  # empty in some published lines
+    frame = rows.read_fields(path, expected, NEWS_COLUMNS, empty=optional, **MIND_TSV)
     return frame[["news_id", "title", "category", "subcategory", "abstract"]]
 
 
 def read_mind_behaviors(path: Path, split: str) -> pd.DataFrame:
     """Every impression, each field checked: a whole-number id, a time like "11/12/2019 2:14:46 PM" and at
     least one "<news id>-<0 or 1>" shown; a cut last line is refused."""
-    expected = "MIND behaviors.tsv (ImpressionID, UserID, Time, History, Impressions)"
-    frame = rows.read_fields(path, expected, BEHAVIOR_COLUMNS, **MIND_TSV)
+    expected = "MIND behaviors.tsv: ImpressionID, UserID, Time, History, Impressions"
+    frame = rows.read_fields(path, expected, BEHAVIOR_COLUMNS, empty=("history",), **MIND_TSV)
     impression_id = rows.numbers(frame["impression_id"], path, "impression id", step=1).astype(np.int64)
     time = pd.to_datetime(frame["time"], format="%m/%d/%Y %I:%M:%S %p", errors="coerce")
     row = rows.first(time.isna())
     if row is not None:
-        raise rows.at_row(path, row, f"time {frame['time'].iloc[row]!r} is not like 11/12/2019 2:14:46 PM ({expected})")
+        raise rows.at_row(
+            path, row, f"time {frame['time'].iloc[row]!r} is not like 11/12/2019 2:14:46 PM; the format is {expected}"
+        )
     row = rows.first(~frame["impressions"].str.fullmatch(IMPRESSIONS))
     if row is not None:
         shown = frame["impressions"].iloc[row]
-        raise rows.at_row(path, row, f"impressions ending {shown[-30:]!r} are not news-id-0/1 pairs ({expected})")
+        raise rows.at_row(
+            path, row, f"impressions ending {shown[-30:]!r} are not news-id-0/1 pairs; the format is {expected}"
+        )
     pairs = frame["impressions"].str.split()
     return pd.DataFrame(
         {

@@ -6,7 +6,7 @@ or outside the format's documented domain (MovieLens-100K ratings are whole star
 line, ``FILE, line N: …``, N counted from 1 as an editor counts, blank lines included. These checks run
 with or without ``--no-verify``, which skips the published checksums and never the parsing.
 
-A row's line is found again only when a row is refused (:func:`line_number` streams the file), so a valid
+A row's line is found again only when a row is refused (:func:`find_line` streams the file), so a valid
 file costs the vectorised checks alone.
 """
 
@@ -25,17 +25,18 @@ from banditbench.errors import UserError
 TOO_MANY = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
-def line_number(path: Path, row: int, header: int = 0) -> int:
-    """The 1-based line of data row ``row`` (0-based) of ``path``, after ``header`` header lines; blank lines
-    hold no row, as pandas and pyarrow skip them."""
-    seen, number = -1, 0
-    with open_bytes(path) as f:
+def find_line(path: Path, row: int, header: int = 0, text: bytes | None = None) -> tuple[int, bytes]:
+    """The 1-based number and the bytes of the line holding data row ``row`` (0-based) of ``path`` (or of
+    ``text``, its bytes rewritten line for line), after ``header`` header lines; blank lines hold no row, as
+    pandas and pyarrow skip them."""
+    seen, number, line = -1, 0, b""
+    with io.BytesIO(text) if text is not None else open_bytes(path) as f:
         for number, line in enumerate(f, 1):
             if number > header and line.strip(b" \r\n"):
                 seen += 1
                 if seen == row:
-                    return number
-    return number
+                    break
+    return number, line
 
 
 def first(mask: np.ndarray | pd.Series) -> int | None:
@@ -47,26 +48,34 @@ def first(mask: np.ndarray | pd.Series) -> int | None:
 def at_row(path: Path, row: int, problem: str, header: int | None = 0) -> UserError:
     """The one-line refusal of data row ``row`` of ``path``, by its line; ``header`` None: a binary table
     (Parquet), by its row counted from 1."""
-    where = f"row {row + 1}" if header is None else f"line {line_number(path, row, header)}"
+    where = f"row {row + 1}" if header is None else f"line {find_line(path, row, header)[0]}"
     return UserError(f"{path}, {where}: {problem}")
 
 
 def read_fields(
-    path: Path, expected: str, names: list[str], *, header: tuple[str, ...] = (), text: bytes | None = None, **kwargs
+    path: Path,
+    expected: str,
+    names: list[str],
+    *,
+    header: tuple[str, ...] = (),
+    text: bytes | None = None,
+    empty: tuple[str, ...] = (),
+    **kwargs,
 ) -> pd.DataFrame:
     """Every line of a delimited file as the columns ``names``, each line checked to hold exactly that many
-    fields with none empty (:func:`complete`). ``header``: the column names the file's first line must give;
-    ``text``: the file's bytes rewritten line for line (a separator pandas reads fast); ``kwargs`` go to
-    ``pandas.read_csv``."""
+    fields, none empty but those named in ``empty`` (:func:`complete`). ``header``: the column names the file's
+    first line must give; ``text``: the file's bytes rewritten line for line (a separator pandas reads fast);
+    ``kwargs`` go to ``pandas.read_csv``, which keeps every value as written (no NA parsing: 'nan' is text)."""
+    sep = kwargs.setdefault("sep", ",")
     with reading(path, expected), io.BytesIO(text) if text is not None else open_bytes(path) as f:
         try:
             if header:
-                frame = pd.read_csv(f, header=0, **kwargs)
+                frame = pd.read_csv(f, header=0, keep_default_na=False, **kwargs)
                 if tuple(map(str, frame.columns)) != header:
                     raise ValueError(f"header is {','.join(map(str, frame.columns))}, expected {','.join(header)}")
                 frame.columns = names
             else:
-                frame = pd.read_csv(f, header=None, names=names, **kwargs)
+                frame = pd.read_csv(f, header=None, names=names, keep_default_na=False, **kwargs)
         except pd.errors.EmptyDataError:
             raise UserError(f"{path}: the file is empty (expected {expected})") from None
         except pd.errors.ParserError as e:
@@ -74,29 +83,39 @@ def read_fields(
             if too_many is None:
                 raise ValueError(str(e)) from None
             want, line, saw = too_many.groups()
-            raise UserError(f"{path}, line {line}: {saw} fields, expected {want} ({expected})") from None
+            raise UserError(f"{path}, line {line}: {saw} fields, expected {want}; the format is {expected}") from None
     if frame.empty:
         raise UserError(f"{path}: no rows in the file (expected {expected})")
-    complete(frame, path, expected, header=1 if header else 0)
+    complete(frame, path, expected, header=int(bool(header)), sep=sep, text=text, empty=empty)
     return frame
 
 
-def complete(frame: pd.DataFrame, path: Path, expected: str, header: int = 0) -> None:
-    """Refuse the first row with a value missing: a short line (a cut last line is one), or an empty or NaN
-    field."""
-    missing = frame.isna().to_numpy()
-    rows = np.flatnonzero(missing.any(axis=1))
-    if rows.size == 0:
+def complete(
+    frame: pd.DataFrame,
+    path: Path,
+    expected: str,
+    *,
+    header: int = 0,
+    sep: str = ",",
+    text: bytes | None = None,
+    empty: tuple[str, ...] = (),
+) -> None:
+    """Refuse the first row with a value missing (empty, or NaN after parsing) outside the columns ``empty``
+    names: a short line, told by its own fields (a cut last line is one), or an empty field. The last column
+    must never be empty, so that a short line always shows."""
+    checked = frame.drop(columns=list(empty))
+    blank = (checked.isna() | checked.eq("")).to_numpy()
+    row = first(blank.any(axis=1))
+    if row is None:
         return
-    row = int(rows[0])
-    gaps = np.flatnonzero(missing[row])
-    have = frame.shape[1] - gaps.size
-    if gaps[0] == have:  # every field from some point on is missing: the line stops early
+    number, line = find_line(path, row, header, text)
+    have = len(line.rstrip(b"\r\n").split(sep.encode()))
+    if have < frame.shape[1]:
         fields = f"{have} field" + "s" * (have != 1)
-        problem = f"{fields}, expected {frame.shape[1]} ({expected}): a short or cut line"
+        problem = f"{fields}, expected {frame.shape[1]}: a short or cut line; the format is {expected}"
     else:
-        problem = f"no {frame.columns[gaps[0]]} (an empty or NaN value)"
-    raise at_row(path, row, problem, header)
+        problem = f"no {checked.columns[first(blank[row])]} (an empty value)"
+    raise UserError(f"{path}, line {number}: {problem}")
 
 
 def numbers(

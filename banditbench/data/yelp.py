@@ -55,7 +55,9 @@ def read_reviews(path: Path):
     for column in ("user_id", "business_id", "stars"):
         missing = frame[column].isna().to_numpy()
         if missing.any():
-            raise rows.at_row(path, int(np.flatnonzero(missing)[0]), f"the review has no {column} ({FORMAT})")
+            raise rows.at_row(
+                path, int(np.flatnonzero(missing)[0]), f"the review has no {column}; the format is {FORMAT}"
+            )
     frame["stars"] = rows.numbers(frame["stars"], path, "stars", low=1, high=5, step=1).astype(np.float32)
     return frame.rename(columns={"user_id": "raw_user", "business_id": "raw_item", "stars": "rating"})
 
@@ -69,12 +71,14 @@ def first_bad_review(path: Path) -> UserError | None:
             try:
                 review = json.loads(line)
             except json.JSONDecodeError as e:
-                return UserError(f"{path}, line {number}: not a JSON object ({e.msg}, column {e.colno}; {FORMAT})")
+                return UserError(
+                    f"{path}, line {number}: not a JSON object ({e.msg}, column {e.colno}); the format is {FORMAT}"
+                )
             except UnicodeDecodeError:
-                return UserError(f"{path}, line {number}: not UTF-8 text ({FORMAT})")
+                return UserError(f"{path}, line {number}: not UTF-8 text; the format is {FORMAT}")
             stars = review.get("stars") if isinstance(review, dict) else None
             if stars is not None and not isinstance(stars, (int, float)):
-                return UserError(f"{path}, line {number}: stars {stars!r} is not a number ({FORMAT})")
+                return UserError(f"{path}, line {number}: stars {stars!r} is not a number; the format is {FORMAT}")
     return None
 
 
