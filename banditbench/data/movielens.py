@@ -9,7 +9,6 @@ two-character separator ``::`` and Latin-1; ml-20m/25m are CSV files with a head
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 
 from banditbench.data import ratings as pipeline
 from banditbench.data import rows
-from banditbench.data.fetch import Download, RawSpec, raw_files, reading
+from banditbench.data.fetch import Download, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
@@ -120,29 +119,32 @@ def read_ratings(path: Path, variant: str) -> pd.DataFrame:
     )
 
 
+MOVIE_FILES = {
+    "100k": "ml-100k u.item: movie id|title|release date|video release date|IMDb URL|19 genre flags 0/1",
+    "1m": "ml-1m movies.dat: MovieID::Title::Genres",
+}
+
+
 def read_movies(path: Path, variant: str) -> pd.DataFrame:
-    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic)."""
-    with reading(path, f"the MovieLens {variant} movies file"):
-        if variant == "100k":
-            frame = pd.read_csv(path, sep="|", header=None, encoding="latin-1", dtype=str, keep_default_na=False)
-            if frame.shape[1] != 24:
-                raise ValueError(f"{frame.shape[1]} fields per line, expected 24")
-            flags = frame.iloc[:, 5:].to_numpy() == "1"
-            genres = ["|".join(g for g, on in zip(GENRES_100K, row) if on) for row in flags]
-            return pd.DataFrame({"raw_item": frame[0].astype(np.int64), "title": frame[1], "genres": genres})
-        if variant == "1m":
-            text = path.read_bytes().decode("latin-1").replace("::", "\t")
-            frame = pd.read_csv(
-                io.StringIO(text),
-                sep="\t",
-                header=None,
-                names=["raw_item", "title", "genres"],
-                dtype={"raw_item": np.int64, "title": str, "genres": str},
-                quoting=3,
-            )
-            return frame
-        frame = pd.read_csv(path, dtype={"movieId": np.int64, "title": str, "genres": str})
-        return frame.rename(columns={"movieId": "raw_item"})[["raw_item", "title", "genres"]]
+    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic); every
+    line checked to hold all its fields and a whole-number movie id."""
+    expected = MOVIE_FILES.get(variant, "a CSV movieId,title,genres with a header (ml-20m/25m movies.csv)")
+    if variant == "100k":
+        names = ["raw_item", "title", "release", "video_release", "url", *GENRES_100K]
+        frame = rows.read_fields(
+            path, expected, names, sep="|", encoding="latin-1", dtype=str, empty=("release", "video_release", "url")
+        )
+        flags = frame[list(GENRES_100K)].to_numpy() == "1"
+        frame["genres"] = ["|".join(g for g, on in zip(GENRES_100K, row) if on) for row in flags]
+    elif variant == "1m":
+        text = path.read_bytes().replace(b"::", b"\t")
+        columns = ["raw_item", "title", "genres"]
+        frame = rows.read_fields(path, expected, columns, sep="\t", text=text, encoding="latin-1", dtype=str, quoting=3)
+    else:
+        header = ("movieId", "title", "genres")
+        frame = rows.read_fields(path, expected, ["raw_item", "title", "genres"], header=header, dtype=str)
+    ids = rows.numbers(frame["raw_item"], path, "movie id", header=int(variant not in MOVIE_FILES), step=1)
+    return pd.DataFrame({"raw_item": ids.astype(np.int64), "title": frame["title"], "genres": frame["genres"]})
 
 
 def prepare(
