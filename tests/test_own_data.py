@@ -139,19 +139,24 @@ def test_too_few_rows_and_one_class_are_refused(tmp_path):
         own.prepare_table(tmp_path / "ds", name="t", source=str(tmp_path / "one.csv"), target="label")
 
 
-def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path):
+def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path, monkeypatch, capsys):
+    from test_prepare_values import run_cli
+
     csv, _ = interactions_csv(tmp_path)
-    done = banditbench("prepare", "interactions", "--source", csv, "--data-dir", tmp_path / "ds")
-    assert done.returncode == 2 and "--name is required" in done.stderr and "Traceback" not in done.stderr
-    done = banditbench(
-        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", tmp_path / "ds"
+    code, _, err = run_cli(
+        monkeypatch, capsys, "prepare", "interactions", "--source", csv, "--data-dir", tmp_path / "ds"
     )
-    assert done.returncode == 0, done.stderr
-    assert "warning: shop: 20 groups for 40 users" in done.stderr
+    assert code == 2 and "--name is required" in err and "Traceback" not in err
+    code, _, err = run_cli(
+        monkeypatch, capsys,
+        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "warning: shop: 20 groups for 40 users" in err
     manifest = json.loads((tmp_path / "ds" / "shop" / "manifest.json").read_text())
     assert any("20 groups for 40 users" in w for w in manifest["warnings"])
-    shown = banditbench("info", "shop", "--data-dir", tmp_path / "ds")
-    assert shown.returncode == 0 and "positives per user" in shown.stdout and "20 groups for 40 users" in shown.stdout
+    code, out, _ = run_cli(monkeypatch, capsys, "info", "shop", "--data-dir", tmp_path / "ds")
+    assert code == 0 and "positives per user" in out and "20 groups for 40 users" in out
 
 
 def test_run_and_report_repeat_the_datasets_warnings_in_the_manifest_and_the_report_header(tmp_path):
