@@ -247,6 +247,8 @@ def test_infinite_or_missing_rewards_are_refused_by_line_or_row(tmp_path):
         own.prepare_interactions(tmp_path / "ds", name="shop", source=str(csv))
     frame.loc[11, "reward"] = np.nan
     frame.to_parquet(tmp_path / "clicks.parquet")
-    with pytest.raises(UserError, match=r"clicks.parquet, row 12: column 'reward' is empty \(1 empty values\)"):
+    with pytest.raises(
+        UserError, match=r"clicks.parquet, row 12: column 'reward' has no value \(1 empty values in all\)"
+    ):
         own.prepare_interactions(tmp_path / "ds", name="shop", source=str(tmp_path / "clicks.parquet"))
     assert not (tmp_path / "ds").exists()

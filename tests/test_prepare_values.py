@@ -143,22 +143,17 @@ def test_movielens_ratings_off_the_scale_or_missing_are_refused_under_no_verify(
 
 
 def test_half_stars_are_the_scale_of_the_csv_releases(tmp_path):
-    folder = tmp_path / "ml-20m"
-    folder.mkdir()
-    rows = ratings_table()
-    lines = [f"{u},{i},{r - 0.5 * (u % 2)},{t}" for u, i, r, t in rows]
-    (folder / "movies.csv").write_text(
-        "movieId,title,genres\n" + "".join(f"{i},Film {i},Drama\n" for i in range(1, 61))
-    )
-    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines) + "\n")
-    movielens.prepare(tmp_path / "ds", variant="20m", options=SMALL, source=str(folder), offline=True, verify=False)
+    path = tmp_path / "ratings.csv"
+    lines = [f"{u},{i},{r - 0.5 * (u % 2)},{t}" for u, i, r, t in ratings_table()]
+    path.write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines) + "\n")
+    assert set(movielens.read_ratings(path, "20m")["rating"]) == {0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5}
     lines[99] = lines[99].rsplit(",", 2)[0] + ",4.3," + lines[99].rsplit(",", 1)[1]
-    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines) + "\n")
+    path.write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines) + "\n")
     with pytest.raises(UserError, match=r"ratings.csv, line 101: rating 4.3 is not a multiple of 0.5"):
-        movielens.prepare(tmp_path / "ds", variant="20m", options=SMALL, source=str(folder), offline=True, force=True)
-    (folder / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines[:50]) + "\n51,7")
+        movielens.read_ratings(path, "25m")
+    path.write_text("userId,movieId,rating,timestamp\n" + "\n".join(lines[:50]) + "\n51,7")
     with pytest.raises(UserError, match=r"ratings.csv, line 52: 2 fields, expected 4: a short or cut line"):
-        movielens.prepare(tmp_path / "ds", variant="20m", options=SMALL, source=str(folder), offline=True, force=True)
+        movielens.read_ratings(path, "20m")
 
 
 def test_the_cli_gives_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, capsys):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import io
 import pickle
+import string
 import struct
 import tarfile
 from collections.abc import Callable
@@ -283,7 +284,7 @@ class UciLayout:
     skipinitialspace: bool = False
 
 
-CATEGORIES = (*"abcdefghijklmnopqrstuvwxyz", "?")
+CATEGORIES = (*string.ascii_lowercase, "?")
 
 
 def read_uci(path: Path, layout: UciLayout) -> tuple[pd.DataFrame, np.ndarray]:
@@ -315,29 +316,29 @@ def encode_labels(values: np.ndarray) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1].astype(np.int64)  # sorted classes → 0..K−1
 
 
-SHUTTLE = UciLayout("space-separated shuttle rows (9 whole numbers + class 1–7)", 10, -1, tuple("1234567"), sep=" ")
+SHUTTLE = UciLayout("space-separated shuttle rows: 9 whole numbers, class 1–7", 10, -1, tuple("1234567"), sep=" ")
 LETTER = UciLayout(
-    "comma-separated letter rows (class A–Z first, 16 whole numbers 0–15)",
+    "comma-separated letter rows: class A–Z, 16 whole numbers 0–15",
     17,
     0,
-    tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
-    0,
-    15,
+    tuple(string.ascii_uppercase),
+    low=0,
+    high=15,
 )
 PENDIGITS = UciLayout(
-    "comma-separated pendigits rows (16 whole numbers 0–100 + class 0–9)",
+    "comma-separated pendigits rows: 16 whole numbers 0–100, class 0–9",
     17,
     -1,
-    tuple("0123456789"),
-    0,
-    100,
+    tuple(string.digits),
+    low=0,
+    high=100,
     skipinitialspace=True,
 )
 MUSHROOM = UciLayout(
-    "comma-separated mushroom rows (class e/p first, 22 one-letter attributes)", 23, 0, ("e", "p"), categorical=True
+    "comma-separated mushroom rows: class e or p, 22 one-letter attributes", 23, 0, ("e", "p"), categorical=True
 )
-MAGIC = UciLayout("comma-separated MAGIC rows (10 reals + class g/h)", 11, -1, ("g", "h"), step=None)
-COVERTYPE = UciLayout("comma-separated covertype rows (54 whole numbers + class 1–7)", 55, -1, tuple("1234567"))
+MAGIC = UciLayout("comma-separated MAGIC rows: 10 reals, class g or h", 11, -1, ("g", "h"), step=None)
+COVERTYPE = UciLayout("comma-separated covertype rows: 54 whole numbers, class 1–7", 55, -1, tuple("1234567"))
 
 
 def parts_of(split: str) -> tuple[str, ...]:

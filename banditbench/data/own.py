@@ -84,9 +84,8 @@ def column(frame: pd.DataFrame, path: Path, name: str, flag: str) -> pd.Series:
     values = frame[name]
     row = rows.first(values.isna())
     if row is not None:
-        raise rows.at_row(
-            path, row, f"column {name!r} is empty ({int(values.isna().sum())} empty values)", header_lines(path)
-        )
+        problem = f"column {name!r} has no value ({int(values.isna().sum())} empty values in all)"
+        raise rows.at_row(path, row, problem, header_lines(path))
     return values
 
 
@@ -258,8 +257,8 @@ def prepare_table(
 
 
 GROUPS_HELP = (
-    f"K-means user groups (the bandit's users) [default: {pipeline.DEFAULT_GROUPS}, or one per "
-    f"{sanity.USERS_PER_GROUP} users when there are fewer]."
+    f"K-means user groups (the bandit's users) [default: {pipeline.DEFAULT_GROUPS}, or users/{sanity.USERS_PER_GROUP} "
+    "when that is fewer]."
 )
 NAME_OPTION = Option(
     "name", str, None, "Name of your dataset: its folder under --data-dir and `run --dataset NAME`.", required=True

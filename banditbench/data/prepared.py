@@ -64,7 +64,7 @@ def write_dataset(
     rows: dict[str, Any] | None = None,
     verification: str | None = None,
     allow_unresolved: bool = False,
-    reader_warnings: list[str] = (),
+    reader_warnings: tuple[str, ...] | list[str] = (),
 ) -> Path:
     """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
 

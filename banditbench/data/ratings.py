@@ -42,7 +42,7 @@ class RatingOptions:
     positive_above: float = 4.0  # "If the user's rating is more than 4 stars … reward is 1"
     negative_below: float | None = None  # None: every other rating is a 0-reward arm (paper); 2.0: code's −1 set
     dim: int = 10
-    groups: int | None = 50  # None: 50, or one group per USERS_PER_GROUP users when there are fewer
+    groups: int | None = 50  # None: DEFAULT_GROUPS, or users / USERS_PER_GROUP when that is fewer
     seed: int = 0  # K-means random_state (the authors use 0)
 
     def as_dict(self) -> dict:

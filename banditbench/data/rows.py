@@ -131,9 +131,8 @@ def numbers(
     """``values`` as float64, each a finite number within [low, high] and, with ``step``, a whole multiple of it
     (1: whole numbers; 0.5: half stars); otherwise the first offending row is refused."""
     converted = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
-    bad = np.isnan(converted)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
+    row = first(np.isnan(converted))
+    if row is not None:
         raise at_row(path, row, f"{name} {values.iloc[row]!r} is not a number", header)
     finite = np.isfinite(converted)
     checks = [(~finite, "not a finite number")]
@@ -145,8 +144,8 @@ def numbers(
         off_step = finite & (converted / step != np.rint(converted / step))
         checks.append((off_step, "not a whole number" if step == 1 else f"not a multiple of {step:g}"))
     for mask, what in checks:
-        if mask.any():
-            row = int(np.flatnonzero(mask)[0])
+        row = first(mask)
+        if row is not None:
             raise at_row(path, row, f"{name} {converted[row]:g} is {what}{domain(low, high, step)}", header)
     return converted
 
@@ -162,9 +161,8 @@ def domain(low: float | None, high: float | None, step: float | None) -> str:
 def one_of(values: pd.Series, path: Path, name: str, allowed: tuple[str, ...], header: int | None = 0) -> np.ndarray:
     """``values`` as strings, each one of ``allowed``; otherwise the first other is refused."""
     text = values.astype(str).str.strip().to_numpy()
-    bad = ~np.isin(text, np.array(allowed))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
+    row = first(~np.isin(text, np.array(allowed)))
+    if row is not None:
         shown = ", ".join(allowed) if len(allowed) <= 12 else f"{allowed[0]} … {allowed[-1]}"
         raise at_row(path, row, f"{name} {text[row]!r} is not one of {shown}", header)
     return text

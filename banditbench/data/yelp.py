@@ -53,11 +53,9 @@ def read_reviews(path: Path):
     if frame.empty:
         raise UserError(f"{path}: no reviews in the file")
     for column in ("user_id", "business_id", "stars"):
-        missing = frame[column].isna().to_numpy()
-        if missing.any():
-            raise rows.at_row(
-                path, int(np.flatnonzero(missing)[0]), f"the review has no {column}; the format is {FORMAT}"
-            )
+        row = rows.first(frame[column].isna())
+        if row is not None:
+            raise rows.at_row(path, row, f"the review has no {column}; the format is {FORMAT}")
     frame["stars"] = rows.numbers(frame["stars"], path, "stars", low=1, high=5, step=1).astype(np.float32)
     return frame.rename(columns={"user_id": "raw_user", "business_id": "raw_item", "stars": "rating"})
 
