@@ -152,11 +152,18 @@ VERIFY = typer.Option(
 CACHE = typer.Option(
     None, "--cache-dir", envvar="BANDITBENCH_CACHE", help="Cache of raw downloads \\[default: ~/.cache/banditbench]."
 )
+MAX_EXTRACT = typer.Option(
+    None,
+    "--max-extract-gb",
+    help="Largest archive member to unpack, in GB \\[default: 100 times its compressed size, at least 0.064 and "
+    "at most 20]; raise it for a genuine archive that is refused.",
+)
 COMMON = {
     "source": (Optional[str], SOURCE),
     "offline": (bool, OFFLINE),
     "verify": (bool, VERIFY),
     "cache_dir": (Optional[Path], CACHE),
+    "max_extract_gb": (Optional[float], MAX_EXTRACT),
 }
 
 
@@ -228,6 +235,10 @@ def report_prepared(path: Path) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
         f"{k}={v}" for k, v in manifest.get("parameters", {}).items()
     )  # generated data: its parameters
+    sanity = manifest.get("sanity", {})
+    for pools in ("groups", "users"):  # how many pools of the recommendation protocol can serve a round
+        if f"servable_{pools}" in sanity:
+            summary += f"; {sanity[f'servable_{pools}']} of the {sanity[pools]} {pools} can serve a round"
     console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.prepared import existing_parameters, write_dataset
+from banditbench.data.prepared import existing_parameters, physical_memory, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
@@ -90,6 +90,22 @@ def generate(
     return frame, arm_table
 
 
+# Building a table holds its columns about twice over (the draws, then the DataFrame and its Arrow copy).
+COPIES = 2
+
+
+def check_memory(users: int, dim: int, arms: int) -> None:
+    """Refuse sizes whose tables (θ per user, the fixed arms) cannot be built in this machine's memory, before
+    anything is drawn."""
+    need = COPIES * 8 * (users + arms) * (dim + 2)  # float64 columns: the d coordinates, an id and a cluster
+    memory = physical_memory()
+    if memory and need > memory:
+        raise UserError(
+            f"--users {users:,} with --dim {dim:,} need about {need / 2**30:,.0f} GiB of memory to generate, more "
+            f"than this machine's {memory / 2**30:.1f} GiB; choose fewer users or a smaller dimension"
+        )
+
+
 def dataset_name(protocol: str) -> str:
     return "synthetic-cosine" if protocol == "cosine" else "synthetic"
 
@@ -131,6 +147,7 @@ def prepare(
         raise UserError(f"--arm-set fixed needs --protocol linear, got {protocol!r}")
     if arm_set == "fixed" and arms < clusters:
         raise UserError(f"--arm-set fixed needs --arms ({arms}) at least --clusters ({clusters})")
+    check_memory(users, dim, arms if arm_set == "fixed" else 0)
     parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
     extra = {"centres": centres, "omega": float(omega), "protocol": protocol, "arm_set": arm_set}
     if centres != "bass":
