@@ -583,7 +583,7 @@ def _names(text: str) -> list[str]:
 @app.command()
 def report(
     folders: list[Path] | None = typer.Argument(
-        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."
+        None, help="Results folders, e.g. one per dataset \\[default: the newest under results/]."
     ),
     formats: str = typer.Option(
         "md,csv",
@@ -592,7 +592,9 @@ def report(
         "file with the plots), png, svg (plots); 'none' writes nothing.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Where to write the files [default: the results folder; with several, their common parent]."
+        None,
+        "--out",
+        help="Where to write the files \\[default: the results folder; with several, their common parent].",
     ),
     check: Path | None = typer.Option(
         None,
