@@ -32,6 +32,24 @@ prepare_app = typer.Typer(
 )
 app.add_typer(prepare_app, name="prepare")
 
+
+def show_version(value: bool) -> None:
+    if value:
+        from banditbench.version import __version__
+
+        typer.echo(f"banditbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def banditbench(
+    version: bool = typer.Option(
+        False, "--version", callback=show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Reproducible benchmark for clustering-of-bandits and neural contextual bandits."""
+
+
 # Not a terminal (CI logs, pipes): rich drops colour by itself; a wide fixed width keeps tables unwrapped.
 console = Console(width=None if sys.stdout.isatty() else 160)
 DATA_DIR = typer.Option(

@@ -65,6 +65,13 @@ def test_help_on_every_command():
         assert shown.returncode == 0 and "Usage" in shown.stdout
 
 
+def test_version():
+    from banditbench.version import __version__
+
+    shown = banditbench("--version")
+    assert shown.returncode == 0 and shown.stdout == f"banditbench {__version__}\n"
+
+
 def test_no_help_text_loses_a_bracket_to_rich_markup():
     """rich reads an unescaped "[...]" in a help string as markup and drops it, leaving "one per dataset ."."""
     import re
