@@ -101,12 +101,14 @@ def planted(folder, dataset="toy", worse=0.0):
     )
 
 
-def test_describe_mean_std_and_t_interval_by_hand():
+def test_describe_mean_std_and_a_bootstrap_interval_inside_the_values():
     d = stats.describe([1.0, 2.0, 3.0, 4.0])
-    t_975_3 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
-    std = np.sqrt(((1.5**2) * 2 + (0.5**2) * 2) / 3)  # = 1.2910
     assert d["n"] == 4 and d["mean"] == 2.5 and d["std"] == pytest.approx(1.2909944487)
-    assert d["ci_low"] == pytest.approx(2.5 - t_975_3 * std / 2) and d["ci_high"] == pytest.approx(4.5542, abs=1e-4)
+    # the resampled means of 4 values are multiples of 1/4 between 1 and 4: the 2.5 % and 97.5 % quantiles of 1000
+    # of them lie near 1.5 and 3.5 (the t-interval, [0.446, 4.554], leaves the values' range)
+    assert 1.25 <= d["ci_low"] <= 1.75 and 3.25 <= d["ci_high"] <= 3.75
+    half = 3.182446305284263 * 1.2909944487 / 2  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
+    assert stats.mean_interval([1.0, 2.0, 3.0, 4.0], 0.95) == pytest.approx((2.5 - half, 2.5 + half))
     single = stats.describe([7.0])
     assert single["mean"] == 7.0 and np.isnan(single["std"]) and np.isnan(single["ci_low"])
 
@@ -120,12 +122,15 @@ def test_holm_by_hand():
 
 
 def test_paired_pvalues_edge_cases_and_exact_wilcoxon():
-    assert stats.paired_pvalues([1, 2, 3], [1, 2, 3]) == (1.0, 1.0)
-    t_p, w_p = stats.paired_pvalues([2, 3, 4, 5, 6], [1, 2, 3, 4, 5])
-    assert t_p == 0.0 and w_p == pytest.approx(2 / 32)  # all 5 signs positive: exact two-sided p = 2·(1/2)^5
-    t_p, _ = stats.paired_pvalues([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])  # t = 3/(1.5811/√5) = 4.243, 4 df
-    assert t_p == pytest.approx(0.01324, abs=1e-4)
-    assert all(np.isnan(stats.paired_pvalues([1.0], [2.0])))
+    t_p, w_p, note = stats.paired_pvalues([1, 2, 3], [1, 2, 3])  # no difference at all: no test, not p = 1
+    assert np.isnan(t_p) and np.isnan(w_p) and note == "identical on every seed"
+    t_p, w_p, note = stats.paired_pvalues([2, 3, 4, 5, 6], [1, 2, 3, 4, 5])
+    # zero variance: the t statistic is undefined, so the t column is the exact sign test, 2·(1/2)^5, as Wilcoxon's
+    assert t_p == pytest.approx(2 / 32) and w_p == pytest.approx(2 / 32) and note.startswith("degenerate")
+    t_p, _, note = stats.paired_pvalues([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])  # t = 3/(1.5811/√5) = 4.243, 4 df
+    assert t_p == pytest.approx(0.01324, abs=1e-4) and note == ""
+    t_p, w_p, note = stats.paired_pvalues([1.0, 3.0], [2.0, 5.0])
+    assert np.isnan(t_p) and np.isnan(w_p) and note == "n = 2: no test"
 
 
 def test_improvement_as_the_papers_state_it():
