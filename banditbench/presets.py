@@ -723,8 +723,12 @@ for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m"
 
 
 # Every table and figure of the five papers that prints results: covered by the presets whose values and claims
-# name it, or not reproduced for the reason given. Illustrations without results are left out: M-CNB's Fig. 1,
-# BASS's Figs. 1, 2 and 5 and Table 1 (regret bounds), the two-stage paper's Fig. 1 and Tables 1–3.
+# name it, or not reproduced for the reason given. The others print no result: diagrams, notation, bounds, datasets.
+ILLUSTRATIONS = {
+    MCNB: ("Fig. 1",),  # the clustering and meta adaptation diagram
+    BASS: ("Table 1", "Fig. 1", "Fig. 2", "Fig. 5"),  # regret bounds; the estimation toy, ellipsoids, a flow chart
+    TWOSTAGE: ("Table 1", "Table 2", "Table 3", "Fig. 1"),  # notation, dataset statistics, policies; the framework
+}
 _FIGURE_ONLY = "a figure without numbers"
 INVENTORY: tuple[Exhibit, ...] = (
     Exhibit(MCNB, "Table 1", "time per round of M-CNB's clustering, meta adaptation and user-learner training for "

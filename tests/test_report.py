@@ -5,16 +5,13 @@ plus one experiment run by the real runner."""
 import csv
 import json
 import re
-import sys
 from html.parser import HTMLParser
-from types import SimpleNamespace
-from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import banditbench
+from conftest import banditbench, banditbench_here
 
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
@@ -29,19 +26,7 @@ ROUNDS = 50
 @pytest.fixture
 def report_cli(capsys):
     """`banditbench report ARGS` in this process (the subprocess start-up would dominate these tests)."""
-    from banditbench import cli
-
-    def run(*args):
-        with patch.object(sys, "argv", ["banditbench", "report", *map(str, args)]):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code or 0
-        captured = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
-
-    return run
+    return lambda *args: banditbench_here("report", *args, capsys=capsys)
 
 
 SEED_EFFECT = [100.0, 300.0, 200.0, 500.0, 400.0, 250.0]  # large differences between seeds: only pairing sees 5 units

@@ -80,9 +80,10 @@ METRICS = {
 class Run:
     """One dataset of a run made with a preset, as the paper's claims read it. ``units``: one row per unit with
     algorithm, seed, role, reference, ``at_T`` (the preset's metric, cumulative at round T, for the run's last round
-    and every round a printed value names), ``per_round_at_T`` (cumulative regret ÷ T), the final diagnostics and
-    seconds per round. ``config``: the run's dataset, rounds, protocol settings, budget and the hyper-parameters each
-    algorithm ran with (the chosen cell of a tuned grid); ``data``: the dataset's preparation parameters."""
+    and every round a printed value names), ``per_round_at_T`` (cumulative regret ÷ T), the final clustering F1 and
+    seconds per round. ``config``: the run's dataset, rounds, protocol settings, budget and the hyper-parameters of
+    each algorithm that the paper's columns name (``depth``; the chosen cell of a tuned grid); ``data``: the
+    dataset's preparation parameters."""
 
     preset: str
     dataset: str
@@ -93,7 +94,7 @@ class Run:
     data: dict[str, Any] = field(default_factory=dict)
     stand_in: str = ""
     machine: str = ""
-    notes: list[dict[str, str]] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # the exploration scale of each algorithm
 
     def values(self, column: str) -> pd.DataFrame:
         """Per-seed values of ``column``: index seed, one column per algorithm."""
@@ -157,8 +158,10 @@ def build_runs(results: Results, summary: pd.DataFrame) -> list[Run]:
         roles = summary[summary["dataset"] == dataset][["algorithm", "role", "reference"]]
         units = units.merge(roles, on="algorithm", how="left")
         tuned = _tuned(experiments[0].folder)
+        named = {key for item in (*spec["printed"].values, *spec["printed"].claims) for key in item.setting}
         algorithms = {
-            a: {**params, **(tuned.get(a, {}).get("chosen") or {})} for a, params in config["algorithms"].items()
+            a: {k: v for k, v in {**params, **(tuned.get(a, {}).get("chosen") or {})}.items() if k in named}
+            for a, params in config["algorithms"].items()
         }
         of_dataset = results.units[results.units["dataset"] == dataset]
         machines = sorted(set(of_dataset["machine"].dropna())) if "machine" in of_dataset else []
@@ -179,7 +182,7 @@ def build_runs(results: Results, summary: pd.DataFrame) -> list[Run]:
                 settings.get("data") or {},
                 _stand_in_flag(settings),
                 "; ".join(machines),
-                _notes(results, summary, dataset, spec["printed"]),
+                _notes(results, summary, dataset),
             )
         )
     return runs
@@ -199,9 +202,10 @@ def _unit_values(results: Results, dataset: str, higher: bool, named: list[int],
             table[f"per_round_at_{at}"] = table[f"at_{at}"] / at
     if "diag_pair_f1" in units:
         table["diag_pair_f1"] = units["diag_pair_f1"].to_numpy()
-    if {"select_seconds", "update_seconds"} <= set(units):
-        table["seconds_per_round"] = ((units["select_seconds"] + units["update_seconds"]) / units["rounds"]).to_numpy()
-        table["select_seconds_per_round"] = (units["select_seconds"] / units["rounds"]).to_numpy()
+    if {"select_seconds", "update_seconds"} <= set(units):  # 4 significant digits: the rest is the clock's noise
+        seconds = (units["select_seconds"] + units["update_seconds"]) / units["rounds"]
+        table["seconds_per_round"] = [float(f"{s:.4g}") for s in seconds]
+        table["select_seconds_per_round"] = [float(f"{s:.4g}") for s in units["select_seconds"] / units["rounds"]]
     return table.reset_index(drop=True)
 
 
@@ -229,20 +233,13 @@ def exploration_scale(results: Results, summary: pd.DataFrame, dataset: str) -> 
     return scales
 
 
-def _notes(results: Results, summary: pd.DataFrame, dataset: str, printed: PaperSide) -> list[dict[str, str]]:
-    """The rows that are no verdict: each algorithm's exploration scale, and the paper's known structural facts."""
-    notes = []
+def _notes(results: Results, summary: pd.DataFrame, dataset: str) -> list[dict[str, str]]:
+    """What the run says beside the verdicts: each algorithm's exploration scale."""
     scales = exploration_scale(results, summary, dataset)
-    if scales:
-        notes.append(
-            {
-                "claim": "exploration scale",
-                "here": "; ".join(f"{a}: {s}" for a, s in scales.items()),
-                "reason": "mean OFUL radius β̄ used, or the α (ν) of the run",
-            }
-        )
-    notes += [{"claim": "known structural fact", "here": fact, "reason": ""} for fact in printed.facts]
-    return notes
+    if not scales:
+        return []
+    here = "; ".join(f"{a}: {s}" for a, s in scales.items())
+    return [{"claim": "exploration scale", "here": here, "reason": "mean OFUL radius β̄ used, or the α (ν) of the run"}]
 
 
 # ---- which of a preset's printed values and claims a run can be set against ------------------------------------
@@ -314,7 +311,7 @@ def _differences(run: Run, spec: dict, item: PaperValue | Claim) -> list[str]:
     if isinstance(item, PaperValue):
         at = item.at or spec["rounds"]
         if run.rounds < at:
-            reasons.append(f"the run stops at {run.rounds} rounds, the value is at round {at}")
+            reasons.append(f"the run stops at {run.rounds} rounds, before the printed value's round")
     elif run.rounds != spec["rounds"]:
         reasons.append(f"{run.rounds} rounds here, {spec['rounds']} in the paper")
     reasons += _setting_differences(run, spec, item)
@@ -405,7 +402,7 @@ def _ordering_row(run: Run, spec: dict, values: list[PaperValue]) -> dict[str, A
         "here_order": " > ".join(here_order),
         "verdict": said.verdict,
         "reason": said.reason,
-        "differences": "; ".join(d for d in differences if "the value is at round" not in d),
+        "differences": "; ".join(d for d in differences if "before the printed value's round" not in d),
     }
 
 
@@ -446,7 +443,8 @@ def _compared(run: Run, claim: Claim, test: str) -> dict[str, Any]:
         contenders = [x for x in here if not _is_reference(run, x) and here[x].notna().any()]
         verdict = verdicts.best(here, a, contenders, higher, test)
         leader = max(contenders, key=lambda x: means[x] if higher else -means[x]) if contenders else a
-        return {"here": f"best: {leader} {number(means[leader])}; {a} {number(means[a])}", **_said(verdict)}
+        text = f"best: {leader} {number(means[leader])}" + (f"; {a} {number(means[a])}" if leader != a else "")
+        return {"here": text, **_said(verdict)}
     if claim.kind == "improvement":
         baselines = [x for x in here if _role(run, x) == "baseline" and not _is_reference(run, x)]
         verdict, gain = verdicts.improvement(here, a, baselines, higher, claim.value, GAIN_TOLERANCE)
@@ -506,7 +504,8 @@ def judge(run: Run, test: str = "t") -> pd.DataFrame:
             rows.append({"exhibit": _with_also(exhibit, spec), **_ordering_row(run, spec, values)})
     for claim in (i for i in shown if isinstance(i, Claim)):
         rows.append({"exhibit": _with_also(claim.exhibit, spec), **_claim_row(run, spec, claim, test)})
-    rows += [{"exhibit": "", "kind": "note", "verdict": "", **note} for note in run.notes]
+    facts = [{"claim": "known structural fact", "here": fact, "reason": ""} for fact in spec["printed"].facts]
+    rows += [{"exhibit": "", "kind": "note", "verdict": "", **note} for note in run.notes + facts]
     table = pd.DataFrame([{"preset": run.preset, "dataset": run.dataset, **row} for row in rows], columns=COLUMNS)
     return table
 

@@ -53,7 +53,7 @@ def seeds_text(needed: float | None) -> str:
         return "no seed count would settle it (no difference, or no spread, on these seeds)"
     if math.isinf(needed):
         return "more than 10 000 seeds would be needed to settle it"
-    return f"≈ {needed:.0f} seeds would settle it (paired t-test, 80 % power at the observed effect)"
+    return f"≈ {needed:.0f} seeds would settle it (80 % power)"
 
 
 def gains(wide: pd.DataFrame, a: str, b: str, higher: bool) -> np.ndarray:
@@ -85,34 +85,38 @@ def _undecided(a: str, b: str, result: Paired, alpha: float) -> str:
     if result.n < MIN_TEST_SEEDS or result.note == "identical on every seed":
         why = result.note
     else:
-        side = "ahead of" if result.mean > 0 else "behind"
+        side = "ahead of" if result.mean > 0 else "behind" if result.mean < 0 else "level with"
         why = f"{a} {side} {b} by mean, inside the noise ({_evidence(result)})"
     return f"{why}; {seeds_text(seeds_for_power(result.mean, result.std, alpha))}"
 
 
 def claimed_pairs(
     wide: pd.DataFrame, pairs: list[tuple[str, str]], higher: bool, test: str = "t"
-) -> tuple[list[str], list[str], float | None]:
+) -> tuple[list[str], list[str], str, str]:
     """Each claimed pair (better, worse) tested on its seeds, Holm-corrected over these pairs only: the pairs
-    significantly reversed, the undecided ones (with why), and the seeds a paired t-test at the Bonferroni level α/m
-    (Holm's first step) would need for the hardest undecided pair. The pairs that are neither hold significantly."""
+    significantly reversed, the undecided ones (with why), the seed counts, and the seeds a paired t-test at the
+    Bonferroni level α/m (Holm's first step) would need for the hardest undecided pair. The pairs that are neither
+    hold significantly."""
     results = [paired_test(gains(wide, better, worse, higher), test) for better, worse in pairs]
     adjusted = holm([r.p for r in results])
     reversed_, undecided, needed = [], [], []
     for (better, worse), result, p in zip(pairs, results, adjusted):
         if np.isfinite(p) and p < ALPHA:
             if result.mean < 0:
-                said = Paired(result.n, result.mean, result.std, p, result.note)
-                reversed_.append(f"{worse} significantly better than {better} ({_evidence(said)}, Holm)")
+                degenerate = ", degenerate" if result.note else ""
+                reversed_.append(f"{worse} > {better} ({p_text(p)}{degenerate})")
             continue
         if result.n < MIN_TEST_SEEDS or result.note == "identical on every seed":
             undecided.append(f"{better} vs {worse}: {result.note}")
         else:
-            side = "ahead" if result.mean > 0 else "behind"
-            undecided.append(f"{better} vs {worse}: {side} by mean ({p_text(p)} Holm)")
+            side = "ahead of" if result.mean > 0 else "behind" if result.mean < 0 else "level with"
+            degenerate = ", degenerate" if result.note else ""
+            undecided.append(f"{better} {side} {worse} ({p_text(p)}{degenerate})")
         needed.append(seeds_for_power(result.mean, result.std, ALPHA / len(pairs)))
+    counts = sorted({r.n for r in results})
+    seeds = f"{counts[0]} seeds" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} seeds"
     decidable = [n for n in needed if n is not None]
-    return reversed_, undecided, (max(decidable) if decidable else None)
+    return reversed_, undecided, seeds, seeds_text(max(decidable) if decidable else None)
 
 
 def best(wide: pd.DataFrame, a: str, contenders: list[str], higher: bool, test: str = "t") -> Verdict:
@@ -121,12 +125,12 @@ def best(wide: pd.DataFrame, a: str, contenders: list[str], higher: bool, test: 
     others = [x for x in contenders if x != a]
     if not others:
         return Verdict(NOT_COMPARABLE, "no other algorithm ran")
-    reversed_, undecided, needed = claimed_pairs(wide, [(a, x) for x in others], higher, test)
+    reversed_, undecided, seeds, settle = claimed_pairs(wide, [(a, x) for x in others], higher, test)
     if reversed_:
-        return Verdict(DISAGREES, "; ".join(reversed_))
+        return Verdict(DISAGREES, f"significantly better than {a} (Holm, {seeds}): {', '.join(reversed_)}")
     if not undecided:
-        return Verdict(AGREES, f"{a} significantly better than each of the {len(others)} others (Holm)")
-    return Verdict(INCONCLUSIVE, f"undecided: {'; '.join(undecided)}; {seeds_text(needed)}")
+        return Verdict(AGREES, f"{a} significantly better than each of the {len(others)} others (Holm, {seeds})")
+    return Verdict(INCONCLUSIVE, f"undecided (Holm, {seeds}): {', '.join(undecided)}; {settle}")
 
 
 def ordering(wide: pd.DataFrame, pairs: list[tuple[str, str]], higher: bool, test: str = "t") -> Verdict:
@@ -134,12 +138,12 @@ def ordering(wide: pd.DataFrame, pairs: list[tuple[str, str]], higher: bool, tes
     Agrees only when every pair holds significantly; disagrees on any significant reversal."""
     if not pairs:
         return Verdict(NOT_COMPARABLE, "fewer than two of the printed algorithms ran")
-    reversed_, undecided, needed = claimed_pairs(wide, pairs, higher, test)
+    reversed_, undecided, seeds, settle = claimed_pairs(wide, pairs, higher, test)
     if reversed_:
-        return Verdict(DISAGREES, "; ".join(reversed_))
+        return Verdict(DISAGREES, f"significantly reversed (Holm, {seeds}): {', '.join(reversed_)}")
     if not undecided:
-        return Verdict(AGREES, f"every one of the {len(pairs)} ordered pairs holds significantly (Holm)")
-    return Verdict(INCONCLUSIVE, f"undecided: {'; '.join(undecided)}; {seeds_text(needed)}")
+        return Verdict(AGREES, f"every one of the {len(pairs)} ordered pairs holds significantly (Holm, {seeds})")
+    return Verdict(INCONCLUSIVE, f"undecided (Holm, {seeds}): {', '.join(undecided)}; {settle}")
 
 
 def within_margin(
