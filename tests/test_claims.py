@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import banditbench
+from conftest import banditbench, banditbench_here
 from fixtures_raw import SHARED
 
 from banditbench import presets
@@ -115,38 +115,18 @@ def read_paper(out):
     return pd.read_csv(out / "paper_vs_here.csv")
 
 
-def test_a_reduced_ghosh_synthetic_run_reports_paper_vs_here(tmp_path):
+def test_a_reduced_ghosh_synthetic_run_reports_paper_vs_here(tmp_path, capsys):
     data = synchronous(tmp_path)
     out = tmp_path / "run"
-    ran = banditbench(
-        "run",
-        "--preset",
-        "ghosh-synthetic",
-        "--data-dir",
-        data,
-        "--rounds",
-        1000,
-        "--seeds",
-        2,
-        "--tune-seeds",
-        1,
-        "--set",
-        "club.alpha=0.3,1",
-        "--set",
-        "club.alpha2=1",
-        "--set",
-        "cmlb.horizon=50",
-        "--set",
-        "pmlb.horizon=50",
-        "--jobs",
-        1,
-        "--out",
-        out,
-    )
+    ran = banditbench_here(
+        "run", "--preset", "ghosh-synthetic", "--data-dir", data, "--rounds", 400, "--seeds", 2, "--tune-seeds", 1,
+        "--set", "club.alpha=0.3,1", "--set", "club.alpha2=1", "--set", "cmlb.horizon=20", "--set", "pmlb.horizon=20",
+        "--jobs", 1, "--out", out, capsys=capsys,
+    )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     settings = json.loads((out / "manifest.json").read_text())["execution"]["settings"]
     assert settings["preset"] == "ghosh-synthetic" and settings["data"]["z"] == 1.0
-    shown = banditbench("report", out, "--out", tmp_path / "report", "--format", "md,csv,html")
+    shown = banditbench_here("report", out, "--out", tmp_path / "report", "--format", "md,csv,html", capsys=capsys)
     assert shown.returncode == 0, shown.stderr
     assert "paper vs here" in shown.stdout
     paper = read_paper(tmp_path / "report")
@@ -161,7 +141,7 @@ def test_a_reduced_ghosh_synthetic_run_reports_paper_vs_here(tmp_path):
     # 2 seeds decide nothing: every comparison is inconclusive, and says why
     assert set(claims["verdict"]) == {"inconclusive"}
     assert claims["reason"].str.startswith("n = 2: no test").all()
-    assert claims["differences"].str.contains("1000 rounds here, 100000 in the paper").all()
+    assert claims["differences"].str.contains("400 rounds here, 100000 in the paper").all()
     assert set(claims["exhibit"]) == {"Fig. 1"}
     scale = paper[paper["claim"] == "exploration scale"]["here"].iloc[0]
     assert "oful-ind: β̄ = " in scale and "linucb-ind: α = 1.0" in scale and "club: α = " in scale

@@ -155,6 +155,23 @@ def test_a_tie_with_the_best_is_marked(tmp_path):
     assert "| b | 5 | 300.10 ± 156.93 †" in to_markdown(build_report(load_results([folder])))
 
 
+def test_a_two_seed_table_and_a_zero_variance_pair_warn_instead_of_printing_p_values(tmp_path):
+    # the SCLUB / CLUB seeds: 380, 382 against 362, 364, a difference of exactly 18 on both
+    two = build_report(load_results([write_results(tmp_path / "two", {"sclub": [380, 382], "club": [362, 364]})]))
+    text = to_markdown(two)
+    assert "rests on 2 seeds of 50 rounds. **Warning: fewer than 5 seeds**" in text
+    assert "| toy | sclub | club | 2 | 18.00 | – | – | tie | n = 2: no test |" in text
+    assert "With 2 seeds the exact Wilcoxon test cannot go below p = 0.5." in text
+    assert "| club | 2 | **363.00 ± 1.41** |" in text and "| sclub | 2 | 381.00 ± 1.41 † |" in text  # no test: tied
+    base = np.array(SEED_EFFECT[:6])
+    six = build_report(load_results([write_results(tmp_path / "six", {"a": list(base + 18), "b": list(base)})]))
+    pair = six.comparisons.iloc[0]
+    assert pair["note"].startswith("degenerate: every seed differs by the same amount") and pair["t_p"] == 2 / 64
+    text = to_markdown(six)
+    assert "rests on 6 seeds of 50 rounds. Mean" in text and "Warning" not in text
+    assert "With 6 seeds the exact Wilcoxon test cannot go below p = 0.03125." in text  # 2·(1/2)^6
+
+
 def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
     base = np.array(SEED_EFFECT[:5])
     one = write_results(tmp_path / "one", {"x": list(base), "y": list(base * 1.2), "z": list(base * 3)}, dataset="one")

@@ -94,8 +94,9 @@ class Paired:
 def paired_test(differences, test: str = "t") -> Paired:
     """The paired test of per-seed differences a − b (``test``: "t" or "wilcoxon"), honest about degenerate cases:
     fewer than MIN_TEST_SEEDS differences get no test; differences all 0 get none either (identical on every seed);
-    differences all equal and non-zero leave the t statistic undefined (zero variance), so the t-test falls back
-    to the exact sign test, p = 2·(1/2)^n, and says so."""
+    differences all equal and non-zero (to 1e-9 of their size: sums of per-round floats round differently) leave
+    the t statistic undefined (zero variance), so the t-test falls back to the exact sign test, p = 2·(1/2)^n, and
+    says so."""
     d = np.asarray(differences, dtype=float)
     d = d[np.isfinite(d)]
     n = d.size
@@ -105,7 +106,7 @@ def paired_test(differences, test: str = "t") -> Paired:
         return Paired(n, mean, std, np.nan, f"n = {n}: no test")
     if np.all(d == 0):
         return Paired(n, mean, std, np.nan, "identical on every seed")
-    constant = bool(np.all(d == d[0]))
+    constant = bool(np.ptp(d) <= 1e-9 * np.abs(d).max())  # equal up to the rounding of sums of per-round floats
     if test == "t" and constant:
         return Paired(
             n, mean, std, min(1.0, 2.0 * 0.5**n), "degenerate: every seed differs by the same amount (exact sign test)"

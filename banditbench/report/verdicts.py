@@ -50,7 +50,7 @@ def number(value: float) -> str:
 
 def seeds_text(needed: float | None) -> str:
     if needed is None:
-        return "no seed count would settle it (no difference, or no spread, on these seeds)"
+        return "seeds that would settle it: — (no difference, or no spread, on these seeds)"
     if math.isinf(needed):
         return "more than 10 000 seeds would be needed to settle it"
     return f"≈ {needed:.0f} seeds would settle it (80 % power)"
