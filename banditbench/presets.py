@@ -178,25 +178,11 @@ _mcnb_baselines = LINEAR_CLUSTERING + ["neuucb-one", "neuucb-ind", "neurallinear
 _mcnb_fixed = {"mcnb.nu": 5.0, "mcnb.gamma": 0.4, "mcnb.S": 1.0}
 _MCNB_REGRET = "cumulative regret after 10000 rounds"
 _mcnb_layers = {  # Tables 3 (MovieLens) and 4 (Yelp): layers → NeuUCB-ONE, NeuUCB-IND, M-CNB
-    "movielens": (
-        "Table 3",
-        {
-            2: (4839.6, 7491.0, 4447.1),
-            4: (5017.2, 7503.8, 4498.3),
-            8: (5033.5, 7764.5, 4696.1),
-            10: (4808.3, 7697.4, 4624.7),
-        },
-    ),
-    "yelp": (
-        "Table 4",
-        {
-            2: (6964.1, 6911.7, 6773.4),
-            4: (6944.7, 6942.5, 6803.2),
-            8: (7012.8, 6932.2, 6878.3),
-            10: (6992.4, 6987.4, 6854.9),
-        },
-    ),
-}
+    "movielens": ("Table 3", {2: (4839.6, 7491.0, 4447.1), 4: (5017.2, 7503.8, 4498.3), 8: (5033.5, 7764.5, 4696.1),
+                              10: (4808.3, 7697.4, 4624.7)}),
+    "yelp": ("Table 4", {2: (6964.1, 6911.7, 6773.4), 4: (6944.7, 6942.5, 6803.2), 8: (7012.8, 6932.2, 6878.3),
+                         10: (6992.4, 6987.4, 6854.9)}),
+}  # fmt: skip
 _mcnb_convergence = {  # Table 2: M-CNB's average regret per round after 2000, 4000, …, 10000 rounds
     "movielens": (0.4717, 0.4555, 0.4475, 0.4452, 0.4442),
     "yelp": (0.7532, 0.7395, 0.7358, 0.7306, 0.7269),
