@@ -673,7 +673,7 @@ CLAIMS_FORMATS = ("text", "md", "json")
 @app.command()
 def claims(
     sources: list[Path] | None = typer.Argument(
-        None, help="Results folders run with a preset, or evidence files (.json) [default: the inventory alone]."
+        None, help="Results folders run with a preset, or evidence files (.json); none: the inventory alone."
     ),
     fmt: str = typer.Option("text", "--format", help="text (80 columns), md (the docs' scorecard) or json."),
     as_json: bool = typer.Option(False, "--json", help="The same as --format json."),

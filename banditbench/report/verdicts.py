@@ -85,9 +85,12 @@ def _undecided(a: str, b: str, result: Paired, alpha: float) -> str:
     if result.n < MIN_TEST_SEEDS or result.note == "identical on every seed":
         why = result.note
     else:
-        side = "ahead of" if result.mean > 0 else "behind" if result.mean < 0 else "level with"
-        why = f"{a} {side} {b} by mean, inside the noise ({_evidence(result)})"
+        why = f"{a} {_side(result.mean)} {b} by mean, inside the noise ({_evidence(result)})"
     return f"{why}; {seeds_text(seeds_for_power(result.mean, result.std, alpha))}"
+
+
+def _side(advantage: float) -> str:
+    return "ahead of" if advantage > 0 else "behind" if advantage < 0 else "level with"
 
 
 def claimed_pairs(
@@ -109,9 +112,8 @@ def claimed_pairs(
         if result.n < MIN_TEST_SEEDS or result.note == "identical on every seed":
             undecided.append(f"{better} vs {worse}: {result.note}")
         else:
-            side = "ahead of" if result.mean > 0 else "behind" if result.mean < 0 else "level with"
             degenerate = ", degenerate" if result.note else ""
-            undecided.append(f"{better} {side} {worse} ({p_text(p)}{degenerate})")
+            undecided.append(f"{better} {_side(result.mean)} {worse} ({p_text(p)}{degenerate})")
         needed.append(seeds_for_power(result.mean, result.std, ALPHA / len(pairs)))
     counts = sorted({r.n for r in results})
     seeds = f"{counts[0]} seeds" if len(counts) == 1 else f"{counts[0]}–{counts[-1]} seeds"
