@@ -40,7 +40,7 @@ from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
 
-__all__ = ["Hooks", "Results", "check_contract", "load", "prepare", "run", "run_experiment"]
+__all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
 
 CONTRACT_ROUNDS = 3  # rounds of the experiment's own environment that a plugin is tried on before the run
 
@@ -410,7 +410,7 @@ class Results:
         return self._load().rounds.copy()
 
     def summary(self) -> pd.DataFrame:
-        """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % t-interval
+        """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % bootstrap interval
         (``regret_ci_low``, ``regret_ci_high``; CTR columns for slates), paired-test marks and costs."""
         return self._built().summary.copy()
 
@@ -458,3 +458,18 @@ def load(*paths: str | Path, allow_mixed: bool = False) -> Results:
     """The results in one or more folders written by ``run`` or ``banditbench run`` (several folders: e.g. one
     per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``)."""
     return Results(*paths, allow_mixed=allow_mixed)
+
+
+def claims(*sources: str | Path, test: str = "t"):
+    """The claims scorecard (``banditbench claims``): every table and figure with results in the five source
+    papers, each with the verdicts that ``sources`` give it, or why no preset reproduces it. ``sources``: results
+    folders run with a preset, or evidence files written by ``banditbench claims … --save-evidence``; none gives the
+    inventory alone. ``test``: the paired test of the stated comparisons, "t" or "wilcoxon". Returns a
+    ``banditbench.report.scorecard.Scorecard``: ``exhibits`` and ``rows`` as DataFrames, ``counts``, and
+    ``to_text()``, ``to_markdown()``, ``to_json()``."""
+    from banditbench.report.scorecard import read_runs, scorecard
+    from banditbench.report.stats import TESTS
+
+    if test not in TESTS:
+        raise UserError(f"test must be one of: {', '.join(TESTS)}; got {test!r}")
+    return scorecard(read_runs([Path(s) for s in sources], test), test)

@@ -698,6 +698,52 @@ def report(
         sys.exit(1)
 
 
+CLAIMS_FORMATS = ("text", "md", "json")
+
+
+@app.command()
+def claims(
+    sources: list[Path] | None = typer.Argument(
+        None, help="Results folders run with a preset, or evidence files (.json); none: the inventory alone."
+    ),
+    fmt: str = typer.Option("text", "--format", help="text (80 columns), md (the docs' scorecard) or json."),
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
+    test: str = typer.Option("t", "--test", help="Paired test of the stated comparisons: t or wilcoxon."),
+    out: Path | None = typer.Option(None, "--out", help="Write the scorecard to this file instead of printing it."),
+    into: Path | None = typer.Option(
+        None, "--into", help="Write the scorecard between the claims markers of this file (a docs page)."
+    ),
+    save_evidence: Path | None = typer.Option(
+        None, "--save-evidence", help="Also write the runs' per-unit values here, for later `claims` commands."
+    ),
+) -> None:
+    """Every table and figure of the five papers: covered by a preset and judged by the runs given, or why not."""
+    from banditbench.api import claims as scorecard_of
+    from banditbench.report.scorecard import embed, evidence
+    from banditbench.results.shards import replace_atomically
+
+    fmt = "json" if as_json else fmt
+    if fmt not in CLAIMS_FORMATS:
+        raise UserError(f"--format must be one of: {', '.join(CLAIMS_FORMATS)}; got {fmt!r}")
+    if into is not None and not into.is_file():
+        raise UserError(f"--into {into}: no such file")
+    for flag, path in (("--out", out), ("--save-evidence", save_evidence)):
+        if path is not None and not path.parent.is_dir():
+            raise UserError(f"{flag} {path}: folder {path.parent} does not exist")
+    card = scorecard_of(*(sources or []), test=test)
+    text = {"text": card.to_text, "md": card.to_markdown, "json": card.to_json}[fmt]()
+    writes = [(save_evidence, evidence(card.runs))] if save_evidence is not None else []
+    if into is not None:
+        writes.append((into, embed(into.read_text(encoding="utf-8"), text, str(into))))  # markers checked here
+    if out is not None:
+        writes.append((out, text))
+    for path, content in writes:  # every text is complete before the first file is replaced
+        replace_atomically(path, lambda partial, content=content: partial.write_text(content, encoding="utf-8"))
+        console.print(f"wrote {path}", highlight=False)
+    if into is None and out is None:
+        print(text, end="")
+
+
 INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
 
 

@@ -9,8 +9,9 @@ What the report reads from an outcome shard (``results/shards.py``):
   it ``reward`` is taken as the click count y_t = Σ clicks). Cumulative CTR = Σ_t clicks_t / m, and regret against
   the optimum = CTR_OPTIMUM·t − cumulative CTR (Zhang et al. 2022: rewards flipped with p = 0.1, so 0.9 per
   iteration). A shard's metadata key ``ctr_optimum`` overrides 0.9.
-From the timing sidecar: ``wall_seconds`` and ``peak_rss_mb`` (metadata) and every float per-round column summed
-over the unit (``select_seconds``, ``update_seconds`` and whatever an algorithm adds).
+From the timing sidecar: ``wall_seconds``, ``peak_rss_mb`` and ``machine`` (metadata: the processor model and
+core count) and every float per-round column summed over the unit (``select_seconds``, ``update_seconds`` and
+whatever an algorithm adds).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
                 "rounds": len(frame),
                 "wall_seconds": timing.get("wall_seconds", np.nan),
                 "peak_rss_mb": timing.get("peak_rss_mb", np.nan),
+                "machine": timing.get("machine"),
                 **timing.get("totals", {}),
             }
         )

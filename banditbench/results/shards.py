@@ -60,6 +60,19 @@ def provenance() -> dict[str, Any]:
             "git_sha": git_sha, "device": "cpu"}
 
 
+@cache
+def machine() -> str:
+    """The processor model and core count of this machine, for the timing sidecar: seconds depend on both."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "unknown processor"
+    return f"{model} ({os.cpu_count()} cores)"
+
+
 def disk_full(error: OSError, folder: Path, needed_bytes: int | None = None) -> UserError | None:
     """The one-line error for a full disk or quota while writing under ``folder``; None for other errors."""
     if error.errno not in DISK_FULL:
@@ -93,7 +106,12 @@ def write_shard(folder: Path, unit: Unit, result: UnitResult, dataset_sha256: st
     peak_rss_mb = result.peak_rss_mb  # measured by the worker that ran the unit, else this process's peak so far
     if peak_rss_mb is None:
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    timing_meta = {"unit": unit.id, "wall_seconds": result.wall_seconds, "peak_rss_mb": peak_rss_mb}
+    timing_meta = {
+        "unit": unit.id,
+        "wall_seconds": result.wall_seconds,
+        "peak_rss_mb": peak_rss_mb,
+        "machine": machine(),
+    }
     timing = result.timing.replace_schema_metadata({METADATA_KEY: json.dumps(timing_meta)})
     replace_atomically(timing_path(path), lambda p: pq.write_table(timing, p))
     meta = {"unit": unit.config(), "dataset_manifest_sha256": dataset_sha256, "schema_version": SCHEMA_VERSION,
