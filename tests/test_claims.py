@@ -137,6 +137,7 @@ def test_a_reduced_ghosh_synthetic_run_reports_paper_vs_here(tmp_path):
         "pmlb.horizon=50",
         "--jobs",
         1,
+        "--allow-stand-in",
         "--out",
         out,
     )
@@ -246,7 +247,7 @@ def test_a_reduced_mcnb_movielens_run_reports_paper_vs_here(tmp_path):
     }
     config = tmp_path / "reduced.toml"
     config.write_text(
-        "rounds = 60\nseeds = 2\ntune-seeds = 0\njobs = 1\n[set]\n"
+        "rounds = 60\nseeds = 2\ntune-seeds = 0\njobs = 1\nallow-stand-in = true\n[set]\n"
         + "".join(f'"{a}.{r}" = 0.1\n"{a}.{e}" = 0.01\n' for a, (r, e) in single.items())
     )
     out = tmp_path / "run"

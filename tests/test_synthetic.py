@@ -150,7 +150,7 @@ def test_default_arm_set_keeps_its_dataset_stream_and_shards(tmp_path, dataset):
 
 def test_fixed_arm_set_rejects_what_it_cannot_serve(tmp_path):
     for options, message in (
-        ({"arm_set": "grid"}, "--arm-set must be one of fresh, fixed"),
+        ({"arm_set": "grid"}, "--arm-set must be one of fresh, unit, fixed"),
         ({"arm_set": "fixed", "protocol": "synchronous"}, "needs --protocol linear"),
         ({"arm_set": "fixed", "arms": 1}, r"needs --arms \(1\) at least --clusters \(2\)"),
     ):

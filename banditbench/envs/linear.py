@@ -31,7 +31,7 @@ class LinearEnvironment:
         self.n_arms = int(dataset.parameters["arms"])
         self.noise = float(dataset.parameters["noise"])
         self.arm_set = None  # [K, d] served every round, or None for fresh contexts
-        if dataset.parameters.get("arm_set") == "fixed":
+        if dataset.parameters.get("arm_set", "fresh") != "fresh":
             self.arm_set = dataset.table("arms").sort_values("arm").filter(like="x_").to_numpy()
             self.arm_set.flags.writeable = False
         self.rng = np.random.default_rng(seed)

@@ -183,9 +183,13 @@ def _claim_row(claim: Claim, judge: _Judge, data: dict, stand_in: str) -> dict[s
     raise ValueError(f"unknown claim kind {claim.kind!r}")
 
 
-def _differences(printed: PaperSide, spec: dict, config: dict, data: dict) -> list[str]:
-    """Why values measured here cannot be set against the paper's, as short phrases."""
+def _differences(printed: PaperSide, spec: dict, config: dict, data: dict, stand_in: dict | None = None) -> list[str]:
+    """Why values measured here cannot be set against the paper's, as short phrases. ``stand_in``: what the run
+    recorded as differing from the data its preset declares (``--allow-stand-in``)."""
     reasons = []
+    if stand_in:
+        differ = ", ".join(f"{k} = {v['prepared']} here, {v['needed']} in the preset" for k, v in stand_in.items())
+        reasons.append(f"stand-in data (--allow-stand-in): {differ}")
     stand_in = {k: data.get(k) for k in printed.data if data.get(k) != printed.data[k]}
     if stand_in:
         ours = ", ".join(f"{k} = {v}" for k, v in stand_in.items())
@@ -244,7 +248,7 @@ def paper_vs_here(results: Results, summary: pd.DataFrame, comparisons: pd.DataF
         judge = _Judge(
             summary[summary["dataset"] == dataset], comparisons[comparisons["dataset"] == dataset], higher, value, test
         )
-        differences = _differences(printed, spec, config, data)
+        differences = _differences(printed, spec, config, data, settings.get("stand_in"))
         stand_in = "; ".join(differences)
         base = {"preset": name, "dataset": dataset}
         for v in printed.values:
