@@ -425,7 +425,7 @@ def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Pat
     needs = declared.get("parameters", {}) if declared.get("dataset") == name else {}
     folder = Path(data_dir) / name
     if (folder / MANIFEST).is_file():
-        differ = declared_data.differences(name, needs, load_dataset(data_dir, name).parameters)
+        differ = declared_data.differences(name, needs, declared_data.prepared_parameters(load_dataset(data_dir, name)))
         if differ and not settings["allow-stand-in"]:
             command = declared_data.prepare_command(name, needs, data_dir, replace=True)
             raise UserError(

@@ -9,11 +9,12 @@ builds the declared data; with ``allow_stand_in`` the run goes on and the differ
 
 from __future__ import annotations
 
+import inspect
 import shlex
 from pathlib import Path
 from typing import Any
 
-from banditbench.data import DATASETS, Option, load_dataset
+from banditbench.data import DATASETS, Option, PreparedDataset, load_dataset
 from banditbench.data.prepared import MANIFEST
 from banditbench.errors import UserError
 
@@ -36,6 +37,11 @@ def differences(dataset: str, needs: dict[str, Any], parameters: dict[str, Any])
     return {name: {"needed": value, "prepared": found[name]} for name, value in needs.items() if found[name] != value}
 
 
+def prepared_parameters(prepared: PreparedDataset) -> dict[str, Any]:
+    """A prepared dataset's parameters, with the protocol it was prepared for (a manifest keeps it apart)."""
+    return {"protocol": prepared.manifest["protocol"], **prepared.parameters}
+
+
 def _text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -55,14 +61,23 @@ def prepare_command(dataset: str, needs: dict[str, Any], data_dir: Path, *, repl
             words.append(option.flag if value else f"--no-{option.flag[2:]}")
         else:
             words += [option.flag, _text(value)]
-    raw = spec.raw() if spec.raw is not None else None
-    if raw is not None and raw.gated:
-        words += ["--source", "PATH"]  # data behind a terms form: the user downloads it (``raw.gated`` says where)
+    if gated(dataset, needs):
+        words += ["--source", "PATH"]  # data behind a terms form: the user downloads it and names it
     if Path(data_dir) != DEFAULT_DATA_DIR:
         words += ["--data-dir", shlex.quote(str(data_dir))]
     if replace:
         words.append("--force")
     return " ".join(words)
+
+
+def gated(dataset: str, needs: dict[str, Any]) -> str:
+    """Where to get ``dataset``'s raw files when they cannot be downloaded (a terms form), or ""."""
+    spec = DATASETS[dataset]
+    if spec.raw is None:
+        return ""
+    options = {o.name: needs.get(o.name, o.default) for o in spec.options}
+    raw = spec.raw(**{name: options[name] for name in inspect.signature(spec.raw).parameters if name in options})
+    return raw.gated or ""
 
 
 def listing(values: dict[str, dict[str, Any]], side: str) -> str:
@@ -90,10 +105,9 @@ def check(
         return {"dataset": {"needed": needed, "prepared": dataset}}
     if not (folder / MANIFEST).is_file():
         raise UserError(f"{who} needs {needed} prepared in {data_dir}/; prepare it with: {command}")
-    found = differences(needed, needs, load_dataset(data_dir, needed).parameters)
+    found = differences(needed, needs, prepared_parameters(load_dataset(data_dir, needed)))
     if found and not allow_stand_in:
-        gated = DATASETS[needed].raw is not None and DATASETS[needed].raw().gated
-        where = f" (PATH: {gated})" if gated else ""
+        where = f" (PATH: {gated(needed, needs)})" if gated(needed, needs) else ""
         raise UserError(
             f"{who} needs {needed} prepared with {listing(found, 'needed')}, but {folder} was prepared with "
             f"{listing(found, 'prepared')}; prepare it with: {command}{where}{stand_in}"
