@@ -422,14 +422,21 @@ def run(
         None, "--config", help="Experiment file (TOML, the flags' names as keys); flags given here override it."
     ),
     preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
-    dataset: str | None = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        help="Prepared dataset to run on \\[default: synthetic; with no --algos either, the default benchmark's "
+        "synthetic and synthetic-cosine].",
+    ),
     algos: str | None = typer.Option(
         None,
         "--algos",
         help="Comma-separated algorithm names (see `banditbench list`) "
-        "\\[default: random,linucb-one,linucb-ind,oracle].",
+        "\\[default: random,linucb-one,linucb-ind,oracle; with no --dataset either, the default benchmark's].",
     ),
-    rounds: int | None = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", help="Rounds T per unit \\[default: 10000; the default benchmark's 5000 and 2000]."
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
     tune_seeds: int | None = typer.Option(
         None,

@@ -299,10 +299,11 @@ preset(
     seeds=10,
     tune_seeds=3,
     grid=_bass_alpha,
-    notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms x = θ_m + 0.5‖θ_m‖ξ "
-    "around each θ_m (bandpy's generator): prepare with `prepare synthetic --centres bass --arm-set fixed "
-    "--omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω). T, N "
-    "and the run count are lost from the paper: bandpy's T = 10000, N = 18 and our 10 runs.",
+    notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms around each θ_m, "
+    "bandpy's x = θ_m + 0.5‖θ_m‖ξ scaled to ‖x‖ = 1 (`--arm-set unit`; bandpy's own, `--arm-set fixed`, makes one "
+    "arm best for both clusters in a third of the draws at ω = π/4); one dataset per scenario (`--omega`, π/4 by "
+    "default; `--prepare` builds it). γ = 1 as the paper's runs. T, N and the run count are lost from the paper: "
+    "bandpy's T = 10000, N = 18 and our 10 runs.",
     printed=PaperSide(
         "final cumulative regret",
         claims=(
@@ -453,11 +454,11 @@ preset(
         "club.alpha": [0.3, 1.0, 3.0],
         "club.alpha2": [0.3, 1.0, 3.0],
     },
-    notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
-    "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
+    notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the data and so in "
+    "the OFUL radius (a run takes the data's σ); CLUB's α, α₂ grid "
     "is ours (the paper gives none), picked as the paper did on the first 500 steps (500 pulls of each user, "
     "the first 50 000 rounds) of 3 disjoint tuning seeds; prepare one dataset per z with "
-    "`prepare synthetic --protocol synchronous --noise 1 --z Z`. "
+    "`prepare synthetic --protocol synchronous --users 100 --clusters 5 --noise 1 --z Z`. "
     "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
     "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
     printed=PaperSide(

@@ -1,12 +1,12 @@
-"""The asynchronous linear protocol on clustered synthetic users (seeds 002 and 003).
+"""The asynchronous linear protocol on clustered synthetic users (Cherkaoui et al. 2025; Ghosh et al. 2021).
 
 Each round one user, drawn uniformly (BASS's asynchronous setting), faces K fresh contexts
 x_k ~ N(0, I/d) (Ghosh et al. §6.1); the expected reward of arm k is ⟨θ_user, x_k⟩ and the realised
 reward adds N(0, σ²) noise. Every draw comes from the environment's own stream and never depends on
 the policy's choices, so all algorithms of one seed see the same users, arms and noise.
 
-A dataset prepared with ``--arm-set fixed`` (BASS's setup, ``data/synthetic.py``) carries its K arms in the
-table ``arms``; every round then serves exactly those arms and the stream draws only users and noise.
+A dataset prepared with ``--arm-set unit`` or ``fixed`` (BASS's setup, ``data/synthetic.py``) carries its K arms
+in the table ``arms``; every round then serves exactly those arms and the stream draws only users and noise.
 """
 
 from __future__ import annotations
