@@ -183,18 +183,18 @@ def _claim_row(claim: Claim, judge: _Judge, data: dict, stand_in: str) -> dict[s
     raise ValueError(f"unknown claim kind {claim.kind!r}")
 
 
-def _differences(printed: PaperSide, spec: dict, config: dict, data: dict, stand_in: dict | None = None) -> list[str]:
-    """Why values measured here cannot be set against the paper's, as short phrases. ``stand_in``: what the run
+def _differences(printed: PaperSide, spec: dict, config: dict, data: dict, allowed: dict | None = None) -> list[str]:
+    """Why values measured here cannot be set against the paper's, as short phrases. ``allowed``: what the run
     recorded as differing from the data its preset declares (``--allow-stand-in``)."""
     reasons = []
-    if stand_in:
-        differ = ", ".join(f"{k} = {v['prepared']} here, {v['needed']} in the preset" for k, v in stand_in.items())
-        reasons.append(f"stand-in data (--allow-stand-in): {differ}")
     stand_in = {k: data.get(k) for k in printed.data if data.get(k) != printed.data[k]}
     if stand_in:
         ours = ", ".join(f"{k} = {v}" for k, v in stand_in.items())
         theirs = ", ".join(f"{k} = {printed.data[k]}" for k in stand_in)
         reasons.append(f"data prepared with {ours}: a stand-in for {printed.data_text or theirs}")
+    if allowed:
+        differ = ", ".join(f"{k} = {v['prepared']} here, {v['needed']} in the preset" for k, v in allowed.items())
+        reasons.append(f"stand-in data (--allow-stand-in): {differ}")
     if config.get("rounds") != spec["rounds"]:
         reasons.append(f"{config.get('rounds')} rounds here, {spec['rounds']} in the paper")
     env = config.get("env") or {}

@@ -95,7 +95,6 @@ def check(
     needed, needs = declared["dataset"], declared["parameters"]
     folder = Path(data_dir) / needed
     command = prepare_command(needed, needs, data_dir, replace=folder.exists())
-    stand_in = "; or pass --allow-stand-in to run on the prepared data as a stand-in"
     if dataset != needed:
         if not allow_stand_in:
             raise UserError(
@@ -107,9 +106,10 @@ def check(
         raise UserError(f"{who} needs {needed} prepared in {data_dir}/; prepare it with: {command}")
     found = differences(needed, needs, prepared_parameters(load_dataset(data_dir, needed)))
     if found and not allow_stand_in:
-        where = f" (PATH: {gated(needed, needs)})" if gated(needed, needs) else ""
+        where = gated(needed, needs)
         raise UserError(
             f"{who} needs {needed} prepared with {listing(found, 'needed')}, but {folder} was prepared with "
-            f"{listing(found, 'prepared')}; prepare it with: {command}{where}{stand_in}"
+            f"{listing(found, 'prepared')}; prepare it with: {command}{f' (PATH: {where})' if where else ''}; "
+            "or pass --allow-stand-in to run on the prepared data as a stand-in"
         )
     return found
