@@ -53,7 +53,8 @@ def default_data_dir() -> Path:
 
 
 # ---- prepare ---------------------------------------------------------------------------------------------
-SOURCE_OPTIONS = ("source", "offline", "verify", "cache_dir")  # every dataset that reads raw files takes these
+# every dataset that reads raw files takes these
+SOURCE_OPTIONS = ("source", "offline", "verify", "cache_dir", "max_extract_gb")
 
 
 def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = False, **options: Any) -> Path:
@@ -61,9 +62,11 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
 
     ``options`` are the options of ``banditbench prepare NAME`` with underscores (``top_users=2000``,
     ``variant="100k"``), plus, for data read from raw files, ``source`` (a local archive, folder or URL),
-    ``offline``, ``verify`` and ``cache_dir``. Each is checked against its declared domain before anything
-    is read or written (banditbench/data/registry.py)."""
+    ``offline``, ``verify``, ``cache_dir`` and ``max_extract_gb`` (the largest archive member to unpack).
+    Each is checked against its declared domain before anything is read or written
+    (banditbench/data/registry.py)."""
     from banditbench.data import DATASETS
+    from banditbench.data.fetch import extract_limit
 
     dataset = DATASETS.get(name)
     if dataset is None or dataset.prepare is None:
@@ -74,6 +77,9 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     if unknown:
         raise UserError(f"prepare {name}: no option {unknown[0]!r}; it has: {', '.join(sorted(known))}")
     checked = dataset.check(options)  # every option within its domain before anything is read
+    max_extract_gb = options.get("max_extract_gb")
+    if max_extract_gb is not None and not (isinstance(max_extract_gb, (int, float)) and 0 < max_extract_gb < np.inf):
+        raise UserError(f"--max-extract-gb must be a positive number of gigabytes, got {max_extract_gb!r}")
     if dataset.reads_raw:
         source = options.get("source")
         common = {
@@ -87,7 +93,8 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
             common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
         checked.update(common)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    return Path(dataset.prepare(data_dir, force=force, **checked))
+    with extract_limit(max_extract_gb):
+        return Path(dataset.prepare(data_dir, force=force, **checked))
 
 
 # ---- run -------------------------------------------------------------------------------------------------

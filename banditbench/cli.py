@@ -32,6 +32,24 @@ prepare_app = typer.Typer(
 )
 app.add_typer(prepare_app, name="prepare")
 
+
+def show_version(value: bool) -> None:
+    if value:
+        from banditbench.version import __version__
+
+        typer.echo(f"banditbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def banditbench(
+    version: bool = typer.Option(
+        False, "--version", callback=show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Reproducible benchmark for clustering-of-bandits and neural contextual bandits."""
+
+
 # Not a terminal (CI logs, pipes): rich drops colour by itself; a wide fixed width keeps tables unwrapped.
 console = Console(width=None if sys.stdout.isatty() else 160)
 DATA_DIR = typer.Option(
@@ -152,11 +170,18 @@ VERIFY = typer.Option(
 CACHE = typer.Option(
     None, "--cache-dir", envvar="BANDITBENCH_CACHE", help="Cache of raw downloads \\[default: ~/.cache/banditbench]."
 )
+MAX_EXTRACT = typer.Option(
+    None,
+    "--max-extract-gb",
+    help="Largest archive member to unpack, in GB \\[default: 100 times its compressed size, at least 0.064 and "
+    "at most 20]; raise it for a genuine archive that is refused.",
+)
 COMMON = {
     "source": (Optional[str], SOURCE),
     "offline": (bool, OFFLINE),
     "verify": (bool, VERIFY),
     "cache_dir": (Optional[Path], CACHE),
+    "max_extract_gb": (Optional[float], MAX_EXTRACT),
 }
 
 
@@ -228,6 +253,10 @@ def report_prepared(path: Path) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) or ", ".join(
         f"{k}={v}" for k, v in manifest.get("parameters", {}).items()
     )  # generated data: its parameters
+    sanity = manifest.get("sanity", {})
+    for pools in ("groups", "users"):  # how many pools of the recommendation protocol can serve a round
+        if f"servable_{pools}" in sanity:
+            summary += f"; {sanity[f'servable_{pools}']} of the {sanity[pools]} {pools} can serve a round"
     console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):
@@ -600,7 +629,7 @@ def _names(text: str) -> list[str]:
 @app.command()
 def report(
     folders: list[Path] | None = typer.Argument(
-        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."
+        None, help="Results folders, e.g. one per dataset \\[default: the newest under results/]."
     ),
     formats: str = typer.Option(
         "md,csv",
@@ -609,7 +638,9 @@ def report(
         "file with the plots), png, svg (plots); 'none' writes nothing.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Where to write the files [default: the results folder; with several, their common parent]."
+        None,
+        "--out",
+        help="Where to write the files \\[default: the results folder; with several, their common parent].",
     ),
     check: Path | None = typer.Option(
         None,

@@ -67,6 +67,32 @@ def test_help_on_every_command():
         assert shown.returncode == 0 and "Usage" in shown.stdout
 
 
+def test_version():
+    from banditbench.version import __version__
+
+    shown = banditbench("--version")
+    assert shown.returncode == 0 and shown.stdout == f"banditbench {__version__}\n"
+
+
+def test_no_help_text_loses_a_bracket_to_rich_markup():
+    """rich reads an unescaped "[...]" in a help string as markup and drops it, leaving "one per dataset ."."""
+    import re
+
+    import typer.main
+
+    from banditbench.cli import app
+
+    def commands(command):
+        yield command
+        for sub in getattr(command, "commands", {}).values():
+            yield from commands(sub)
+
+    helps = [p.help or "" for c in commands(typer.main.get_command(app)) for p in c.params] + [
+        c.help or "" for c in commands(typer.main.get_command(app))
+    ]
+    assert [h for h in helps if re.search(r"(?<!\\)\[[a-z]", h)] == []
+
+
 def test_list_shows_every_registry():
     shown = banditbench("list").stdout
     for name in ("synthetic", "linear", "random", "linucb-one", "linucb-ind", "oracle", "alpha=1.0"):

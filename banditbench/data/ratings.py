@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data.registry import Option
+from banditbench.data.sanity import USERS_PER_GROUP, rows_report
 from banditbench.errors import UserError
 
 DENSE_SVD_CELLS = 250_000  # below this many matrix cells an exact dense SVD is cheap enough
 MODES = ("paper", "metaban-code", "mcnb-code")  # how the recommendation protocol forms a round
 SERVE = ("groups", "users")  # who a round serves
+DEFAULT_GROUPS = 50  # M-CNB's n = 50 user pools
 
 
 def check_protocol(mode: str, serve: str) -> None:
@@ -41,7 +43,7 @@ class RatingOptions:
     negative_below: float | None = None  # None: every other rating is a 0-reward arm (paper); 2.0: code's −1 set
     positive_below: float | None = None  # Meta-Ban §4.1: "If the user's rating is less than 2 stars … reward is 1"
     dim: int = 10
-    groups: int = 50
+    groups: int | None = 50  # None: DEFAULT_GROUPS, or users / USERS_PER_GROUP when that is fewer
     seed: int = 0  # K-means random_state (the authors use 0)
 
     def as_dict(self) -> dict:
@@ -69,7 +71,7 @@ class RatingOptions:
             ("--top-items", self.top_items),
             ("--groups", self.groups),
         ):
-            if value < 1:
+            if value is not None and value < 1:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
             raise UserError(f"--dim must be at least 2, got {self.dim}")
@@ -195,8 +197,6 @@ def build(
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
-    from banditbench.data.sanity import rows_report
-
     options.validate()
     binary = binarise(ratings, options)
     labelled = select_top(binary, options.top_users, options.top_items)
@@ -214,8 +214,9 @@ def build(
         )
     raw_users = np.sort(labelled["raw_user"].unique())
     raw_items = np.sort(labelled["raw_item"].unique())
-    if options.groups > len(raw_users):
-        raise UserError(f"--groups ({options.groups}) exceeds the {len(raw_users)} users left in {what}")
+    n_groups = options.groups or min(DEFAULT_GROUPS, max(1, len(raw_users) // USERS_PER_GROUP))
+    if n_groups > len(raw_users):
+        raise UserError(f"--groups ({n_groups}) exceeds the {len(raw_users)} users left in {what}")
     user = np.searchsorted(raw_users, labelled["raw_user"].to_numpy())
     item = np.searchsorted(raw_items, labelled["raw_item"].to_numpy())
     label = labelled["label"].to_numpy()
@@ -223,7 +224,7 @@ def build(
     user_features, item_features = svd_features(matrix, options.dim)
     # One OpenMP thread: as fast on 2 cores (10× faster when they are shared) and the same on every machine.
     with threadpool_limits(1):
-        groups = KMeans(n_clusters=options.groups, random_state=options.seed, n_init=10).fit_predict(user_features)
+        groups = KMeans(n_clusters=n_groups, random_state=options.seed, n_init=10).fit_predict(user_features)
 
     features = [f"f_{j}" for j in range(options.dim)]
     users = pd.DataFrame({"user": np.arange(len(raw_users)), "raw_user": raw_users, "group": groups.astype(np.int64)})
@@ -248,6 +249,6 @@ def build(
         "interactions": len(interactions),
         "positives": int((label > 0).sum()),
         "negatives": int((label < 0).sum()),
-        "groups": options.groups,
+        "groups": n_groups,
     }
     return {"users": users, "items": items, "interactions": interactions}, counts, rows

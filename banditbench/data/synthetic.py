@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.prepared import existing_parameters, write_dataset
+from banditbench.data.prepared import existing_parameters, physical_memory, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
@@ -101,6 +101,22 @@ def generate(
     return frame, arm_table
 
 
+# Building a table holds its columns about twice over (the draws, then the DataFrame and its Arrow copy).
+COPIES = 2
+
+
+def check_memory(users: int, dim: int, arms: int) -> None:
+    """Refuse sizes whose tables (θ per user, the fixed arms) cannot be built in this machine's memory, before
+    anything is drawn."""
+    need = COPIES * 8 * (users + arms) * (dim + 2)  # float64 columns: the d coordinates, an id and a cluster
+    memory = physical_memory()
+    if memory and need > memory:
+        raise UserError(
+            f"--users {users:,} with --dim {dim:,} need about {need / 2**30:,.0f} GiB of memory to generate, more "
+            f"than this machine's {memory / 2**30:.1f} GiB; choose fewer users or a smaller dimension"
+        )
+
+
 def parameters_of(users, clusters, dim, arms, noise, z, seed, centres, omega, protocol, arm_set) -> dict:
     """The parameters a manifest records: the options added after the first release only where they differ."""
     parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
@@ -169,6 +185,7 @@ def prepare(
         raise UserError(f"--arm-set {arm_set} needs --protocol linear, got {protocol!r}")
     if arm_set != "fresh" and arms < clusters:
         raise UserError(f"--arm-set {arm_set} needs --arms ({arms}) at least --clusters ({clusters})")
+    check_memory(users, dim, arms if arm_set != "fresh" else 0)
     parameters = parameters_of(users, clusters, dim, arms, noise, z, seed, centres, omega, protocol, arm_set)
     name = dataset_name(protocol)
     folder = Path(data_dir) / name

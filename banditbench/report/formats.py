@@ -12,7 +12,7 @@ import numpy as np
 from banditbench.errors import UserError
 from banditbench.report.claims import TOLERANCE
 from banditbench.report.stats import ALPHA
-from banditbench.report.tables import LoadedExperiment, Report, as_results, build_report, curves, format_mean_std
+from banditbench.report.tables import Report, curves, format_mean_std
 
 DAGGER = "†"
 
@@ -389,8 +389,3 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
     if "html" in formats:
         save("report.html", to_html(report, svg_figures(report)))
     return written
-
-
-def write_report(exp: LoadedExperiment, out: Path, formats: list[str]) -> list[Path]:
-    """The report of one loaded experiment (or loaded results) in the chosen formats; the files written."""
-    return write_files(build_report(as_results(exp)), Path(out), formats)

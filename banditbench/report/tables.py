@@ -49,9 +49,6 @@ class Report:
     friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
     paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
 
-    def value_column(self, dataset: str) -> str:
-        return "ctr_mean" if self.results.kinds[dataset] == "ctr" else "regret_mean"
-
 
 def build_report(results: Results, *, roles: dict[str, str] | None = None, test: str = "t") -> Report:
     roles = roles or {}

@@ -1,4 +1,4 @@
-"""Result shards (DESIGN.md, "Result shard"): their schema, writing, verifying and reading.
+"""Result shards (docs/architecture.md, "Result shard"): their schema, writing, verifying and reading.
 
 Each unit writes two Parquet files under ``<experiment>/shards/``:
 - ``<unit>.parquet``: the per-round outcome (t, user, group, chosen, reward, expected_reward,

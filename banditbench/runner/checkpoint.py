@@ -3,7 +3,7 @@
 What is saved: the unit's configuration, the round reached, the columns recorded so far, the policy's
 ``state_dict()`` (plain arrays, tensors and numbers: banditbench/algos/state.py) and torch's global RNG state
 (for policies that draw from it, e.g. dropout). The environment is not saved: it is rebuilt from its seed and
-its stream replayed up to the checkpoint round. Drawing rounds is cheap and, as DESIGN.md requires, an
+its stream replayed up to the checkpoint round. Drawing rounds is cheap and, as docs/architecture.md requires, an
 environment's rounds do not depend on the policy's choices, so the replayed stream is the one the unit saw.
 
 The format cannot run code: one ``.npz`` file (a zip of ``.npy`` arrays, read with ``allow_pickle=False``)

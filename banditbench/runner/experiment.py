@@ -15,7 +15,6 @@ it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import pyarrow.parquet as pq
 
 from banditbench.algos import ALGORITHMS
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
+from banditbench.data.prepared import physical_memory
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results import folder as manifest
@@ -305,13 +305,6 @@ def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> Non
 def running_at_once(units: list[Unit], engine: str, jobs: int) -> int:
     """The most units in memory at once: those of the ``jobs`` largest groups the engine makes."""
     return sum(sorted(map(len, group_units(units, engine, jobs)), reverse=True)[:jobs])
-
-
-def physical_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:

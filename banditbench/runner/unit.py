@@ -1,5 +1,5 @@
-"""The round loop (DESIGN.md, "Unit of work"), for one-arm and slate rounds alike, of one unit or of a lockstep
-group of units (runner/engines.py) taking each round together.
+"""The round loop (docs/architecture.md, "Unit of work"), for one-arm and slate rounds alike, of one unit or of a
+lockstep group of units (runner/engines.py) taking each round together.
 
 What differs between them (the environment's construction, the policy's view, the feedback, the recorded
 columns) is a round kind: :class:`ArmRounds` here, ``SlateRounds`` in runner/slate.py, chosen by the protocol's
@@ -35,7 +35,8 @@ DIAGNOSTICS_EVERY = 100  # rounds between samples of a policy's diagnostics (and
 
 
 class ArmRounds:
-    """A policy picks one arm of the round; its feedback is that arm's realised reward (DESIGN.md, "Round")."""
+    """A policy picks one arm of the round; its feedback is that arm's realised reward (docs/architecture.md,
+    "Round")."""
 
     def __init__(self, unit: Unit, dataset: PreparedDataset, env_seed):
         self.env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
@@ -85,7 +86,7 @@ class ArmRounds:
 
     def outcome(self, T: int) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any] | None]:
         """The outcome columns, those that must be finite, and the shard's extra metadata."""
-        regret = self.best - self.expected  # max(expected) − expected[chosen] (DESIGN.md, "Round")
+        regret = self.best - self.expected  # max(expected) − expected[chosen] (docs/architecture.md, "Round")
         columns = {
             "user": self.users,
             "group": self.groups,
