@@ -451,14 +451,21 @@ def run(
         None, "--config", help="Experiment file (TOML, the flags' names as keys); flags given here override it."
     ),
     preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
-    dataset: str | None = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        help="Prepared dataset to run on \\[default: synthetic; with no --algos either, the default benchmark's "
+        "synthetic and synthetic-cosine].",
+    ),
     algos: str | None = typer.Option(
         None,
         "--algos",
         help="Comma-separated algorithm names (see `banditbench list`) "
-        "\\[default: random,linucb-one,linucb-ind,oracle].",
+        "\\[default: random,linucb-one,linucb-ind,oracle; with no --dataset either, the default benchmark's].",
     ),
-    rounds: int | None = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", help="Rounds T per unit \\[default: 10000; the default benchmark's 5000 and 2000]."
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
     tune_seeds: int | None = typer.Option(
         None,
@@ -508,10 +515,27 @@ def run(
         help="units: every unit alone; lockstep: the seeds of algorithms that batch them run together, faster, "
         r"equal to units up to rounding \[default: units].",
     ),
+    allow_stand_in: bool = typer.Option(
+        False,
+        "--allow-stand-in",
+        help="Run a preset on data prepared otherwise than it declares; the report calls every verdict a stand-in.",
+    ),
+    prepare: bool = typer.Option(
+        False, "--prepare", help="First prepare the data the preset declares (or the dataset), where it is missing."
+    ),
+    source: str | None = typer.Option(
+        None, "--source", help="With --prepare: a local archive, folder or file of the raw data to read."
+    ),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
-    from banditbench.api import Hooks, default_results_folder, run_experiment
+    from banditbench.api import (
+        Hooks,
+        default_results_folder,
+        is_default_benchmark,
+        run_default_benchmark,
+        run_experiment,
+    )
     from banditbench.report.formats import to_rich
 
     flags = {
@@ -532,6 +556,7 @@ def run(
         "gpus-per-unit": gpus_per_unit,
         "checkpoint-every": checkpoint_every,
         "engine": engine,
+        "allow-stand-in": allow_stand_in or None,
     }
     columns = (
         TextColumn("{task.description}"),
@@ -547,25 +572,28 @@ def run(
             on_unit_start=lambda unit: bar.update(task, description=unit.id),
             progress=lambda n: bar.advance(task, n),
             warn=lambda line: Console(stderr=True, highlight=False).print(f"warning: {line}"),
+            on_prepared=report_prepared,
         )
-        results, ran, experiment = run_experiment(
-            flags,
-            config=config,
-            preset=preset,
-            data_dir=data_dir,
-            overwrite=overwrite,
-            resume=resume,
-            device=device,
-            default_out=default_results_folder,
-            hooks=hooks,
+        common = dict(data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, hooks=hooks)
+        common |= dict(default_out=default_results_folder, prepare_data=prepare)
+        if is_default_benchmark(flags, config, preset):
+            results, parts = run_default_benchmark(flags, **common)
+            where = results.folder.parent
+        else:
+            results, ran, experiment = run_experiment(flags, config=config, preset=preset, source=source, **common)
+            parts, where = [(ran, experiment)], results.folder
+    for ran, experiment in parts:
+        tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
+        console.print(
+            f"{experiment.config['dataset']}: ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} "
+            f"units{tuning}"
         )
-    tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
-    console.print(
-        f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
-        f"results in {results.folder}"
-    )
-    for table in to_rich(results.tables)[:1]:  # the regret table; `banditbench report` shows the rest
-        console.print(table)
+    console.print(f"results in {where}")
+    first = {}  # the regret table of each dataset, its first; `banditbench report` shows the rest
+    for table in to_rich(results.tables):
+        first.setdefault(str(table.title).split(":")[0], table)
+    for dataset in results.tables.results.datasets:
+        console.print(first[dataset])
 
 
 def interrupted(stop: Interrupted) -> str:
@@ -577,7 +605,7 @@ def interrupted(stop: Interrupted) -> str:
         return (
             f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
         )
-    done = sum(shard_path(out, u).exists() for u in units)
+    done = stop.done if stop.done is not None else sum(shard_path(out, u).exists() for u in units)
     args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
     if not any(a == "--out" or a.startswith("--out=") for a in args):
         args += ["--out", str(out)]

@@ -4,7 +4,10 @@ grids), run with ``banditbench run --preset NAME`` and listed by ``banditbench l
 A preset is checked against the registries when it is used: if an algorithm, dataset, protocol or
 hyper-parameter it names is not registered, the run stops with one line naming what is missing,
 never running something else. Values come from the papers; where the paper is silent the
-choice is ours and said in ``notes``. ``printed`` holds what the paper prints (numbers, claims, the data it
+choice is ours and said in ``notes``. ``data`` declares the preparation parameters of the data the preset needs
+(the options of ``banditbench prepare DATASET``): a run checks the prepared dataset against every one of them and
+refuses other data with the command that prepares the right data, unless told to run on a stand-in
+(runner/declared_data.py). ``printed`` holds what the paper prints (numbers, claims, the data it
 used), which ``banditbench report`` sets beside ours in its "paper vs here" table. Best-of-grid uses
 ``tune-seeds`` tuning seeds disjoint from the reported seeds (the papers tuned on the runs they report).
 """
@@ -17,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from banditbench.errors import UserError
-from banditbench.runner.settings import combine, normalise, read_config, table_to_assignments
+from banditbench.runner.grid import merge
+from banditbench.runner.settings import RUN_DEFAULTS, combine, normalise, read_config, table_to_assignments
 
 MCNB = "Ban, Qi, Wei, Liu & He, Meta Clustering of Neural Bandits, KDD 2024"
 METABAN = "Ban, Qi, Wei & He, Neural Collaborative Filtering Bandits via Meta Learning (Meta-Ban), 2022"
@@ -141,6 +145,7 @@ def preset(
     reproduces: str,
     dataset: str,
     protocol: str,
+    data: dict[str, Any],
     algos: list[str],
     rounds: int,
     seeds: int,
@@ -157,6 +162,7 @@ def preset(
         "reproduces": reproduces,
         "dataset": dataset,
         "protocol": protocol,
+        "data": data,
         "algos": algos,
         "rounds": rounds,
         "seeds": seeds,
@@ -190,6 +196,24 @@ _mcnb_convergence = {  # Table 2: M-CNB's average regret per round after 2000, 4
 _mcnb_improvement = {"amazon": 5.8, "facebook": 7.7, "movielens": 8.1, "yelp": 2.0}
 _mcnb_cost = {"movielens": 1.6, "mnist": 2.9}  # Fig. 5: M-CNB's running time ÷ NeuUCB-ONE's
 _mcnb_data = {"movielens": ({"variant": "25m"}, "the top 10 000 users × 10 000 items of MovieLens-25M")}
+# The data M-CNB §5.2 describes: the top 10 000 users × 10 000 items, reward 1 above 4 stars (every other rating a
+# negative), 10-d SVD features, 50 K-means groups (random_state 0, the authors'); ML-25M; Amazon's 883 636 ratings
+# are the 2018 AMAZON_FASHION file (the category is not named). Images: block-encoded arms (§5.3), MNIST
+# standardised and the others L2-normalised (the authors' loaders).
+_RATINGS = {"top_users": 10_000, "top_items": 10_000, "dim": 10, "groups": 50, "seed": 0, "serve": "groups"}
+_STARS = {**_RATINGS, "positive_above": 4.0, "negative_below": None, "mode": "paper"}
+_mcnb_prepared = {
+    "movielens": {"variant": "25m", **_STARS},
+    "yelp": _STARS,
+    "amazon": {"version": "2018", "category": "AMAZON_FASHION", **_STARS},
+    "facebook": _RATINGS,
+}
+
+
+def _images(dataset: str) -> dict[str, Any]:
+    if dataset == "mnist-notmnist":  # built from the prepared MNIST and notMNIST: only its encoding is its own
+        return {"encoding": "block"}
+    return {"split": "all", "normalise": "meanstd" if dataset == "mnist" else "l2", "encoding": "block"}
 
 
 def _mcnb_values(dataset: str) -> tuple[PaperValue, ...]:
@@ -239,6 +263,7 @@ for _figure, _datasets in (("Fig. 2", ["amazon", "facebook", "movielens", "yelp"
             reproduces=f"{_figure} (recommendation, {_dataset} panel)",
             dataset=_dataset,
             protocol="recommendation",
+            data=_mcnb_prepared[_dataset],
             algos=_algos,
             rounds=10_000,
             seeds=10,
@@ -263,6 +288,7 @@ for _figure, _datasets in (
             reproduces=f"{_figure} (classification, {_dataset} panel)",
             dataset=_dataset,
             protocol="classification",
+            data=_images(_dataset),
             algos=_algos,
             rounds=10_000,
             seeds=10,
@@ -274,6 +300,14 @@ for _figure, _datasets in (
 
 # Meta-Ban (Ban et al. 2022, §5): T = 10000, 10 runs, best of λ ∈ {0.01, 0.1, 1} × α ∈ {0.001, 0.01, 0.1, 1}.
 _metaban_baselines = LINEAR_CLUSTERING + ["neuucb-one", "neuucb-ind"]
+# Meta-Ban §4.1: the top 2000 users × 10000 items, reward 1 below 2 stars and 0 for every other rating, 10-d SVD,
+# 50 K-means groups; §4.3: shift-encoded images.
+_METABAN_STARS = {**_STARS, "top_users": 2000, "positive_below": 2.0}
+_metaban_prepared = {
+    "movielens": {"variant": "25m", **_METABAN_STARS},
+    "yelp": _METABAN_STARS,
+    "mnist-notmnist": {"encoding": "shift"},
+}
 for _figure, _dataset, _protocol, _note in (
     ("Fig. 1", "movielens", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
     ("Fig. 2", "yelp", "recommendation", "2000 users × 10000 items, reward 1 below 2 stars, 50 groups"),
@@ -285,6 +319,7 @@ for _figure, _dataset, _protocol, _note in (
         reproduces=f"{_figure} ({_dataset})",
         dataset=_dataset,
         protocol=_protocol,
+        data=_metaban_prepared[_dataset],
         algos=_metaban_baselines + ["metaban"],
         rounds=10_000,
         seeds=10,
@@ -316,21 +351,34 @@ _bass_table3 = tuple(
     )
     for algorithm, value in row.items()
 )
+_bass_alpha |= {"bass.gamma": 1.0}  # "We set our hyperparameter γ to 1 to match Gilitschenski & Hanebeck" (§7)
 preset(
     "bass-synthetic",
     paper=BASS,
     reproduces="Fig. 3 and Tables 2–3 (synthetic, M = 2 clusters)",
     dataset="synthetic",
     protocol="linear",
+    data={
+        "centres": "bass",
+        "arm_set": "unit",
+        "clusters": 2,
+        "users": 18,
+        "arms": 10,
+        "dim": 5,
+        "noise": 1.0,
+        "z": 0.0,
+        "protocol": "linear",
+    },
     algos=_bass_algos + ["oracle"],
     rounds=10_000,
     seeds=10,
     tune_seeds=3,
     grid=_bass_alpha,
-    notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms x = θ_m + 0.5‖θ_m‖ξ "
-    "around each θ_m (bandpy's generator): prepare with `prepare synthetic --centres bass --arm-set fixed "
-    "--omega W --clusters 2 --users 18 --arms 10 --dim 5 --noise 1`, one dataset per scenario (ω). T, N "
-    "and the run count are lost from the paper: bandpy's T = 10000, N = 18 and our 10 runs.",
+    notes="θ_m = e_m or cos ω e_(m−1) + sin ω e_m, N(0, 1) noise, a fixed set of K/M arms around each θ_m, "
+    "bandpy's x = θ_m + 0.5‖θ_m‖ξ scaled to ‖x‖ = 1 (`--arm-set unit`; bandpy's own, `--arm-set fixed`, makes one "
+    "arm best for both clusters in a third of the draws at ω = π/4); one dataset per scenario (`--omega`, π/4 by "
+    "default; `--prepare` builds it). γ = 1 as the paper's runs. T, N and the run count are lost from the paper: "
+    "bandpy's T = 10000, N = 18 and our 10 runs.",
     printed=PaperSide(
         "final cumulative regret",
         _bass_table3,
@@ -382,6 +430,14 @@ _bass_table4 = {
 }
 # N and d of Table 4 are lost from the paper: ours, and the data of the authors' loaders, below.
 _bass_data = {"movielens": "movielens-small", "yahoo": "yahoo"}
+# The authors' loaders (ml-latest-small; set 2 in 100 K-means clusters), K = 30 arms, ridge-ALS completion, σ = 1
+# observation noise, asynchronous pulling; N = 20 and d = 10 are ours (see the notes).
+_COMPLETED = {"agents": 20, "arms": 30, "dim": 10, "compat": "none", "rank": 10, "ridge": 1.0, "iterations": 15}
+_COMPLETED |= {"noise": 1.0, "pulling": "async"}
+_bass_prepared = {
+    "movielens": {"variant": "small", "features": "genres", **_COMPLETED},
+    "yahoo": {"clusters": 100, **_COMPLETED},
+}
 _bass_notes = {
     "movielens": "prepare with `prepare movielens-small` (ml-latest-small, the authors' data; `--variant 100k "
     "--source DIR` reads MovieLens-100K as a stand-in): every (user, movie) rating of the first K = 30 "
@@ -421,6 +477,7 @@ for _dataset, _column in (("movielens", "MovieLens"), ("yahoo", "Yahoo")):
         reproduces=f"Table 4 ({_column} column) and Fig. 7",
         dataset=_bass_data[_dataset],
         protocol="matrix",
+        data=_bass_prepared[_dataset],
         algos=_bass_algos,
         rounds=10_000,
         seeds=10,
@@ -463,6 +520,18 @@ preset(
     reproduces="Fig. 1(a)–(d) (synthetic clustered users)",
     dataset="synthetic",
     protocol="synchronous",
+    # §6.1: K = 25, d = 15, N(0, I/d) contexts, θ uniform on the sphere; N = 100, 5 clusters and σ = 1 are ours
+    # (lost with the figures); z varies by panel, so it is left free: one dataset per z.
+    data={
+        "protocol": "synchronous",
+        "users": 100,
+        "clusters": 5,
+        "dim": 15,
+        "arms": 25,
+        "noise": 1.0,
+        "centres": "sphere",
+        "arm_set": "fresh",
+    },
     algos=["cmlb", "sclb", "pmlb", "oful-ind", "club", "linucb-ind"],
     rounds=100_000,
     seeds=30,
@@ -481,11 +550,11 @@ preset(
         "club.alpha": [0.3, 1.0, 3.0],
         "club.alpha2": [0.3, 1.0, 3.0],
     },
-    notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the OFUL radius "
-    "(prepare with `--noise 1`, or set cmlb/sclb/pmlb/oful-ind.sigma to the data's σ); CLUB's α, α₂ grid "
+    notes="K = 25, d = 15, N(0, I/d) contexts; 1000 pulls for each of N = 100 users; σ = 1 in the data and so in "
+    "the OFUL radius (a run takes the data's σ); CLUB's α, α₂ grid "
     "is ours (the paper gives none), picked as the paper did on the first 500 steps (500 pulls of each user, "
     "the first 50 000 rounds) of 3 disjoint tuning seeds; prepare one dataset per z with "
-    "`prepare synthetic --protocol synchronous --noise 1 --z Z`. "
+    "`prepare synthetic --protocol synchronous --users 100 --clusters 5 --noise 1 --z Z`. "
     "CMLB's and PMLB's schedules read the horizon T = 1000 steps: in a shorter run set cmlb.horizon and "
     "pmlb.horizon to the steps run, or CMLB never leaves its individual phase.",
     printed=PaperSide(
@@ -548,6 +617,7 @@ preset(
     reproduces="Fig. 1(e) (Last.FM, regret relative to random)",
     dataset="lastfm",
     protocol="round-robin",
+    data={"pipeline_name": "ghosh", "guaranteed_positive": False},  # §6.2: CMLB gets no guaranteed positive
     algos=["cmlb", "club", "random"],
     rounds=10_000,
     seeds=5,
@@ -652,6 +722,18 @@ def _table6_side(column: str) -> PaperSide:
     return PaperSide(_CTR, values, tuple(claims))
 
 
+# §5.1: MIND-large (161 013 news); MovieLens-20M logged as the authors' code builds it.
+_twostage_prepared = {
+    "mind": {"variant": "large"},
+    "movielens-logged": {
+        "variant": "20m",
+        "history_until": "2010-01-01",
+        "test_from": "2014-06-01",
+        "negatives": 20,
+        "valid_fraction": 0.2,
+        "seed": 2021,
+    },
+}
 for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m")):
     _b = _budget_per_slot[_column]
     _pairs = _two_stage_pairs + [f"2-{a}" for a in _two_stage_pairs]
@@ -661,6 +743,7 @@ for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m"
         reproduces=f"Table 4 ({_column}; 100 users, or --env users=10 / users=1000 for its other columns)",
         dataset=_dataset,
         protocol="twostage",
+        data=_twostage_prepared[_dataset],
         algos=_one_stage,
         rounds=2000,
         seeds=5,
@@ -679,6 +762,7 @@ for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m"
         reproduces=f"Table 5 ({_column}; #Rec = 5, or --env slate_size=3 / 10 with its budget for the others)",
         dataset=_dataset,
         protocol="twostage",
+        data=_twostage_prepared[_dataset],
         algos=_pairs,
         rounds=2000,
         seeds=5,
@@ -698,6 +782,7 @@ for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m"
         reproduces=f"Table 6 ({_column}, no budget)",
         dataset=_dataset,
         protocol="twostage",
+        data=_twostage_prepared[_dataset],
         algos=["s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-galm-ucb", "2-s-n-gblm-ucb"],
         rounds=2000,
         seeds=5,
@@ -833,21 +918,28 @@ def preset_settings(name: str) -> dict[str, Any]:
     settings = {key: spec[key] for key in ("dataset", "protocol", "algos", "rounds", "seeds", "tune-seeds", "budget")}
     settings["tune-rounds"] = spec.get("tune-rounds", 0)
     settings["env"] = spec.get("env", {})
+    settings["prepared-with"] = {"dataset": spec["dataset"], "parameters": spec["data"], "by": f"preset {name}"}
     return {**settings, "set": table_to_assignments(spec["set"], f"preset {name}")}
 
 
-def resolve(flags: dict[str, Any], config: Path | None = None, preset: str | None = None) -> dict[str, Any]:
-    """The settings of ``banditbench run``: defaults < preset (``--preset`` or the file's ``preset``) < the
-    ``--config`` file < the flags given. ``flags``: only the flags given (None or [] for the others)."""
+def resolve(
+    flags: dict[str, Any], config: Path | None = None, preset: str | None = None, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The settings of ``banditbench run``: defaults < ``base`` (a default benchmark's part) or the preset
+    (``--preset`` or the file's ``preset``) < the ``--config`` file < the flags given. ``flags``: only the flags
+    given (None or [] for the others)."""
     file_layer = normalise(read_config(config), f"--config {config}") if config is not None else {}
     preset = preset or file_layer.pop("preset", None)  # --preset wins over the file's
     file_layer.pop("preset", None)
-    layers = [preset_settings(preset)] if preset else []
+    layers = [preset_settings(preset)] if preset else [normalise(base, "default benchmark")] if base else []
     layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
     chosen = next((layer["algos"] for layer in reversed(layers[1:]) if "algos" in layer), None)
     if preset and chosen is not None:  # --algos narrows a preset: its grid keeps the algorithms left
         layers[0]["set"] = {algo: names for algo, names in layers[0]["set"].items() if algo in chosen}
     settings = combine(layers, preset)
+    if not preset:  # the run's own defaults, for the algorithms it runs, under anything the file or flags set
+        ours = {algo: names for algo, names in RUN_DEFAULTS.items() if algo in settings["algos"]}
+        settings["set"] = merge(ours, settings["set"])
     if (
         preset
         and not any("tune-rounds" in layer for layer in layers[1:])

@@ -121,7 +121,7 @@ def test_a_reduced_ghosh_synthetic_run_reports_paper_vs_here(tmp_path, capsys):
     ran = banditbench_here(
         "run", "--preset", "ghosh-synthetic", "--data-dir", data, "--rounds", 400, "--seeds", 2, "--tune-seeds", 1,
         "--set", "club.alpha=0.3,1", "--set", "club.alpha2=1", "--set", "cmlb.horizon=20", "--set", "pmlb.horizon=20",
-        "--jobs", 1, "--out", out, capsys=capsys,
+        "--jobs", 1, "--allow-stand-in", "--out", out, capsys=capsys,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     settings = json.loads((out / "manifest.json").read_text())["execution"]["settings"]
@@ -324,7 +324,7 @@ def test_a_reduced_mcnb_movielens_run_reports_paper_vs_here(tmp_path):
     }
     config = tmp_path / "reduced.toml"
     config.write_text(
-        "rounds = 60\nseeds = 2\ntune-seeds = 0\njobs = 1\n[set]\n"
+        "rounds = 60\nseeds = 2\ntune-seeds = 0\njobs = 1\nallow-stand-in = true\n[set]\n"
         + "".join(f'"{a}.{r}" = 0.1\n"{a}.{e}" = 0.01\n' for a, (r, e) in single.items())
     )
     out = tmp_path / "run"

@@ -24,6 +24,8 @@ def test_prepare_run_report_end_to_end(tmp_path):
     assert prepared.returncode == 0, prepared.stderr
     ran = banditbench(
         "run",
+        "--algos",
+        "random,linucb-one,linucb-ind,oracle",
         "--rounds",
         400,
         "--seeds",
@@ -143,14 +145,17 @@ def test_unwritable_output_folder(prepared, tmp_path):
 
 
 def test_existing_output_folder_is_refused_and_kept(prepared, tmp_path):
+    # the default benchmark: one experiment per dataset below --out, both checked before either is written
     out = tmp_path / "out"
     assert banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1).returncode == 0
-    before = {p.name: p.read_bytes() for p in (out / "shards").iterdir()}
+    before = {p.relative_to(out): p.read_bytes() for p in out.glob("*/shards/*")}
+    assert {p.parts[0] for p in before} == {"synthetic", "synthetic-cosine"}
     result = banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1)
     assert result.returncode == 2 and "pass --resume to finish it or --overwrite to replace it" in result.stderr
-    assert {p.name: p.read_bytes() for p in (out / "shards").iterdir()} == before
+    assert {p.relative_to(out): p.read_bytes() for p in out.glob("*/shards/*")} == before
     resumed = banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1, "--resume")
-    assert resumed.returncode == 0 and "ran 0 of 4 units" in resumed.stdout
+    assert resumed.returncode == 0
+    assert "synthetic: ran 0 of 6 units" in resumed.stdout and "synthetic-cosine: ran 0 of 4 units" in resumed.stdout
 
 
 @pytest.mark.parametrize(

@@ -132,11 +132,15 @@ def _tuned(folder) -> dict[str, dict]:
 
 
 def _stand_in_flag(settings: dict[str, Any]) -> str:
-    """A run on stand-in data says so in its settings (``--allow-stand-in``)."""
-    flag = settings.get("stand_in") or settings.get("allow-stand-in")
-    if not flag:
+    """A run on stand-in data says so in its settings: ``stand_in`` holds, per preparation parameter that differs
+    from what its preset declares, the value ``prepared`` here and the one ``needed`` (``--allow-stand-in``)."""
+    differ = settings.get("stand_in")
+    if not differ:
         return ""
-    return flag if isinstance(flag, str) else "run on stand-in data (--allow-stand-in)"
+    if not isinstance(differ, dict):
+        return "run on stand-in data (--allow-stand-in)"
+    said = ", ".join(f"{k} = {v['prepared']} here, {v['needed']} in the preset" for k, v in differ.items())
+    return f"stand-in data (--allow-stand-in): {said}"
 
 
 def _rounds_named(printed: PaperSide, spec: dict) -> list[int]:

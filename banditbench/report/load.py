@@ -23,7 +23,11 @@ import numpy as np
 import pandas as pd
 
 from banditbench.errors import UserError
-from banditbench.results.folder import latest_experiment, read_manifest  # noqa: F401 (the report's entry)
+from banditbench.results.folder import (  # noqa: F401 (latest_experiment: the report's entry)
+    experiment_folders,
+    latest_experiment,
+    read_manifest,
+)
 from banditbench.results.shards import SHARDS, read_shard, read_timing
 
 CTR_OPTIMUM = 0.9  # Zhang et al. 2022: the expected optimal per-slot reward under 10 % flips
@@ -183,7 +187,7 @@ def _dataset_settings(exp: LoadedExperiment) -> dict:
 
 
 def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
-    experiments = [load_experiment(folder, allow_mixed=allow_mixed) for folder in folders]
+    experiments = [load_experiment(folder, allow_mixed=allow_mixed) for folder in experiment_folders(folders)]
     warnings = []
     first: dict[str, LoadedExperiment] = {}
     for exp in experiments:

@@ -77,7 +77,8 @@ def regret_figure(report: Report):
         ax.set_xlabel("round")
         ax.set_ylabel("cumulative CTR" if metric == "cumulative_ctr" else "cumulative regret")
         ax.grid(alpha=0.3)
-    axes[0].legend(frameon=False, fontsize=8)
+    for ax in axes[: len(results.datasets)]:  # each panel names its own algorithms (datasets may differ in them)
+        ax.legend(frameon=False, fontsize=8)
     fig.suptitle("Cumulative regret or CTR: mean over seeds, 95 % bootstrap band")
     fig.tight_layout()
     return fig

@@ -198,7 +198,19 @@ class Output(os.PathLike):
 
 
 def latest_experiment(results_dir: Path) -> Path:
-    candidates = sorted(Path(results_dir).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
+    """The newest run under ``results_dir``: an experiment folder, or the folder of a default benchmark's parts."""
+    manifests = [*Path(results_dir).glob(f"*/{MANIFEST}"), *Path(results_dir).glob(f"*/*/{MANIFEST}")]
+    if not manifests:
         raise UserError(f"no experiments in {results_dir}/; run `banditbench run` first")
-    return candidates[-1].parent
+    newest = max(manifests, key=lambda p: p.stat().st_mtime)
+    return Path(results_dir) / newest.relative_to(results_dir).parts[0]
+
+
+def experiment_folders(folders: list[Path]) -> list[Path]:
+    """``folders`` with each folder that holds no manifest but experiments one level below (a default benchmark's
+    parts) replaced by those experiments."""
+    found = []
+    for folder in map(Path, folders):
+        parts = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
+        found += parts if parts and not (folder / MANIFEST).exists() else [folder]
+    return found
