@@ -31,8 +31,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`") \
-            from None
+        raise UserError(
+            f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`"
+        ) from None
     except (OSError, ValueError) as e:
         raise UserError(f"{path} is corrupt: {e}") from None
     if not isinstance(manifest, dict) or not {"config", "units"} <= set(manifest):
@@ -58,8 +59,10 @@ def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: st
     for key in sorted(set(saved) | set(current)):
         name = f"{prefix}{key}"
         if key not in saved or key not in current:
-            return f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, " \
-                   f"{'absent' if key not in current else repr(current[key])} now"
+            return (
+                f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, "
+                f"{'absent' if key not in current else repr(current[key])} now"
+            )
         a, b = saved[key], current[key]
         if isinstance(a, dict) and isinstance(b, dict):
             found = config_difference(a, b, f"{name}.")
@@ -79,8 +82,9 @@ def _partial(name: str) -> bool:
     return name.startswith(".") and name.endswith(".partial")
 
 
-def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool,
-                 data_dir: Path | None = None) -> None:
+def check_output(
+    out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool, data_dir: Path | None = None
+) -> None:
     """Every refusal of ``--out`` that can be decided without writing anything."""
     if overwrite and resume:
         raise UserError("--overwrite and --resume exclude each other")
@@ -114,14 +118,17 @@ def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: 
             raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
         raise UserError(f"{out} holds files but no banditbench results; choose another --out")
     if not results:
-        raise UserError(f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
-                        f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
-                        "another --out")
+        raise UserError(
+            f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
+            f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
+            "another --out"
+        )
     if resume:
         difference = config_difference(read_manifest(out)["config"], config)
         if difference:
-            raise UserError(f"--resume: {out} was run with other settings ({difference}); "
-                            "use another --out or --overwrite")
+            raise UserError(
+                f"--resume: {out} was run with other settings ({difference}); use another --out or --overwrite"
+            )
 
 
 def _lock(folder: Path, out: Path):
@@ -130,8 +137,10 @@ def _lock(folder: Path, out: Path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise UserError(f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
-                        "finish or choose another --out") from None
+        raise UserError(
+            f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
+            "finish or choose another --out"
+        ) from None
     return handle
 
 
@@ -191,8 +200,11 @@ class Output(os.PathLike):
         holds no finished unit and no checkpoint, so that a failed first attempt leaves nothing behind."""
         if self.staged:
             shutil.rmtree(self.target, ignore_errors=True)
-        elif self.created and not any((self.out / SHARDS).glob("*.parquet")) \
-                and not any((self.out / CHECKPOINTS).glob("*")):
+        elif (
+            self.created
+            and not any((self.out / SHARDS).glob("*.parquet"))
+            and not any((self.out / CHECKPOINTS).glob("*"))
+        ):
             shutil.rmtree(self.out, ignore_errors=True)
         self.close()
 

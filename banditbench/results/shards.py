@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from banditbench.version import __version__
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
+from banditbench.version import __version__
 
 METADATA_KEY = b"banditbench"
 SHARDS = "shards"
@@ -56,8 +56,13 @@ def provenance() -> dict[str, Any]:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         git_sha = None
-    return {"banditbench": __version__, "python": platform.python_version(), "libraries": libraries,
-            "git_sha": git_sha, "device": "cpu"}
+    return {
+        "banditbench": __version__,
+        "python": platform.python_version(),
+        "libraries": libraries,
+        "git_sha": git_sha,
+        "device": "cpu",
+    }
 
 
 def disk_full(error: OSError, folder: Path, needed_bytes: int | None = None) -> UserError | None:
@@ -96,8 +101,13 @@ def write_shard(folder: Path, unit: Unit, result: UnitResult, dataset_sha256: st
     timing_meta = {"unit": unit.id, "wall_seconds": result.wall_seconds, "peak_rss_mb": peak_rss_mb}
     timing = result.timing.replace_schema_metadata({METADATA_KEY: json.dumps(timing_meta)})
     replace_atomically(timing_path(path), lambda p: pq.write_table(timing, p))
-    meta = {"unit": unit.config(), "dataset_manifest_sha256": dataset_sha256, "schema_version": SCHEMA_VERSION,
-            **provenance(), **(result.metadata or {})}
+    meta = {
+        "unit": unit.config(),
+        "dataset_manifest_sha256": dataset_sha256,
+        "schema_version": SCHEMA_VERSION,
+        **provenance(),
+        **(result.metadata or {}),
+    }
     outcome = result.outcome.replace_schema_metadata({METADATA_KEY: json.dumps(meta, sort_keys=True)})
     replace_atomically(path, lambda p: pq.write_table(outcome, p))
     return path
@@ -138,8 +148,11 @@ def read_timing(shard: Path) -> dict[str, Any] | None:
     meta = json.loads(table.schema.metadata[METADATA_KEY])
     meta["algorithm_seconds"] = pc.sum(table["select_seconds"]).as_py() + pc.sum(table["update_seconds"]).as_py()
     # Every per-round timing column (select, update, and any an algorithm adds, e.g. M-CNB's split), summed.
-    meta["totals"] = {name: pc.sum(table[name]).as_py() for name in table.column_names
-                      if name != "t" and pa.types.is_floating(table.schema.field(name).type)}
+    meta["totals"] = {
+        name: pc.sum(table[name]).as_py()
+        for name in table.column_names
+        if name != "t" and pa.types.is_floating(table.schema.field(name).type)
+    }
     return meta
 
 
