@@ -241,8 +241,10 @@ def info(
 ) -> None:
     """Show a prepared dataset's sanity report: rows read / kept / dropped, users, items, positives per user,
     references resolved, arms per pool, verification and warnings."""
-    from banditbench.data import load_dataset
+    from banditbench.data import check_plain_name, load_dataset
 
+    check_plain_name(dataset)
+    data_dir = expand_home(data_dir)
     manifest = load_dataset(data_dir, dataset).manifest
     sanity = dict(manifest.get("sanity", {}))
     table = Table(
@@ -544,6 +546,8 @@ def interrupted(stop: Interrupted) -> str:
     from banditbench.results.shards import shard_path
 
     units, out = stop.units, stop.out
+    if not (Path(out) / "manifest.json").is_file():  # stopped before the run had a folder: nothing to resume
+        return "interrupted: no unit finished and nothing was written; run the command again"
     if stop.staged:
         return (
             f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
@@ -603,6 +607,7 @@ def report(
     from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
+    from banditbench.results.folder import refuse_data_folder
 
     chosen = [] if formats.strip() == "none" else _names(formats)
     unknown = [f for f in chosen if f not in FORMATS]
@@ -611,8 +616,12 @@ def report(
     if test not in TESTS:
         raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
     allowed = gate.parse_tolerance(tolerance)
+    folders, out, check, save_baseline = expand_home(folders), *map(expand_home, (out, check, save_baseline))
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
+    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
+    if chosen:
+        refuse_data_folder(target, "--out" if out else "the report's folder")
     results = load_results(folders, allow_mixed=allow_mixed)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     if results.problems:  # every shard is verified before any file is written
@@ -644,7 +653,6 @@ def report(
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
-    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
     for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
@@ -671,15 +679,25 @@ INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from few
 
 
 def incompleteness(results) -> str | None:
-    """One line saying which experiments are reported on fewer units than their manifest planned."""
+    """One line saying which experiments are reported on fewer units than their manifest's config planned."""
     parts = [
-        f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+        f"{len(exp.timing)} of {exp.planned} planned units in {exp.folder}"
         for exp in results.experiments
-        if exp.missing
+        if len(exp.timing) < exp.planned
     ]
     if not parts:
         return None
-    return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+    return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+
+
+def expand_home(path):
+    """``~`` and ``~user`` expanded as a shell would, in a path or a list of paths (None stays None): a quoted
+    ``--out '~'`` or a config file's ``out = "~/x"`` means the home folder, never a folder named ``~``."""
+    if path is None:
+        return None
+    if isinstance(path, list):
+        return [Path(p).expanduser() for p in path]
+    return Path(path).expanduser()
 
 
 def write_report_files(

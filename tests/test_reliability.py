@@ -155,7 +155,8 @@ def test_report_verifies_every_shard_before_writing_any_file(data_dir, tmp_path,
     path.write_bytes(path.read_bytes()[:-100])
     before = tree(tmp_path / "a")
     code, err = main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
-    assert code == 2 and "random-seed0.parquet: corrupt shard" in err and "nothing was written" in err
+    assert code == 2 and "random-seed0.parquet: its bytes do not match its checksum record" in err
+    assert "nothing was written" in err
     assert tree(tmp_path / "a") == before
 
 
@@ -163,8 +164,8 @@ def test_a_report_on_fewer_seeds_than_planned_says_so_everywhere(data_dir, tmp_p
     run(data_dir, tmp_path / "a")
     (tmp_path / "a" / "shards" / "linucb-ind-seed1.parquet").unlink()
     code, err = main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
-    assert code == 0 and "incomplete report" in err and "3 of 4 planned units" in err
-    assert (tmp_path / "a" / "report.md").read_text().startswith("> **incomplete report")
+    assert code == 0 and "incomplete: 3 of 4 planned units" in err
+    assert (tmp_path / "a" / "report.md").read_text().startswith("> **incomplete: 3 of 4")
     assert "3 of 4 planned units" in (tmp_path / "a" / "INCOMPLETE.txt").read_text()
     run(data_dir, tmp_path / "a", resume=True)
     main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
@@ -364,10 +365,28 @@ def test_ctrl_c_exits_130_names_the_progress_and_stops_the_workers(data_dir, tmp
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the whole foreground group
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    line = err.strip().splitlines()[-1]
-    assert line.startswith("interrupted: ") and " of 6 units done; resume with: banditbench run " in line
-    assert line.endswith("--resume") and "Traceback" not in err
+    # No unit of 200 000 rounds finished: the folder the run created is gone, so there is nothing to resume.
+    assert (
+        err.strip().splitlines()[-1] == "interrupted: no unit finished and nothing was written; run the command again"
+    )
+    assert "Traceback" not in err and not out.exists()
     wait_for(lambda: session_processes(process.pid) == [], timeout=15)  # the workers stop by themselves
+
+
+def test_ctrl_c_names_the_units_done_and_the_command_that_resumes(data_dir, tmp_path, monkeypatch):
+    from banditbench.errors import Interrupted
+
+    run(data_dir, tmp_path / "a")
+    (tmp_path / "a" / "shards" / "random-seed1.parquet").unlink()
+    units = plan(data_dir=data_dir, **SETTINGS).units
+    monkeypatch.setattr(sys, "argv", ["banditbench", "run", "--rounds", "300", "--out", str(tmp_path / "a")])
+    line = cli.interrupted(Interrupted(units, tmp_path / "a", staged=False))
+    assert (
+        line
+        == f"interrupted: 3 of 4 units done; resume with: banditbench run --rounds 300 --out {tmp_path / 'a'} --resume"
+    )
+    staged = cli.interrupted(Interrupted(units, tmp_path / "a", staged=True))
+    assert staged.startswith("interrupted: nothing replaced, the old results in")
 
 
 def test_a_ctrl_c_while_the_interpreter_exits_leaves_a_finished_commands_exit_code(tmp_path):

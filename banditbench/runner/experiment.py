@@ -31,7 +31,14 @@ from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results import folder as manifest
 from banditbench.results.folder import Output, check_output
-from banditbench.results.shards import disk_full, estimated_bytes, shard_path, verify_shard, write_shard
+from banditbench.results.shards import (
+    disk_full,
+    estimated_bytes,
+    remove_shard,
+    shard_path,
+    verify_shard,
+    write_shard,
+)
 from banditbench.results.units import Unit
 from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
@@ -323,7 +330,7 @@ def prepare_output(
 
 
 def final_regret(path: Path) -> float:
-    return float(np.sum(pq.read_table(path, columns=["regret"])["regret"].to_numpy()))
+    return float(np.sum(pq.read_table(os.path.abspath(path), columns=["regret"])["regret"].to_numpy()))
 
 
 def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, Any]]:
@@ -383,7 +390,7 @@ def pending_units(
         if problem is not None:
             if warn is not None:
                 warn(f"{path} is broken ({problem}); running {unit.id} again")
-            path.unlink()
+            remove_shard(path)
             pending.append(unit)
     return pending
 
