@@ -212,6 +212,7 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
     monkeypatch.chdir(tmp_path)
     run(data_dir, tmp_path / "done")
     (tmp_path / "bad.toml").write_text("rounds = [")
+    (tmp_path / "latin1.toml").write_bytes("rounds = 50  # café\n".encode("latin-1"))
     (tmp_path / "file").write_text("x")
     base = ("run", "--data-dir", data_dir, "--rounds", "50", "--seeds", "1")
     rejected = [
@@ -233,6 +234,12 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
         (*base, "--env", "nosuch=1"),
         (*base, "--config", "bad.toml"),
         (*base, "--config", "missing.toml"),
+        (*base, "--config", "latin1.toml"),
+        (*base, "--set", "linucb-ind.alpha=1", "--set", "linucb-ind.alpha=2"),
+        (*base, "--env", "users=1", "--env", "users=2"),
+        (*base, "--dataset", "../datasets/synthetic"),
+        (*base, "--dataset", str(data_dir / "synthetic")),
+        (*base, "--out", data_dir / "inside"),
         (*base, "--preset", "nosuch"),
         (*base, "--jobs", "0"),
         (*base, "--backend", "nosuch"),
@@ -253,12 +260,32 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
         ("report", "nosuch"),
         ("report", "file"),
         ("report", "done", "--check", "missing.json"),
+        ("report", "done", "done"),
+        ("report", "done", "--out", data_dir),
     ]
     before = tree(tmp_path)
     for args in rejected:
         code, err = main(*args, capsys=capsys)
         assert code == 2 and "Traceback" not in err, (args, err)
         assert tree(tmp_path) == before, args
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (("--set", "random.x=1", "--set", "random.x=2"), "--set random.x is given twice (1 and 2)"),
+        (("--env", "users=1", "--env", "users=2"), "--env users is given twice (1 and 2)"),
+        (("--config", "latin1.toml"), "is not UTF-8 text (byte 18 is 0xe9)"),
+    ],
+    ids=["set-twice", "env-twice", "config-not-utf8"],
+)
+def test_a_value_given_twice_or_a_config_file_not_in_utf8_is_one_line(
+    args, says, data_dir, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latin1.toml").write_bytes("rounds = 50  # café\n".encode("latin-1"))
+    code, err = main("run", "--data-dir", data_dir, *args, capsys=capsys)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_setting_refused_by_its_policy_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path, capsys):
