@@ -1,5 +1,6 @@
 """Fault injection: a run killed at random moments (SIGKILL of the main process, or Ctrl-C's SIGINT to its
-process group) and resumed gives the same shard bytes as an uninterrupted run, and leaves no process behind."""
+process group) and resumed gives the same shard bytes as an uninterrupted run, and leaves no process behind;
+a run killed while the machine is busy leaves no process for more than a second, and no temporary folder."""
 
 import os
 import signal
@@ -9,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from test_reliability import session_processes, shards, wait_for
+from test_reliability import LONG, session_processes, shards, wait_for
 
 TRIALS = 20
 ARGS = ("run", "--algos", "linucb-ind,club,random", "--rounds", "2000", "--seeds", "2", "--seed", "0")
@@ -58,3 +59,32 @@ def test_runs_killed_at_random_moments_resume_to_identical_shards_and_leave_no_p
         assert resumed.returncode == 0, (trial, delay, err)
         assert shards(out) == expected, (trial, delay)
         wait_for(lambda: session_processes(resumed.pid) == [], timeout=15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_a_killed_run_leaves_no_process_after_a_second_under_load_and_no_pymp_folder(kill, data_dir, tmp_path):
+    temporary = tmp_path / "tmp"  # multiprocessing's pymp-* folder goes here
+    temporary.mkdir()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "banditbench", *LONG, "--data-dir", data_dir, "--out", tmp_path / "out"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(temporary)},
+        )
+        wait_for(lambda: len(session_processes(process.pid)) >= 5)  # the run, tracker, fork server, 2 workers
+        assert [p.name[:5] for p in temporary.iterdir()] == ["pymp-"]
+        os.kill(process.pid, kill)  # the main process only
+        process.wait()
+        ended = time.monotonic()
+        while session_processes(process.pid) and time.monotonic() < ended + 1.0:
+            time.sleep(0.01)
+        assert session_processes(process.pid) == []
+        assert list(temporary.iterdir()) == []
+    finally:
+        for hog in busy:
+            hog.kill()
+            hog.wait()
