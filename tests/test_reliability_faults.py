@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +89,31 @@ def test_a_killed_run_leaves_no_process_after_a_second_under_load_and_no_pymp_fo
         for hog in busy:
             hog.kill()
             hog.wait()
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_mid_run_is_one_line_and_the_run_resumes(data_dir, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
+    args = ("run", "--algos", "linucb-ind", "--rounds", "50000", "--seeds", "2", "--data-dir", data_dir)
+    process = banditbench(*args, "--backend", "ray", "--jobs", "2", "--out", tmp_path / "out")
+
+    def a_task() -> list[int]:
+        return [pid for pid in session_processes(process.pid) if command_line(pid).startswith("ray::_ray_task")]
+
+    wait_for(lambda: a_task() or process.poll() is not None, timeout=120)
+    os.kill(a_task()[0], signal.SIGKILL)
+    _, err = process.communicate(timeout=120)
+    last = err.strip().splitlines()[-1]
+    assert process.returncode == 2 and "Traceback" not in err, err
+    assert last.startswith("error: Ray lost the task running linucb-ind-seed") and last.endswith("--resume"), last
+    resumed = banditbench(*args, "--jobs", "1", "--out", tmp_path / "out", "--resume")
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert len(shards(tmp_path / "out")) == 2
+
+
+def command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -384,6 +384,12 @@ class RayExecutor(Executor):
                     if isinstance(e.cause, UserError):
                         raise UserError(str(e.cause)) from None
                     raise
+                except ray.exceptions.RayError as e:  # Ray lost a worker, a node or an object: not the unit's fault
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    raise UserError(
+                        f"Ray lost the task running {', '.join(u.id for u in group)} ({type(e).__name__}: {reason}); "
+                        "the finished units are kept: run the same command again with --resume"
+                    ) from None
                 for unit, result in zip(group, results):
                     if progress is not None:
                         progress(unit.rounds)
