@@ -241,10 +241,11 @@ def info(
 ) -> None:
     """Show a prepared dataset's sanity report: rows read / kept / dropped, users, items, positives per user,
     references resolved, arms per pool, verification and warnings."""
+    from banditbench.api import user_path
     from banditbench.data import check_plain_name, load_dataset
 
     check_plain_name(dataset)
-    data_dir = expand_home(data_dir)
+    data_dir = user_path(data_dir)
     manifest = load_dataset(data_dir, dataset).manifest
     sanity = dict(manifest.get("sanity", {}))
     table = Table(
@@ -603,6 +604,7 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
+    from banditbench.api import user_path
     from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
@@ -616,7 +618,8 @@ def report(
     if test not in TESTS:
         raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
     allowed = gate.parse_tolerance(tolerance)
-    folders, out, check, save_baseline = expand_home(folders), *map(expand_home, (out, check, save_baseline))
+    folders = [user_path(folder) for folder in folders or []]
+    out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
     target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
@@ -688,16 +691,6 @@ def incompleteness(results) -> str | None:
     if not parts:
         return None
     return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
-
-
-def expand_home(path):
-    """``~`` and ``~user`` expanded as a shell would, in a path or a list of paths (None stays None): a quoted
-    ``--out '~'`` or a config file's ``out = "~/x"`` means the home folder, never a folder named ``~``."""
-    if path is None:
-        return None
-    if isinstance(path, list):
-        return [Path(p).expanduser() for p in path]
-    return Path(path).expanduser()
 
 
 def write_report_files(

@@ -128,8 +128,8 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
                 raise BrokenShard("it holds a unit that the manifest's config does not plan")
             if key in held:
                 raise BrokenShard(f"it holds the same unit as {held[key]}")
-            if not ("regret" in frame or ctr_columns(frame)):
-                raise BrokenShard("it has neither a regret column nor CTR columns")
+            if "t" not in frame or not ("regret" in frame or ctr_columns(frame)):
+                raise BrokenShard("it has no round column, or neither a regret column nor CTR columns")
             if "rounds" in config and len(frame) != config["rounds"]:
                 raise BrokenShard(f"it has {len(frame)} rows for {config['rounds']} rounds")
         except BrokenShard as e:  # named, and the report refuses to be written

@@ -145,7 +145,8 @@ def data_folder_of(path: Path) -> Path | None:
         if _is_dataset(folder):
             return folder
         try:
-            children = [child for child in folder.iterdir() if (child / MANIFEST).is_file()]
+            # a results folder (it has shards) is skipped unread: a folder of past runs holds many
+            children = [c for c in folder.iterdir() if (c / MANIFEST).is_file() and not (c / SHARDS).is_dir()]
         except OSError:  # not there yet, or not readable: holds nothing we could harm
             continue
         if any(_is_dataset(child) for child in children):

@@ -204,9 +204,9 @@ def read_record(path: Path) -> dict[str, Any]:
     return record
 
 
-def read_verified(path: Path) -> tuple[pa.Table, dict[str, Any], dict[str, Any]]:
-    """The outcome table of the shard at ``path``, its metadata and its record, once both agree with the record
-    and the outcome columns are finite; :class:`BrokenShard` says why not."""
+def read_verified(path: Path) -> tuple[pa.Table, dict[str, Any]]:
+    """The outcome table of the shard at ``path`` and its metadata, once both agree with the shard's checksum
+    record and the outcome columns are finite; :class:`BrokenShard` says why not."""
     record = read_record(path)
     table = _read_verified(path, record["sha256"].get(path.name))
     try:
@@ -217,7 +217,7 @@ def read_verified(path: Path) -> tuple[pa.Table, dict[str, Any], dict[str, Any]]
     if config_sha256(unit) != record.get("unit_sha256") or meta.get("unit_sha256") != record.get("unit_sha256"):
         raise BrokenShard("its configuration does not match its checksum record")
     non_finite(table)
-    return table, meta, record
+    return table, meta
 
 
 def non_finite(table: pa.Table) -> None:
@@ -239,7 +239,7 @@ def verify_shard(path: Path, unit: Unit, dataset_sha256: str | None = None) -> s
     if not path.exists():
         return "missing"
     try:
-        table, meta, _ = read_verified(path)
+        table, meta = read_verified(path)
         read_timing(path)  # checked against the record too
     except BrokenShard as e:
         return str(e)
@@ -257,7 +257,7 @@ def verify_shard(path: Path, unit: Unit, dataset_sha256: str | None = None) -> s
 
 def read_shard(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The verified outcome of the shard at ``path`` and its metadata (:class:`BrokenShard` if it fails)."""
-    table, meta, _ = read_verified(path)
+    table, meta = read_verified(path)
     return table.to_pandas(), meta
 
 
