@@ -49,7 +49,12 @@ CONTRACT_ROUNDS = 3  # rounds of the experiment's own environment that a plugin 
 
 
 def default_data_dir() -> Path:
-    return Path(os.environ.get("BANDITBENCH_DATA_DIR", "datasets"))
+    return Path(os.environ.get("BANDITBENCH_DATA_DIR", "datasets")).expanduser()
+
+
+def user_path(path: str | os.PathLike) -> Path:
+    """A path as the user gave it, ``~`` expanded as a shell would (a config file's ``out = "~/x"`` too)."""
+    return Path(path).expanduser()
 
 
 # ---- prepare ---------------------------------------------------------------------------------------------
@@ -86,13 +91,13 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
             "source": os.fspath(source) if isinstance(source, os.PathLike) else source,
             "offline": options.get("offline", False),
             "verify": options.get("verify", True),
-            "cache": options.get("cache_dir"),
+            "cache": None if options.get("cache_dir") is None else user_path(options["cache_dir"]),
         }
         accepted = inspect.signature(dataset.prepare).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
         checked.update(common)
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     with extract_limit(max_extract_gb):
         return Path(dataset.prepare(data_dir, force=force, **checked))
 
@@ -229,7 +234,7 @@ def run_experiment(
     units that ran and the experiment. ``prepare_data``: prepare the data the run needs first (``--prepare``),
     reading ``source`` where given."""
     hooks = hooks or Hooks()
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     planned = plan_experiment(
         flags,
         config=config,
@@ -242,7 +247,7 @@ def run_experiment(
     )
     s, temporary = planned.settings, None
     if s["out"]:
-        out = Path(s["out"])
+        out = user_path(s["out"])
     elif default_out is not None:
         out = default_out(s)
     else:
@@ -278,7 +283,7 @@ def run_default_benchmark(
     Every part is planned and its folder checked before any is written. Returns the Results of all parts and,
     per part, the units that ran and the experiment."""
     hooks = hooks or Hooks()
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     planned = [
         plan_experiment(flags, data_dir=data_dir, device=device, hooks=hooks, prepare_data=prepare_data, base=part)
         for part in DEFAULT_BENCHMARK
@@ -336,7 +341,7 @@ def plan_experiment(
 ) -> Planned:
     """Resolve the settings (``base``: a layer under the file and the flags, a default benchmark part), prepare
     the data where asked, plan the experiment and check that it fits, writing nothing but prepared data."""
-    config = None if config is None else Path(config)
+    config = None if config is None else user_path(config)
     s = resolve(flags, config, preset, base=base)
     s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
     if s["checkpoint-every"] < 0:
@@ -527,7 +532,7 @@ class Results:
     def __init__(self, *folders: str | Path, temporary: str | None = None, allow_mixed: bool = False):
         if not folders:
             raise UserError("load needs at least one results folder")
-        self.folders = [Path(f) for f in folders]
+        self.folders = [user_path(f) for f in folders]
         self.folder = self.folders[0]
         self.allow_mixed = allow_mixed
         self._loaded = None
@@ -543,7 +548,10 @@ class Results:
         if self._loaded is None:
             from banditbench.report.tables import load_results
 
-            self._loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
+            loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
+            if loaded.problems:  # as `banditbench report`: no numbers from a folder with a broken shard
+                raise UserError(f"{len(loaded.problems)} broken result file(s): {'; '.join(loaded.problems)}")
+            self._loaded = loaded
         return self._loaded
 
     def _built(self):
@@ -614,7 +622,7 @@ class Results:
         """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
         if len(self.folders) > 1:
             raise UserError("save copies one results folder; these results come from several")
-        path = Path(path)
+        path = user_path(path)
         if path.exists():
             raise UserError(f"{path} already exists; choose a new folder")
         shutil.copytree(self.folder, path)

@@ -270,8 +270,11 @@ def info(
 ) -> None:
     """Show a prepared dataset's sanity report: rows read / kept / dropped, users, items, positives per user,
     references resolved, arms per pool, verification and warnings."""
-    from banditbench.data import load_dataset
+    from banditbench.api import user_path
+    from banditbench.data import check_plain_name, load_dataset
 
+    check_plain_name(dataset)
+    data_dir = user_path(data_dir)
     manifest = load_dataset(data_dir, dataset).manifest
     sanity = dict(manifest.get("sanity", {}))
     table = Table(
@@ -601,6 +604,8 @@ def interrupted(stop: Interrupted) -> str:
     from banditbench.results.shards import shard_path
 
     units, out = stop.units, stop.out
+    if not (Path(out) / "manifest.json").is_file():  # stopped before the run had a folder: nothing to resume
+        return "interrupted: no unit finished and nothing was written; run the command again"
     if stop.staged:
         return (
             f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
@@ -658,10 +663,12 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
+    from banditbench.api import user_path
     from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
+    from banditbench.results.folder import refuse_data_folder
 
     chosen = [] if formats.strip() == "none" else _names(formats)
     unknown = [f for f in chosen if f not in FORMATS]
@@ -670,8 +677,13 @@ def report(
     if test not in TESTS:
         raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
     allowed = gate.parse_tolerance(tolerance)
+    folders = [user_path(folder) for folder in folders or []]
+    out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
+    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
+    if chosen:
+        refuse_data_folder(target, "--out" if out else "the report's folder")
     results = load_results(folders, allow_mixed=allow_mixed)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     if results.problems:  # every shard is verified before any file is written
@@ -703,7 +715,6 @@ def report(
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
-    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
     for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
@@ -776,15 +787,15 @@ INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from few
 
 
 def incompleteness(results) -> str | None:
-    """One line saying which experiments are reported on fewer units than their manifest planned."""
+    """One line saying which experiments are reported on fewer units than their manifest's config planned."""
     parts = [
-        f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+        f"{len(exp.timing)} of {exp.planned} planned units in {exp.folder}"
         for exp in results.experiments
-        if exp.missing
+        if len(exp.timing) < exp.planned
     ]
     if not parts:
         return None
-    return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+    return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
 
 
 def write_report_files(

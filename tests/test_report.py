@@ -381,8 +381,9 @@ def test_missing_and_empty_results_folders_are_clear_errors(tmp_path, report_cli
 
 def test_incompatible_shards_are_refused_unless_allow_mixed(tmp_path, report_cli):
     folder = planted(tmp_path / "r")
-    write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config
-    (tmp_path / "other" / "shards" / "twin-seed0.parquet").replace(folder / "shards" / "twin-seed0.parquet")
+    write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config, with its record
+    for name in ("twin-seed0.parquet", "twin-seed0.timing.parquet", "twin-seed0.sha256.json"):
+        (tmp_path / "other" / "shards" / name).replace(folder / "shards" / name)
     refused = report_cli(folder, "--format", "none")
     assert refused.returncode == 2 and "twin-seed0.parquet does not belong" in refused.stderr
     assert "rounds = 99" in refused.stderr and "--allow-mixed" in refused.stderr
@@ -406,8 +407,9 @@ def test_a_corrupt_shard_is_named_nothing_is_written_and_exit_is_non_zero(tmp_pa
     (folder / "shards" / "mine-seed1.timing.parquet").write_bytes(b"")
     shown = report_cli(folder, "--format", "md")
     assert shown.returncode == 2
-    assert "twin-seed3.parquet: corrupt shard" in shown.stderr and "Traceback" not in shown.stderr
-    assert "mine-seed1.timing.parquet: corrupt timing sidecar" in shown.stderr
+    assert "twin-seed3.parquet: its bytes do not match its checksum record" in shown.stderr
+    assert "mine-seed1.parquet: the bytes of its timing sidecar mine-seed1.timing.parquet do not match" in shown.stderr
+    assert "Traceback" not in shown.stderr
     assert not (folder / "report.md").exists()  # shards are verified before any file is written
 
 

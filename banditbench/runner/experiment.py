@@ -15,6 +15,7 @@ it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,14 @@ from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results import folder as manifest
 from banditbench.results.folder import Output, check_output
-from banditbench.results.shards import disk_full, estimated_bytes, shard_path, verify_shard, write_shard
+from banditbench.results.shards import (
+    disk_full,
+    estimated_bytes,
+    remove_shard,
+    shard_path,
+    verify_shard,
+    write_shard,
+)
 from banditbench.results.units import Unit
 from banditbench.runner import declared_data as declared
 from banditbench.runner import grid
@@ -331,7 +339,7 @@ def prepare_output(
 
 
 def final_regret(path: Path) -> float:
-    return float(np.sum(pq.read_table(path, columns=["regret"])["regret"].to_numpy()))
+    return float(np.sum(pq.read_table(os.path.abspath(path), columns=["regret"])["regret"].to_numpy()))
 
 
 def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, Any]]:
@@ -391,7 +399,7 @@ def pending_units(
         if problem is not None:
             if warn is not None:
                 warn(f"{path} is broken ({problem}); running {unit.id} again")
-            path.unlink()
+            remove_shard(path)
             pending.append(unit)
     return pending
 

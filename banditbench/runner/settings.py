@@ -167,15 +167,23 @@ def parse_env(value: list[str] | dict[str, Any], where: str) -> dict[str, Any]:
         name, sep, raw = text.partition("=")
         if not sep or not name.strip() or not raw.strip():
             raise UserError(f"--env expects NAME=VALUE, got {text!r}")
-        settings[name.strip().replace("-", "_")] = raw.strip()
+        name = name.strip().replace("-", "_")
+        if name in settings:
+            raise UserError(f"--env {name} is given twice ({settings[name]} and {raw.strip()}); give it once")
+        settings[name] = raw.strip()
     return settings
 
 
 def read_config(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_bytes().decode("utf-8"))
     except OSError as e:
         raise UserError(f"cannot read --config {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(
+            f"--config {path} is not UTF-8 text (byte {e.start} is {e.object[e.start]:#04x}); TOML files "
+            "are UTF-8: save it again as UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"--config {path} is not valid TOML: {e}") from None
 
