@@ -303,6 +303,10 @@ def test_bass_table_3_judges_the_clustering_scores_ordering_and_best_claim():
     ]
     best = by_claim(rows).loc["bass best of all in pair F1"]
     assert best["verdict"] == "agrees" and "each of the 4 others" in best["reason"]  # oracle left out, Ind has none
+    # a graph that never cut an edge scores the complete graph's F1 (0.64 for 2 clusters of 9): no clustering earns it
+    f1["diag_n_clusters"] = {a: [1.0] * 10 if a == "bass" else [2.0] * 10 for a in algos}
+    best = by_claim(judge(make_run("bass-synthetic", finals, columns=f1))).loc["bass best of all in pair F1"]
+    assert best["verdict"] == "inconclusive" and "one cluster on every seed" in best["reason"]
 
 
 @pytest.mark.skipif(not (SHARED / "movielens-100k").is_dir(), reason="MovieLens-100K raw files not present")

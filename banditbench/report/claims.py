@@ -204,8 +204,9 @@ def _unit_values(results: Results, dataset: str, higher: bool, named: list[int],
         table[f"at_{at}"] = reached.reindex(pd.MultiIndex.from_frame(table[["algorithm", "seed"]])).to_numpy()
         if not higher:
             table[f"per_round_at_{at}"] = table[f"at_{at}"] / at
-    if "diag_pair_f1" in units:
-        table["diag_pair_f1"] = units["diag_pair_f1"].to_numpy()
+    for diagnostic in ("diag_pair_f1", "diag_n_clusters"):
+        if diagnostic in units:
+            table[diagnostic] = units[diagnostic].to_numpy()
     if {"select_seconds", "update_seconds"} <= set(units):  # 4 significant digits: the rest is the clock's noise
         seconds = (units["select_seconds"] + units["update_seconds"]) / units["rounds"]
         table["seconds_per_round"] = [float(f"{s:.4g}") for s in seconds]
@@ -443,6 +444,12 @@ def _compared(run: Run, claim: Claim, test: str) -> dict[str, Any]:
         what = claim.metric or "the preset's metric"
         return {"here": "–", "verdict": NOT_COMPARABLE, "reason": f"{what} not recorded for {', '.join(unmeasured)}"}
     means = here.mean()
+    if claim.metric == "pair F1" and _one_cluster(run, a):
+        reason = (
+            f"{a} kept every agent in one cluster on every seed: its pair F1 ({number(means[a])}) is the complete "
+            "graph's, which any policy that never clusters scores"
+        )
+        return {"here": f"{a} {number(means[a])}, 1 cluster", "verdict": verdicts.INCONCLUSIVE, "reason": reason}
     if claim.kind == "best":
         contenders = [x for x in here if not _is_reference(run, x) and here[x].notna().any()]
         verdict = verdicts.best(here, a, contenders, higher, test)
@@ -460,6 +467,11 @@ def _compared(run: Run, claim: Claim, test: str) -> dict[str, Any]:
         one_sided, word = claim.kind == "competitive", SAYS[claim.kind].format(a=a, b=b)
         verdict = verdicts.close_to(here, a, b, higher, MATCH_MARGIN, one_sided=one_sided, word=word)
     return {"here": f"{a} {number(means.get(a, np.nan))} vs {b} {number(means.get(b, np.nan))}", **_said(verdict)}
+
+
+def _one_cluster(run: Run, algorithm: str) -> bool:
+    clusters = run.values("diag_n_clusters")
+    return algorithm in clusters and bool((clusters[algorithm] == 1).all())
 
 
 def _said(verdict: Verdict) -> dict[str, str]:
