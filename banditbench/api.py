@@ -338,11 +338,15 @@ def plan_experiment(
     prepare_data: bool = False,
     source: str | Path | None = None,
     base: dict[str, Any] | None = None,
+    declared: dict[str, Any] | None = None,
 ) -> Planned:
-    """Resolve the settings (``base``: a layer under the file and the flags, a default benchmark part), prepare
-    the data where asked, plan the experiment and check that it fits, writing nothing but prepared data."""
+    """Resolve the settings (``base``: a layer under the file and the flags, a default benchmark part or a suite's
+    member; ``declared``: the data it needs, as a preset's ``prepared-with``), prepare the data where asked, plan the
+    experiment and check that it fits, writing nothing but prepared data."""
     config = None if config is None else user_path(config)
     s = resolve(flags, config, preset, base=base)
+    if declared is not None:
+        s["prepared-with"] = declared
     s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
     if s["checkpoint-every"] < 0:
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")

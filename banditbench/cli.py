@@ -454,6 +454,12 @@ def run(
         None, "--config", help="Experiment file (TOML, the flags' names as keys); flags given here override it."
     ),
     preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
+    suite: str | None = typer.Option(
+        None, "--suite", help="Run on every dataset of a suite: papers, uci, openml-cc18, or a suite file (TOML)."
+    ),
+    tune_on: str | None = typer.Option(
+        None, "--tune-on", help="With --suite: members that choose each algorithm's grid cell, then not reported."
+    ),
     dataset: str | None = typer.Option(
         None,
         "--dataset",
@@ -579,7 +585,11 @@ def run(
         )
         common = dict(data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, hooks=hooks)
         common |= dict(default_out=default_results_folder, prepare_data=prepare)
-        if is_default_benchmark(flags, config, preset):
+        if suite is not None:
+            results, parts, where = run_suite_command(suite, tune_on, flags, config, preset, common)
+        elif tune_on is not None:
+            raise UserError("--tune-on goes with --suite: it names members of the suite")
+        elif is_default_benchmark(flags, config, preset):
             results, parts = run_default_benchmark(flags, **common)
             where = results.folder.parent
         else:
@@ -597,6 +607,19 @@ def run(
         first.setdefault(str(table.title).split(":")[0], table)
     for dataset in results.tables.results.datasets:
         console.print(first[dataset])
+
+
+def run_suite_command(suite: str, tune_on: str | None, flags: dict, config, preset, common: dict):
+    """``run --suite``: every member as its own experiment under the suite's folder."""
+    from banditbench.suite_run import run_suite
+
+    if config is not None or preset is not None or common["prepare_data"]:
+        raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
+    common = {k: v for k, v in common.items() if k != "prepare_data"}
+    results, parts, chosen, missing = run_suite(suite, flags, tune_on=tune_on, **common)
+    if missing:
+        console.print(f"suite {chosen.name}: ran {len(parts)} members; not prepared, skipped: {', '.join(missing)}")
+    return results, parts, results.folder.parent
 
 
 def interrupted(stop: Interrupted) -> str:

@@ -19,9 +19,9 @@ LAYERS = [
     ("algos",),
     ("results",),
     ("runner",),
-    ("presets",),
+    ("presets", "suites"),
     ("report",),
-    ("api",),
+    ("api", "suite_run"),
     ("cli", "__main__", "__init__"),
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

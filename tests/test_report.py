@@ -187,7 +187,8 @@ def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
     assert ranks.loc["x", "average_rank"] == 1.5 and ranks.loc["y", "average_rank"] == 1.5
     assert ranks.loc["z", "average_rank"] == 3.0 and ranks.loc["z", "datasets"] == 2
     plots = write_files(report, tmp_path / "out", ["png"])
-    assert [p.name for p in plots] == ["regret.png", "runtime.png", "ranks.png"]  # no diag_*: no clusters plot
+    shown = ["regret.png", "runtime.png", "ranks.png", "winloss.png", "profile.png"]
+    assert [p.name for p in plots] == shown  # no diag_*: no clusters plot
     assert all(p.stat().st_size > 1000 for p in plots)
 
 

@@ -595,6 +595,9 @@ FAMILIES = {
 }
 
 
+UCI_SETS = tuple(name for name, family in FAMILIES.items() if family.description.startswith("UCI "))
+
+
 def apply_normalisation(x: np.ndarray, how: str, images: bool, colour: bool = False) -> np.ndarray:
     if how == "meanstd":
         if not images or colour:

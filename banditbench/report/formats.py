@@ -67,7 +67,7 @@ def _column_title(name: str) -> str:
 def sections(report: Report) -> list[Section]:
     results, summary = report.results, report.summary
     test = "paired t-test" if report.test == "t" else "Wilcoxon signed-rank test"
-    out = []
+    out = _suite_sections(report.suite) if report.suite else []
     for dataset in results.datasets:
         rows = summary[summary["dataset"] == dataset]
         config = next(e.config for e in results.experiments if e.dataset == dataset)
@@ -219,7 +219,70 @@ def sections(report: Report) -> list[Section]:
                 right={1, 2},
             )
         )
+    if report.normalised is not None:
+        out.append(_normalised_section(report.normalised))
     return out
+
+
+def _suite_sections(record: dict) -> list[Section]:
+    """The suite's members (reported, tuning, not prepared with the command that prepares them) and, after
+    Bake-off tuning, each algorithm's chosen configuration and why."""
+
+    def status(dataset: str) -> str:
+        if dataset in record["missing"]:
+            return f"not prepared: `{record['missing'][dataset]}`"
+        return "tuning" if dataset in record["tune_on"] else "reported"
+
+    members = [[Cell(m["dataset"]), Cell(status(m["dataset"]))] for m in record["members"]]
+    out = [
+        Section(
+            f"Suite {record['suite']}",
+            ["dataset", "status"],
+            members,
+            f"{len(record['present'])} of {len(record['members'])} members prepared. {record['description']}".strip(),
+        )
+    ]
+    if record.get("tuned"):
+        rows = [
+            [
+                Cell(algorithm),
+                Cell(", ".join(f"{k}={v}" for k, v in t["chosen"].items())),
+                Cell(_num(t["scores"][t["cell"]], ".3f")),
+                Cell("; ".join(f"{cell}: {_num(score, '.3f')}" for cell, score in t["scores"].items())),
+            ]
+            for algorithm, t in record["tuned"].items()
+        ]
+        criterion = next(iter(record["tuned"].values()))["criterion"]
+        out.append(
+            Section(
+                f"Configurations chosen on {', '.join(record['tune_on'])}",
+                ["algorithm", "chosen", "score", "every cell's score"],
+                rows,
+                f"Each algorithm's grid cell with the lowest {criterion}, fixed for every reported member "
+                "(Bietti et al. 2021's held-out tuning); the tuning members are not reported.",
+                right={2},
+            )
+        )
+    return out
+
+
+def _normalised_section(table) -> Section:
+    datasets = [d for d in dict.fromkeys(table["dataset"]) if d != "mean"]
+    wide = table.pivot(index="algorithm", columns="dataset", values="to_best")
+    mean = table[table["dataset"] == "mean"].set_index("algorithm")
+    rows = [
+        [Cell(a), Cell(_num(mean.at[a, "to_random"], ".3f")), Cell(_num(mean.at[a, "to_best"], ".3f"))]
+        + [Cell(_num(wide.at[a, d], ".3f")) for d in datasets]
+        for a in mean.index
+    ]
+    return Section(
+        "Normalised regret across datasets",
+        ["algorithm", "mean ÷ random", "mean ÷ best"] + [f"{d} ÷ best" for d in datasets],
+        rows,
+        "Mean final regret on each dataset divided by the random policy's (Riquelme et al. 2018) and by the best "
+        "algorithm's on that dataset (Bietti et al. 2021), then averaged over datasets; 1 ÷ best is the best.",
+        right=set(range(1, len(datasets) + 3)),
+    )
 
 
 def _paper_sections(report: Report, dataset: str) -> list[Section]:
@@ -412,6 +475,8 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
         save("comparisons.csv", report.comparisons.to_csv(index=False))
         save("win_tie_loss.csv", report.win_tie_loss.to_csv())
         save("ranks.csv", report.ranks.to_csv(index=False))
+        if report.normalised is not None:
+            save("normalised.csv", report.normalised.to_csv(index=False))
         save("curves.csv", curves(report.results).to_csv(index=False))
         if report.paper is not None and not report.paper.empty:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
 import numpy as np  # noqa: E402
 
+from banditbench.report.suite import profile_figure, winloss_figure  # noqa: E402
 from banditbench.report.tables import Report, curves  # noqa: E402
 
 MAX_POINTS = 400  # points per curve: keeps SVGs small without changing the picture
@@ -185,6 +186,8 @@ FIGURES = (
         ranks_figure,
         "Critical-difference diagram: algorithms joined by a bar are not significantly different (Nemenyi, α = 0.05).",
     ),
+    ("winloss", winloss_figure, "Win–loss matrix: datasets on which the row algorithm beat the column significantly."),
+    ("profile", profile_figure, "Performance profile: share of datasets with regret within τ × the best's."),
 )
 
 

@@ -10,6 +10,8 @@ import pandas as pd
 from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
+from banditbench.report.suite import normalised_regret
+from banditbench.suites import read_suite_record
 
 __all__ = [
     "FORMATS",
@@ -47,6 +49,8 @@ class Report:
     test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
     friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
     paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
+    normalised: pd.DataFrame | None = None  # regret ÷ random's and ÷ the best's, per dataset and mean (report/suite.py)
+    suite: dict | None = None  # the suite record (suites.py) of a suite's results folder
 
 
 def build_report(results: Results, *, roles: dict[str, str] | None = None, test: str = "t") -> Report:
@@ -115,6 +119,8 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         test,
         stats.friedman_nemenyi(means, higher),
         paper_vs_here(results, summary, test),
+        normalised_regret(summary),
+        next(filter(None, (read_suite_record(e.folder.parent) for e in results.experiments)), None),
     )
 
 
