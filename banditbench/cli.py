@@ -760,6 +760,30 @@ def report(
         sys.exit(1)
 
 
+@app.command()
+def board(
+    sources: list[Path] = typer.Argument(..., help="Results folders: suites, preset runs or experiments."),
+    out: Path = typer.Option(Path("site"), "--out", help="The site's folder (replaced whole if it is a board)."),
+    test: str = typer.Option("t", "--test", help="Paired test deciding ties and wins: t or wilcoxon."),
+) -> None:
+    """A static HTML results board: one page per folder, with tables, plots, verdicts and every cell's provenance."""
+    from banditbench.api import user_path
+    from banditbench.report.board import write_board
+    from banditbench.report.stats import TESTS
+    from banditbench.results.shards import disk_full
+
+    if test not in TESTS:
+        raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
+    out = user_path(out)
+    try:
+        pages = write_board([user_path(s) for s in sources], out, test)
+    except OSError as e:
+        raise disk_full(e, out) or UserError(f"cannot write the board to {out}: {e.strerror}") from None
+    for page in pages:
+        console.print(f"wrote {page}", highlight=False)
+    console.print(f"open {out / 'index.html'}", highlight=False)
+
+
 CLAIMS_FORMATS = ("text", "md", "json")
 
 

@@ -41,6 +41,8 @@ from banditbench.runner import grid
 
 CTR_OPTIMUM = 0.9  # Zhang et al. 2022: the expected optimal per-slot reward under 10 % flips
 # Settings every unit of one dataset must share for its numbers to be comparable.
+# what made a shard, from its metadata: the results board shows it beside every cell
+PROVENANCE = {"version": "banditbench", "git_sha": "git_sha", "dataset_sha256": "dataset_manifest_sha256"}
 SETTINGS = ("dataset", "protocol", "rounds", "budget", "master_seed", "env")  # env: protocol settings, if any
 
 
@@ -163,6 +165,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
                 "peak_rss_mb": timing.get("peak_rss_mb", np.nan),
                 "machine": timing.get("machine"),
                 **timing.get("totals", {}),
+                **{key: meta.get(field) for key, field in PROVENANCE.items()},
             }
         )
     if not frames:

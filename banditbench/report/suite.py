@@ -83,7 +83,7 @@ def winloss_figure(report):
     ax.set_yticks(range(k), compared)
     ax.set_xlabel("loses (column)")
     ax.set_ylabel("wins (row)")
-    ax.set_title(f"Significant wins over {len(report.results.datasets)} datasets ({report.test}-test, Holm)")
+    ax.set_title(f"Significant wins over {len(report.results.datasets)} datasets\n({report.test}-test, Holm)")
     fig.colorbar(image, ax=ax, label="datasets")
     fig.tight_layout()
     return fig
@@ -92,6 +92,7 @@ def winloss_figure(report):
 def profile_figure(report):
     """The performance profile of :func:`performance_profile`; None without a normalised table."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     if report.normalised is None:
         return None
@@ -100,6 +101,8 @@ def profile_figure(report):
     for algorithm, curve in profile.groupby("algorithm", sort=False):
         ax.step(curve["tau"], curve["share"], where="post", label=algorithm)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("τ (regret ÷ the best regret on the dataset)")
     ax.set_ylabel("share of datasets within τ")
