@@ -763,7 +763,7 @@ def report(
 @app.command()
 def board(
     sources: list[Path] = typer.Argument(..., help="Results folders: suites, preset runs or experiments."),
-    out: Path = typer.Option(Path("site"), "--out", help="The site's folder (replaced whole if it is a board)."),
+    out: Path = typer.Option(Path("board"), "--out", help="The site's folder (replaced whole if it is a board)."),
     test: str = typer.Option("t", "--test", help="Paired test deciding ties and wins: t or wilcoxon."),
 ) -> None:
     """A static HTML results board: one page per folder, with tables, plots, verdicts and every cell's provenance."""

@@ -52,7 +52,8 @@ def plan_pages(sources: list[Path], test: str = "t") -> list[Page]:
         kind, title = (
             ("suite", record["suite"]) if record else ("preset", preset) if preset else ("experiment", source.name)
         )
-        name = _unique(f"{kind}-{title}".replace("/", "-"), names)
+        name = f"{kind}-{title}".replace("/", "-")
+        name = _unique(name if name not in names else f"{name}-{source.name}", names)
         pages.append(Page(name, f"{kind} {title}", folders, build_report(results, test=test)))
     return pages
 
