@@ -78,7 +78,8 @@ def winloss_figure(report):
     for i in range(k):
         for j in range(k):
             text = "—" if i == j else str(counts.iat[i, j])
-            ax.text(j, i, text, ha="center", va="center", color="black")
+            dark = counts.iat[i, j] > len(report.results.datasets) / 2
+            ax.text(j, i, text, ha="center", va="center", color="white" if dark else "black")
     ax.set_xticks(range(k), compared, rotation=45, ha="right")
     ax.set_yticks(range(k), compared)
     ax.set_xlabel("loses (column)")
