@@ -618,7 +618,7 @@ def run_suite_command(suite: str, tune_on: str | None, flags: dict, config, pres
     common = {k: v for k, v in common.items() if k != "prepare_data"}
     results, parts, chosen, missing = run_suite(suite, flags, tune_on=tune_on, **common)
     if missing:
-        console.print(f"suite {chosen.name}: ran {len(parts)} members; not prepared, skipped: {', '.join(missing)}")
+        console.print(f"suite {chosen.name}: {len(parts)} member(s) run; not prepared, skipped: {', '.join(missing)}")
     return results, parts, results.folder.parent
 
 

@@ -15,6 +15,7 @@ reported member. The choice reads only the tuning members' results; the reported
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from banditbench.report.load import load_results
 from banditbench.results.folder import check_output
 from banditbench.results.shards import shard_path
 from banditbench.runner import grid
-from banditbench.suites import Member, Suite, load_suite, with_tuning, write_suite_record
+from banditbench.suites import SUITE_FILE, Member, Suite, load_suite, with_tuning, write_suite_record
 
 TUNING = "tuning"  # OUT/tuning/DATASET: the tuning members' runs, below the folders a report reads
 CRITERION = "mean normalised regret over the tuning members (final regret / the best mean on that member)"
@@ -83,7 +84,7 @@ def run_suite(
         raise UserError(f"no member of suite {suite.name} is prepared in {data_dir}/; prepare them: {commands}{more}")
     for member in suite.members:
         if member.dataset in missing:
-            (hooks.warn or print)(
+            (hooks.warn or warnings.warn)(
                 f"suite {suite.name}: {member.dataset} is not prepared in {data_dir}/, skipped; "
                 f"prepare it with `{member.prepare_command()}`"
             )
@@ -94,6 +95,8 @@ def run_suite(
     if not reported:
         raise UserError(f"every prepared member of suite {suite.name} is a tuning member; none is left to report")
     parent = _suite_folder(suite, flags, default_out)
+    if parent.is_dir() and any(parent.iterdir()) and not (parent / SUITE_FILE).is_file():
+        raise UserError(f"--out {parent} holds files but no suite's results; choose another --out")
     plan = _planner(flags, data_dir, device, hooks)
     planned = [plan(m) for m in tuning + reported]  # every member checked before anything is written
     for member, part in zip(tuning + reported, planned):

@@ -97,6 +97,12 @@ def test_a_suite_runs_the_prepared_members_names_the_missing_and_resumes(two_dat
     assert again.returncode == 0 and "ran 0 of 4 units" in again.stdout
     report = bb.load(out).tables
     assert report.suite["suite"] == "tiny" and list(report.results.datasets) == ["synthetic", "synthetic-cosine"]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep")
+    refused = banditbench_here(*args[:-4], "--out", notes, "--jobs", "1", capsys=capsys)
+    assert refused.returncode == 2 and "holds files but no suite's results" in refused.stderr
+    assert [p.name for p in notes.iterdir()] == ["todo.txt"]
 
 
 def test_a_suite_with_no_prepared_member_fails_and_writes_nothing(tmp_path, capsys):
