@@ -90,6 +90,8 @@ def run_suite(
             )
     tuning = [m for m in present if m.dataset in suite.tune_on]
     reported = [m for m in present if m.dataset not in suite.tune_on]
+    if suite.tune_on and flags.get("tune-seeds"):
+        raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
     if suite.tune_on and not tuning:
         raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
     if not reported:

@@ -135,6 +135,10 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     chosen = json.loads((out / "synthetic" / "manifest.json").read_text())["config"]["algorithms"]["linucb-ind"]
     assert chosen["alpha"] == record["chosen"]["alpha"] == float(best.split("=")[1].rstrip("]"))
     assert "Configurations chosen on synthetic-cosine" in results.report("md")
+    with pytest.raises(UserError, match="two tuning rules"):
+        suite_run.run_suite(
+            str(tmp_path / "s.toml"), {**flags, "tune-seeds": 2}, tune_on="synthetic-cosine", data_dir=two_datasets
+        )
 
 
 # ---- the cross-dataset report, on constructed results ----------------------------------------------------------
