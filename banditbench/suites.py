@@ -81,18 +81,18 @@ def papers_suite() -> Suite:
     members: dict[str, Member] = {}
     for spec in PRESETS.values():
         members.setdefault(spec["dataset"], Member(spec["dataset"], dict(spec["env"])))
-    return Suite("papers", "the datasets of the five papers' presets", tuple(members.values()))
+    return Suite("papers", "The datasets of the five papers' presets.", tuple(members.values()))
 
 
 def uci_suite() -> Suite:
     from banditbench.data.classification import UCI_SETS
 
-    return Suite("uci", "every UCI classification set banditbench prepares", tuple(Member(n) for n in UCI_SETS))
+    return Suite("uci", "Every UCI classification set banditbench prepares.", tuple(Member(n) for n in UCI_SETS))
 
 
 def openml_cc18_suite() -> Suite:
     members = tuple(Member(f"openml-{i}") for i in OPENML_CC18)
-    return Suite("openml-cc18", "the 72 classification datasets of OpenML-CC18 (Bischl et al. 2021)", members)
+    return Suite("openml-cc18", "The 72 classification datasets of OpenML-CC18 (Bischl et al. 2021).", members)
 
 
 BUILT_IN = {"papers": papers_suite, "uci": uci_suite, "openml-cc18": openml_cc18_suite}

@@ -48,7 +48,7 @@ def plan_pages(sources: list[Path], test: str = "t") -> list[Page]:
         if results.problems:
             raise UserError(f"{source}: {len(results.problems)} broken result file(s), e.g. {results.problems[0]}")
         record = read_suite_record(source)
-        preset = read_manifest(folders[0])["config"].get("preset") or _settings(folders[0]).get("preset")
+        preset = _settings(folders[0]).get("preset")
         kind, title = (
             ("suite", record["suite"]) if record else ("preset", preset) if preset else ("experiment", source.name)
         )
