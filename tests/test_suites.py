@@ -120,10 +120,12 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     monkeypatch.setattr(suite_run, "load_results", lambda folders: read.extend(folders) or real(folders))
     out = tmp_path / "bakeoff"
     flags = {"algos": "random,linucb-ind", "rounds": 40, "seeds": 2, "set": ["linucb-ind.alpha=0.01,3"], "jobs": 1}
-    results, _, suite, missing = suite_run.run_suite(
-        str(write(tmp_path / "s.toml", SUITE)), {**flags, "out": str(out)}, tune_on="synthetic-cosine",
-        data_dir=two_datasets,
-    )  # fmt: skip
+    with pytest.warns(UserWarning, match="letter is not prepared"):  # the Python API warns where the CLI prints
+        results, _, suite, missing = suite_run.run_suite(
+            str(write(tmp_path / "s.toml", SUITE)), {**flags, "out": str(out)}, tune_on="synthetic-cosine",
+            data_dir=two_datasets,
+        )  # fmt: skip
+    assert missing == ["letter"]
     assert read == [out / "tuning" / "synthetic-cosine"]  # the choice read the tuning member and nothing else
     tuning = bb.load(out / "tuning" / "synthetic-cosine").summary().set_index("algorithm")["regret_mean"]
     record = json.loads((out / "suite.json").read_text())["tuned"]["linucb-ind"]
@@ -135,7 +137,7 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     chosen = json.loads((out / "synthetic" / "manifest.json").read_text())["config"]["algorithms"]["linucb-ind"]
     assert chosen["alpha"] == record["chosen"]["alpha"] == float(best.split("=")[1].rstrip("]"))
     assert "Configurations chosen on synthetic-cosine" in results.report("md")
-    with pytest.raises(UserError, match="two tuning rules"):
+    with pytest.raises(UserError, match="two tuning rules"), pytest.warns(UserWarning):
         suite_run.run_suite(
             str(tmp_path / "s.toml"), {**flags, "tune-seeds": 2}, tune_on="synthetic-cosine", data_dir=two_datasets
         )
