@@ -40,9 +40,9 @@ from banditbench.results.shards import SHARDS, BrokenShard, read_shard, read_tim
 from banditbench.runner import grid
 
 CTR_OPTIMUM = 0.9  # Zhang et al. 2022: the expected optimal per-slot reward under 10 % flips
-# Settings every unit of one dataset must share for its numbers to be comparable.
-# what made a shard, from its metadata: the results board shows it beside every cell
+# What made a shard, from its metadata: the results board shows it beside every cell.
 PROVENANCE = {"version": "banditbench", "git_sha": "git_sha", "dataset_sha256": "dataset_manifest_sha256"}
+# Settings every unit of one dataset must share for its numbers to be comparable.
 SETTINGS = ("dataset", "protocol", "rounds", "budget", "master_seed", "env")  # env: protocol settings, if any
 
 
