@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+from parity_verdict import signed
 
 START, END = "<!-- parity-table -->", "<!-- /parity-table -->"
 ORDER = (
@@ -51,20 +52,6 @@ def number(x: float) -> str:
     return f"{x:,.0f}".replace(",", " ") if abs(x) >= 1000 else f"{x:.1f}"
 
 
-def signed(x: float) -> str:
-    return f"{x:+.1f}".replace("-", "−")
-
-
-def interval(c: dict) -> str:
-    """The difference in % of their mean with its 90 % interval."""
-    low, high = c["interval_pct"]
-    if np.isnan(low):
-        return f"{signed(c['difference_pct'])} %"
-    if low == high:
-        return f"{signed(c['difference_pct'])} % (exact)"
-    return f"{signed(c['difference_pct'])} % ({signed(low)} … {signed(high)})"
-
-
 def clusters(entry: dict, item: dict) -> str:
     """'theirs → ours' final cluster counts and pair F1, where both sides report them."""
     theirs = entry["theirs"]
@@ -84,15 +71,15 @@ def setting(entry: dict) -> str:
 def row(entry: dict, instance: str) -> str:
     code = entry["variants"].get("code") or next(iter(entry["variants"].values()))
     theirs = entry["theirs"]["final"]
-    controls = "; ".join(f"{name} {interval(c['compare'])}" for name, c in entry["controls"].items())
+    controls = "; ".join(f"{name} {signed(c['compare'])}" for name, c in entry["controls"].items())
     paper = entry["variants"].get("default")
-    paper_text = f"{interval(paper['compare'])}: {paper['verdict']}" if paper and paper is not code else ""
+    paper_text = f"{signed(paper['compare'])}: {paper['verdict']}" if paper and paper is not code else ""
     cells = [
         NAMES[entry["algorithm"]],
         setting(entry),
         f"{instance}, {entry['rounds']}, {entry['runs']}",
         f"{number(np.mean(theirs))} ± {number(np.std(theirs, ddof=1))}",
-        interval(code["compare"]),
+        signed(code["compare"]),
         f"{100 * np.mean(code['agreement']):.1f} %",
         controls,
         clusters(entry, code),
@@ -140,11 +127,11 @@ def summary(entry: dict) -> str:
     lines = [f"{name} [{setting(entry)}], theirs {number(np.mean(entry['theirs']['final']))}"]
     for label, item in entry["variants"].items():
         lines.append(
-            f"  ours [{label}] {interval(item['compare'])}, same arm {100 * np.mean(item['agreement']):.1f} %: "
+            f"  ours [{label}] {signed(item['compare'])}, same arm {100 * np.mean(item['agreement']):.1f} %: "
             f"{item['verdict']} ({item['reason']})"
         )
     for label, item in entry["controls"].items():
-        lines.append(f"  control {label} {interval(item['compare'])}")
+        lines.append(f"  control {label} {signed(item['compare'])}")
     return "\n".join(lines)
 
 

@@ -94,11 +94,14 @@ def verdict(main: dict, controls: dict[str, dict]) -> tuple[str, str]:
 def signed(c: dict) -> str:
     """The difference in % of their mean with its 90 % interval, e.g. '+1.2 % (−0.4 … +2.8)'."""
     low, high = c["interval_pct"]
+    text = f"{percent(c['difference_pct'])} %"
     if np.isnan(low):
-        return f"{c['difference_pct']:+.1f} %"
-    if low == high:
-        return f"{c['difference_pct']:+.1f} % (exact)"
-    return f"{c['difference_pct']:+.1f} % ({low:+.1f} … {high:+.1f})"
+        return text
+    return f"{text} (exact)" if low == high else f"{text} ({percent(low)} … {percent(high)})"
+
+
+def percent(x: float) -> str:
+    return f"{x:+.1f}".replace("-", "−")
 
 
 def pair_f1(labels_or_graph, truth: np.ndarray) -> float:

@@ -7,7 +7,6 @@ own CLUB, so that the harness can be shown to call a correct implementation pari
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 from argparse import Namespace
@@ -21,14 +20,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import parity_pools  # noqa: E402
 import parity_verdict  # noqa: E402
-
-
-def load_harness():
-    spec = importlib.util.spec_from_file_location("parity_harness", ROOT / "benchmarks" / "parity.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from test_parity import load_harness  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------ the verdict
