@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -146,11 +147,25 @@ def run_reference(reference: Path, pools: Path, rounds: int, seed: int, ours: di
     chosen. ``settings`` (our names) reach their constructor through KNOBS, valued from ``ours``."""
     start = time.perf_counter()
     install_shims(pools)
-    import random
 
     import torch
 
     torch.set_num_threads(1)
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:  # what their code writes goes, then is removed
+        os.chdir(scratch)
+        try:
+            return their_loop(reference, pools, rounds, seed, start, ours, settings)
+        finally:
+            os.chdir(here)
+
+
+def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: float, ours: dict, settings: dict) -> dict:
+    """Their EE-Net's loop on the MNIST they load through the shims."""
+    import random
+
+    import torch
+
     sys.path.insert(0, str(reference))
     random.seed(seed)
     np.random.seed(seed)

@@ -118,7 +118,7 @@ def test_capabilities_agree_with_the_policy(name):
     assert capabilities.two_stage == bool(spec.fixed.get("two_stage", False))
     assert capabilities.user_features == bool(spec.fixed.get("user_features", False))
     assert capabilities.device == ("device" in spec.defaults())
-    assert capabilities.checkpoint and not capabilities.batch_update
+    assert capabilities.checkpoint
     # lockstep is declared exactly where the policy batches its members' work in its own Lockstep group
     assert capabilities.lockstep == (spec.policy.lockstep.__func__ is not Policy.lockstep.__func__)
     assert not capabilities.two_stage or capabilities.slate

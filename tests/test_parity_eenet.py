@@ -100,18 +100,22 @@ def fake_reference(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def parity_worker(side: str, reference: Path, mnist: Path, rounds: int, folder: Path, **job) -> dict:
-    """One worker of the harness, in a fresh process as the harness runs it, on a job file."""
+    """One worker of the harness, in a fresh process as the harness runs it, on a job file; the scratch folders it
+    made in the temporary folder are gone after it."""
     job = {"algorithm": "eenet", "reference": str(reference), "pools": str(mnist), "rounds": rounds, "seed": 0, **job}
     job.setdefault("ours", {})
     job.setdefault("settings", {})
     (folder / "job.json").write_text(json.dumps(job))
+    scratch = folder / f"tmp-{side}"
+    scratch.mkdir()
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--worker", side, "--job", str(folder / "job.json")],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert list(scratch.iterdir()) == []
     return json.loads((folder / "answer.json").read_text())
 
 

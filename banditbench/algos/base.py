@@ -1,4 +1,4 @@
-"""The Policy contract (DESIGN.md, "Policy") and the registry behind ``--algos`` and ``banditbench list``."""
+"""The Policy contract (docs/architecture.md, "Policy") and the registry behind ``--algos`` and ``banditbench list``."""
 
 from __future__ import annotations
 
@@ -139,10 +139,11 @@ class Capabilities:
     user_id: bool = True
     #: reads the round's user features (needs a protocol that gives them)
     user_features: bool = False
-    #: can learn from a batch of rounds at once
-    batch_update: bool = False
     #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
     device: bool = False
+    #: has a ``sigma`` hyper-parameter, the noise's sub-Gaussian scale in its confidence radius, that a run sets to
+    #: the σ the prepared data records (its ``noise`` parameter) unless the run sets it
+    noise_sigma: bool = False
     #: batches its seeds' work when they run in lockstep (``Policy.lockstep``); ``--engine lockstep`` groups the seeds
     #: of such an algorithm, and runs the others unit by unit
     lockstep: bool = False

@@ -14,7 +14,7 @@ connected at the start.
     delete (x̄_t, z) from G^I for every item-graph neighbour z with N(z) ≠ N(x̄_t). When this splits ĵ_t, the
     part holding x̄_t keeps G^U_ĵt and every other part starts from a copy of it.
 
-Item identity. A policy sees arm contexts only (DESIGN.md), so an item is its context: the item nodes are the
+Item identity. A policy sees arm contexts only (docs/architecture.md), so an item is its context: the item nodes are the
 first ``item_pool`` distinct contexts seen, and every arm belongs to the node nearest to its context. On the
 recommendation protocol an item's context is fixed, so with ``item_pool`` ≥ the catalogue size every item is its
 own node (the paper's item graph over the catalogue). On the synthetic protocols, whose contexts are fresh each

@@ -159,11 +159,18 @@ class EENet(Policy):
 
     def select(self, view, budget):
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        theta3 = self.theta3[0] if self.decision == "neural" else None
-        f1, phi, pairs, score = self._scores(self.theta1[0], self.theta2[0], theta3, x, view.t)
+        f1, phi, pairs, score = self._member_scores(x, view.t)
         chosen = int(torch.argmax(score))
         self._chose(chosen, int(torch.argmax(f1)), x, phi, f1, pairs)
         return chosen
+
+    def scores(self, view) -> torch.Tensor:
+        """The decision maker's score of every arm of the round, of which ``select`` plays the largest."""
+        return self._member_scores(torch.tensor(view.arms[:], dtype=torch.float32, device=self.device), view.t)[3]
+
+    def _member_scores(self, x: torch.Tensor, t: int):
+        theta3 = self.theta3[0] if self.decision == "neural" else None
+        return self._scores(self.theta1[0], self.theta2[0], theta3, x, t)
 
     def _scores(self, theta1, theta2, theta3, x: torch.Tensor, t: int):
         """f1, φ, the pairs [f1, f2] and the decision's scores of the arms x [K, d] (θ's [p]); with a leading member

@@ -44,6 +44,7 @@ attribute ``blocks`` set to False keeps the dense computation throughout.
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -306,13 +307,24 @@ class MCNB(Policy):
 
     def select(self, view, budget):
         x, groups = self._clustered(view)
+        return self._choose(view, x, groups, self._adapted(view, x, groups))
+
+    def scores(self, view) -> torch.Tensor:
+        """The UCB of every arm of the round, of which ``select`` plays the largest; computed on a copy of the policy,
+        because adapting Θ and counting the user's visits are part of choosing."""
+        twin = copy.deepcopy(self)
+        x, groups = twin._clustered(view)
+        return twin._ucb(view.user, x, twin._adapted(view, x, groups))
+
+    def _adapted(self, view, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """(2) Θ_{t,i} for every arm i."""
         t0 = time.perf_counter()
         if self.meta_every_10th_in_place:
             thetas = self._adapt_code(groups) if view.t % 10 == 0 else self.Theta.expand(len(x), -1)
         else:
             thetas = self._adapt(groups)
         self.last_timings["meta_adaptation"] = time.perf_counter() - t0
-        return self._choose(view, x, groups, thetas)
+        return thetas
 
     def _clustered(self, view) -> tuple[torch.Tensor, torch.Tensor]:
         """The round's arms x [K, d] and (1), their groups [K, n]."""
@@ -324,18 +336,19 @@ class MCNB(Policy):
         self.last_timings["clustering"] = time.perf_counter() - t0
         return x, groups
 
-    def _choose(self, view, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
-        """(3) the UCB with the adapted Θ_{t,i}, every arm at once, and the chosen arm."""
-        user = view.user
+    def _ucb(self, user: int, x: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
+        """(3) the UCB with the adapted Θ_{t,i}, every arm at once (u_t's visit counted)."""
         self.served[user] += 1
         if self.code_exploration:
             f, self.bonus = self._code_exploration(thetas, x)
-            ucb = f + self.bonus + self.code_nu * (1.0 / self.served[user].float()).sqrt()
-        else:  # f(x_i; Θ_{t,i}) and ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖
-            f, distances = self._estimates_and_distances(thetas, self.Theta0, x)
-            self.bonus = self.alpha * distances / self.mlp.width**0.25
-            ucb = f + self.bonus + self._user_side(user)
-        chosen = int(torch.argmax(ucb))
+            return f + self.bonus + self.code_nu * (1.0 / self.served[user].float()).sqrt()
+        f, distances = self._estimates_and_distances(thetas, self.Theta0, x)  # f(x_i; Θ_{t,i}), ‖g − g(x_i; Θ_0)‖
+        self.bonus = self.alpha * distances / self.mlp.width**0.25
+        return f + self.bonus + self._user_side(user)
+
+    def _choose(self, view, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
+        """The arm of the largest UCB, and what ``update`` needs of it."""
+        chosen = int(torch.argmax(self._ucb(view.user, x, thetas)))
         if not self.meta_every_10th_in_place:
             self.Theta = thetas[chosen].clone()  # line 13: Θ_t = Θ_{t,î}
         self._group = (

@@ -39,6 +39,8 @@ The authors' code (banyikun/MCNB @53eb178/@104f710) as named switches:
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -192,27 +194,39 @@ class MetaBan(Policy):
 
     def select(self, view, budget):
         x, groups = self._arms_and_groups(view)
+        return self._choose(x, groups, self._adapted(x, groups))
+
+    def scores(self, view) -> torch.Tensor:
+        """The UCB of every arm of the round, of which ``select`` plays the largest; computed on a copy of the policy,
+        because adapting Θ is part of choosing."""
+        twin = copy.deepcopy(self)
+        x, groups = twin._arms_and_groups(view)
+        return twin._ucb(x, twin._adapted(x, groups))
+
+    def _adapted(self, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+        """Θ_{t,i} for every arm i."""
         if self.code_training:
-            thetas = self._train_meta_code_each([self], [groups[-1]])[0].expand(len(x), -1)
-        else:
-            thetas = self._adapt(groups)
-        return self._choose(x, groups, thetas)
+            return self._train_meta_code_each([self], [groups[-1]])[0].expand(len(x), -1)
+        return self._adapt(groups)
 
     def _arms_and_groups(self, view) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
         return x, self._groups(view.user, x)
 
-    def _choose(self, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
-        """The UCB of every arm with its Θ_{t,i}, and the chosen arm."""
+    def _ucb(self, x: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
+        """The UCB of every arm with its Θ_{t,i}."""
         K = len(x)
         if self.ucb == "grad_norm":
             arms = ArmGradients(self.mlp, thetas, x)
-            ucb = arms.f + np.sqrt(self.code_lam_nu) * arms.rows().norm(dim=1)
-        else:  # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-            arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
-            G = arms.rows()
-            ucb = arms.f[:K] + self.alpha * (G[:K] - G[K:]).norm(dim=1)
-        chosen = int(torch.argmax(ucb))
+            return arms.f + np.sqrt(self.code_lam_nu) * arms.rows().norm(dim=1)
+        # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
+        arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
+        G = arms.rows()
+        return arms.f[:K] + self.alpha * (G[:K] - G[K:]).norm(dim=1)
+
+    def _choose(self, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
+        """The arm of the largest UCB, and what ``update`` needs of it."""
+        chosen = int(torch.argmax(self._ucb(x, thetas)))
         self.Theta = thetas[chosen].clone()  # Θ_t = Θ_{t,î}
         self._group, self._x = groups[chosen], x[chosen]
         return chosen

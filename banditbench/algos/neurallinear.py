@@ -178,13 +178,21 @@ class NeuralLinear(Policy):
         return self._component_A[component], self._component_b[component]
 
     def select(self, view, budget):
-        x = self._arms(view)
-        phi = self._embed(arm_inputs(x, self.block))
-        gram, b_C = self._component_sums(view.user)
-        ucb = cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
+        x, phi, ucb = self._ucb(view)
         chosen = int(torch.argmax(ucb))
         self._x, self._phi, self._arm = x[chosen], phi[chosen], chosen
         return chosen
+
+    def scores(self, view) -> torch.Tensor:
+        """The upper confidence bound of every arm of the round, of which ``select`` plays the largest."""
+        return self._ucb(view)[2]
+
+    def _ucb(self, view) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The round's arms x, their embeddings φ and the UCB of each arm on its user's component's statistics."""
+        x = self._arms(view)
+        phi = self._embed(arm_inputs(x, self.block))
+        gram, b_C = self._component_sums(view.user)
+        return x, phi, cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
 
     def update(self, view, chosen, reward):
         self._observe(view, reward)

@@ -172,13 +172,21 @@ class NeuralUCB(Policy):
             self.block, self.history = start_blocks(self, view, self.history)
 
     def select(self, view, budget):
-        model = self._model(view.user)
-        x = self._inputs(view, view.arms[:])
-        arms = ArmGradients(self.mlp, self.theta[model], arm_inputs(x, self.block))  # f and g, one forward and backward
-        ucb = arms.f.double() + self.nu * self.Z.widths(model, arms)
+        x, arms, ucb = self._ucb(view)
         chosen = int(torch.argmax(ucb))
         self._g_chosen, self._x, self._arm = arms.row(chosen), x[chosen], chosen
         return chosen
+
+    def scores(self, view) -> torch.Tensor:
+        """The upper confidence bound of every arm of the round, of which ``select`` plays the largest."""
+        return self._ucb(view)[2]
+
+    def _ucb(self, view):
+        """The round's inputs x, f and g of every arm (one forward and backward pass) and their UCB (Alg. 1 line 7)."""
+        model = self._model(view.user)
+        x = self._inputs(view, view.arms[:])
+        arms = ArmGradients(self.mlp, self.theta[model], arm_inputs(x, self.block))
+        return x, arms, arms.f.double() + self.nu * self.Z.widths(model, arms)
 
     def update(self, view, chosen, reward):
         self._observe(view, reward)

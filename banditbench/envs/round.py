@@ -1,4 +1,4 @@
-"""The Round contract between environments, policies and the runner (DESIGN.md, "Round" and "Budget").
+"""The Round contract between environments, policies and the runner (docs/architecture.md, "Round" and "Budget").
 
 An environment produces a :class:`Round` holding everything, including the hidden fields
 (realised rewards, expected rewards, ground-truth group). The runner shows the policy only a
@@ -78,7 +78,8 @@ class ArmPool:
 
 class CatalogPool:
     __slots__ = ("catalogue", "candidates", "_budget")
-    """A large catalogue's arms as item ids plus a feature lookup (DESIGN.md, "Round"): nothing is copied per round.
+    """A large catalogue's arms as item ids plus a feature lookup (docs/architecture.md, "Round"): nothing is copied
+    per round.
 
     ``catalogue`` (the items' static data: titles, topics, the items of each topic) and ``candidates`` (the
     item ids the environment sampled for this round, Zhang et al. 2022's "B items sampled uniformly") are free to read.

@@ -1,4 +1,4 @@
-"""Engines: how the units of a run are grouped before the executor runs them (DESIGN.md, "Engines under policies").
+"""Engines: how the units of a run are grouped before the executor runs them (docs/architecture.md, "Engines").
 
 - ``units`` (the default): every unit alone, the engine the golden digests pin.
 - ``lockstep``: the units of one configuration that differ only by seed, or also by the hyper-parameters the policy

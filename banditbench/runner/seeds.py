@@ -1,4 +1,4 @@
-"""Seeds (DESIGN.md, "Seeds"): one master seed per experiment; seed index i of it gives the unit
+"""Seeds (docs/architecture.md, "Seeds"): one master seed per experiment; seed index i of it gives the unit
 stream SeedSequence(master, spawn_key=(i,)) — the i-th child of ``SeedSequence(master).spawn`` —
 which splits into the environment's stream and the policy's stream. Every algorithm run with
 seed index i therefore sees the same users, arms and noise (common random numbers), and adding
