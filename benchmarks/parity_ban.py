@@ -151,7 +151,8 @@ KNOBS: dict[str, dict[str, Argument | Attribute | Literal]] = {
         "width": Argument("hidden", lambda p, d: p["width"]),
     },
     "metaban": {
-        "gamma": Argument("gamma", lambda p, d: p["gamma"]),
+        # their test |Δ| < γ (run.py: 0.32) is ours |Δ| ≤ (ν − 1)γ/ν (0.8 · 0.4 at the paper's ν = 5)
+        "gamma": Argument("gamma", lambda p, d: (p["nu"] - 1) / p["nu"] * p["gamma"]),
         "eta2": Argument("lr", lambda p, d: p["eta2"]),  # their lr is the meta network's (u_t's is a fixed 1e-3)
         "lr": Literal("train", 1e-3, lambda p, d: p["lr"], keyword="lr"),
         "code_lam_nu": Argument("nu", lambda p, d: p["code_lam_nu"] / 0.001),  # their λ = 0.001 times their ν

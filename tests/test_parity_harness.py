@@ -91,6 +91,34 @@ def test_a_literal_in_their_method_is_replaced_in_memory_only():
         parity_ban.replace_literal(optimiser, 1e-3, 0.05, store="lr")  # no local lr = 1e-3 there
 
 
+# What their constructors take when run.py does not pass an argument (their defaults) and the attributes COFIBA's
+# constructor sets, for a dimension d = 20.
+THEIR_DEFAULTS = {
+    ("cofiba", "beta"): 0.1,
+    ("cofiba", "alpha"): 4 * np.sqrt(20),
+    ("neuucb-ind", "lamdba"): 1.0,
+    ("neuucb-ind", "nu"): 0.01,
+    ("metaban", "nu"): 0.01,
+}
+
+
+def test_a_setting_at_our_code_value_leaves_their_code_as_their_run_py_runs_it():
+    """Each knob maps our name and scale to theirs: passing our code variant's own value must give their code the
+    value it already has, else a setting would silently change their side (Meta-Ban's γ is our (ν − 1)γ/ν)."""
+    import parity_ban
+
+    harness = load_harness()
+    for algorithm, knobs in parity_ban.KNOBS.items():
+        ours = harness.settings_for_theirs(algorithm, {}, {})
+        arguments = parity_ban.run_py_arguments(algorithm, 40, 20, 3000)
+        for name, knob in knobs.items():
+            if isinstance(knob, parity_ban.Literal):
+                theirs = knob.old
+            else:
+                theirs = arguments.get(knob.name, THEIR_DEFAULTS.get((algorithm, knob.name), 100))  # hidden = 100
+            assert knob.value(ours, 20) == pytest.approx(theirs), (algorithm, name)
+
+
 @pytest.mark.parametrize(
     "algorithm,settings,rounds,message",
     [
