@@ -4,7 +4,7 @@ negative controls that show the instance can tell implementations apart.
     .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --algos club --rounds 3000 --runs 10 \\
         [--set alpha2=2] [--variant code,default] [--margin 0.05] [--out FILE.json]
     .venv/bin/python benchmarks/parity.py --reference-dir REF ... --measure speed [--runs 3] [--lockstep S]
-    .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs docs/fidelity.md]
+    .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs | --check-docs docs/fidelity.md]
 
 Three families of the authors' code, each with its own instance:
 
@@ -48,7 +48,7 @@ paper's algorithm, different work, and the table says so. ``--lockstep S`` runs 
 group, rates per seed-round.
 
 ``--table FILE…`` prints the parity table from ``--out`` files; ``--write-docs PAGE`` puts it between the markers
-``<!-- parity-table -->`` and ``<!-- /parity-table -->`` of PAGE.
+``<!-- parity-table -->`` and ``<!-- /parity-table -->`` of PAGE, ``--check-docs PAGE`` fails unless PAGE holds it.
 """
 
 from __future__ import annotations
@@ -496,7 +496,6 @@ def regret_entry(algorithm: str, args, job: dict, instance: dict, settings: dict
     """Run ``--runs`` runs of theirs, each followed by ours on its draws; their figures, ours and the verdicts."""
     variants = [v.strip() for v in args.variant.split(",") if v.strip()]
     every = learners(algorithm, variants, instance, settings, ours_params)
-    tenth = max(args.rounds // 10, 1) - 1
 
     def pair(run: int) -> tuple[dict, dict]:
         with tempfile.TemporaryDirectory(prefix="parity-record-") as folder:
@@ -522,14 +521,14 @@ def regret_entry(algorithm: str, args, job: dict, instance: dict, settings: dict
         "same_draws": True,
         "settings": settings,
         "ours_params": ours_params,
-        "theirs": figures(theirs, tenth, args.rounds),
+        "theirs": figures(theirs, args.rounds),
         "variants": {},
         "controls": {},
     }
     theirs_final = entry["theirs"]["final"]
     for label, (learner, params) in every.items():
         runs = [answers[label] for _, answers in pairs]
-        item = {"algorithm": learner, "params": params, **figures(runs, tenth, args.rounds)}
+        item = {"algorithm": learner, "params": params, **figures(runs, args.rounds)}
         item["agreement"] = [
             r["agreement"] if "agreement" in r else float(np.mean(np.array(r["chosen"]) == np.array(mine["chosen"])))
             for r, mine in zip(runs, theirs)
@@ -545,16 +544,16 @@ def regret_entry(algorithm: str, args, job: dict, instance: dict, settings: dict
     return entry
 
 
-def figures(runs: list[dict], tenth: int, rounds: int) -> dict:
-    """Per run: the final regret, the regret at T/10, the loop's seconds and the final clusters; the mean per-round
-    regret in 10 windows of the horizon."""
+def figures(runs: list[dict], rounds: int) -> dict:
+    """Per run: the final regret and the final clusters (what the verdict and the table read); over the runs: the
+    mean per-round regret in 10 windows of the horizon (where in the run two sides part)."""
     edges = np.linspace(0, rounds, 11).astype(int)
     cumulative = np.array([[0.0, *r["regret"]] for r in runs]).mean(0)
     found = {
         "final": [r["regret"][-1] for r in runs],
-        "tenth": [r["regret"][tenth] for r in runs],
-        "seconds": [r["loop_seconds"] for r in runs],
-        "windows": [float((cumulative[b] - cumulative[a]) / max(b - a, 1)) for a, b in zip(edges[:-1], edges[1:])],
+        "windows": [
+            round(float((cumulative[b] - cumulative[a]) / max(b - a, 1)), 4) for a, b in zip(edges[:-1], edges[1:])
+        ],
     }
     for key in ("clusters", "f1"):
         if all(key in r for r in runs):
@@ -708,7 +707,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="write every run's figures, the comparisons and verdicts as JSON")
     p.add_argument("--lockstep", type=int, default=1, help="speed: ours runs this many seeds as one lockstep group")
     p.add_argument("--table", type=Path, nargs="+", help="print the parity table of these --out files")
-    p.add_argument("--write-docs", type=Path, help="with --table: put it between the parity-table markers of a page")
+    docs = p.add_mutually_exclusive_group()
+    docs.add_argument("--write-docs", type=Path, help="with --table: put it between the parity-table markers of a page")
+    docs.add_argument("--check-docs", type=Path, help="with --table: fail unless a page already holds this table")
     p.add_argument("--worker", choices=("ours", "theirs", "speed"), help=argparse.SUPPRESS)
     p.add_argument("--job", type=Path, help=argparse.SUPPRESS)
     return p
@@ -720,7 +721,7 @@ def main() -> None:
     if args.worker:
         return worker_main(args.worker, args.job)
     if args.table:
-        return parity_table.main(args.table, args.write_docs)
+        return parity_table.main(args.table, args.write_docs or args.check_docs, check=args.check_docs is not None)
     args.variant_given = any(a.startswith("--variant") for a in sys.argv[1:])
     if args.reference_dir is None or not args.reference_dir.is_dir():
         p.error("--reference-dir must be a local checkout of the authors' code")
@@ -756,7 +757,7 @@ def main() -> None:
         print(parity_table.summary(entry))
         report["algorithms"][algorithm] = entry
         if args.out:
-            args.out.write_text(json.dumps(report, indent=1, default=float))
+            args.out.write_text(json.dumps(report, default=float) + "\n")
 
 
 def check_reference(p: argparse.ArgumentParser, args, algorithm: str) -> None:

@@ -1,6 +1,7 @@
 """The parity table of docs/fidelity.md, written from the ``--out`` files of ``parity.py`` (never by hand).
 
     .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json [--write-docs docs/fidelity.md]
+    .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json --check-docs docs/fidelity.md
 
 One row per algorithm and setting: their mean final regret, ours (the code switches) against it with the 90 %
 paired interval, the share of rounds in which ours chose their arm, every control against theirs, the final
@@ -135,14 +136,22 @@ def summary(entry: dict) -> str:
     return "\n".join(lines)
 
 
-def main(files: list[Path], page: Path | None) -> None:
+def main(files: list[Path], page: Path | None, check: bool = False) -> None:
+    """Print the table, write it between the markers of ``page``, or (``check``) refuse a page whose table is not
+    the one ``files`` give: a hand edit, or a result added without regenerating."""
     entries = [e for f in files for e in json.loads(f.read_text())["algorithms"].values()]
     table = render(entries)
     if page is None:
         print(table)
         return
-    text = page.read_text()
+    text = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         raise SystemExit(f"{page} has no {START} … {END} section to write the table into")
-    page.write_text(pattern.sub(lambda _: f"{START}\n{table}\n{END}", text))
+    wanted = pattern.sub(lambda _: f"{START}\n{table}\n{END}", text)
+    if check and wanted != text:
+        raise SystemExit(
+            f"{page}: its parity table is not the one these {len(files)} files give; rewrite it with --write-docs"
+        )
+    if not check:
+        page.write_text(wanted, encoding="utf-8")
