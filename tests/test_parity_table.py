@@ -64,7 +64,11 @@ def test_every_algorithm_has_a_row_with_its_controls():
     assert all(e["controls"] and "code" in e["variants"] for e in entries)
 
 
-@pytest.mark.parametrize("entry", stored_entries(), ids=lambda e: f"{e['algorithm']}{e['settings'] or ''}")
+def row_id(entry: dict) -> str:
+    return "-".join([entry["algorithm"], *(f"{k}-{v}" for k, v in entry["settings"].items())])
+
+
+@pytest.mark.parametrize("entry", stored_entries(), ids=row_id)
 def test_every_stored_verdict_follows_from_its_runs_and_no_parity_has_a_control_that_passes(entry):
     theirs = entry["theirs"]["final"]
     controls = {}
@@ -78,15 +82,15 @@ def test_every_stored_verdict_follows_from_its_runs_and_no_parity_has_a_control_
 
 
 @pytest.mark.parametrize(
-    "argv,variant,work",
-    [([], "code", "the same work (their loops)"), (["--variant", "default"], "default", "different work")],
+    "asked,variant,work",
+    [(None, "code", "the same work (their loops)"), ("default", "default", "different work")],
 )
-def test_speed_times_the_same_work_unless_the_paper_mode_is_asked_for_and_says_which(monkeypatch, argv, variant, work):
+def test_speed_times_the_same_work_unless_the_paper_mode_is_asked_for_and_says_which(monkeypatch, asked, variant, work):
     harness = load_harness()
     timings = {"steady_seconds": 1.0, "cold_seconds": 2.0, "cpu_seconds": 1.5}
     timed = []
     monkeypatch.setattr(harness, "spawn", lambda side, job: timed.append(job.get("learners")) or dict(timings))
-    args = Namespace(variant=argv[-1] if argv else "code", variant_given=bool(argv), rounds=100, runs=2, lockstep=1)
+    args = Namespace(variant=asked or "code", variant_given=asked is not None, rounds=100, runs=2, lockstep=1)
     entry = harness.speed_entry("club", args, {"algorithm": "club"}, {}, {}, {})
     assert entry["variant"] == variant and entry["work"].startswith(work)
     assert [list(learners) for learners in timed if learners] == [[variant], [variant]]
