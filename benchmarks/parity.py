@@ -4,7 +4,7 @@ negative controls that show the instance can tell implementations apart.
     .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --algos club --rounds 3000 --runs 10 \\
         [--set alpha2=2] [--variant code,default] [--margin 0.05] [--out FILE.json]
     .venv/bin/python benchmarks/parity.py --reference-dir REF ... --measure speed [--runs 3] [--lockstep S]
-    .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs | --check-docs docs/fidelity.md]
+    .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs | --check-docs docs/parity.md]
 
 Three families of the authors' code, each with its own instance:
 

@@ -1,7 +1,7 @@
-"""The parity table of docs/fidelity.md, written from the ``--out`` files of ``parity.py`` (never by hand).
+"""The parity table of docs/parity.md, written from the ``--out`` files of ``parity.py`` (never by hand).
 
-    .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json [--write-docs docs/fidelity.md]
-    .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json --check-docs docs/fidelity.md
+    .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json [--write-docs docs/parity.md]
+    .venv/bin/python benchmarks/parity.py --table benchmarks/parity-results/*.json --check-docs docs/parity.md
 
 One row per algorithm and setting: their mean final regret, ours (the code switches) against it with the 90 %
 paired interval, the share of rounds in which ours chose their arm, every control against theirs, the final

@@ -1,4 +1,4 @@
-"""The parity table of docs/fidelity.md is generated from the stored harness results, and those results say parity
+"""The parity table of docs/parity.md is generated from the stored harness results, and those results say parity
 only where every control was shown different; the speed comparison times the same work unless told otherwise.
 
 Nothing here runs the authors' code: the stored results are read, and the speed path gets stand-in timings.
@@ -21,7 +21,7 @@ import parity_table  # noqa: E402
 import parity_verdict  # noqa: E402
 from test_parity import load_harness  # noqa: E402
 
-PAGE = ROOT / "docs" / "fidelity.md"
+PAGE = ROOT / "docs" / "parity.md"
 RESULTS = sorted((ROOT / "benchmarks" / "parity-results").glob("*.json"))
 
 
@@ -36,7 +36,7 @@ def test_the_page_holds_the_table_the_stored_results_give(monkeypatch):
 
 
 def test_a_hand_edit_or_a_result_left_out_of_the_table_is_refused(tmp_path):
-    edited = tmp_path / "fidelity.md"
+    edited = tmp_path / "parity.md"
     text = PAGE.read_text(encoding="utf-8")
     assert "| **differs** |" in text
     edited.write_text(text.replace("| **differs** |", "| **parity** |", 1), encoding="utf-8")
