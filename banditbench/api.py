@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
 from banditbench.errors import Interrupted, UserError
@@ -76,7 +77,7 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     dataset = DATASETS.get(name)
     if dataset is None or dataset.prepare is None:
         preparable = [n for n, d in DATASETS.items() if d.prepare is not None]
-        raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(preparable)}")
+        raise names.unknown("dataset", name, preparable, listing="`banditbench list datasets` shows them")
     known = [o.name for o in dataset.options] + (list(SOURCE_OPTIONS) if dataset.reads_raw else [])
     unknown = [key for key in options if key not in known]
     if unknown:
@@ -616,7 +617,7 @@ class Results:
             from banditbench.report.plots import svg_figures
 
             return formats.to_html(report, svg_figures(report))
-        raise UserError(f"unknown format {format!r}; choose from: {', '.join(FORMATS)}")
+        raise names.unknown("format", format, FORMATS)
 
     def save(self, path: str | Path) -> Results:
         """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
@@ -645,6 +646,5 @@ def claims(*sources: str | Path, test: str = "t"):
     from banditbench.report.scorecard import read_runs, scorecard
     from banditbench.report.stats import TESTS
 
-    if test not in TESTS:
-        raise UserError(f"test must be one of: {', '.join(TESTS)}; got {test!r}")
+    names.pick("test", test, TESTS)
     return scorecard(read_runs([Path(s) for s in sources], test), test)
