@@ -596,11 +596,20 @@ class Results:
 
         return curves(self._load())
 
-    def plot(self):
-        """The cumulative regret (or CTR) curves with 95 % bands, one panel per dataset: a matplotlib Figure."""
+    def plot(
+        self, algos: Iterable[str] | str | None = None, band: str = "ci", log_x: bool = False, style: str = "paper"
+    ):
+        """The cumulative regret (or CTR) curves, one panel per dataset: a matplotlib Figure. ``algos``: the
+        algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
+        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; as ``banditbench report``'s
+        --plot-algos, --band, --log-x and --style."""
+        from banditbench.report.plot_options import PlotOptions
         from banditbench.report.plots import regret_figure
 
-        return regret_figure(self._built())
+        if isinstance(algos, str):
+            algos = [name.strip() for name in algos.split(",") if name.strip()]
+        chosen = None if algos is None else tuple(algos)
+        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style))
 
     def report(self, format: str = "md") -> str:
         """The report's tables as text: ``md``, ``csv`` (the summary), ``latex`` or ``html`` (with figures)."""

@@ -740,7 +740,7 @@ def report(
         "md,csv",
         "--format",
         help="Files to write, comma-separated: md, csv, latex, html (one self-contained "
-        "file with the plots), png, svg (plots); 'none' writes nothing.",
+        "file with the plots), png, svg, pdf (plots); 'none' writes nothing.",
     ),
     out: Path | None = typer.Option(
         None,
@@ -761,11 +761,18 @@ def report(
     baselines: str = typer.Option("", "--baselines", help="Algorithms to treat as baselines (overrides the registry)."),
     proposed: str = typer.Option("", "--proposed", help="Algorithms to treat as proposed methods."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
+    plot_algos: str = typer.Option("", "--plot-algos", help="Algorithms the regret plot draws \\[default: all]."),
+    band: str = typer.Option(
+        "ci", "--band", help="Regret plot band: ci (mean, 95 % bootstrap), iqr (median, quartiles) or none."
+    ),
+    log_x: bool = typer.Option(False, "--log-x", help="Rounds on a log axis in the regret plot."),
+    style: str = typer.Option("paper", "--style", help="Plot style: paper (a column wide) or slides (large type)."),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
     from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
+    from banditbench.report.plot_options import PlotOptions
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
     from banditbench.results.folder import refuse_data_folder
@@ -797,6 +804,7 @@ def report(
             if name not in results.algorithms:
                 hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
                 raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
+    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style).checked(results.algorithms)
     report_ = build_report(results, roles=roles, test=test)
     incomplete = incompleteness(results)
     for exp in results.experiments:
@@ -809,7 +817,8 @@ def report(
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
-    for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
+    written = write_report_files(report_, Path(target), chosen, incomplete, results.warnings, plot) if chosen else []
+    for path in written:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -893,7 +902,7 @@ def incompleteness(results) -> str | None:
 
 
 def write_report_files(
-    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = ()
+    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = (), plot=None
 ) -> list[Path]:
     """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
     a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
@@ -905,7 +914,7 @@ def write_report_files(
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
             staging = Path(staging)
-            written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
+            written = [p.relative_to(staging) for p in write_files(report_, staging, formats, plot)]
             stale = target / INCOMPLETE
             if warnings and "md" in formats:
                 md = staging / "report.md"

@@ -12,7 +12,7 @@ import numpy as np
 from banditbench.errors import UserError
 from banditbench.report.claims import GAIN_TOLERANCE, MATCH_MARGIN, SPEED_MARGIN, VALUE_MARGIN
 from banditbench.report.stats import ALPHA, MIN_SEEDS, wilcoxon_floor
-from banditbench.report.tables import Report, curves, format_mean_std
+from banditbench.report.tables import PLOT_FORMATS, Report, curves, format_mean_std
 
 DAGGER = "†"
 
@@ -393,8 +393,9 @@ def to_rich(report: Report) -> list:
     return shown
 
 
-def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
-    """Write the chosen formats into ``out``; return the files written."""
+def write_files(report: Report, out: Path, formats: list[str], plot=None) -> list[Path]:
+    """Write the chosen formats into ``out``; return the files written. ``plot``: the regret figure's
+    ``banditbench.report.plots.PlotOptions`` (None: every algorithm, bootstrap bands, paper style)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -417,11 +418,12 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
-    if "png" in formats or "svg" in formats or "html" in formats:
+    images = [f for f in PLOT_FORMATS if f in formats]
+    if images or "html" in formats:
         from banditbench.report.plots import svg_figures, write_plots  # matplotlib: a second to import
 
-    if "png" in formats or "svg" in formats:
-        written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
+    if images:
+        written += write_plots(report, out / "plots", images, plot)
     if "html" in formats:
-        save("report.html", to_html(report, svg_figures(report)))
+        save("report.html", to_html(report, svg_figures(report, plot)))
     return written

@@ -13,6 +13,7 @@ from banditbench.report.load import LoadedExperiment, Results, latest_experiment
 
 __all__ = [
     "FORMATS",
+    "PLOT_FORMATS",
     "Report",
     "build_report",
     "format_mean_std",
@@ -23,7 +24,8 @@ __all__ = [
     "regret_table",
 ]
 
-FORMATS = ("md", "csv", "latex", "html", "png", "svg")
+PLOT_FORMATS = ("png", "svg", "pdf")
+FORMATS = ("md", "csv", "latex", "html", *PLOT_FORMATS)
 RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
 
 
