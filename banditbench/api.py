@@ -657,3 +657,13 @@ def claims(*sources: str | Path, test: str = "t"):
 
     names.pick("test", test, TESTS)
     return scorecard(read_runs([Path(s) for s in sources], test), test)
+
+
+def policy(name: str, /, *, dim: int, n_users: int, n_arms: int, seed: int = 0, **params: Any):
+    """A registered policy (``"club"``, ``"linucb-ind"``, a plugin's name or import path) for use outside any
+    simulation: ``select(user, arms)`` returns the index of the arm to show, ``update(user, arms, chosen,
+    reward)`` learns from the outcome. ``params``: its hyper-parameters, checked against their domains; ``seed``
+    makes its random choices reproducible. See banditbench/standalone.py."""
+    from banditbench.standalone import StandalonePolicy
+
+    return StandalonePolicy(name, dim=dim, n_users=n_users, n_arms=n_arms, seed=seed, **params)

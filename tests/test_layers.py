@@ -21,7 +21,7 @@ LAYERS = [
     ("runner",),
     ("presets",),
     ("report",),
-    ("api",),
+    ("api", "standalone"),
     ("cli", "__main__", "__init__"),
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
