@@ -35,7 +35,18 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     ).stdout.strip()
     # this environment's packages (numpy, torch, …) behind the fresh one's, without its editable banditbench
     (Path(site) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check", wheel]
+    # --ignore-installed: never uninstall the editable banditbench-lab the .pth makes visible
+    install = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        "--disable-pip-version-check",
+        wheel,
+    ]
     done = subprocess.run(install, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 

@@ -64,6 +64,18 @@ def _column_title(name: str) -> str:
     return name.removesuffix("_seconds").replace("_", " ") + " s/unit"
 
 
+def tuned_note(experiment) -> str:
+    """The grid values each tuned algorithm's tuning seeds chose, which its reported seeds then ran."""
+    if not experiment.tuned:
+        return ""
+    grids = experiment.config["algorithms"]
+    cells = "; ".join(
+        f"{algo} {', '.join(f'{k} = {cell[k]}' for k, v in grids[algo].items() if isinstance(v, list))}"
+        for algo, cell in experiment.tuned.items()
+    )
+    return f" Chosen on {experiment.config.get('tune_seeds')} tuning seeds: {cells}."
+
+
 def sections(report: Report) -> list[Section]:
     results, summary = report.results, report.summary
     test = "paired t-test" if report.test == "t" else "Wilcoxon signed-rank test"
@@ -81,7 +93,7 @@ def sections(report: Report) -> list[Section]:
             f"over seeds and 95 % percentile bootstrap interval of the mean. "
             f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
             f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
-        )
+        ) + tuned_note(next(e for e in results.experiments if e.dataset == dataset))
         has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
         lines = []
         for row in rows.itertuples():
