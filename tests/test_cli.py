@@ -179,5 +179,5 @@ def test_report_of_a_folder_without_results(tmp_path):
 
 
 def test_report_refuses_unknown_formats(tmp_path):
-    result = banditbench("report", tmp_path, "--format", "pdf")
-    assert result.returncode == 2 and "unknown format 'pdf'; choose from: md, csv" in result.stderr
+    result = banditbench("report", tmp_path, "--format", "pfd")
+    assert result.returncode == 2 and "unknown format 'pfd'; did you mean pdf?" in result.stderr
