@@ -104,6 +104,9 @@ def shell_env(tmp_path):
     shim = bin_dir / "banditbench"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m banditbench "$@"\n')
     shim.chmod(0o755)
+    python = bin_dir / "python"  # the Python that has banditbench, for the pages' `python -` blocks
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     env = {key: value for key, value in os.environ.items() if not key.startswith("BANDITBENCH_")}
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
