@@ -38,7 +38,7 @@ register(
     description="one LinUCB shared by all users",
     per_user=False,
     role="baseline",
-    capabilities=replace(SHARED, lockstep=True),
+    capabilities=SHARED,
 )
 register(
     "linucb-ind",
@@ -47,7 +47,6 @@ register(
     description="one independent LinUCB per user",
     per_user=True,
     role="baseline",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "oracle",
@@ -65,7 +64,6 @@ register(
     paper="Gentile, Li & Zappella, ICML 2014",
     role="baseline",
     description="user graph, edges cut by the parameter-distance test, clusters = connected components",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "sclub",
@@ -73,7 +71,6 @@ register(
     paper="Li, Chen, Li & Leung, IJCAI 2019",
     role="baseline",
     description="set-based clusters that split users off and merge close clusters",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "cofiba",
@@ -81,7 +78,6 @@ register(
     paper="Li, Karatzoglou & Gentile, SIGIR 2016",
     role="baseline",
     description="a user graph per item cluster, items clustered by the user neighbourhoods they induce",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "locb",
@@ -89,7 +85,6 @@ register(
     paper="Ban & He, NeurIPS 2021",
     role="baseline",
     description="overlapping local clusters grown around random seed users",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "dynucb",
@@ -97,7 +92,6 @@ register(
     paper="Nguyen & Lauw, CIKM 2014",
     role="baseline",
     description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "bass",
@@ -105,7 +99,6 @@ register(
     paper="Cherkaoui, Barlier & Colin, ICML 2025",
     role="proposed",
     description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "cmlb",
@@ -113,7 +106,6 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="explore, threshold-graph clusters, collaborate on averaged rewards",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "sclb",
@@ -121,7 +113,6 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="CMLB restarted in doubling phases with shrinking thresholds",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "oful-ind",
@@ -129,7 +120,6 @@ register(
     paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011",
     role="baseline",
     description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "pmlb",
@@ -137,7 +127,6 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="common OFUL on averaged rewards, then personal offsets",
-    capabilities=Capabilities(lockstep=True),
 )
 
 # Neural bandits
@@ -149,7 +138,7 @@ register(
     per_user=False,
     user_features=False,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
 )
 register(
     "neuucb-ind",
@@ -159,7 +148,7 @@ register(
     per_user=True,
     user_features=False,
     role="baseline",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
 )
 register(
     "neu-au",
@@ -169,14 +158,14 @@ register(
     per_user=False,
     user_features=True,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
 )
 register(
     "eenet",
     ".eenet:EENet",
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
     description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
 )
 register(
@@ -184,7 +173,7 @@ register(
     ".neurallinear:NeuralLinear",
     paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
     role="baseline",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
 )
 register(
@@ -192,7 +181,7 @@ register(
     ".metaban:MetaBan",
     paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022",
     role="proposed",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB",
 )
 register(
@@ -200,7 +189,7 @@ register(
     ".mcnb:MCNB",
     paper="Ban, Qi, Wei, Liu & He, KDD 2024",
     role="proposed",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB",
 )
 

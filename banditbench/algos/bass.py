@@ -106,7 +106,7 @@ def share(gram, b, A_inv, at, x, reward, sample=None) -> None:
 
 
 class BASS(Policy):
-    lockstep_params = ("alpha",)  # per member: its exploration
+    member_params = ("alpha",)  # per member: its exploration
     domains = {
         "alpha": d.NON_NEGATIVE,
         "ridge": d.POSITIVE,

@@ -34,7 +34,7 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridg
 
 
 class CLUB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
+    member_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,

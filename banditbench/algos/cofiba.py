@@ -80,7 +80,7 @@ def scores(means: np.ndarray, quad: np.ndarray, alpha, t: int, reference_ucb: bo
 
 
 class COFIBA(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge-test scale and ridge
+    member_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge-test scale and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,

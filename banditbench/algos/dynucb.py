@@ -42,7 +42,7 @@ CENTROIDS = ("ridge", "mean")
 
 
 class DynUCB(Policy):
-    lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
+    member_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {
         "n_clusters": d.COUNT,
         "alpha": d.NON_NEGATIVE,

@@ -23,7 +23,7 @@ from banditbench.algos.ridge import RidgeStats, ridge_bytes, stack
 
 
 class LinUCB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
+    member_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
 
     def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):

@@ -26,7 +26,7 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridg
 
 
 class LOCB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "ridge", "gamma")  # per member: its exploration, ridge and stopping scale
+    member_params = ("alpha", "ridge", "gamma")  # per member: its exploration, ridge and stopping scale
     domains = {
         "num_seeds": d.COUNT,
         "gamma": d.NON_NEGATIVE,

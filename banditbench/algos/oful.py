@@ -21,7 +21,7 @@ from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadrat
 
 
 class IndependentOFUL(Policy):
-    lockstep_params = ("delta",)  # per member: its confidence level
+    member_params = ("delta",)  # per member: its confidence level
     domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
 
     def __init__(

@@ -30,7 +30,7 @@ from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridg
 
 
 class SCLUB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "alpha1", "alpha_p", "ridge")  # per member: its exploration, tests and ridge
+    member_params = ("alpha", "alpha1", "alpha_p", "ridge")  # per member: its exploration, tests and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha1": d.NON_NEGATIVE,
