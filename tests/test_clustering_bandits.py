@@ -5,7 +5,7 @@ import pytest
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.bass import BASS, separation_test
-from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.algos.ridge_unit import RidgeStats, oful_radius
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import BudgetExceeded
 from banditbench.runner import Unit, run_unit

@@ -12,21 +12,23 @@ import numpy as np
 import pytest
 import torch
 
-from banditbench.algos import ALGORITHMS
+from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.cofiba import COFIBALockstep
 from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
-from banditbench.algos.ridge import RidgeStats, stack
+from banditbench.algos.ridge_unit import RidgeStats, stack
 from banditbench.algos.sclub import SCLUB
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS
 from banditbench.envs.round import Budget, Round, RoundView, each_round
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
-from banditbench.runner.unit import Unit, run_group, run_unit
+from banditbench.runner.unit import Lane, Unit, UnitPolicies, build_group, run_group, run_unit
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 from conftest import banditbench  # noqa: E402
+from my_policy import EpsilonGreedy  # noqa: E402
 from test_checkpoints import table_bytes  # noqa: E402
 from test_movielens import prepare_fixture  # noqa: E402
 from ties import assert_first_difference_is_rounding, first_difference, lockstep_score_pairs  # noqa: E402
@@ -319,22 +321,35 @@ def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_sta
     assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
 
 
+def group_of(name: str, params: list[dict], **problem):
+    """The policy of a group whose members have these hyper-parameters and seed 0, as the runner builds it."""
+    spec, seeds = ALGORITHMS[name], [np.random.SeedSequence(0) for _ in params]
+    if spec.takes_members:
+        return spec.build_members(**problem, seeds=seeds, params=params)
+    return UnitPolicies([spec.build(**problem, seed=seed, params=p) for seed, p in zip(seeds, params)])
+
+
+def ridge_statistics(state: dict) -> dict:
+    """The ridge statistics' A⁻¹ and θ in a member's state, by name."""
+    return {
+        (name, key): value[key]
+        for name, value in state.items()
+        if isinstance(value, dict) and "A_inv" in value
+        for key in ("A_inv", "theta")
+    }
+
+
 @pytest.mark.parametrize("name", ["linucb-one", "linucb-ind", "club", "sclub", "locb", "cofiba"])
 def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_members_alone(name):
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(2)
     theta = rng.standard_normal((K, d))
-
-    def members():
-        params = [{"alpha": 0.2}, {"alpha": 1.0}, {"alpha": 1.0, "ridge": 3.0}]
-        build = ALGORITHMS[name].build
-        return [build(n_users=n_users, n_arms=K, dim=K * d, seed=np.random.SeedSequence(0), params=p) for p in params]
-
-    alone, together = members(), members()
-    group = type(together[0]).lockstep(together)
+    params = [{"alpha": 0.2}, {"alpha": 1.0}, {"alpha": 1.0, "ridge": 3.0}]
+    problem = {"n_users": n_users, "n_arms": K, "dim": K * d}
+    group, alone = group_of(name, params, **problem), [group_of(name, [p], **problem) for p in params]
     for t in range(300):
         rounds = []
-        for _ in together:
+        for _ in params:
             contexts = rng.standard_normal((K, d))
             arms = np.zeros((K, K * d))
             for a in range(K):
@@ -345,15 +360,12 @@ def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         chosen = group.select(views, [Budget()] * 3)
         group.update(views, chosen, [float(rnd.rewards[arm]) for rnd, arm in zip(rounds, chosen)])
         for policy, view, rnd, arm in zip(alone, views, rounds, chosen):
-            assert policy.select(view, Budget()) == arm
-            policy.update(view, arm, float(rnd.rewards[arm]))
-    for policy, member in zip(alone, together):
-        assert member.block == d
-        statistics = [name for name, value in vars(member).items() if isinstance(value, RidgeStats)]
-        assert statistics and all(
-            np.array_equal(getattr(policy, s).A_inv, getattr(member, s).A_inv) for s in statistics
-        )
-        assert all(np.array_equal(getattr(policy, s).theta, getattr(member, s).theta) for s in statistics)
+            assert policy.select([view], [Budget()]) == [arm]
+            policy.update([view], [arm], [float(rnd.rewards[arm])])
+    for m, policy in enumerate(alone):
+        assert policy.member_state_dict(0)["block"] == d
+        mine, own = ridge_statistics(group.member_state_dict(m)), ridge_statistics(policy.member_state_dict(0))
+        assert mine and all(np.array_equal(mine[key], own[key]) for key in own)
 
 
 CODE_SWITCHES = {"meta_every_10th_in_place": True, "group_cap": True, "code_exploration": True, "schedule": "code"}
@@ -391,15 +403,28 @@ def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(nam
 
 
 class CrashingCheckpoints(Checkpoints):
-    """Stops the group after its second round of saves, as a kill would."""
+    """Stops the run after its second round of saves of ``members`` units, as a kill would."""
 
-    saves = 0
+    def __init__(self, folder, every: int, members: int = 3):
+        super().__init__(folder, every)
+        self.saves, self.stop = 0, 2 * members
 
     def save(self, unit, state):
         super().save(unit, state)
         self.saves += 1
-        if self.saves == 2 * 3:
+        if self.saves == self.stop:
             raise KeyboardInterrupt
+
+
+class LoadedCheckpoints(Checkpoints):
+    """Records the round of every checkpoint it loads."""
+
+    loaded: list = []
+
+    def load(self, unit):
+        state = super().load(unit)
+        self.loaded.append(None if state is None else state["t"])
+        return state
 
 
 @pytest.mark.parametrize(
@@ -426,6 +451,51 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
     for unit, before, after in zip(group, uninterrupted, resumed):
         assert table_bytes(before.outcome) == table_bytes(after.outcome)
         assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
+
+
+@pytest.mark.parametrize("algorithm,params", [("linucb-ind", {"alpha": [0.3, 1.0, 2.0]})])
+def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
+    # a checkpoint holds one member's state: units saved alone resume as one group, and a group's members alone
+    cells = [{name: values[i] for name, values in params.items()} for i in range(3)]
+    group = [Unit("synthetic", "linear", algorithm, cell, 0, i, 100, None) for i, cell in enumerate(cells)]
+    expected = [table_bytes(run_unit(unit, dataset).outcome) for unit in group]
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    for unit in group:
+        with pytest.raises(KeyboardInterrupt):
+            run_unit(unit, dataset, checkpoints=CrashingCheckpoints(alone, 30, members=1))
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(together, 30))
+    as_group = LoadedCheckpoints(alone, 30)
+    as_group.loaded = []
+    assert [table_bytes(r.outcome) for r in run_group(group, dataset, checkpoints=as_group)] == expected
+    as_units = LoadedCheckpoints(together, 30)
+    as_units.loaded = []
+    assert [table_bytes(run_unit(unit, dataset, checkpoints=as_units).outcome) for unit in group] == expected
+    assert as_group.loaded == as_units.loaded == [60] * 3
+
+
+@pytest.fixture
+def plugin():
+    """The example plug-in ε-greedy, registered for one test."""
+    name = plugins.resolve(EpsilonGreedy)
+    yield name
+    del ALGORITHMS[name], plugins.ORIGINS[name]
+
+
+def test_a_policy_written_for_one_unit_runs_in_a_group_one_object_per_member(dataset, tmp_path, plugin):
+    # the adapter steps a plug-in's policies one by one, each from its own stream, and checkpoints each as its unit
+    name = plugin
+    group = [Unit("synthetic", "linear", name, {"epsilon": 0.3}, 0, i, 90, None) for i in range(2)]
+    policy = build_group([Lane(unit, dataset, m) for m, unit in enumerate(group)])
+    assert isinstance(policy, UnitPolicies) and len(policy.policies) == 2
+    assert policy.member_state_dict(1)["rng"] == policy.policies[1].rng.bit_generator.state
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 40, members=2))
+    resumed = LoadedCheckpoints(tmp_path, 40)
+    resumed.loaded = []
+    for unit, result in zip(group, run_group(group, dataset, checkpoints=resumed)):
+        assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+    assert resumed.loaded == [80, 80]
 
 
 # the protocols whose environments hand out blocks of rounds (``env.blocks``), and the dataset each is tested on

@@ -281,8 +281,10 @@ class AlgorithmSpec:
         every = {**self.defaults(), **self.fixed, **params}
         return self.policy.state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, block=block, **every)
 
-    def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
-        """The policy of one unit, for a policy written for one unit (``Policy``)."""
+    def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy | MemberPolicy:
+        """The policy of one unit: a ``Policy``, or a ``MemberPolicy`` of one member."""
+        if self.takes_members:
+            return self.build_members(n_users=n_users, n_arms=n_arms, dim=dim, seeds=[seed], params=[params])
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
 
     @property

@@ -28,7 +28,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import (
+from banditbench.algos.ridge_unit import (
     RidgeStats,
     log_ucb_scores,
     log_ucb_scores_each,

@@ -28,9 +28,9 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
+from banditbench.algos.blocks_unit import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
+from banditbench.algos.ridge_unit import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
 
 
 class CLUB(BuiltAtFirstRound, Policy):

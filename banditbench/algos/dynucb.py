@@ -24,7 +24,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import (
+from banditbench.algos.ridge_unit import (
     RidgeStats,
     distances,
     log_ucb_scores,

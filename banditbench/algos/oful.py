@@ -17,7 +17,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, ridge_bytes, stack
+from banditbench.algos.ridge_unit import RidgeStats, means_each, oful_radius, quadratic_forms_each, ridge_bytes, stack
 
 
 class IndependentOFUL(Policy):

@@ -19,7 +19,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.cmlb import current_step
 from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge import RidgeStats, oful_radius, ridge_bytes, stack
+from banditbench.algos.ridge_unit import RidgeStats, oful_radius, ridge_bytes, stack
 
 
 class PMLB(Policy):
