@@ -32,8 +32,15 @@ from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge_unit import RidgeStats, log_ucb_scores, oful_radius, ridge_bytes, stacked_again, ucb_round
+from banditbench.algos.ridge_unit import (
+    RidgeStats,
+    log_ucb_scores,
+    oful_choices,
+    oful_radius,
+    ridge_bytes,
+    stacked_again,
+    ucb_round,
+)
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:

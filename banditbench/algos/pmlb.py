@@ -18,8 +18,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.cmlb import current_step
-from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge_unit import RidgeStats, oful_radius, ridge_bytes, stack
+from banditbench.algos.ridge_unit import RidgeStats, oful_choices, oful_radius, ridge_bytes, stack
 
 
 class PMLB(Policy):

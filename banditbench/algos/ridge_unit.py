@@ -295,3 +295,16 @@ def reference_beta(count, dim: int, t: int):
     """β(N, t) = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 of ``reference_code_scores`` (NaN at t = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.sqrt(dim * np.log(1 + count / dim) + 4 * np.log(t) + np.log(2)) + 1
+
+
+def oful_choices(policies: list, theta, A_inv, logdet, arms, sigma, delta) -> list[int]:
+    """The OFUL choice argmax xᵀθ + β·sqrt(xᵀA⁻¹x) of every member of a lockstep group (θ [S, d], A⁻¹ [S, d, d],
+    log det A [S], arms [S, K, d]; σ and δ one value or [S]), each member's bit for bit as alone; each member's
+    radius β joins its ``radius`` diagnostic."""
+    first = policies[0]
+    beta = oful_radius(logdet, first.dim, first.ridge, sigma, first.S, delta)
+    for policy, radius in zip(policies, beta.tolist()):
+        policy.radius_total += radius
+        policy.selections += 1
+    widths = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0))
+    return (means_each(theta, arms) + beta[:, None] * widths).argmax(axis=1).tolist()
