@@ -202,11 +202,11 @@ GROWING = ["locb", "cofiba"]  # LOCB draws its seed users, COFIBA's groups grow:
 def _matrix_bytes(policy) -> int:
     """The bytes of a policy's d × d (or block) matrices: its ridge statistics' A⁻¹ and G, and its own arrays of
     matrices (BASS's shared sums and inverses)."""
-    arrays = []
+    arrays, matrices = [], 4 if isinstance(policy, MemberPolicy) else 3  # [(members,) agents, d, d]
     for value in vars(policy).values():
         if isinstance(value, (RidgeStats, UnitRidgeStats)):
             arrays += [value.A_inv, value.gram]
-        elif isinstance(value, np.ndarray) and value.ndim == 3:
+        elif isinstance(value, np.ndarray) and value.ndim == matrices and value.dtype == float:
             arrays.append(value)
     return sum(a.nbytes for a in arrays if a is not None)
 

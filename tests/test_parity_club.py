@@ -13,18 +13,18 @@ def serve_user_zero(params: dict, rounds: int = 60):
     arms = 0.5 * np.eye(2)  # θ_0 → 2·e1: farther from θ_j = 0 than α₂(CB_0 + CB_j) ≈ 1.3
     for t in range(rounds):
         view = Round(t, 0, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
-        policy.update(view, 0, 1.0)
+        policy.update([view], [0], [1.0])  # a group of one
     return policy
 
 
 def test_the_paper_cuts_edges_to_users_without_data():
     """‖θ_0 − θ_j‖ ≈ 2 > α₂(CB_0 + CB_j) ≈ 1.3, with θ_j = 0 and CB_j = α₂ for a user with no data."""
     policy = serve_user_zero({})
-    assert not policy.graph[0, 1] and not policy.graph[0, 2]
-    assert policy.label[0] != policy.label[1]
+    assert not policy.graph[0, 0, 1] and not policy.graph[0, 0, 2]
+    assert policy.label[0, 0] != policy.label[0, 1]
 
 
 def test_served_pairs_only_keeps_them_as_the_authors_code_does():
     policy = serve_user_zero({"served_pairs_only": True})
-    assert policy.graph[0, 1] and policy.graph[0, 2]
-    assert len(set(policy.label.tolist())) == 1  # never-served users bridge everyone: one cluster
+    assert policy.graph[0, 0, 1] and policy.graph[0, 0, 2]
+    assert len(set(policy.label[0].tolist())) == 1  # never-served users bridge everyone: one cluster

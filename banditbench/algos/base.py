@@ -148,8 +148,8 @@ class MemberPolicy(MemberStateful):
     domains: dict[str, Domain] = {}
     #: Hyper-parameters that may take one value per member: the grid cells that differ only in them form one group.
     member_params: tuple[str, ...] = ()
-    #: a member's place in its group (another grouping changes it), and the arms ``read_arms`` keeps for ``played``
-    transient = ("members", "_arms", "_served")
+    #: a member's place in its group (another grouping changes it), and this round's arms ``read_arms`` keeps
+    transient = ("members", "_read")
 
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seeds: list[np.random.SeedSequence]):
         self.n_users = n_users
@@ -157,6 +157,14 @@ class MemberPolicy(MemberStateful):
         self.dim = dim
         self.members = np.arange(len(seeds))
         self.rngs = [np.random.default_rng(seed) for seed in seeds]
+
+    def at(self, index) -> tuple:
+        """Member m's entry ``index[m]`` of the axis after the member axis, for every member m: ``array[self.at(i)]``
+        is [M, …]. A group of one takes a view there (no gather; a write goes through, as with a basic index)."""
+        if len(self.members) == 1:
+            i = int(index[0])
+            return 0, slice(i, i + 1)
+        return self.members, index
 
     def per_member(self, value, dtype=float) -> np.ndarray:
         """A hyper-parameter of ``member_params`` as one value per member [M]: one value is every member's."""
@@ -170,12 +178,19 @@ class MemberPolicy(MemberStateful):
 
     def read_arms(self, views) -> tuple[np.ndarray, np.ndarray]:
         """Every member's arms [M, K, d] and served user [M] (``read_arms``), kept for ``played``."""
-        self._arms, self._served = read_arms(views)
-        return self._arms, self._served
+        arms, served = read_arms(views)
+        self._read = views, arms, served
+        return arms, served
 
-    def played(self, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """After ``read_arms``: the served users [M], the chosen arms' contexts [M, d] and their rewards [M]."""
-        return self._served, self._arms[self.members, chosen], np.asarray(rewards, dtype=float)
+    def played(self, views, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The served users [M], the chosen arms' contexts [M, d] and their rewards [M]: from the arms this round's
+        ``select`` read, or else (an update without it) from ``views``."""
+        read = getattr(self, "_read", None)
+        if read is not None and read[0] is views:
+            served, x = read[2], read[1][self.at(chosen)]
+        else:
+            served, x = np.array([view.user for view in views]), np.array([v.arms[c] for v, c in zip(views, chosen)])
+        return served, x, np.asarray(rewards, dtype=float)
 
     # Optional diagnostics of member m, as ``Policy``'s.
     def clusters(self, m: int) -> np.ndarray | None:

@@ -33,7 +33,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         self.alpha = self.per_member(alpha)
         self.ridge = self.per_member(ridge)
         self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known (blocks.py)
-        self._terms = None  # (round, learners, contexts, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of every arm, from the last ``scores``
+        self._terms = None  # (views, learners, contexts, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of every arm, from the last ``scores``
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
@@ -65,7 +65,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         arms, learners = self._arms_and_learners(views)
         stats = self.stats
         if self.block is None:
-            at = self.members, learners[:, 0]
+            at = self.at(learners[:, 0])
             A_inv_arms = arms @ stats.A_inv[at]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
             means = means_each(stats.theta[at], arms)
         else:  # each member's learners of blocks 0 … K−1 read in place: a gather would copy K blocks of w × w
@@ -78,7 +78,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
             )
             means = np.add.reduce(stats.theta[self.members[:, None], learners] * arms, axis=2)
         quad = np.add.reduce(A_inv_arms * arms, axis=2)  # x_iᵀA⁻¹x_i
-        self._terms = views[0].t, learners, arms, (A_inv_arms, quad, means)
+        self._terms = views, learners, arms, (A_inv_arms, quad, means)
         return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
 
     def _arms_and_learners(self, views) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +93,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     def update(self, views, chosen, rewards):
         self._prepare(views)
         pick = self.members, np.asarray(chosen)
-        if self._terms is not None and self._terms[0] == views[0].t:
+        if self._terms is not None and self._terms[0] is views:
             # Sherman–Morrison needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arms: this round's ``scores`` computed them
             _, learners, arms, (A_inv_arms, quad, means) = self._terms
             known = A_inv_arms[pick], quad[pick], means[pick]

@@ -34,13 +34,13 @@ class IndependentOFUL(MemberPolicy):
 
     def select(self, views, budgets):
         arms, served = self.read_arms(views)
-        at, stats = (self.members, served), self.stats
+        at, stats = self.at(served), self.stats
         return oful_choices(
             self, self.members, stats.theta[at], stats.A_inv[at], stats.logdet[at], arms, self.sigma, self.delta
         )
 
     def update(self, views, chosen, rewards):
-        self.stats.update(self.members, *self.played(chosen, rewards))
+        self.stats.update(self.members, *self.played(views, chosen, rewards))
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, **params):
