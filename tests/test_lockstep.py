@@ -454,7 +454,12 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
 
 
 @pytest.mark.parametrize(
-    "algorithm,params", [("linucb-ind", {"alpha": [0.3, 1.0, 2.0]}), ("club", {"alpha2": [0.1, 0.2, 1.0]})]
+    "algorithm,params",
+    [
+        ("linucb-ind", {"alpha": [0.3, 1.0, 2.0]}),
+        ("club", {"alpha2": [0.1, 0.2, 1.0]}),
+        ("dynucb", {"alpha": [0.3, 1.0, 2.0]}),
+    ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
     # a checkpoint holds one member's state: units saved alone resume as one group, and a group's members alone

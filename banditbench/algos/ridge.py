@@ -43,10 +43,12 @@ class RidgeStats:
         """Member ``members[p]`` adds the sample (x[p], reward[p]) to its learner ``learners[p]``, every pair distinct,
         in one batched Sherman–Morrison update; ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) [P, …] when the caller has just
         computed them. Every product is a stacked matmul, which computes each pair's slice bit for bit as the product
-        alone; one pair takes in-place updates of its views instead, the same numbers with fewer array operations."""
-        if len(learners) == 1:
-            one = None if known is None else (known[0][0], known[1][0], known[2][0])
-            self._update_one(members[0], learners[0], x[0], reward[0], one)
+        alone; one or two pairs take in-place updates of their views instead, the same numbers with fewer array
+        operations (below three pairs they cost less than the gathers and scatters of the batch)."""
+        if len(learners) <= 2:
+            for p in range(len(learners)):
+                one = None if known is None else (known[0][p], known[1][p], known[2][p])
+                self._update_one(members[p], learners[p], x[p], reward[p], one)
             return
         at = members, learners
         A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
