@@ -14,7 +14,6 @@ import torch
 
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.cofiba import COFIBALockstep
-from banditbench.algos.locb import LOCB
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge_unit import RidgeStats, stack
 from banditbench.algos.sclub import SCLUB
@@ -309,16 +308,19 @@ def test_stacked_ridge_statistics_update_and_score_bit_for_bit_as_each_member_al
 
 def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_statistics():
     rng = np.random.default_rng(1)
-    policies = [LOCB(n_users=6, n_arms=4, dim=3, seed=np.random.SeedSequence(s), num_seeds=3) for s in range(3)]
+    spec, problem, params = ALGORITHMS["locb"], {"n_users": 6, "n_arms": 4, "dim": 3}, {"num_seeds": 3}
+    group = spec.build_members(**problem, seeds=[np.random.SeedSequence(s) for s in range(3)], params=[params] * 3)
+    alone = [spec.build(**problem, seed=np.random.SeedSequence(s), params=params) for s in range(3)]
     for t in range(40):  # each member learns from different rounds
-        for policy in policies:
-            view = RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3)))
-            policy.update(view, int(rng.integers(4)), float(rng.normal()))
-    for policy in policies[1:]:
-        policy.member[:, 2] = False  # user 2 has left every cluster of members 1 and 2
-    views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in policies]
-    alone = [policy.select(view, None) for policy, view in zip(policies, views)]
-    assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
+        views = [RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3))) for _ in alone]
+        chosen, rewards = rng.integers(4, size=3).tolist(), rng.normal(size=3).tolist()
+        group.update(views, chosen, rewards)
+        for policy, view, arm, reward in zip(alone, views, chosen, rewards):
+            policy.update([view], [arm], [reward])
+    for policy, m in ((group, 1), (group, 2), (alone[1], 0), (alone[2], 0)):
+        policy.holds[m, 2] = False  # user 2 has left every cluster of members 1 and 2
+    views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in alone]
+    assert group.select(views, [None] * 3) == [policy.select([view], [None])[0] for policy, view in zip(alone, views)]
 
 
 def group_of(name: str, params: list[dict], **problem):
@@ -459,6 +461,7 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
         ("linucb-ind", {"alpha": [0.3, 1.0, 2.0]}),
         ("club", {"alpha2": [0.1, 0.2, 1.0]}),
         ("dynucb", {"alpha": [0.3, 1.0, 2.0]}),
+        ("locb", {"gamma": [0.2, 0.4, 0.8]}),  # each member draws its own seed users: padded clusters
     ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
