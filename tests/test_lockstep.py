@@ -220,24 +220,23 @@ def test_cofiba_group_edge_test_is_each_members_own_row_by_row(settings):
     assert np.array_equal(batched, alone) and 0 < batched.mean() < 1
 
 
-def test_sclub_lockstep_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
-    # the group runs SCLUB._merge only for members its vectorised test lets through: no merge may be missed
-    merged = []
-    merge = SCLUB._merge
+def test_a_sclub_group_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
+    # the group tests every fully checked member's clusters at once and joins clusters member by member
+    joined = []
+    join = SCLUB._join
 
-    def recording(policy, c, t):
-        sizes = policy.size.copy()
-        merge(policy, c, t)
-        merged.append(not np.array_equal(sizes, policy.size))
+    def recording(policy, m, c, k):
+        joined.append((c, k))
+        join(policy, m, c, k)
 
-    monkeypatch.setattr(SCLUB, "_merge", recording)
+    monkeypatch.setattr(SCLUB, "_join", recording)
     group = units("sclub", 2, 300, params={"alpha1": 0.5}) + units("sclub", 2, 300, params={"alpha1": 2.0})
     together = run_group(group, dataset)
-    merges_together, calls_together = sum(merged), len(merged)
-    merged.clear()
+    joined_together = sorted(joined)
+    joined.clear()
     for unit, result in zip(group, together):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
-    assert 0 < merges_together == sum(merged) and calls_together < len(merged)
+    assert joined_together and joined_together == sorted(joined)
 
 
 def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
@@ -462,6 +461,7 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
         ("club", {"alpha2": [0.1, 0.2, 1.0]}),
         ("dynucb", {"alpha": [0.3, 1.0, 2.0]}),
         ("locb", {"gamma": [0.2, 0.4, 0.8]}),  # each member draws its own seed users: padded clusters
+        ("sclub", {"alpha1": [0.3, 0.5, 2.0]}),  # clusters split and merge
     ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
