@@ -256,22 +256,22 @@ def test_bass_skips_the_eigen_decomposition_only_for_pairs_that_intersect():
     full test, and its cut decisions are the full test's."""
     rng = np.random.default_rng(3)
     n, d = 16, 4
-    policy = BASS(n_users=n, n_arms=5, dim=d, seed=0, sigma=0.3)
-    local = policy.local
+    policy = BASS(n_users=n, n_arms=5, dim=d, seeds=[0], sigma=0.3)  # a group of one
+    local, member = policy.local, np.zeros(n - 1, dtype=np.int64)
     for i in range(n):
         theta = 0.3 * rng.standard_normal(d)
         for x in rng.standard_normal((rng.integers(2, 80), d)):
-            local.update(i, x, x @ theta + 0.3 * rng.standard_normal())
+            local.update(np.array([0]), np.array([i]), x[None], np.array([x @ theta + 0.3 * rng.standard_normal()]))
     settled = tested = cut = 0
     for i in range(n):
         others = np.delete(np.arange(n), i)
-        kappa = policy.separation(local, i, others)
-        radius2_i, radius2_j = policy._radius2(local.logdet[i]), policy._radius2(local.logdet[others])
+        kappa = policy.separation((np.array([0]), np.array([i])), (member, others), member)
+        radius2_i, radius2_j = policy._radius2(local.logdet[0, i]), policy._radius2(local.logdet[0, others])
         full = separation_test(
-            local.theta[i],
-            radius2_i * local.A_inv[i],
-            local.theta[others],
-            (policy.ridge_eye + local.gram[others]) / radius2_j[:, None, None],
+            local.theta[0, i],
+            radius2_i * local.A_inv[0, i],
+            local.theta[0, others],
+            (policy.ridge_eye + local.gram[0, others]) / radius2_j[:, None, None],
         )
         shortcut = kappa == 1  # the full test's K is below 1 for distinct centres
         assert (full[shortcut] >= 0).all()
