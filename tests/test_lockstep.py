@@ -463,6 +463,7 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
         ("locb", {"gamma": [0.2, 0.4, 0.8]}),  # each member draws its own seed users: padded clusters
         ("sclub", {"alpha1": [0.3, 0.5, 2.0]}),  # clusters split and merge
         ("bass", {"alpha": [0.3, 1.0, 2.0], "gamma": [0.1] * 3}),  # edges cut
+        ("cmlb", {"horizon": [5] * 3}),  # clustered from step 5: each member's clusters, padded
     ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
