@@ -464,6 +464,7 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
         ("sclub", {"alpha1": [0.3, 0.5, 2.0]}),  # clusters split and merge
         ("bass", {"alpha": [0.3, 1.0, 2.0], "gamma": [0.1] * 3}),  # edges cut
         ("cmlb", {"horizon": [5] * 3}),  # clustered from step 5: each member's clusters, padded
+        ("pmlb", {"horizon": [3600] * 3}),  # common phase, then personal
     ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
