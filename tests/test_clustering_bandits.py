@@ -146,20 +146,21 @@ def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
         rng = np.random.default_rng(seed)
         policy = ALGORITHMS["cofiba"].build(
             n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(seed), params={"alpha2": 0.3}
-        )
+        )  # a group of one
         for t in range(3000):
             user, arms = int(rng.integers(20)), catalogue[rng.permutation(4)]
             expected = arms @ theta[truth[user]]
             rnd = Round(t, user, arms, expected + 0.1 * rng.standard_normal(4), expected, int(truth[user]))
             budget = Budget()
             view = rnd.view(budget)
-            chosen = policy.select(view, budget)
+            (chosen,) = policy.select([view], [budget])
             budget.close()
-            policy.update(view, chosen, rnd.rewards[chosen])
-        node = [int(np.flatnonzero((policy.items[: policy.n_items] == z).all(axis=1))[0]) for z in catalogue]
-        label = policy.item_label[node]
+            policy.update([view], [chosen], [rnd.rewards[chosen]])
+        n = policy.n_items[0]
+        node = [int(np.flatnonzero((policy.items[0, :n] == z).all(axis=1))[0]) for z in catalogue]
+        label = policy.item_label[0, node]
         assert label[0] == label[1] != label[2] == label[3]
-        assert policy.diagnostics() == {"n_item_clusters": 2.0}
+        assert policy.diagnostics(0) == {"n_item_clusters": 2.0}
 
 
 def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
@@ -170,22 +171,23 @@ def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
     env = PROTOCOLS["linear"].environment(scarce_async, np.random.SeedSequence(1))
     policy = ALGORITHMS["cofiba"].build(
         n_users=50, n_arms=10, dim=8, seed=np.random.SeedSequence(2), params={"alpha2": 0.15, "item_pool": 20}
-    )
+    )  # a group of one
     for rnd in env.rounds(2000):
         budget = Budget()
         view = rnd.view(budget)
-        chosen = policy.select(view, budget)
+        (chosen,) = policy.select([view], [budget])
         budget.close()
-        policy.update(view, chosen, rnd.rewards[chosen])
-    assert policy.active.size > 1 and len(np.unique(policy.slot_of[policy.active])) > 1  # items and users split
+        policy.update([view], [chosen], [rnd.rewards[chosen]])
+    active = np.flatnonzero(policy.in_use[0])
+    assert active.size > 1 and len(np.unique(policy.slot_of[0, active])) > 1  # items and users split
     groups = policy.groups
-    for j in policy.active:
-        for slot in np.unique(policy.slot_of[j]):
-            gram, b, count = policy.users.pool(np.flatnonzero(policy.slot_of[j] == slot))
-            np.testing.assert_allclose(groups.gram[slot], gram, atol=1e-9)
-            np.testing.assert_allclose(groups.b[slot], b, atol=1e-9)
-            np.testing.assert_allclose(groups.A_inv[slot], np.linalg.inv(np.eye(8) + gram), atol=1e-8)
-            assert groups.count[slot] == count
+    for j in active:
+        for slot in np.unique(policy.slot_of[0, j]):
+            gram, b, count = policy.users.pool(0, np.flatnonzero(policy.slot_of[0, j] == slot))
+            np.testing.assert_allclose(groups.gram[0, slot], gram, atol=1e-9)
+            np.testing.assert_allclose(groups.b[0, slot], b, atol=1e-9)
+            np.testing.assert_allclose(groups.A_inv[0, slot], np.linalg.inv(np.eye(8) + gram), atol=1e-8)
+            assert groups.count[0, slot] == count
 
 
 # --- BASS's separation test (Definition 5.1) -------------------------------------------------------------------

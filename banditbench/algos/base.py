@@ -128,6 +128,11 @@ def read_arms(views) -> tuple[np.ndarray, np.ndarray]:
     return np.array([view.arms[:] for view in views]), np.array([view.user for view in views])
 
 
+def same_views(kept, views) -> bool:
+    """Whether ``views`` are the members' views ``kept`` from this round's ``select`` (the same view objects)."""
+    return kept is views or (len(kept) == len(views) and all(a is b for a, b in zip(kept, views)))
+
+
 class MemberPolicy(MemberStateful):
     """A bandit policy over the M ≥ 1 members of a group: its seeds, and the grid cells that differ only in the
     hyper-parameters it keeps per member (``member_params``). A unit is a group of one.
@@ -186,7 +191,7 @@ class MemberPolicy(MemberStateful):
         """The served users [M], the chosen arms' contexts [M, d] and their rewards [M]: from the arms this round's
         ``select`` read, or else (an update without it) from ``views``."""
         read = getattr(self, "_read", None)
-        if read is not None and read[0] is views:
+        if read is not None and same_views(read[0], views):
             served, x = read[2], read[1][self.at(chosen)]
         else:
             served, x = np.array([view.user for view in views]), np.array([v.arms[c] for v, c in zip(views, chosen)])

@@ -131,9 +131,11 @@ class BlockRidgeStats(RidgeStats):
         return quad
 
     def quadratic_forms_of_all(self, m: int, contexts: np.ndarray) -> np.ndarray:
-        """xᵀA⁻¹x of every context x [n, D] for every learner of member m → [n, learners]."""
         blocks, contexts = self._compact(contexts)
         return np.array([(self.A_inv[m, :, a] @ x) @ x for a, x in zip(blocks.tolist(), contexts)])
+
+    def quadratic_forms_of_each(self, members: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+        return np.stack([self.quadratic_forms_of_all(m, x[None])[0] for m, x in zip(members.tolist(), contexts)])
 
     def cluster_ucb(self, members, learners, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
         scores = np.empty(arms.shape[:2])

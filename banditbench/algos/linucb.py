@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import MemberPolicy
+from banditbench.algos.base import MemberPolicy, same_views
 from banditbench.algos.blocks import BuiltAtFirstRound
 from banditbench.algos.ridge import RidgeStats, means_each, ridge_bytes
 
@@ -93,7 +93,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     def update(self, views, chosen, rewards):
         self._prepare(views)
         pick = self.members, np.asarray(chosen)
-        if self._terms is not None and self._terms[0] is views:
+        if self._terms is not None and same_views(self._terms[0], views):
             # Sherman–Morrison needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arms: this round's ``scores`` computed them
             _, learners, arms, (A_inv_arms, quad, means) = self._terms
             known = A_inv_arms[pick], quad[pick], means[pick]

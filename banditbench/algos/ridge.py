@@ -121,6 +121,18 @@ class RidgeStats:
         at = members, learners
         return cluster_ucb_rows(self.theta[at], self.A_inv[at], self.count[at], arms, alpha, t, reference_code)
 
+    def quadratic_forms_of(self, m: int, learner: int, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of member m's learner for every context x [n, d]."""
+        return quadratic_forms(self.A_inv[m, learner], contexts)
+
+    def quadratic_forms_of_all(self, m: int, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of every context x [k, d] for every learner of member m → [k, learners]."""
+        return np.einsum("nde,ke,kd->kn", self.A_inv[m], contexts, contexts)
+
+    def quadratic_forms_of_each(self, members: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of context p [P, d] for every learner of member ``members[p]`` → [P, learners]."""
+        return np.einsum("pnde,pe,pd->pn", self.A_inv[members], contexts, contexts)
+
     def means_and_quadratic_forms(self, members, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """xᵀθ and xᵀA⁻¹x of every arm x [P, d], arm p from learner ``learners[p]`` of member ``members[p]``."""
         A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[members, learners], arms)
