@@ -14,9 +14,7 @@ from fixtures_raw import CIFAR_BATCHES, cifar_batches, write_cifar_binary, write
 
 from banditbench import presets
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.base import MemberPolicy
 from banditbench.algos.ridge import RidgeStats
-from banditbench.algos.ridge_unit import RidgeStats as UnitRidgeStats
 from banditbench.data import classification, load_dataset
 from banditbench.data.fetch import Download, check_hashes
 from banditbench.errors import UserError
@@ -202,11 +200,11 @@ GROWING = ["locb", "cofiba"]  # LOCB draws its seed users, COFIBA's groups grow:
 def _matrix_bytes(policy) -> int:
     """The bytes of a policy's d × d (or block) matrices: its ridge statistics' A⁻¹ and G, and its own arrays of
     matrices (BASS's shared sums and inverses)."""
-    arrays, matrices = [], 4 if isinstance(policy, MemberPolicy) else 3  # [(members,) agents, d, d]
+    arrays = []
     for value in vars(policy).values():
-        if isinstance(value, (RidgeStats, UnitRidgeStats)):
+        if isinstance(value, RidgeStats):
             arrays += [value.A_inv, value.gram]
-        elif isinstance(value, np.ndarray) and value.ndim == matrices and value.dtype == float:
+        elif isinstance(value, np.ndarray) and value.ndim == 4 and value.dtype == float:  # [members, agents, d, d]
             arrays.append(value)
     return sum(a.nbytes for a in arrays if a is not None)
 
@@ -218,9 +216,8 @@ def test_ridge_policies_declare_the_matrices_they_allocate(name, block):
     spec = ALGORITHMS[name]
     policy = spec.build(n_users=6, n_arms=3, dim=12, seed=np.random.SeedSequence(0), params={})
     if name in BLOCK_AWARE:
-        view = SimpleNamespace(block=block)  # built at its first round: dense, or per block of 4
-        policy._prepare([view] if isinstance(policy, MemberPolicy) else view)
-        stats = [v for v in vars(policy).values() if isinstance(v, (RidgeStats, UnitRidgeStats))]
+        policy._prepare([SimpleNamespace(block=block)])  # built at its first round: dense, or per block of 4
+        stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
         assert stats and all(s.A_inv.shape[-1] == (block or 12) for s in stats)
     allocated = _matrix_bytes(policy)
     declared = spec.state_bytes(n_users=6, n_arms=3, dim=12, params={}, block=block)

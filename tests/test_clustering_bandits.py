@@ -5,7 +5,7 @@ import pytest
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.bass import BASS, separation_test
-from banditbench.algos.ridge_unit import RidgeStats, oful_radius
+from banditbench.algos.ridge import RidgeStats, oful_radius
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import BudgetExceeded
 from banditbench.runner import Unit, run_unit
@@ -303,27 +303,31 @@ def reference_oful_run(dataset, rounds, shared_after):
     from banditbench.runner.seeds import unit_streams
 
     env = PROTOCOLS["synchronous"].environment(dataset, unit_streams(0, 0)[0])
-    own, fresh, shared = RidgeStats(N, d), RidgeStats(N, d), RidgeStats(1, d)
+    own, fresh, shared = RidgeStats(1, N, d), RidgeStats(1, N, d), RidgeStats(1, 1, d)  # statistics of one member
     chosen, pending = [], []
 
     def oful(stats, k, arms, sigma):
-        beta = oful_radius(stats.logdet[k], d, 1.0, sigma, 1.0, spec["delta"])
-        return int(np.argmax(arms @ stats.theta[k] + beta * stats.widths(k, arms)))
+        beta = oful_radius(stats.logdet[0, k], d, 1.0, sigma, 1.0, spec["delta"])
+        widths = np.sqrt(np.maximum(stats.quadratic_forms_of(0, k, arms), 0.0))
+        return int(np.argmax(arms @ stats.theta[0, k] + beta * widths))
+
+    def learn(stats, k, x, reward):
+        stats.update(np.array([0]), np.array([k]), x[None], np.array([reward]))
 
     for rnd in env.rounds(rounds):
         if pending and rnd.user == 0:
-            shared.update(0, pending[0][0], np.mean([r for _, r in pending]))
+            learn(shared, 0, pending[0][0], np.mean([r for _, r in pending]))
             pending = []
         x_all, u = rnd.arms, rnd.user
         if rnd.step < explore:
             k = oful(own, u, x_all, NOISE)
-            own.update(u, x_all[k], rnd.rewards[k])
+            learn(own, u, x_all[k], rnd.rewards[k])
         elif shared_after:
             k = oful(shared, 0, x_all, NOISE / np.sqrt(N))
             pending.append((x_all[k], rnd.rewards[k]))
         else:
             k = oful(fresh, u, x_all, NOISE)
-            fresh.update(u, x_all[k], rnd.rewards[k])
+            learn(fresh, u, x_all[k], rnd.rewards[k])
         chosen.append(k)
     return np.array(chosen), explore
 

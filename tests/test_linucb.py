@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from banditbench.algos.ridge import RidgeStats
-from banditbench.algos.ridge_unit import RidgeStats as UnitRidgeStats
 from banditbench.runner import Unit, run_unit
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -31,14 +30,15 @@ def test_sherman_morrison_inverse_equals_direct_inverse(pairs):
     assert stats.count.tolist() == [[0, 0, 200 * (pairs > 1)], [0, 200, 0]]
 
 
-def test_widths_are_the_mahalanobis_norms():
+def test_quadratic_forms_are_the_squared_mahalanobis_norms():
     rng = np.random.default_rng(2)
-    stats = UnitRidgeStats(1, 4)
+    stats = RidgeStats(members=2, n_learners=1, dim=4)
     for x in rng.standard_normal((30, 4)):
-        stats.update(0, x, 1.0)
+        stats.update(np.array([1]), np.array([0]), x[None], np.ones(1))
     arms = rng.standard_normal((7, 4))
-    direct = np.sqrt([a @ stats.A_inv[0] @ a for a in arms])
-    np.testing.assert_allclose(stats.widths(0, arms), direct)
+    direct = [a @ stats.A_inv[1, 0] @ a for a in arms]
+    np.testing.assert_allclose(stats.quadratic_forms_of(1, 0, arms), direct)
+    np.testing.assert_allclose(stats.quadratic_forms_of_each(np.array([1]), arms[:1]), [direct[:1]])
 
 
 def cumulative_regret(algorithm, dataset, rounds, seed_index=0, **params):

@@ -14,7 +14,7 @@ import torch
 
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
-from banditbench.algos.ridge_unit import RidgeStats, stack
+from banditbench.algos.ridge import RidgeStats
 from banditbench.algos.sclub import SCLUB
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS
@@ -267,43 +267,27 @@ def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
         torch.testing.assert_close(trained, train_jobs(mlp, [job], lr=0.01)[0], rtol=1e-5, atol=1e-6)
 
 
-def test_stacked_ridge_statistics_update_and_score_bit_for_bit_as_each_member_alone():
+def test_a_members_ridge_statistics_update_and_score_bit_for_bit_as_the_member_alone():
+    # the batched Sherman–Morrison update and scores of three members against each member's statistics alone, whose
+    # single (member, learner) pair takes in-place updates of its views
     rng = np.random.default_rng(0)
-    alone = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
-    together = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
-    stacked = stack(together)
+    ridges, members = [0.5, 1.0, 2.0], np.arange(3)
+    together, alone = RidgeStats(3, 5, 3, ridges), [RidgeStats(1, 5, 3, ridge) for ridge in ridges]
+    one = np.zeros(1, dtype=np.int64)
     for _ in range(30):
         learners, x, reward = rng.integers(5, size=3), rng.normal(size=(3, 3)), rng.normal(size=3)
-        for s, member in enumerate(alone):
-            member.update(learners[s], x[s], reward[s])
-        stacked.update_each(learners, x, reward)
+        together.update(members, learners, x, reward)
+        for m, stats in enumerate(alone):
+            stats.update(one, learners[m : m + 1], x[m : m + 1], reward[m : m + 1])
     arms, alpha = rng.normal(size=(3, 4, 3)), np.array([0.1, 1.0, 2.0])
     for reference in (False, True):
-        scores = stacked.cluster_ucb_each(np.array([0, 1, 2]), arms, alpha, 7, reference)
-        for s, member in enumerate(alone):
-            assert np.array_equal(scores[s], member.cluster_ucb(s, arms[s], alpha[s], 7, reference))
-    for member, view in zip(alone, together):  # each member's arrays are views of the stack
+        scores = together.cluster_ucb(members, members, arms, alpha, 7, reference)
+        for m, stats in enumerate(alone):
+            own = stats.cluster_ucb(one, np.array([m]), arms[m : m + 1], alpha[m : m + 1], 7, reference)
+            assert np.array_equal(scores[m], own[0])
+    for m, stats in enumerate(alone):
         for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
-            assert np.array_equal(getattr(view, name), getattr(member, name)), name
-    assert np.shares_memory(together[1].A_inv, stacked.A_inv)
-    # two kinds of learners of one member (DynUCB's 5 users and 2 clusters) in one stack: cluster c is learner 5 + c
-    users, clusters, alone_users, alone_clusters = (
-        RidgeStats(5, 3),
-        RidgeStats(2, 3),
-        RidgeStats(5, 3),
-        RidgeStats(2, 3),
-    )
-    joined = stack([users], [clusters])
-    for _ in range(10):
-        user, cluster, x, reward = rng.integers(5), rng.integers(2), rng.normal(size=3), rng.normal()
-        alone_users.update(user, x, reward)
-        alone_clusters.update(cluster, x, reward)
-        joined.update_each(
-            np.array([user, 5 + cluster]), np.array([x, x]), np.full(2, reward), members=np.zeros(2, int)
-        )
-    for view, member in ((users, alone_users), (clusters, alone_clusters)):
-        for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
-            assert np.array_equal(getattr(view, name), getattr(member, name)), name
+            assert np.array_equal(getattr(together, name)[m], getattr(stats, name)[0]), name
 
 
 def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_statistics():
@@ -324,11 +308,8 @@ def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_sta
 
 
 def group_of(name: str, params: list[dict], **problem):
-    """The policy of a group whose members have these hyper-parameters and seed 0, as the runner builds it."""
-    spec, seeds = ALGORITHMS[name], [np.random.SeedSequence(0) for _ in params]
-    if spec.takes_members:
-        return spec.build_members(**problem, seeds=seeds, params=params)
-    return UnitPolicies([spec.build(**problem, seed=seed, params=p) for seed, p in zip(seeds, params)])
+    """The policy of a group whose members have these hyper-parameters and seed 0."""
+    return ALGORITHMS[name].build_members(**problem, seeds=[np.random.SeedSequence(0) for _ in params], params=params)
 
 
 def ridge_statistics(state: dict) -> dict:

@@ -11,7 +11,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.blocks_unit import BlockRidgeStats
+from banditbench.algos.blocks import BlockRidgeStats
 from banditbench.algos.neural import (
     MLP,
     ArmGradients,
@@ -22,7 +22,7 @@ from banditbench.algos.neural import (
     start_blocks,
     train_jobs,
 )
-from banditbench.algos.ridge_unit import RidgeStats
+from banditbench.algos.ridge import RidgeStats
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS, Budget, Round
 from banditbench.errors import UserError
@@ -243,49 +243,57 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
 
 
 def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones(monkeypatch):
-    K, d, n = 4, 3, 5
+    K, d, n, M = 4, 3, 5, 2
     rng = np.random.default_rng(3)
-    dense, block = RidgeStats(n, K * d, ridge=0.7), BlockRidgeStats(n, K * d, d, ridge=0.7)
+    dense, block = RidgeStats(M, n, K * d, ridge=0.7), BlockRidgeStats(M, n, K * d, d, ridge=0.7)
     for _ in range(60):
         arms = _block_arms(rng.standard_normal((K, d)))
         x, reward, learner = arms[rng.integers(K)], float(rng.standard_normal()), int(rng.integers(n))
         for stats in (dense, block):
-            stats.update(learner, x, reward)
-            stats.update_many(np.array([(learner + 1) % n, (learner + 2) % n]), x, -reward)
+            stats.update(np.array([1]), np.array([learner]), x[None], np.array([reward]))
+            pairs = np.array([0, 1, 0]), np.array([learner, (learner + 1) % n, (learner + 2) % n])
+            stats.update(*pairs, np.tile(x, (3, 1)), np.full(3, -reward))
     for stats in (dense, block):
-        stats.assign(0, *stats.pool(np.array([1, 2, 3])))  # a pooled cluster, as CLUB's split builds it
-        stats.reset(4)
-        stats.update(4, np.zeros(K * d), 1.0)  # an all-zero context: only the count changes
+        stats.assign(1, 0, *stats.pool(1, np.array([1, 2, 3])))  # a pooled cluster, as CLUB's split builds it
+        stats.reset(1, 4)
+        stats.update(np.array([1]), np.array([4]), np.zeros((1, K * d)), np.ones(1))  # all-zero: only the count
     close = dict(rtol=1e-10, atol=1e-12)
-    for u in range(n):
-        for a in range(K):
-            span = slice(a * d, (a + 1) * d)
-            np.testing.assert_allclose(block.A_inv[u, a], dense.A_inv[u, span, span], **close)
-            np.testing.assert_allclose(block.gram[u, a], dense.gram[u, span, span], **close)
-        off_diagonal = dense.A_inv[u] * (1 - np.kron(np.eye(K), np.ones((d, d))))
-        assert not off_diagonal.any()  # the dense A⁻¹ is block-diagonal: nothing is lost
+    for m in range(M):
+        for u in range(n):
+            for a in range(K):
+                span = slice(a * d, (a + 1) * d)
+                np.testing.assert_allclose(block.A_inv[m, u, a], dense.A_inv[m, u, span, span], **close)
+                np.testing.assert_allclose(block.gram[m, u, a], dense.gram[m, u, span, span], **close)
+            off_diagonal = dense.A_inv[m, u] * (1 - np.kron(np.eye(K), np.ones((d, d))))
+            assert not off_diagonal.any()  # the dense A⁻¹ is block-diagonal: nothing is lost
     for name in ("theta", "b", "logdet"):
         np.testing.assert_allclose(getattr(block, name), getattr(dense, name), **close)
-    assert np.array_equal(block.count, dense.count) and block.count[4] == 1
+    assert np.array_equal(block.count, dense.count) and block.count[1, 4] == 1
     arms = _block_arms(rng.standard_normal((K, d)))
-    learners = np.array([0, 2, 2, 4])
+    members, learners = np.array([0, 1, 1, 0]), np.array([0, 2, 2, 4])
     for got, want in zip(
-        block.means_and_quadratic_forms(learners, arms), dense.means_and_quadratic_forms(learners, arms)
+        block.means_and_quadratic_forms(members, learners, arms),
+        dense.means_and_quadratic_forms(members, learners, arms),
     ):
         np.testing.assert_allclose(got, want, **close)
-    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(1, 2, arms), dense.quadratic_forms_of(1, 2, arms), **close)
     monkeypatch.setattr("banditbench.algos.blocks.GATHER_BYTES", 0)  # as for blocks too large to gather
-    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
-    np.testing.assert_allclose(block.quadratic_forms_of_all(arms), dense.quadratic_forms_of_all(arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(1, 2, arms), dense.quadratic_forms_of(1, 2, arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of_all(1, arms), dense.quadratic_forms_of_all(1, arms), **close)
+    each = block.quadratic_forms_of_each(members, arms), dense.quadratic_forms_of_each(members, arms)
+    np.testing.assert_allclose(*each, **close)
     for reference in (False, True):
         for t in (0, 7):
-            want = dense.cluster_ucb_many(learners, arms, 0.3, t, reference)
-            np.testing.assert_allclose(block.cluster_ucb_many(learners, arms, 0.3, t, reference), want, **close)
+            arms_of = np.tile(arms, (4, 1, 1))
+            want = dense.cluster_ucb(members, learners, arms_of, np.full(4, 0.3), t, reference)
+            np.testing.assert_allclose(
+                block.cluster_ucb(members, learners, arms_of, np.full(4, 0.3), t, reference), want, **close
+            )
     with pytest.raises(ValueError, match="spans several blocks"):
-        block.update(0, arms[0] + arms[1], 1.0)
+        block.update(np.array([0]), np.array([0]), (arms[0] + arms[1])[None], np.ones(1))
     grown = block.fresh(2)
     block.grow(2)
-    assert type(grown) is BlockRidgeStats and block.A_inv.shape == (n + 2, K, d, d) and not block.theta[n:].any()
+    assert type(grown) is BlockRidgeStats and block.A_inv.shape == (M, n + 2, K, d, d) and not block.theta[:, n:].any()
 
 
 @pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
