@@ -256,28 +256,27 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
 
     def _user_side(self, j: np.ndarray, served: np.ndarray, x: np.ndarray, log_t: float) -> None:
         """At the played item's cluster ĵ_t: cut (i_t, ℓ) when ℓ is far from i_t on x̄_t, every member at once."""
-        neighbour = np.stack([graphs[c][i] for graphs, c, i in zip(self.user_graph, j.tolist(), served.tolist())])
+        neighbour = np.array([graphs[c][i] for graphs, c, i in zip(self.user_graph, j.tolist(), served.tolist())])
         tested = np.flatnonzero(neighbour.any(axis=1))
         if not tested.size:
             return
         users, i, x = self.users, served[tested], x[tested]
-        prediction = (users.theta[tested] @ x[:, :, None])[:, :, 0]  # w_ℓᵀx̄ [P, N]
+        prediction = (users.theta[self.rows(tested)] @ x[:, :, None])[:, :, 0]  # w_ℓᵀx̄ [P, N]
         spread = np.sqrt(np.maximum(users.quadratic_forms_of_each(tested, x), 0))
         cut = self._far(prediction, spread, i, tested, log_t) & neighbour[tested]
         for p in np.flatnonzero(cut.any(axis=1)).tolist():
             self._cut_users(int(tested[p]), int(j[tested[p]]), int(i[p]), np.flatnonzero(cut[p]))
 
     def _item_side(self, j: np.ndarray, node: np.ndarray, served: np.ndarray, log_t: float) -> None:
-        """Cut (x̄_t, z) when the neighbourhood of i_t w.r.t. z differs from the one w.r.t. x̄_t: every member's filled
-        linked nodes z in one flat list of (member, z)."""
+        """Cut (x̄_t, z) when the neighbourhood of i_t w.r.t. z differs from the one w.r.t. x̄_t: every member's played
+        node, then its filled linked nodes z, in one flat list of (member, node) rows."""
         members, L = self.members, self.items.shape[1]
-        filled = np.arange(L) < self.n_items[:, None]
-        member, z = np.nonzero(self.item_graph[members, node] & filled)
+        member, z = np.nonzero(self.item_graph[members, node] & (np.arange(L) < self.n_items[:, None]))
         if not member.size:
             return
-        at_node = self._far(self.predicted[members, node], self.spread[members, node], served, members, log_t)
-        far = self._far(self.predicted[member, z], self.spread[member, z], served[member], member, log_t)
-        cut = (far != at_node[member]).any(axis=1)
+        rows = np.concatenate((members, member)), np.concatenate((node, z))
+        far = self._far(self.predicted[rows], self.spread[rows], served[rows[0]], rows[0], log_t)
+        cut = (far[len(members) :] != far[member]).any(axis=1)
         if cut.any():
             for m in np.unique(member[cut]).tolist():
                 self._cut_items(m, int(j[m]), int(node[m]), z[cut & (member == m)])

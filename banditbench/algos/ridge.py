@@ -130,7 +130,10 @@ class RidgeStats:
         return np.einsum("nde,ke,kd->kn", self.A_inv[m], contexts, contexts)
 
     def quadratic_forms_of_each(self, members: np.ndarray, contexts: np.ndarray) -> np.ndarray:
-        """xᵀA⁻¹x of context p [P, d] for every learner of member ``members[p]`` → [P, learners]."""
+        """xᵀA⁻¹x of context p [P, d] for every learner of member ``members[p]`` → [P, learners]; one member's learners
+        are read in place (no gather), the same numbers."""
+        if len(members) == 1:
+            return self.quadratic_forms_of_all(members[0], contexts)
         return np.einsum("pnde,pe,pd->pn", self.A_inv[members], contexts, contexts)
 
     def means_and_quadratic_forms(self, members, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
