@@ -82,7 +82,7 @@ def test_amazon_reviews_line_without_a_rating_is_one_line(tmp_path):
         + json.dumps({"reviewerID": "A2", "asin": "B2"})
         + "\n"
     )
-    with pytest.raises(UserError, match=r"line 2 is not a review with reviewerID, asin, overall"):
+    with pytest.raises(UserError, match=r"_5.json, line 2: not a review with reviewerID, asin, overall"):
         amazon.prepare(
             tmp_path / "ds",
             version="2014",

@@ -115,7 +115,7 @@ def test_given_item_features_replace_the_svd(tmp_path):
             {"user": "customer"},
             r"no column 'customer' \(it has: user, item, reward, timestamp\); name yours with --user",
         ),
-        ({"reward": "item"}, r"column 'item' must be numeric, found 'i"),
+        ({"reward": "item"}, r"clicks.csv, line 2: column 'item' value 'i\d+' is not a number"),
         ({"name": "movielens"}, r"--name 'movielens' is a registered dataset"),
         ({"name": "../up"}, r"--name '../up' must be letters"),
     ],
@@ -139,19 +139,24 @@ def test_too_few_rows_and_one_class_are_refused(tmp_path):
         own.prepare_table(tmp_path / "ds", name="t", source=str(tmp_path / "one.csv"), target="label")
 
 
-def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path):
+def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path, monkeypatch, capsys):
+    from test_prepare_values import run_cli
+
     csv, _ = interactions_csv(tmp_path)
-    done = banditbench("prepare", "interactions", "--source", csv, "--data-dir", tmp_path / "ds")
-    assert done.returncode == 2 and "--name is required" in done.stderr and "Traceback" not in done.stderr
-    done = banditbench(
-        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", tmp_path / "ds"
+    code, _, err = run_cli(
+        monkeypatch, capsys, "prepare", "interactions", "--source", csv, "--data-dir", tmp_path / "ds"
     )
-    assert done.returncode == 0, done.stderr
-    assert "warning: shop: 20 groups for 40 users" in done.stderr
+    assert code == 2 and "--name is required" in err and "Traceback" not in err
+    code, _, err = run_cli(
+        monkeypatch, capsys,
+        "prepare", "interactions", "--source", csv, "--name", "shop", "--groups", "20", "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "warning: shop: 20 groups for 40 users" in err
     manifest = json.loads((tmp_path / "ds" / "shop" / "manifest.json").read_text())
     assert any("20 groups for 40 users" in w for w in manifest["warnings"])
-    shown = banditbench("info", "shop", "--data-dir", tmp_path / "ds")
-    assert shown.returncode == 0 and "positives per user" in shown.stdout and "20 groups for 40 users" in shown.stdout
+    code, out, _ = run_cli(monkeypatch, capsys, "info", "shop", "--data-dir", tmp_path / "ds")
+    assert code == 0 and "positives per user" in out and "20 groups for 40 users" in out
 
 
 def test_run_and_report_repeat_the_datasets_warnings_in_the_manifest_and_the_report_header(tmp_path):
@@ -187,3 +192,63 @@ def test_run_and_report_repeat_the_datasets_warnings_in_the_manifest_and_the_rep
     assert "dataset shop: " in done.stderr and "20 groups for 40 users" in done.stderr
     head = (out / "report.md").read_text().splitlines()[0]
     assert head.startswith("> warning: ") and "20 groups for 40 users" in head
+
+
+def test_ratings_on_a_scale_under_the_default_threshold_are_refused_with_the_flag_to_pass(
+    tmp_path, monkeypatch, capsys
+):
+    from test_prepare_values import run_cli
+
+    rows = ratings_table()
+    pd.DataFrame({"user_id": rows[:, 0], "movie_id": rows[:, 1], "rating": rows[:, 2]}).to_csv(
+        tmp_path / "ratings.csv", index=False
+    )
+    data = tmp_path / "ds"
+    command = ["prepare", "interactions", "--source", tmp_path / "ratings.csv", "--user", "user_id", "--item"]
+    command += ["movie_id", "--reward", "rating", "--name", "mine", "--data-dir", data]
+    code, _, err = run_cli(monkeypatch, capsys, *command)
+    assert code == 2 and err.count("\n") == 1 and not data.exists()
+    assert "ratings.csv: every rating (1 to 5) is above --positive-above 0" in err
+    assert "pass --positive-above 3 to make those above it the positives" in err
+    code, out, err = run_cli(monkeypatch, capsys, *command, "--positive-above", "3")
+    assert code == 0, err
+    manifest = load_dataset(data, "mine").manifest
+    assert manifest["counts"]["groups"] == 8  # sized from the data: one group per 5 of the 40 users
+    assert manifest["counts"]["negatives"] > 0 and not manifest["warnings"]
+    assert "; 8 of the 8 groups can serve a round" in out
+
+
+def test_clicks_without_any_negative_say_what_is_missing(tmp_path):
+    csv, frame = interactions_csv(tmp_path)
+    frame.assign(reward=1).to_csv(csv, index=False)
+    with pytest.raises(UserError, match=r"every rating \(1 to 1\) .* the data hold positives only"):
+        own.prepare_interactions(tmp_path / "ds", name="shop", source=str(csv))
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", r"empty.csv: the file is empty"),
+        ("\n\n", r"empty.csv: cannot read it as a CSV file with a header row \(Could not determine delimiter\)"),
+    ],
+)
+def test_an_empty_or_unreadable_csv_names_the_file(tmp_path, content, message):
+    (tmp_path / "empty.csv").write_text(content)
+    with pytest.raises(UserError, match=message):
+        own.prepare_interactions(tmp_path / "ds", name="shop", source=str(tmp_path / "empty.csv"))
+
+
+def test_infinite_or_missing_rewards_are_refused_by_line_or_row(tmp_path):
+    csv, frame = interactions_csv(tmp_path)
+    frame["reward"] = frame["reward"].astype(float)
+    frame.loc[11, "reward"] = np.inf
+    frame.to_csv(csv, index=False)
+    with pytest.raises(UserError, match=r"clicks.csv, line 13: column 'reward' value inf is not a finite number"):
+        own.prepare_interactions(tmp_path / "ds", name="shop", source=str(csv))
+    frame.loc[11, "reward"] = np.nan
+    frame.to_parquet(tmp_path / "clicks.parquet")
+    with pytest.raises(
+        UserError, match=r"clicks.parquet, row 12: column 'reward' has no value \(1 empty values in all\)"
+    ):
+        own.prepare_interactions(tmp_path / "ds", name="shop", source=str(tmp_path / "clicks.parquet"))
+    assert not (tmp_path / "ds").exists()

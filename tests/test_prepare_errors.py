@@ -30,7 +30,7 @@ def test_cached_download_with_a_bad_checksum_is_not_used_offline(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "ml-100k.zip").write_bytes(b"not the archive")
-    with pytest.raises(UserError, match="--offline: movielens-100k needs ml-100k.zip"):
+    with pytest.raises(UserError, match="--offline: movielens --variant 100k needs ml-100k.zip"):
         movielens.prepare(tmp_path / "ds", variant="100k", offline=True, cache=cache)
 
 
@@ -61,7 +61,7 @@ def test_source_folder_missing_a_required_file(tmp_path):
     (tmp_path / "ml-1m" / "ratings.dat").write_text("1::1::5::978300760\n")
     with pytest.raises(
         UserError,
-        match=r"lacks 1 file movielens-1m needs: movies.dat; download "
+        match=r"lacks 1 file movielens --variant 1m needs: movies.dat; download "
         r"https://files.grouplens.org/datasets/movielens/ml-1m.zip",
     ):
         movielens.prepare(tmp_path / "ds", variant="1m", source=str(tmp_path / "ml-1m"), offline=True)
@@ -72,7 +72,9 @@ def test_file_in_the_wrong_format(tmp_path):
     folder.mkdir()
     (folder / "ratings.dat").write_text("1,1,5,978300760\n")  # commas where ml-1m has "::"
     (folder / "movies.dat").write_text("1::Toy Story (1995)::Animation\n")
-    with pytest.raises(UserError, match=r"ratings.dat: cannot read it as UserID::MovieID::Rating::Timestamp"):
+    with pytest.raises(
+        UserError, match=r"ratings.dat, line 1: 1 field, expected 4: a short or cut line; the format is UserID::"
+    ):
         movielens.prepare(tmp_path / "ds", variant="1m", source=str(folder), offline=True)
     write_idx(folder / "t10k-images-idx3-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))
     write_idx(folder / "t10k-labels-idx1-ubyte.gz", __import__("numpy").zeros((3, 28, 28)))  # images, not labels

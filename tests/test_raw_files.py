@@ -3,6 +3,7 @@ every missing file is named at once, and a checksum failure says what to do."""
 
 import io
 import json
+import re
 import shutil
 import tarfile
 import zipfile
@@ -10,7 +11,7 @@ import zipfile
 import pytest
 from fixtures_raw import SHARED, ratings_table
 
-from banditbench.data import lastfm, load_dataset, movielens
+from banditbench.data import fetch, lastfm, load_dataset, movielens
 from banditbench.data.fetch import RawSpec, raw_files
 from banditbench.data.ratings import RatingOptions
 from banditbench.errors import UserError
@@ -148,3 +149,63 @@ def test_mind_names_every_missing_part_at_once(tmp_path):
     (tmp_path / "mind" / "MINDsmall_dev" / "news.tsv").write_text("N1\ta\tb\tc\td\te\t[]\t[]\n")
     with pytest.raises(UserError, match=r"lacks 2 files MINDsmall_train needs: behaviors.tsv; news.tsv"):
         logged.prepare_mind(tmp_path / "ds", source=str(tmp_path / "mind"), offline=True)
+
+
+def zip_declaring(path, name: str, data: bytes, declared: int):
+    """A zip whose member ``name`` holds ``data`` but whose directory declares ``declared`` bytes unpacked, as a
+    decompression bomb's does (its real size would take seconds to write here)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(name, data)
+    blob = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):  # central and local header
+        at = blob.index(signature) + offset
+        blob[at : at + 4] = declared.to_bytes(4, "little")
+    path.write_bytes(bytes(blob))
+    return path
+
+
+def test_a_member_declaring_far_more_than_its_compressed_size_is_refused_before_unpacking(tmp_path, monkeypatch):
+    bomb = zip_declaring(tmp_path / "ml-100k.zip", "ml-100k/u.data", b"1\t1\t5\t1\n" * 100, 10**9)
+    written = []
+    monkeypatch.setattr(fetch.shutil, "copyfileobj", lambda *a, **k: written.append(a))
+    with pytest.raises(UserError) as caught:
+        with raw_files(SPEC, str(bomb), offline=True, verify=False):
+            pass
+    assert re.search(
+        r"ml-100k.zip: refused, member ml-100k/u.data would unpack to 1.0 GB, over the limit of 64.0 MB "
+        r"\(100 times its \d+ B compressed\); a genuine archive that needs more: pass --max-extract-gb 1.1",
+        str(caught.value),
+    )
+    assert written == []  # nothing was unpacked
+    with fetch.extract_limit(1.1), raw_files(SPEC, str(bomb), offline=True, verify=False):  # the flag lifts it
+        assert len(written) == 1
+
+
+def test_the_limit_flag_reaches_every_archive_and_free_space_is_checked(tmp_path, monkeypatch, capsys):
+    from test_prepare_values import run_cli
+
+    folder, archive = ml100k_folder(tmp_path), tmp_path / "ml-100k.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name in ("u.data", "u.item"):
+            z.write(folder / name, f"ml-100k/{name}")
+    code, _, err = run_cli(
+        monkeypatch, capsys, "prepare", "movielens", "--variant", "100k", "--source", archive, "--no-verify",
+        "--max-extract-gb", "0.00001", "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert code == 2 and "over the limit of 10.0 kB (--max-extract-gb)" in err and not (tmp_path / "ds").exists()
+    images = tmp_path / "notMNIST_small.tar.gz"
+    with tarfile.open(images, "w:gz") as t:
+        t.add(folder / "u.data", "notMNIST_small/u.data")
+    spec = RawSpec("fixture", (), {"data": ("u.data",)})
+    with (
+        fetch.extract_limit(0.00001),
+        pytest.raises(UserError, match=r"u.data would unpack to .* \(--max-extract-gb\)"),
+    ):
+        with raw_files(spec, str(images), offline=True):
+            pass
+    monkeypatch.setattr(fetch.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 100, 100))
+    with pytest.raises(
+        UserError, match=r"no space to unpack notMNIST_small/u.data from .*tar.gz \(18.8 kB, 100 B free\); point TMPDIR"
+    ):
+        with raw_files(spec, str(images), offline=True):
+            pass

@@ -235,6 +235,9 @@ class Capabilities:
     user_features: bool = False
     #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
     device: bool = False
+    #: has a ``sigma`` hyper-parameter, the noise's sub-Gaussian scale in its confidence radius, that a run sets to
+    #: the σ the prepared data records (its ``noise`` parameter) unless the run sets it
+    noise_sigma: bool = False
     #: gives its state as plain data (``state_dict``), so a long unit can be checkpointed and resumed
     checkpoint: bool = True
 

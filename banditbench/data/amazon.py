@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import ratings as pipeline
-from banditbench.data.fetch import Download, RawSpec, open_bytes, raw_files, reading
+from banditbench.data import rows
+from banditbench.data.fetch import Download, RawSpec, cause, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
@@ -87,7 +88,7 @@ def parse_review_line(line: str) -> dict:
 def read_reviews(path: Path, version: str) -> pd.DataFrame:
     """5-core reviews JSON(.gz): reviewerID / asin / overall / unixReviewTime (2014, 2018), one review per line."""
     keys = REVIEW_KEYS[version]
-    rows = []
+    reviews = []
     with (
         reading(path, f"Amazon {version} reviews, one JSON object per line with {', '.join(keys[:3])}"),
         open_bytes(path) as f,
@@ -98,43 +99,54 @@ def read_reviews(path: Path, version: str) -> pd.DataFrame:
                 continue
             try:
                 review = parse_review_line(line)
-                rows.append(
+                reviews.append(
                     (str(review[keys[0]]), str(review[keys[1]]), float(review[keys[2]]), int(review.get(keys[3]) or 0))
                 )
             except (ValueError, SyntaxError, KeyError, TypeError) as e:
                 raise UserError(
-                    f"{path}: line {number} is not a review with {', '.join(keys[:3])} "
-                    f"({type(e).__name__}: {str(e)[:80]})"
+                    f"{path}, line {number}: not a review with {', '.join(keys[:3])} "
+                    f"({type(e).__name__}: {cause(e, 80)})"
                 ) from None
-    if not rows:
+    if not reviews:
         raise UserError(f"{path}: no reviews in the file")
-    frame = pd.DataFrame(rows, columns=["raw_user", "raw_item", "rating", "timestamp"])
-    frame["rating"] = frame["rating"].astype(np.float32)
+    frame = pd.DataFrame(reviews, columns=["raw_user", "raw_item", "rating", "timestamp"])
+    frame["rating"] = checked_stars(frame["rating"], path, header=0)
     return frame
 
 
+def checked_stars(values: pd.Series, path: Path, header: int) -> np.ndarray:
+    """Ratings as float32, each a whole number of stars from 1 to 5 (every release rates so)."""
+    return rows.numbers(values, path, "rating", header=header, low=1, high=5, step=1).astype(np.float32)
+
+
+CSV_COLUMNS = {
+    "2014": ["raw_user", "raw_item", "rating", "timestamp"],
+    "2018": ["raw_item", "raw_user", "rating", "timestamp"],
+    "2023": ["raw_user", "raw_item", "rating", "timestamp"],
+}
+HEADER_2023 = ("user_id", "parent_asin", "rating", "timestamp")
+CSV_LAYOUT = {
+    "2014": "user,item,rating,timestamp without a header",
+    "2018": "item,user,rating,timestamp without a header",
+    "2023": f"a header {','.join(HEADER_2023)}, gzip'ed",
+}
+
+
 def read_ratings(path: Path, version: str) -> pd.DataFrame:
+    """The ratings-only CSV of ``version`` (or its 5-core reviews JSON): every line's user, item, rating (whole
+    stars 1–5) and time (whole seconds, or milliseconds in 2023), checked."""
     if ".json" in path.name:
         return read_reviews(path, version)
-    columns = {
-        "2014": ["raw_user", "raw_item", "rating", "timestamp"],
-        "2018": ["raw_item", "raw_user", "rating", "timestamp"],
-    }
-    with reading(path, f"the Amazon {version} ratings-only CSV"), open_bytes(path) as f:
-        if version == "2023":
-            frame = pd.read_csv(f, dtype={"user_id": str, "parent_asin": str, "rating": np.float32})
-            frame = frame.rename(columns={"user_id": "raw_user", "parent_asin": "raw_item"})
-            if not {"raw_user", "raw_item", "rating"} <= set(frame.columns):
-                raise ValueError(f"header is {','.join(map(str, frame.columns))}")
-        else:
-            frame = pd.read_csv(
-                f,
-                header=None,
-                names=columns[version],
-                dtype={"raw_user": str, "raw_item": str, "rating": np.float32, "timestamp": np.int64},
-            )
-    if frame.empty:
-        raise UserError(f"{path}: no ratings in the file")
+    frame = rows.read_fields(
+        path,
+        f"the Amazon {version} ratings-only CSV: {CSV_LAYOUT[version]}",
+        CSV_COLUMNS[version],
+        header=HEADER_2023 if version == "2023" else (),
+        dtype={"raw_user": str, "raw_item": str},
+    )
+    header = int(version == "2023")
+    frame["rating"] = checked_stars(frame["rating"], path, header)
+    frame["timestamp"] = rows.numbers(frame["timestamp"], path, "timestamp", header=header, step=1).astype(np.int64)
     return frame[["raw_user", "raw_item", "rating", "timestamp"]]
 
 
@@ -170,7 +182,7 @@ def prepare(
         return folder
     with raw_files(spec(version, category, verify), source, offline, cache, verify) as raw:
         ratings = read_ratings(raw["ratings"], version)
-    tables, counts, rows = pipeline.build(ratings, options, str(raw["ratings"]))
+    tables, counts, report = pipeline.build(ratings, options, str(raw["ratings"]))
     return write_dataset(
         folder,
         "amazon",
@@ -180,7 +192,7 @@ def prepare(
         raw_files=raw.records,
         counts=counts,
         force=force,
-        rows=rows,
+        rows=report,
         verification=raw.verification,
     )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import io
 import pickle
+import string
 import struct
 import tarfile
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from banditbench.data import rows
 from banditbench.data.fetch import Download, RawFiles, RawSpec, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
@@ -53,7 +55,8 @@ IDX_NAMES = {
 
 def read_idx(path: Path) -> np.ndarray:
     """LeCun IDX: big-endian magic (2051 images, 2049 labels), the dimensions, then uint8 data."""
-    with reading(path, "a gzip'ed IDX file (MNIST format)"), open_bytes(path) as f:
+    packed = "a gzip'ed IDX file" if path.suffix == ".gz" else "an IDX file"
+    with reading(path, f"{packed} (MNIST format)"), open_bytes(path) as f:
         data = f.read()
         magic = struct.unpack(">I", data[:4])[0]
         if magic not in (2049, 2051):
@@ -103,14 +106,9 @@ def read_notmnist(raw: RawFiles, split: str):
     """notMNIST_small/{A..J}/*.png, 28×28 grayscale (a few files are corrupt and skipped, as everyone does); or
     the IDX files of the MNIST-format mirrors (MNIST's four file names, letters A..J labelled 0..9)."""
     if raw.get("images") is None:
-        parts = [part for part in ("train", "test") if raw.get(f"{part}_images") and raw.get(f"{part}_labels")]
-        if not parts:
-            raise UserError(
-                "notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
-                "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair"
-            )
-        pairs = [idx_pair(raw, part) for part in parts]
-        return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
+        return read_notmnist_idx(raw, split)
+    for key in IDX_NAMES:  # the PNGs are read: IDX files lying beside them are not
+        raw.unused(key)
     from PIL import Image
 
     path = raw["images"]
@@ -144,6 +142,25 @@ def read_notmnist(raw: RawFiles, split: str):
         raise UserError(f"{path}: no 28×28 PNG images in folders A..J")
     raw.dropped["PNG unreadable or not 28×28"] = len(skipped)
     return np.stack(images).astype(np.float32) / 255.0, np.array(labels, np.int64)
+
+
+def read_notmnist_idx(raw: RawFiles, split: str):
+    """The IDX pairs of a notMNIST mirror found whole; a part with a file missing is named in a warning, and
+    only the files read are recorded."""
+    parts = [part for part in ("train", "test") if raw.get(f"{part}_images") and raw.get(f"{part}_labels")]
+    if not parts:
+        raise UserError(
+            "notmnist needs notMNIST_small.tar.gz (or its folder A..J/*.png) or the IDX files "
+            "train-images-idx3-ubyte(.gz) + train-labels-idx1-ubyte(.gz) and/or the t10k pair"
+        )
+    for part in sorted({"train", "test"} - set(parts), reverse=True):
+        keys = (f"{part}_images", f"{part}_labels")
+        missing = " and ".join(f"{IDX_NAMES[key]}(.gz)" for key in keys if raw.get(key) is None)
+        raw.warnings.append(f"--split {split} reads the {' and '.join(parts)} images only: {missing} not found")
+        for key in keys:
+            raw.unused(key)
+    pairs = [idx_pair(raw, part) for part in parts]
+    return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
 
 
 CIFAR_PIXELS = 3 * 32 * 32  # channel-major: 1024 red, 1024 green, then 1024 blue values, rows top to bottom
@@ -248,67 +265,120 @@ def cifar10_spec(split: str) -> RawSpec:
     return RawSpec("cifar10", (python,), {k: (k, f"{k}.bin") for k in keys})
 
 
-def read_table(path: Path, expected: str, n_columns: int, **kwargs) -> pd.DataFrame:
-    with reading(path, expected), open_bytes(path) as f:
-        frame = pd.read_csv(f, header=None, **kwargs)
-        if frame.shape[1] != n_columns:
-            raise ValueError(f"{frame.shape[1]} columns, expected {n_columns}")
-    if frame.empty:
-        raise UserError(f"{path}: the file has no rows")
-    return frame
+@dataclass(frozen=True)
+class UciLayout:
+    """A line of a UCI table as its ``.names`` file documents it: ``fields`` values separated by ``sep``, the
+    class in field ``label`` (0: first, −1: last) taking one of ``classes``, the other fields numbers within
+    [low, high] (whole numbers when ``step`` is 1, reals when it is None) or, when ``categorical``, one-letter
+    categories with '?' for a missing value."""
+
+    describe: str
+    fields: int
+    label: int
+    classes: tuple[str, ...]
+    low: float | None = None
+    high: float | None = None
+    step: float | None = 1
+    categorical: bool = False
+    sep: str = ","
+    skipinitialspace: bool = False
 
 
-def numeric(frame: pd.DataFrame, path: Path) -> np.ndarray:
-    try:
-        return frame.to_numpy(np.float32)
-    except ValueError:
-        raise UserError(f"{path}: non-numeric feature values") from None
+CATEGORIES = (*string.ascii_lowercase, "?")
+
+
+def read_uci(path: Path, layout: UciLayout) -> tuple[pd.DataFrame, np.ndarray]:
+    """(the features, one column per field, the class of every line as text), each value checked against the
+    layout; a short, cut or junk line is refused naming its line."""
+    label = layout.label % layout.fields
+    names = ["class" if j == label else f"field {j + 1}" for j in range(layout.fields)]
+    frame = rows.read_fields(
+        path,
+        layout.describe,
+        names,
+        sep=layout.sep,
+        skipinitialspace=layout.skipinitialspace,
+        dtype=str if layout.categorical else {"class": str},
+    )
+    classes = rows.one_of(frame["class"], path, "class", layout.classes)
+    features = frame.drop(columns="class")
+    for name in features.columns:
+        if layout.categorical:
+            rows.one_of(features[name], path, name, CATEGORIES)
+        else:
+            features[name] = rows.numbers(
+                features[name], path, name, low=layout.low, high=layout.high, step=layout.step
+            )
+    return features, classes
 
 
 def encode_labels(values: np.ndarray) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1].astype(np.int64)  # sorted classes → 0..K−1
 
 
+SHUTTLE = UciLayout("space-separated shuttle rows: 9 whole numbers, class 1–7", 10, -1, tuple("1234567"), sep=" ")
+LETTER = UciLayout(
+    "comma-separated letter rows: class A–Z, 16 whole numbers 0–15",
+    17,
+    0,
+    tuple(string.ascii_uppercase),
+    low=0,
+    high=15,
+)
+PENDIGITS = UciLayout(
+    "comma-separated pendigits rows: 16 whole numbers 0–100, class 0–9",
+    17,
+    -1,
+    tuple(string.digits),
+    low=0,
+    high=100,
+    skipinitialspace=True,
+)
+MUSHROOM = UciLayout(
+    "comma-separated mushroom rows: class e or p, 22 one-letter attributes", 23, 0, ("e", "p"), categorical=True
+)
+MAGIC = UciLayout("comma-separated MAGIC rows: 10 reals, class g or h", 11, -1, ("g", "h"), step=None)
+COVERTYPE = UciLayout("comma-separated covertype rows: 54 whole numbers, class 1–7", 55, -1, tuple("1234567"))
+
+
+def parts_of(split: str) -> tuple[str, ...]:
+    return ("train", "test") if split == "all" else (split,)
+
+
 def read_shuttle(raw: RawFiles, split: str):
     """9 ints + class 1–7, single-space separated; the training file is served .Z compressed."""
-    frames = [
-        read_table(raw[part], "space-separated shuttle rows (9 features + class)", 10, sep=" ")
-        for part in (("train", "test") if split == "all" else (split,))
-    ]
-    frame = pd.concat(frames, ignore_index=True)
-    return numeric(frame.iloc[:, :9], raw["train" if split != "test" else "test"]), frame[9].to_numpy(np.int64) - 1
+    read = [read_uci(raw[part], SHUTTLE) for part in parts_of(split)]
+    x = np.concatenate([features.to_numpy(np.float32) for features, _ in read])
+    return x, np.concatenate([classes for _, classes in read]).astype(np.int64) - 1
 
 
 def read_letter(raw: RawFiles, split: str):
-    frame = read_table(raw["data"], "comma-separated letter rows (label A–Z first, 16 ints)", 17)
-    frame = frame.iloc[:16000] if split == "train" else frame.iloc[16000:] if split == "test" else frame
-    return numeric(frame.iloc[:, 1:], raw["data"]), encode_labels(frame[0].to_numpy())
+    features, classes = read_uci(raw["data"], LETTER)
+    rows_of = {"train": slice(0, 16000), "test": slice(16000, None), "all": slice(None)}[split]
+    return features.to_numpy(np.float32)[rows_of], encode_labels(classes[rows_of])
 
 
 def read_pendigits(raw: RawFiles, split: str):
-    frames = [
-        read_table(raw[part], "comma-separated pendigits rows (16 ints + class)", 17, skipinitialspace=True)
-        for part in (("train", "test") if split == "all" else (split,))
-    ]
-    frame = pd.concat(frames, ignore_index=True)
-    return numeric(frame.iloc[:, :16], raw["train"] if split != "test" else raw["test"]), frame[16].to_numpy(np.int64)
+    read = [read_uci(raw[part], PENDIGITS) for part in parts_of(split)]
+    x = np.concatenate([features.to_numpy(np.float32) for features, _ in read])
+    return x, np.concatenate([classes for _, classes in read]).astype(np.int64)
 
 
 def read_mushroom(raw: RawFiles, split: str):
     """Class first (e/p), 22 one-character categorical attributes one-hot encoded; '?' is its own category."""
-    frame = read_table(raw["data"], "comma-separated mushroom rows (class e/p first, 22 attributes)", 23, dtype=str)
-    onehot = pd.get_dummies(frame.iloc[:, 1:].astype(str), prefix=[f"a{j}" for j in range(1, 23)]).sort_index(axis=1)
-    return onehot.to_numpy(np.float32), encode_labels(frame[0].to_numpy())
+    features, classes = read_uci(raw["data"], MUSHROOM)
+    onehot = pd.get_dummies(features, prefix=[f"a{j}" for j in range(1, 23)]).sort_index(axis=1)
+    return onehot.to_numpy(np.float32), encode_labels(classes)
 
 
 def read_magic(raw: RawFiles, split: str):
-    frame = read_table(raw["data"], "comma-separated MAGIC rows (10 floats + class g/h)", 11)
-    return numeric(frame.iloc[:, :10], raw["data"]), encode_labels(frame[10].to_numpy())
+    features, classes = read_uci(raw["data"], MAGIC)
+    return features.to_numpy(np.float32), encode_labels(classes)
 
 
 def read_covertype(raw: RawFiles, split: str):
-    frame = read_table(raw["data"], "comma-separated covertype rows (54 ints + class 1–7)", 55)
-    return numeric(frame.iloc[:, :54], raw["data"]), frame[54].to_numpy(np.int64) - 1
+    features, classes = read_uci(raw["data"], COVERTYPE)
+    return features.to_numpy(np.float32), classes.astype(np.int64) - 1
 
 
 # ---------------------------------------------------------------- families
@@ -593,6 +663,7 @@ def prepare(
         force=force,
         rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
         verification=raw.verification,
+        reader_warnings=raw.warnings,
     )
 
 

@@ -10,7 +10,6 @@ genuine file.
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import ratings as pipeline
+from banditbench.data import rows
 from banditbench.data.fetch import UNVERIFIED, VERIFIED, Download, RawSpec, mismatch, open_bytes, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, register
-from banditbench.errors import UserError
 
 SPEC = RawSpec(
     "facebook",
@@ -31,18 +30,21 @@ SPEC = RawSpec(
 EDGES_SHA256 = "f41c026ed8af3cc3359f1ca5573d0605fb09ae0eefa34544b820fd8c6e2ef296"
 
 
+EXPECTED = "the SNAP edge list: two node ids per line, space-separated"
+
+
 def read_edges(path: Path, verify: bool = True) -> pd.DataFrame:
-    with reading(path, "the SNAP edge list (two node ids per line, space-separated)"), open_bytes(path) as f:
+    with reading(path, EXPECTED), open_bytes(path) as f:
         data = f.read()
         found = hashlib.sha256(data).hexdigest()
         if verify and found != EDGES_SHA256:
             raise mismatch(
                 path, f"sha256 {EDGES_SHA256} for the decompressed edge list (88,234 edges)", f"sha256 {found}"
             )
-        edges = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=["u", "v"], dtype=np.int64)
-    if edges.empty:
-        raise UserError(f"{path}: no edges")
-    return edges
+    edges = rows.read_fields(path, EXPECTED, ["u", "v"], sep=" ", text=data)
+    return pd.DataFrame(
+        {end: rows.numbers(edges[end], path, "node id", low=0, step=1).astype(np.int64) for end in "uv"}
+    )
 
 
 def links_as_ratings(edges: pd.DataFrame) -> pd.DataFrame:
@@ -110,7 +112,10 @@ register(
         "McAuley & Leskovec 2012; M-CNB §5.2",
         "recommendation",
         pipeline.with_rating_options(prepare),
-        (*pipeline.rating_options(without=("positive_above", "negative_below")), pipeline.PROTOCOL_OPTIONS[1]),
+        (
+            *pipeline.rating_options(without=("positive_above", "negative_below", "positive_below")),
+            pipeline.PROTOCOL_OPTIONS[1],
+        ),
         raw=lambda: SPEC,
         files="facebook_combined.txt(.gz) or a folder holding it",
     )

@@ -11,7 +11,9 @@ sha256 for the manifest. Every failure is a one-line :class:`UserError` naming t
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gzip
+import hashlib
 import os
 import shutil
 import tarfile
@@ -25,11 +27,18 @@ from typing import Any
 
 import pooch
 
-from banditbench.data.prepared import sha256_of
 from banditbench.errors import UserError
 
 CACHE_ENV = "BANDITBENCH_CACHE"
 RETRIES = 3  # pooch re-downloads a file up to this many times after a failure or a bad hash
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def cache_dir(option: Path | None = None) -> Path:
@@ -87,12 +96,18 @@ class RawFiles:
     records: list[dict[str, Any]] = field(default_factory=list)
     verification: str = UNPUBLISHED
     dropped: dict[str, int] = field(default_factory=dict)  # rows a reader skipped, by reason (sanity report)
+    warnings: list[str] = field(default_factory=list)  # what a reader noticed, for the manifest's warnings
 
     def __getitem__(self, key: str) -> Path:
         return self.paths[key]
 
     def get(self, key: str) -> Path | None:
         return self.paths.get(key)
+
+    def unused(self, key: str) -> None:
+        """Forget a member the reader found but did not read, so the manifest lists only the files read."""
+        if self.paths.pop(key, None) is not None:
+            self.records = [r for r in self.records if r["member"] != key]
 
 
 # ---------------------------------------------------------------- reading guard
@@ -110,6 +125,14 @@ READ_ERRORS = (
 )
 
 
+def cause(error: BaseException, limit: int = 200) -> str:
+    """An exception's first line for a one-line message, shortened at a word boundary, never mid-word."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
+
+
 @contextlib.contextmanager
 def reading(path: Path, expected: str) -> Iterator[None]:
     """Turn a parse failure of ``path`` into a one-line error saying what the file should have been."""
@@ -118,8 +141,7 @@ def reading(path: Path, expected: str) -> Iterator[None]:
     except UserError:
         raise
     except READ_ERRORS as e:
-        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UserError(f"{path}: cannot read it as {expected} ({detail[:200]})") from None
+        raise UserError(f"{path}: cannot read it as {expected} ({cause(e)})") from None
 
 
 def open_bytes(path: Path):
@@ -180,10 +202,11 @@ def hash_matches(path: Path, known_hash: str | None) -> bool:
     return pooch.file_hash(str(path), alg=algorithm) == value.lower()
 
 
-def mismatch(path: Path | str, expected: str, found: str) -> UserError:
-    """The one line for a file that is not the published one: which file, expected, found, and the way out."""
+def mismatch(path: Path | str, expected: str, found: str, what: str = "checksum") -> UserError:
+    """The one line for a file that is not the published one: which file, what differs (its checksum or its
+    row count), expected, found, and the way out."""
     return UserError(
-        f"{path}: checksum mismatch, expected {expected}, found {found}; the file is truncated, "
+        f"{path}: {what} mismatch, expected {expected}, found {found}; the file is truncated, "
         "corrupt or a different release; --no-verify accepts a different release at your own risk "
         "(the dataset is then marked unverified in its manifest and in every report)"
     )
@@ -218,7 +241,9 @@ def check_member(path: Path, name: str, spec: RawSpec, sha256: str) -> bool:
     if name in spec.member_rows:
         rows = count_lines(path)
         if rows != spec.member_rows[name]:
-            raise mismatch(path, f"{spec.member_rows[name]:,} lines (the published {name})", f"{rows:,} lines")
+            raise mismatch(
+                path, f"{spec.member_rows[name]:,} lines (the published {name})", f"{rows:,} lines", "row count"
+            )
         return True
     return False
 
@@ -248,13 +273,11 @@ def download(item: Download, cache: Path, offline: bool) -> Path:
         )
     except ValueError as e:  # pooch's hash mismatch after the last retry
         raise UserError(
-            f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} "
-            f"({str(e).splitlines()[0][:160]})"
+            f"{item.url}: checksum mismatch after {RETRIES + 1} attempts, expected {item.known_hash} ({cause(e, 160)})"
         ) from None
     except Exception as e:  # network errors come from requests, with many classes
         raise UserError(
-            f"cannot download {item.url}: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}; "
-            f"download it by hand and pass it to --source"
+            f"cannot download {item.url}: {cause(e)}; download it by hand and pass it to --source"
         ) from None
     check_hashes(fetched, item)  # the pinned sha256 beside a published md5
     return fetched
@@ -297,13 +320,60 @@ def archive_names(path: Path) -> list[str]:
                         bad.append(f"{m.name} -> {m.linkname}")
             files = [m.name for m in members if m.isfile()]
     except READ_ERRORS as e:
-        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UserError(f"{path}: corrupt archive ({detail[:200]}); download it again") from None
+        raise UserError(f"{path}: corrupt archive ({cause(e)}); download it again") from None
     if bad:
         raise UserError(
             f"{path}: refused, the archive has members that would be written outside its folder ({', '.join(bad[:3])})"
         )
     return files
+
+
+# A published member unpacks to a few times its compressed size; one declaring a hundred times more is a
+# decompression bomb, refused before a byte is written. A member of a compressed tar is measured against the
+# whole archive, whose members share one compressed stream.
+INFLATION = 100
+SMALLEST_LIMIT, LARGEST_LIMIT = 64 * 10**6, 20 * 10**9  # bytes: the default limit never leaves this range
+MAX_EXTRACT = "--max-extract-gb"
+extract_gb: contextvars.ContextVar[float | None] = contextvars.ContextVar("extract_gb", default=None)
+
+
+@contextlib.contextmanager
+def extract_limit(gigabytes: float | None) -> Iterator[None]:
+    """Within the block, refuse archive members that unpack to more than ``gigabytes`` (``--max-extract-gb``);
+    None keeps the default: :data:`INFLATION` times the member's compressed size, within
+    [:data:`SMALLEST_LIMIT`, :data:`LARGEST_LIMIT`]."""
+    token = extract_gb.set(gigabytes)
+    try:
+        yield
+    finally:
+        extract_gb.reset(token)
+
+
+def in_units(size: float) -> str:
+    """Bytes in decimal units, as file managers and --max-extract-gb count them."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{size:,.0f} B"
+
+
+def check_unpacked_size(archive: Path, name: str, declared: int, compressed: int, into: Path) -> None:
+    """Refuse, before extraction, a member whose declared size is over the limit or over the free space."""
+    given = extract_gb.get()
+    limit = int(given * 1e9) if given is not None else min(max(SMALLEST_LIMIT, INFLATION * compressed), LARGEST_LIMIT)
+    if declared > limit:
+        rule = MAX_EXTRACT if given is not None else f"{INFLATION} times its {in_units(compressed)} compressed"
+        raise UserError(
+            f"{archive}: refused, member {name} would unpack to {in_units(declared)}, over the limit of "
+            f"{in_units(limit)} ({rule}); a genuine archive that needs more: pass {MAX_EXTRACT} "
+            f"{declared / 1e9 * 1.1:.2g}"
+        )
+    free = shutil.disk_usage(into).free
+    if declared > free:
+        raise UserError(
+            f"{into}: no space to unpack {name} from {archive} ({in_units(declared)}, {in_units(free)} free); "
+            "point TMPDIR at a folder on a larger disk"
+        )
 
 
 def extract(path: Path, name: str, into: Path) -> Path:
@@ -313,11 +383,16 @@ def extract(path: Path, name: str, into: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with reading(path, "a complete zip or tar archive"):
         if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as z, z.open(name) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)  # a truncated member fails its CRC here
+            with zipfile.ZipFile(path) as z:
+                info = z.getinfo(name)
+                check_unpacked_size(path, name, info.file_size, info.compress_size, into)
+                with z.open(name) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)  # a truncated member fails its CRC here
         else:
-            with tarfile.open(path) as t, t.extractfile(name) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            with tarfile.open(path) as t:
+                check_unpacked_size(path, name, t.getmember(name).size, path.stat().st_size, into)
+                with t.extractfile(name) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
     return target
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import ratings as pipeline
+from banditbench.data import rows
 from banditbench.data.fetch import Download, RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
@@ -48,25 +49,29 @@ PCA_DIM = 25
 
 
 def read_tsv(path: Path, columns: list[str], expected: str, encoding: str = "utf-8") -> pd.DataFrame:
+    """``columns`` of a TAB-separated file with a header, every line holding each of them."""
     with reading(path, expected):
         frame = pd.read_csv(path, sep="\t", encoding=encoding, dtype=str, keep_default_na=False, quoting=3)
         frame.columns = [c.strip() for c in frame.columns]
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise ValueError(f"no column {missing[0]!r} in the header")
-        return frame[columns].apply(lambda col: col.str.strip("\r "))
+    frame = frame.apply(lambda col: col.str.strip("\r "))
+    rows.complete(frame, path, expected, header=1, sep="\t")
+    return frame[columns]
 
 
 def listens(path: Path) -> pd.DataFrame:
     frame = read_tsv(path, ["userID", "artistID", "weight"], "TAB-separated userID artistID weight with a header")
-    with reading(path, "integer user and artist ids and play counts"):
-        out = pd.DataFrame(
-            {
-                "raw_user": frame["userID"].astype(np.int64),
-                "raw_item": frame["artistID"].astype(np.int64),
-                "plays": frame["weight"].astype(np.int64),
-            }
-        )
+    ids = {name: rows.numbers(frame[name], path, name, header=1, step=1) for name in ("userID", "artistID")}
+    plays = rows.numbers(frame["weight"], path, "weight (a play count)", header=1, low=0, step=1)
+    out = pd.DataFrame(
+        {
+            "raw_user": ids["userID"].astype(np.int64),
+            "raw_item": ids["artistID"].astype(np.int64),
+            "plays": plays.astype(np.int64),
+        }
+    )
     out["rating"] = np.float32(1.0)  # a listen is a positive under positive_above = 0
     return out
 
@@ -81,9 +86,8 @@ def artist_words(tagged_path: Path, tags_path: Path) -> pd.Series:
         tag: [w for w in re.findall(r"[^\W_]+", value.lower()) if w not in ENGLISH_STOP_WORDS]
         for tag, value in zip(tags["tagID"], tags["tagValue"])
     }
+    tagged["artistID"] = rows.numbers(tagged["artistID"], tagged_path, "artistID", header=1, step=1).astype(np.int64)
     assigned = tagged.assign(words=tagged["tagID"].map(words)).dropna(subset=["words"])
-    with reading(tagged_path, "integer artist ids"):
-        assigned["artistID"] = assigned["artistID"].astype(np.int64)
     return assigned.groupby("artistID")["words"].sum()
 
 
@@ -179,7 +183,7 @@ register(
                 False,
                 "ghosh: one listened artist in every round (the paper's CLUB protocol) instead of 25 random ones.",
             ),
-            *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000),
+            *pipeline.rating_options(without=("positive_above", "negative_below", "positive_below"), top_items=20_000),
         ),
         raw=lambda pipeline_name="svd": spec(pipeline_name),
         other_protocols=("round-robin",),

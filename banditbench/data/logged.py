@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.fetch import Download, RawSpec, raw_files, reading
+from banditbench.data import rows
+from banditbench.data.fetch import Download, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
@@ -75,34 +76,45 @@ def mind_sources(source: str | None, variant: str) -> dict[str, str | None]:
     return found
 
 
+MIND_TSV = {"sep": "\t", "dtype": str, "quoting": 3}
+IMPRESSIONS = r"\S+-[01]( \S+-[01])*"  # "N1-1 N2-0 …": a news id, then 1 if clicked, 0 if not
+
+
 def read_mind_news(path: Path) -> pd.DataFrame:
-    with reading(path, "MIND news.tsv (8 TAB-separated fields)"):
-        frame = pd.read_csv(path, sep="\t", header=None, dtype=str, quoting=3, keep_default_na=False)
-        if frame.shape[1] != 8:
-            raise ValueError(f"{frame.shape[1]} fields per line, expected 8")
-    frame.columns = NEWS_COLUMNS
+    expected = "MIND news.tsv: NewsID, Category, SubCategory, Title, Abstract, URL, TitleEntities, AbstractEntities"
+    optional = ("title", "abstract", "url", "title_entities")  # empty in some published lines
+    frame = rows.read_fields(path, expected, NEWS_COLUMNS, empty=optional, **MIND_TSV)
     return frame[["news_id", "title", "category", "subcategory", "abstract"]]
 
 
 def read_mind_behaviors(path: Path, split: str) -> pd.DataFrame:
-    with reading(path, "MIND behaviors.tsv (ImpressionID, UserID, Time, History, Impressions)"):
-        frame = pd.read_csv(path, sep="\t", header=None, dtype=str, quoting=3, keep_default_na=False)
-        if frame.shape[1] != 5:
-            raise ValueError(f"{frame.shape[1]} fields per line, expected 5")
-        frame.columns = BEHAVIOR_COLUMNS
-        time = pd.to_datetime(frame["time"], format="%m/%d/%Y %I:%M:%S %p")
-        pairs = frame["impressions"].str.split()
-        shown = [[p.rsplit("-", 1)[0] for p in row] for row in pairs]
-        clicked = [np.array([int(p.rsplit("-", 1)[1]) for p in row], np.int8) for row in pairs]
+    """Every impression, each field checked: a whole-number id, a time like "11/12/2019 2:14:46 PM" and at
+    least one "<news id>-<0 or 1>" shown; a cut last line is refused."""
+    expected = "MIND behaviors.tsv: ImpressionID, UserID, Time, History, Impressions"
+    frame = rows.read_fields(path, expected, BEHAVIOR_COLUMNS, empty=("history",), **MIND_TSV)
+    impression_id = rows.numbers(frame["impression_id"], path, "impression id", step=1).astype(np.int64)
+    time = pd.to_datetime(frame["time"], format="%m/%d/%Y %I:%M:%S %p", errors="coerce")
+    row = rows.first(time.isna())
+    if row is not None:
+        raise rows.at_row(
+            path, row, f"time {frame['time'].iloc[row]!r} is not like 11/12/2019 2:14:46 PM; the format is {expected}"
+        )
+    row = rows.first(~frame["impressions"].str.fullmatch(IMPRESSIONS))
+    if row is not None:
+        shown = frame["impressions"].iloc[row]
+        raise rows.at_row(
+            path, row, f"impressions ending {shown[-30:]!r} are not news-id-0/1 pairs; the format is {expected}"
+        )
+    pairs = frame["impressions"].str.split()
     return pd.DataFrame(
         {
-            "impression_id": frame["impression_id"].astype(np.int64),
+            "impression_id": impression_id,
             "user_id": frame["user_id"],
             "time": time.to_numpy().astype("datetime64[s]").astype(np.int64),
             "split": split,
             "history": frame["history"].str.split(),
-            "shown": shown,
-            "clicked": clicked,
+            "shown": [[p.rsplit("-", 1)[0] for p in row] for row in pairs],
+            "clicked": [np.array([int(p[-1]) for p in row], np.int8) for row in pairs],
             "valid": split == "dev",
         }
     )
@@ -211,7 +223,7 @@ def prepare_movielens_logged(
     folder = Path(data_dir) / "movielens-logged"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(movielens.spec(variant), source, offline, cache, verify) as raw:
+    with raw_files(movielens.spec(variant, "movielens-logged"), source, offline, cache, verify) as raw:
         ratings = movielens.read_ratings(raw["ratings"], variant)
         movies = movielens.read_movies(raw["movies"], variant)
     ratings["positive"] = ratings["rating"] >= 4.0  # RATING_THRESHOLD = 4 of movielen2mind
@@ -336,4 +348,4 @@ register(
 def movielens_spec(variant: str) -> RawSpec:
     from banditbench.data import movielens
 
-    return movielens.spec(variant)
+    return movielens.spec(variant, "movielens-logged")

@@ -9,14 +9,14 @@ two-character separator ``::`` and Latin-1; ml-20m/25m are CSV files with a head
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from banditbench.data import ratings as pipeline
-from banditbench.data.fetch import Download, RawSpec, raw_files, reading
+from banditbench.data import rows
+from banditbench.data.fetch import Download, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
@@ -73,13 +73,17 @@ MEMBER_SHA256 = {
     }
 }
 RATING_COLUMNS = ["raw_user", "raw_item", "rating", "timestamp"]
-RATING_TYPES = {"raw_user": np.int64, "raw_item": np.int64, "rating": np.float32, "timestamp": np.int64}
+# (lowest, highest, step) of each release's ratings: whole stars in 100k and 1m, half stars from ml-20m on (and in
+# ml-latest-small, read as 25m); the README of each release states its scale.
+RATING_SCALES = {"100k": (1.0, 5.0, 1.0), "1m": (1.0, 5.0, 1.0)}
+HALF_STARS = (0.5, 5.0, 0.5)
 
 
-def spec(variant: str) -> RawSpec:
+def spec(variant: str, command: str = "movielens") -> RawSpec:
+    """The files of ``variant``; ``command``, the prepare command reading them, names them in messages."""
     ratings_file, movies_file = FILES[variant]
     return RawSpec(
-        f"movielens-{variant}",
+        f"{command} --variant {variant}",
         (VARIANTS[variant],),
         {"ratings": (ratings_file,), "movies": (movies_file,)},
         member_sha256=MEMBER_SHA256.get(variant, {}),
@@ -87,53 +91,60 @@ def spec(variant: str) -> RawSpec:
 
 
 def read_ratings(path: Path, variant: str) -> pd.DataFrame:
+    """(raw_user, raw_item, rating, timestamp) of every line, each value checked: whole-number ids and times,
+    a rating on the release's scale."""
     expected = {
         "100k": "TAB-separated user item rating timestamp (ml-100k u.data)",
         "1m": "UserID::MovieID::Rating::Timestamp (ml-1m ratings.dat)",
     }.get(variant, "CSV userId,movieId,rating,timestamp with a header (ml-20m/25m ratings.csv)")
-    with reading(path, expected):
-        if variant == "100k":
-            frame = pd.read_csv(path, sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
-        elif variant == "1m":  # "::" would need pandas' slow python engine: turn it into one tab instead
-            text = path.read_bytes().replace(b"::", b"\t")
-            frame = pd.read_csv(io.BytesIO(text), sep="\t", header=None, names=RATING_COLUMNS, dtype=RATING_TYPES)
-        else:
-            frame = pd.read_csv(
-                path,
-                engine="pyarrow",
-                dtype={"userId": np.int64, "movieId": np.int64, "rating": np.float32, "timestamp": np.int64},
-            )
-            if list(frame.columns) != ["userId", "movieId", "rating", "timestamp"]:
-                raise ValueError(f"header is {','.join(map(str, frame.columns))}")
-            frame.columns = RATING_COLUMNS
-    if frame.empty:
-        raise UserError(f"{path}: no ratings in the file")
-    return frame
+    header = () if variant in RATING_SCALES else ("userId", "movieId", "rating", "timestamp")
+    if variant == "1m":  # "::" would need pandas' slow python engine: turn it into one tab instead
+        frame = rows.read_fields(path, expected, RATING_COLUMNS, sep="\t", text=path.read_bytes().replace(b"::", b"\t"))
+    else:
+        frame = rows.read_fields(path, expected, RATING_COLUMNS, header=header, sep="\t" if variant == "100k" else ",")
+    low, high, step = RATING_SCALES.get(variant, HALF_STARS)
+    lines = len(header) > 0
+    checked = {
+        name: rows.numbers(frame[name], path, name.replace("raw_", ""), header=lines, step=1)
+        for name in ("raw_user", "raw_item", "timestamp")
+    }
+    rating = rows.numbers(frame["rating"], path, "rating", header=lines, low=low, high=high, step=step)
+    return pd.DataFrame(
+        {
+            "raw_user": checked["raw_user"].astype(np.int64),
+            "raw_item": checked["raw_item"].astype(np.int64),
+            "rating": rating.astype(np.float32),
+            "timestamp": checked["timestamp"].astype(np.int64),
+        }
+    )
+
+
+MOVIE_FILES = {
+    "100k": "ml-100k u.item: movie id|title|release date|video release date|IMDb URL|19 genre flags 0/1",
+    "1m": "ml-1m movies.dat: MovieID::Title::Genres",
+}
 
 
 def read_movies(path: Path, variant: str) -> pd.DataFrame:
-    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic)."""
-    with reading(path, f"the MovieLens {variant} movies file"):
-        if variant == "100k":
-            frame = pd.read_csv(path, sep="|", header=None, encoding="latin-1", dtype=str, keep_default_na=False)
-            if frame.shape[1] != 24:
-                raise ValueError(f"{frame.shape[1]} fields per line, expected 24")
-            flags = frame.iloc[:, 5:].to_numpy() == "1"
-            genres = ["|".join(g for g, on in zip(GENRES_100K, row) if on) for row in flags]
-            return pd.DataFrame({"raw_item": frame[0].astype(np.int64), "title": frame[1], "genres": genres})
-        if variant == "1m":
-            text = path.read_bytes().decode("latin-1").replace("::", "\t")
-            frame = pd.read_csv(
-                io.StringIO(text),
-                sep="\t",
-                header=None,
-                names=["raw_item", "title", "genres"],
-                dtype={"raw_item": np.int64, "title": str, "genres": str},
-                quoting=3,
-            )
-            return frame
-        frame = pd.read_csv(path, dtype={"movieId": np.int64, "title": str, "genres": str})
-        return frame.rename(columns={"movieId": "raw_item"})[["raw_item", "title", "genres"]]
+    """raw_item, title, genres ('|'-joined, in the file's order; the first is the two-stage paper's topic); every
+    line checked to hold all its fields and a whole-number movie id."""
+    expected = MOVIE_FILES.get(variant, "a CSV movieId,title,genres with a header (ml-20m/25m movies.csv)")
+    if variant == "100k":
+        names = ["raw_item", "title", "release", "video_release", "url", *GENRES_100K]
+        frame = rows.read_fields(
+            path, expected, names, sep="|", encoding="latin-1", dtype=str, empty=("release", "video_release", "url")
+        )
+        flags = frame[list(GENRES_100K)].to_numpy() == "1"
+        frame["genres"] = ["|".join(g for g, on in zip(GENRES_100K, row) if on) for row in flags]
+    elif variant == "1m":
+        text = path.read_bytes().replace(b"::", b"\t")
+        columns = ["raw_item", "title", "genres"]
+        frame = rows.read_fields(path, expected, columns, sep="\t", text=text, encoding="latin-1", dtype=str, quoting=3)
+    else:
+        header = ("movieId", "title", "genres")
+        frame = rows.read_fields(path, expected, ["raw_item", "title", "genres"], header=header, dtype=str)
+    ids = rows.numbers(frame["raw_item"], path, "movie id", header=int(variant not in MOVIE_FILES), step=1)
+    return pd.DataFrame({"raw_item": ids.astype(np.int64), "title": frame["title"], "genres": frame["genres"]})
 
 
 def prepare(

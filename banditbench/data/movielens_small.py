@@ -46,7 +46,7 @@ RATING_RANGE = (0.5, 5.0)
 
 def spec(variant: str = "small") -> RawSpec:
     if variant == "100k":
-        return movielens.spec("100k")
+        return movielens.spec("100k", NAME)
     return RawSpec("movielens-small", (SMALL,), {"ratings": ("ratings.csv",), "movies": ("movies.csv",)})
 
 

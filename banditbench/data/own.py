@@ -18,7 +18,9 @@ protocol their manifest names.
 
 from __future__ import annotations
 
+import csv
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ import pandas as pd
 
 from banditbench.data import classification as labelled
 from banditbench.data import ratings as pipeline
+from banditbench.data import rows, sanity
 from banditbench.data.fetch import UNPUBLISHED, reading
 from banditbench.data.prepared import sha256_of, up_to_date, write_dataset
 from banditbench.data.registry import DATASETS, Dataset, Option, register
@@ -53,11 +56,25 @@ def read_table(source: str | None) -> tuple[pd.DataFrame, Path]:
     path = Path(source).expanduser()
     if not path.is_file():
         raise UserError(f"--source {source} is not a file")
-    parquet = path.suffix.lower() in (".parquet", ".pq")
+    if path.stat().st_size == 0:
+        raise UserError(f"{path}: the file is empty")
+    parquet = is_parquet(path)
     with reading(path, "a Parquet file" if parquet else "a CSV file with a header row"):
-        frame = pd.read_parquet(path) if parquet else pd.read_csv(path, sep=None, engine="python")
+        try:
+            frame = pd.read_parquet(path) if parquet else pd.read_csv(path, sep=None, engine="python")
+        except csv.Error as e:  # the delimiter sniffer's, outside pandas' own errors
+            raise ValueError(str(e)) from None
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame, path
+
+
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def header_lines(path: Path) -> int | None:
+    """Where a table's rows start: after the header line of a CSV; None for Parquet, whose rows have no line."""
+    return None if is_parquet(path) else 1
 
 
 def column(frame: pd.DataFrame, path: Path, name: str, flag: str) -> pd.Series:
@@ -65,17 +82,15 @@ def column(frame: pd.DataFrame, path: Path, name: str, flag: str) -> pd.Series:
         shown = ", ".join(frame.columns[:12]) + (", …" if len(frame.columns) > 12 else "")
         raise UserError(f"{path}: no column {name!r} (it has: {shown}); name yours with {flag}")
     values = frame[name]
-    if values.isna().any():
-        raise UserError(f"{path}: column {name!r} has {int(values.isna().sum())} empty values")
+    row = rows.first(values.isna())
+    if row is not None:
+        problem = f"column {name!r} has no value ({int(values.isna().sum())} empty values in all)"
+        raise rows.at_row(path, row, problem, header_lines(path))
     return values
 
 
 def numbers(values: pd.Series, path: Path, name: str) -> np.ndarray:
-    converted = pd.to_numeric(values, errors="coerce")
-    if converted.isna().any():
-        bad = values[converted.isna()].iloc[0]
-        raise UserError(f"{path}: column {name!r} must be numeric, found {bad!r}")
-    return converted.to_numpy(np.float64)
+    return rows.numbers(values, path, f"column {name!r} value", header=header_lines(path))
 
 
 def names(text: str | None) -> list[str]:
@@ -104,7 +119,7 @@ def prepare_interactions(
     **_,
 ) -> Path:
     name = check_name(name)
-    options = options or pipeline.RatingOptions(positive_above=0.0)
+    options = options or pipeline.RatingOptions(positive_above=0.0, groups=None)
     options.validate()
     pipeline.check_protocol(mode, serve)
     frame, path = read_table(source)
@@ -124,6 +139,8 @@ def prepare_interactions(
         numbers(column(frame, path, c, "--item-features"), path, c)
     if len(ratings) < MIN_INTERACTIONS:
         raise UserError(f"{path}: {len(ratings)} interactions, too few to learn from (at least {MIN_INTERACTIONS})")
+    if (ratings["rating"] > options.positive_above).all():  # refused before the factorisation, with the fix
+        raise UserError(f"{path}: {sanity.only_positives(ratings['rating'].to_numpy(), options.positive_above)}")
     duplicates = ratings.duplicated(["raw_user", "raw_item"], keep="last")
     ratings = ratings[~duplicates].reset_index(drop=True)
     source_sha256 = sha256_of(path)
@@ -142,10 +159,10 @@ def prepare_interactions(
     folder = Path(data_dir) / name
     if up_to_date(folder, parameters, force):
         return folder
-    tables, counts, rows = pipeline.build(ratings, options, str(path))
-    rows["read"] += int(duplicates.sum())
+    tables, counts, report = pipeline.build(ratings, options, str(path))
+    report["read"] += int(duplicates.sum())
     if duplicates.any():
-        rows["dropped"] = {"repeated (user, item): the last row kept": int(duplicates.sum()), **rows["dropped"]}
+        report["dropped"] = {"repeated (user, item): the last row kept": int(duplicates.sum()), **report["dropped"]}
     if feature_columns:
         given = frame.assign(raw_item=frame[item].astype(str)).drop_duplicates("raw_item").set_index("raw_item")
         items = tables["items"][["item", "raw_item"]].copy()
@@ -175,7 +192,7 @@ def prepare_interactions(
         raw_files=[record],
         counts=counts,
         force=force,
-        rows=rows,
+        rows=report,
         verification=UNPUBLISHED,
     )
 
@@ -239,6 +256,10 @@ def prepare_table(
     )
 
 
+GROUPS_HELP = (
+    f"K-means user groups (the bandit's users) [default: {pipeline.DEFAULT_GROUPS}, or users/{sanity.USERS_PER_GROUP} "
+    "when that is fewer]."
+)
 NAME_OPTION = Option(
     "name", str, None, "Name of your dataset: its folder under --data-dir and `run --dataset NAME`.", required=True
 )
@@ -270,7 +291,10 @@ register(
                 "Comma-separated item-feature columns [default: SVD features of the interactions].",
                 optional=True,
             ),
-            *pipeline.rating_options(positive_above=0.0),
+            *(
+                replace(o, help=GROUPS_HELP) if o.name == "groups" else o
+                for o in pipeline.rating_options(positive_above=0.0, groups=None)
+            ),
             *pipeline.PROTOCOL_OPTIONS,
         ),
         named=True,

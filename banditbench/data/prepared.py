@@ -6,8 +6,8 @@ crash or a bad input never leaves a half-written ``datasets/<name>/`` and never 
 
 from __future__ import annotations
 
+import difflib
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -20,18 +20,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from banditbench.data.fetch import sha256_of
+from banditbench.data.registry import DATASETS, prepare_hint
 from banditbench.errors import UserError
 from banditbench.version import __version__
 
 MANIFEST = "manifest.json"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def write_parquet(table: pd.DataFrame | pa.Table, path: Path) -> None:
@@ -62,18 +64,23 @@ def write_dataset(
     rows: dict[str, Any] | None = None,
     verification: str | None = None,
     allow_unresolved: bool = False,
+    reader_warnings: tuple[str, ...] | list[str] = (),
 ) -> Path:
     """Write ``tables`` and a manifest to ``folder`` atomically; replace an existing one only with ``force``.
 
     The manifest carries the sanity report (``sanity``: ``rows`` read/kept/dropped and the protocol's
     figures, see data/sanity.py), its ``warnings`` (one-line strings that run and report repeat) and
-    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``)."""
+    ``verification`` (``verified``, ``unverified`` after ``--no-verify``, or ``no published checksum``);
+    ``reader_warnings`` (what the readers noticed in the raw files) come first among the warnings."""
     from banditbench.data import sanity
 
     folder = Path(folder)
     if folder.exists() and not force:
         raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
-    report, warnings = sanity.analyse(protocol, tables, allow_unresolved=allow_unresolved)  # may refuse the data
+    report, warnings = sanity.analyse(  # may refuse the data
+        protocol, tables, allow_unresolved=allow_unresolved, parameters=parameters, name=name
+    )
+    warnings = [*reader_warnings, *warnings]
     if rows is not None:
         report = {"rows": rows, **report}
     if verification == "unverified":
@@ -172,10 +179,7 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
     path = Path(data_dir) / name
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
-        hint = f" --data-dir {data_dir}" if Path(data_dir) != Path("datasets") else ""
-        raise UserError(
-            f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench prepare {name}{hint}` first"
-        )
+        raise UserError(not_prepared(Path(data_dir), name))
     try:
         manifest = json.loads(manifest_path.read_text())
         return PreparedDataset(name, path, manifest, sha256_of(manifest_path))
@@ -183,3 +187,21 @@ def load_dataset(data_dir: Path, name: str) -> PreparedDataset:
         raise UserError(f"cannot read the prepared dataset {path}: {e.strerror}") from None
     except ValueError:
         raise UserError(f"{manifest_path} is not valid JSON; prepare {name} again with --force") from None
+
+
+def not_prepared(data_dir: Path, name: str) -> str:
+    """Why ``name`` cannot be loaded from ``data_dir``, with the prepare command that builds it, or the closest
+    names when none does."""
+    where = f" --data-dir {data_dir}" if data_dir != Path("datasets") else ""
+    hint = prepare_hint(name)
+    if hint is not None:
+        command, folder = hint
+        named = "" if folder == name else f" (under the name {folder!r})"
+        return f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench {command}{where}` first{named}"
+    prepared = sorted(p.parent.name for p in data_dir.glob(f"*/{MANIFEST}")) if data_dir.is_dir() else []
+    close = difflib.get_close_matches(name, [*DATASETS, *prepared], n=3)
+    suggestion = f" (did you mean {' or '.join(close)}?)" if close else ""
+    held = f"; {data_dir}/ holds {', '.join(prepared)}" if prepared else ""
+    return (
+        f"no dataset {name!r} in {data_dir}/{suggestion}{held}; `banditbench list datasets` shows what prepare builds"
+    )

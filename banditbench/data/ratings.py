@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data.registry import Option
+from banditbench.data.sanity import USERS_PER_GROUP, rows_report
 from banditbench.errors import UserError
 
 DENSE_SVD_CELLS = 250_000  # below this many matrix cells an exact dense SVD is cheap enough
 MODES = ("paper", "metaban-code", "mcnb-code")  # how the recommendation protocol forms a round
 SERVE = ("groups", "users")  # who a round serves
+DEFAULT_GROUPS = 50  # M-CNB's n = 50 user pools
 
 
 def check_protocol(mode: str, serve: str) -> None:
@@ -39,8 +41,9 @@ class RatingOptions:
     top_items: int = 10_000
     positive_above: float = 4.0  # "If the user's rating is more than 4 stars … reward is 1"
     negative_below: float | None = None  # None: every other rating is a 0-reward arm (paper); 2.0: code's −1 set
+    positive_below: float | None = None  # Meta-Ban §4.1: "If the user's rating is less than 2 stars … reward is 1"
     dim: int = 10
-    groups: int = 50
+    groups: int | None = 50  # None: DEFAULT_GROUPS, or users / USERS_PER_GROUP when that is fewer
     seed: int = 0  # K-means random_state (the authors use 0)
 
     def as_dict(self) -> dict:
@@ -52,7 +55,15 @@ class RatingOptions:
             "dim": self.dim,
             "groups": self.groups,
             "seed": self.seed,
+            # recorded only when set, so that datasets prepared before the option keep their parameters
+            **({"positive_below": self.positive_below} if self.positive_below is not None else {}),
         }
+
+    def rule(self) -> str:
+        """The positive's rule, in words."""
+        if self.positive_below is not None:
+            return f"positive = rating < {self.positive_below}"
+        return f"positive = rating > {self.positive_above}"
 
     def validate(self) -> None:
         for flag, value in (
@@ -60,10 +71,14 @@ class RatingOptions:
             ("--top-items", self.top_items),
             ("--groups", self.groups),
         ):
-            if value < 1:
+            if value is not None and value < 1:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
             raise UserError(f"--dim must be at least 2, got {self.dim}")
+        if self.positive_below is not None and self.negative_below is not None:
+            raise UserError(
+                "--negative-below goes with --positive-above; --positive-below makes every other rating a negative"
+            )
         if self.negative_below is not None and self.negative_below > self.positive_above:
             raise UserError(
                 f"--negative-below ({self.negative_below}) cannot exceed the positive threshold ({self.positive_above})"
@@ -80,6 +95,14 @@ RATING_OPTIONS = (
         None,
         "Only ratings below this are negatives, the middle is dropped (authors' "
         "code: 2) [default: every other rating is a negative, as the papers say].",
+        optional=True,
+    ),
+    Option(
+        "positive_below",
+        float,
+        None,
+        "A rating below this is a positive and every other rating a negative, replacing --positive-above "
+        "(Meta-Ban: 2) [default: unset].",
         optional=True,
     ),
     Option("dim", int, 10, "SVD feature dimension d of users and items.", minimum=2),
@@ -109,13 +132,16 @@ def with_rating_options(prepare):
 
 
 def binarise(ratings: pd.DataFrame, options: RatingOptions) -> pd.DataFrame:
-    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the
-    middle)."""
-    positive = ratings["rating"].to_numpy() > options.positive_above
+    """label +1 for rating > positive_above (or < positive_below); −1 for the rest, or only below negative_below
+    (the code drops the middle)."""
+    rating = ratings["rating"].to_numpy()
+    positive = (
+        rating < options.positive_below if options.positive_below is not None else rating > options.positive_above
+    )
     if options.negative_below is None:
         keep = np.ones(len(ratings), bool)
     else:
-        keep = positive | (ratings["rating"].to_numpy() < options.negative_below)
+        keep = positive | (rating < options.negative_below)
     labelled = ratings.loc[keep].copy()
     labelled["label"] = np.where(positive[keep], 1, -1).astype(np.int8)
     return labelled
@@ -171,8 +197,6 @@ def build(
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
-    from banditbench.data.sanity import rows_report
-
     options.validate()
     binary = binarise(ratings, options)
     labelled = select_top(binary, options.top_users, options.top_items)
@@ -186,12 +210,13 @@ def build(
     if labelled.empty or not (labelled["label"] > 0).any():
         raise UserError(
             f"{what}: no ratings left after keeping the top {options.top_users} users and "
-            f"{options.top_items} items with positive = rating > {options.positive_above}"
+            f"{options.top_items} items with {options.rule()}"
         )
     raw_users = np.sort(labelled["raw_user"].unique())
     raw_items = np.sort(labelled["raw_item"].unique())
-    if options.groups > len(raw_users):
-        raise UserError(f"--groups ({options.groups}) exceeds the {len(raw_users)} users left in {what}")
+    n_groups = options.groups or min(DEFAULT_GROUPS, max(1, len(raw_users) // USERS_PER_GROUP))
+    if n_groups > len(raw_users):
+        raise UserError(f"--groups ({n_groups}) exceeds the {len(raw_users)} users left in {what}")
     user = np.searchsorted(raw_users, labelled["raw_user"].to_numpy())
     item = np.searchsorted(raw_items, labelled["raw_item"].to_numpy())
     label = labelled["label"].to_numpy()
@@ -199,7 +224,7 @@ def build(
     user_features, item_features = svd_features(matrix, options.dim)
     # One OpenMP thread: as fast on 2 cores (10× faster when they are shared) and the same on every machine.
     with threadpool_limits(1):
-        groups = KMeans(n_clusters=options.groups, random_state=options.seed, n_init=10).fit_predict(user_features)
+        groups = KMeans(n_clusters=n_groups, random_state=options.seed, n_init=10).fit_predict(user_features)
 
     features = [f"f_{j}" for j in range(options.dim)]
     users = pd.DataFrame({"user": np.arange(len(raw_users)), "raw_user": raw_users, "group": groups.astype(np.int64)})
@@ -224,6 +249,6 @@ def build(
         "interactions": len(interactions),
         "positives": int((label > 0).sum()),
         "negatives": int((label < 0).sum()),
-        "groups": options.groups,
+        "groups": n_groups,
     }
     return {"users": users, "items": items, "interactions": interactions}, counts, rows

@@ -57,8 +57,12 @@ class Option:
                 raise UserError(f"{self.flag} is required ({self.help.rstrip('.')})")
             if self.optional or self.default is None:
                 return None
-        if self.type is float and isinstance(value, (int, float)) and not math.isfinite(value):
+        if self.type in (int, float) and isinstance(value, (int, float)) and not math.isfinite(value):
             raise UserError(f"{self.flag} must be a finite number, got {value}")
+        if self.type is int and isinstance(value, float):  # 1e6 from Python or a config file means 1000000
+            if not value.is_integer():
+                raise UserError(f"{self.flag} must be a whole number, got {value!r}")
+            value = int(value)
         outside = (
             (self.choices and value not in self.choices)
             or (self.minimum is not None and value < self.minimum)
@@ -99,3 +103,20 @@ def register(dataset: Dataset) -> Dataset:
         raise ValueError(f"dataset {dataset.name!r} is declared twice")
     DATASETS[dataset.name] = dataset
     return dataset
+
+
+def prepare_hint(name: str) -> tuple[str, str] | None:
+    """The ``prepare`` command that builds dataset ``name``, and the name it prepares it under: the dataset's own
+    command, or a family's command with one of its options (``movielens-1m``: ``prepare movielens --variant 1m``,
+    prepared as ``movielens``). None when no command builds it."""
+    dataset = DATASETS.get(name)
+    if dataset is not None and dataset.prepare is not None and not dataset.named:
+        return f"prepare {name}", name
+    for family in DATASETS.values():
+        rest = name.removeprefix(family.name + "-")
+        if family.prepare is None or family.named or rest == name:
+            continue
+        option = next((o for o in family.options if rest in map(str, o.choices)), None)
+        if option is not None:  # a listing-only declaration (synthetic-cosine) is prepared under its own name
+            return f"prepare {family.name} {option.flag} {rest}", name if dataset is not None else family.name
+    return None

@@ -8,6 +8,8 @@ them). ``banditbench info DATASET`` prints both. Thresholds:
   name a news item in news.tsv) → error naming the override flag, because the results would be noise;
 - median positives per user below ``MIN_MEDIAN_POSITIVES`` (2) → warning;
 - more user groups than users / ``USERS_PER_GROUP`` (5) → warning;
+- recommendation: no pool (group, or user) has the 1 liked and K − 1 other items a round shows → error with the
+  fix (more data, fewer groups, a ``--positive-above`` for ratings on a scale); some pools lacking them → warning;
 - a reward table (matrix protocol) with an arm none of whose entries was observed, or an arm feature that is 0
   for every arm → warning.
 """
@@ -41,8 +43,11 @@ def rows_report(read: int, dropped: dict[str, int]) -> dict[str, Any]:
     return {"read": int(read), "kept": int(read) - sum(dropped.values()), "dropped": dropped}
 
 
-def recommendation(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], list[str]]:
-    """Users, items, positives per user, groups and the arms each pool can offer."""
+def recommendation(
+    tables: dict[str, pd.DataFrame], parameters: dict[str, Any], name: str, protocol: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Users, items, positives per user, groups, the arms each pool can offer and how many pools can serve a
+    round (recommendation protocol); refused when none can."""
     inter, users = tables["interactions"], tables["users"]
     n_users, n_items = len(users), len(tables["items"])
     positive = inter["label"].to_numpy() > 0
@@ -60,26 +65,92 @@ def recommendation(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], lis
             f"median positives per user is {median:g} (< {MIN_MEDIAN_POSITIVES}): most users have "
             "almost nothing to learn from"
         )
-    if "group" in users.columns:
-        group_of = users["group"].to_numpy()
-        groups = int(group_of.max()) + 1 if len(group_of) else 0
-        report["groups"] = groups
-        report["users_per_group"] = quantiles(np.bincount(group_of, minlength=groups))
-        pairs = pd.DataFrame(
-            {"pool": group_of[inter["user"].to_numpy()], "item": inter["item"].to_numpy(), "positive": positive}
-        ).drop_duplicates()
-        report["positive_arms_per_group"] = quantiles(
-            pairs[pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0)
+    if "group" not in users.columns:
+        return report, warnings
+    group_of = users["group"].to_numpy()
+    groups = int(group_of.max()) + 1 if len(group_of) else 0
+    report["groups"] = groups
+    report["users_per_group"] = quantiles(np.bincount(group_of, minlength=groups))
+    if groups > n_users / USERS_PER_GROUP:
+        warnings.append(
+            f"{groups} groups for {n_users} users (more than users/{USERS_PER_GROUP}): the groups "
+            "are nearly single users; choose fewer with --groups"
         )
-        report["other_arms_per_group"] = quantiles(
-            pairs[~pairs["positive"]].groupby("pool")["item"].nunique().reindex(range(groups), fill_value=0)
+    if protocol != "recommendation":  # round-robin steps draw their arms from every item
+        return report, warnings
+    serve = parameters.get("serve", "groups")
+    pool = serve[:-1]
+    liked, others = pool_arms(inter, group_of if serve == "groups" else np.arange(n_users), n_items, parameters)
+    report[f"positive_arms_per_{pool}"] = quantiles(liked)
+    report[f"other_arms_per_{pool}"] = quantiles(others)
+    arms = int(parameters.get("arms", 10))
+    paper = parameters.get("mode", "paper") == "paper"
+    need_others = arms - 1 if paper else 1
+    servable = int(((liked >= 1) & (others >= need_others)).sum())
+    report[f"servable_{serve}"] = servable
+    if servable == 0:
+        raise UserError(f"{name}: {unservable(inter, n_items, others, parameters, need_others)}")
+    if servable < len(liked):
+        warnings.append(
+            f"{len(liked) - servable} of the {len(liked)} {serve} cannot serve a round (each needs 1 liked and "
+            f"{need_others} other item{'s' * (need_others > 1)}): runs draw from the other {servable}"
         )
-        if groups > n_users / USERS_PER_GROUP:
-            warnings.append(
-                f"{groups} groups for {n_users} users (more than users/{USERS_PER_GROUP}): the groups "
-                "are nearly single users; choose fewer with --groups"
-            )
     return report, warnings
+
+
+def pool_arms(
+    inter: pd.DataFrame, pool_of_user: np.ndarray, n_items: int, parameters: dict[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pool, the liked arms and the other arms a round can show, as the recommendation protocol draws them:
+    in paper mode distinct items, an item a member liked never among the others (and with ``negatives =
+    unrated`` every item not liked is another); in the code modes the pool's positive and negative entries."""
+    n_pools = int(pool_of_user.max()) + 1
+    pool = pool_of_user[inter["user"].to_numpy()]
+    item = inter["item"].to_numpy()
+    label = inter["label"].to_numpy()
+    if parameters.get("mode", "paper") != "paper":
+        return np.bincount(pool[label > 0], minlength=n_pools), np.bincount(pool[label < 0], minlength=n_pools)
+    key = pool * n_items + item
+    liked_keys = np.unique(key[label > 0])
+    liked = np.bincount(liked_keys // n_items, minlength=n_pools)
+    if parameters.get("negatives", "rated") == "unrated":
+        return liked, n_items - liked
+    other_keys = np.setdiff1d(key[label <= 0], liked_keys)
+    return liked, np.bincount(other_keys // n_items, minlength=n_pools)
+
+
+def unservable(
+    inter: pd.DataFrame, n_items: int, others: np.ndarray, parameters: dict[str, Any], need_others: int
+) -> str:
+    """Why no pool can serve a round, and the fix."""
+    arms, serve = int(parameters.get("arms", 10)), parameters.get("serve", "groups")
+    if parameters.get("mode", "paper") == "paper" and n_items < arms:
+        return (
+            f"only {n_items} items are left, and a round shows {arms} (1 liked and {arms - 1} others): prepare "
+            "it from more ratings (a larger file, or a larger --top-items if it cut the items)"
+        )
+    if not others.any():
+        return only_positives(inter["rating"].to_numpy(), parameters.get("positive_above", 0.0))
+    fix = "choose fewer --groups, so that each pools more users" if serve == "groups" else "serve groups"
+    return (
+        f"no {serve[:-1]} has the 1 liked and {need_others} other items a round needs (the most other items of "
+        f"one: {int(others.max())}); {fix}"
+    )
+
+
+def only_positives(ratings: np.ndarray, threshold: float) -> str:
+    """Why ratings all above ``--positive-above`` leave no item to show beside the liked one, and the fix: for
+    ratings on a scale, the threshold at its midpoint rounded down (1–5 stars: 3, so 4 and 5 are the positives)."""
+    low, high = float(ratings.min()), float(ratings.max())
+    if low == high:
+        fix = "the data hold positives only: add the items shown but not chosen, with reward 0"
+    else:
+        middle = np.floor((low + high) / 2)
+        fix = f"ratings on a scale: pass --positive-above {middle:g} to make those above it the positives"
+    return (
+        f"every rating ({low:g} to {high:g}) is above --positive-above {threshold:g}, so a round has no item to "
+        f"show beside the liked one; {fix}"
+    )
 
 
 def classification(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], list[str]]:
@@ -165,11 +236,17 @@ def matrix(tables: dict[str, pd.DataFrame]) -> tuple[dict[str, Any], list[str]]:
 
 
 def analyse(
-    protocol: str, tables: dict[str, pd.DataFrame], *, allow_unresolved: bool = False
+    protocol: str,
+    tables: dict[str, pd.DataFrame],
+    *,
+    allow_unresolved: bool = False,
+    parameters: dict[str, Any] | None = None,
+    name: str = "",
 ) -> tuple[dict[str, Any], list[str]]:
-    """The protocol's report and warnings for ``tables`` (empty for protocols with no raw data)."""
+    """The protocol's report and warnings for ``tables`` (empty for protocols with no raw data); ``parameters``
+    (the dataset's preprocessing parameters) tell how its rounds are formed."""
     if "interactions" in tables and "users" in tables:
-        return recommendation(tables)
+        return recommendation(tables, parameters or {}, name, protocol)
     if "samples" in tables:
         return classification(tables)
     if "behaviors" in tables and "news" in tables:

@@ -9,12 +9,15 @@ Yelp publishes no checksum and releases differ, so the sha256 of the file read i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pajson
 
 from banditbench.data import ratings as pipeline
+from banditbench.data import rows
 from banditbench.data.fetch import RawSpec, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, register
@@ -33,17 +36,48 @@ SCHEMA = pa.schema(
 )
 
 
+FORMAT = "Yelp reviews as JSON Lines with user_id, business_id, stars, date"
+
+
 def read_reviews(path: Path):
-    with reading(path, "Yelp reviews as JSON Lines with user_id, business_id, stars, date"):
-        table = pajson.read_json(
-            path, parse_options=pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
-        )
-        frame = table.to_pandas()
-        if frame[["user_id", "business_id", "stars"]].isna().any().any():
-            raise ValueError("a review lacks user_id, business_id or stars")
+    """Every review's user, business, stars (whole stars 1–5) and date; a line that is no review is refused by
+    its number."""
+    with reading(path, FORMAT):
+        try:
+            table = pajson.read_json(
+                path, parse_options=pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+            )
+        except pa.ArrowInvalid as e:  # pyarrow counts rows within its block: find the line itself
+            raise first_bad_review(path) or e from None
+    frame = table.to_pandas()
     if frame.empty:
         raise UserError(f"{path}: no reviews in the file")
+    for column in ("user_id", "business_id", "stars"):
+        row = rows.first(frame[column].isna())
+        if row is not None:
+            raise rows.at_row(path, row, f"the review has no {column}; the format is {FORMAT}")
+    frame["stars"] = rows.numbers(frame["stars"], path, "stars", low=1, high=5, step=1).astype(np.float32)
     return frame.rename(columns={"user_id": "raw_user", "business_id": "raw_item", "stars": "rating"})
+
+
+def first_bad_review(path: Path) -> UserError | None:
+    """The first line of ``path`` that is not a JSON object with numeric stars, as a one-line error."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                review = json.loads(line)
+            except json.JSONDecodeError as e:
+                return UserError(
+                    f"{path}, line {number}: not a JSON object ({e.msg}, column {e.colno}); the format is {FORMAT}"
+                )
+            except UnicodeDecodeError:
+                return UserError(f"{path}, line {number}: not UTF-8 text; the format is {FORMAT}")
+            stars = review.get("stars") if isinstance(review, dict) else None
+            if stars is not None and not isinstance(stars, (int, float)):
+                return UserError(f"{path}, line {number}: stars {stars!r} is not a number; the format is {FORMAT}")
+    return None
 
 
 def prepare(
