@@ -45,6 +45,7 @@ def play(
     import torch
 
     from banditbench.algos import ALGORITHMS
+    from banditbench.algos.base import MemberPolicy
     from banditbench.envs import PROTOCOLS, Budget
 
     env = PROTOCOLS["classification"].environment(dataset, np.random.SeedSequence(1))
@@ -57,10 +58,15 @@ def play(
         theta[0, -1] = torch.nextafter(theta[0, -1], torch.tensor(np.inf))
     choices, reward = [], 0.0
     wall, cpu = time.perf_counter(), time.process_time()
+    members = isinstance(policy, MemberPolicy)  # a group of one, which takes its members' views as a list
     for rnd in env.rounds(rounds):
         view = rnd.view(Budget())
-        chosen = policy.select(view, Budget())
-        policy.update(view, chosen, float(rnd.rewards[chosen]))
+        if members:
+            chosen = policy.select([view], [Budget()])[0]
+            policy.update([view], [chosen], [float(rnd.rewards[chosen])])
+        else:
+            chosen = policy.select(view, Budget())
+            policy.update(view, chosen, float(rnd.rewards[chosen]))
         choices.append(chosen)
         reward += float(rnd.rewards[chosen])
     return np.array(choices), time.perf_counter() - wall, time.process_time() - cpu, reward

@@ -172,7 +172,7 @@ def initial_labels(data_dir: Path, seed: int, params: dict) -> np.ndarray:
     policy = ALGORITHMS["dynucb"].build(
         n_users=len(instance["labels"]), n_arms=n_arms, dim=dim, seed=unit_streams(0, seed)[1], params=params
     )
-    return policy.label.copy()
+    return policy.label[0].copy()  # a group of one: its only member's labels
 
 
 def give_labels(controller, labels: np.ndarray) -> None:

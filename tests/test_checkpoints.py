@@ -223,7 +223,7 @@ def test_a_planted_or_broken_checkpoint_is_never_executed_and_the_unit_restarts(
 def test_an_attribute_that_is_not_plain_data_is_named():
     from banditbench.algos.linucb import LinUCB
 
-    policy = LinUCB(n_users=2, n_arms=3, dim=2, seed=np.random.SeedSequence(0))
+    policy = LinUCB(n_users=2, n_arms=3, dim=2, seeds=[np.random.SeedSequence(0)])
     policy.seen = {1, 2}
     with pytest.raises(TypeError, match=r"LinUCB.seen: cannot save a set as plain state \(list it in `transient`"):
         policy.state_dict()

@@ -204,7 +204,7 @@ def _matrix_bytes(policy) -> int:
     for value in vars(policy).values():
         if isinstance(value, RidgeStats):
             arrays += [value.A_inv, value.gram]
-        elif isinstance(value, np.ndarray) and value.ndim == 3:
+        elif isinstance(value, np.ndarray) and value.ndim == 4 and value.dtype == float:  # [members, agents, d, d]
             arrays.append(value)
     return sum(a.nbytes for a in arrays if a is not None)
 
@@ -216,7 +216,7 @@ def test_ridge_policies_declare_the_matrices_they_allocate(name, block):
     spec = ALGORITHMS[name]
     policy = spec.build(n_users=6, n_arms=3, dim=12, seed=np.random.SeedSequence(0), params={})
     if name in BLOCK_AWARE:
-        policy._prepare(SimpleNamespace(block=block))  # built at its first round: dense, or per block of 4
+        policy._prepare([SimpleNamespace(block=block)])  # built at its first round: dense, or per block of 4
         stats = [v for v in vars(policy).values() if isinstance(v, RidgeStats)]
         assert stats and all(s.A_inv.shape[-1] == (block or 12) for s in stats)
     allocated = _matrix_bytes(policy)

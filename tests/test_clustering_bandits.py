@@ -146,20 +146,21 @@ def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
         rng = np.random.default_rng(seed)
         policy = ALGORITHMS["cofiba"].build(
             n_users=20, n_arms=4, dim=3, seed=np.random.SeedSequence(seed), params={"alpha2": 0.3}
-        )
+        )  # a group of one
         for t in range(3000):
             user, arms = int(rng.integers(20)), catalogue[rng.permutation(4)]
             expected = arms @ theta[truth[user]]
             rnd = Round(t, user, arms, expected + 0.1 * rng.standard_normal(4), expected, int(truth[user]))
             budget = Budget()
             view = rnd.view(budget)
-            chosen = policy.select(view, budget)
+            (chosen,) = policy.select([view], [budget])
             budget.close()
-            policy.update(view, chosen, rnd.rewards[chosen])
-        node = [int(np.flatnonzero((policy.items[: policy.n_items] == z).all(axis=1))[0]) for z in catalogue]
-        label = policy.item_label[node]
+            policy.update([view], [chosen], [rnd.rewards[chosen]])
+        n = policy.n_items[0]
+        node = [int(np.flatnonzero((policy.items[0, :n] == z).all(axis=1))[0]) for z in catalogue]
+        label = policy.item_label[0, node]
         assert label[0] == label[1] != label[2] == label[3]
-        assert policy.diagnostics() == {"n_item_clusters": 2.0}
+        assert policy.diagnostics(0) == {"n_item_clusters": 2.0}
 
 
 def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
@@ -170,22 +171,23 @@ def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
     env = PROTOCOLS["linear"].environment(scarce_async, np.random.SeedSequence(1))
     policy = ALGORITHMS["cofiba"].build(
         n_users=50, n_arms=10, dim=8, seed=np.random.SeedSequence(2), params={"alpha2": 0.15, "item_pool": 20}
-    )
+    )  # a group of one
     for rnd in env.rounds(2000):
         budget = Budget()
         view = rnd.view(budget)
-        chosen = policy.select(view, budget)
+        (chosen,) = policy.select([view], [budget])
         budget.close()
-        policy.update(view, chosen, rnd.rewards[chosen])
-    assert policy.active.size > 1 and len(np.unique(policy.slot_of[policy.active])) > 1  # items and users split
+        policy.update([view], [chosen], [rnd.rewards[chosen]])
+    active = np.flatnonzero(policy.in_use[0])
+    assert active.size > 1 and len(np.unique(policy.slot_of[0, active])) > 1  # items and users split
     groups = policy.groups
-    for j in policy.active:
-        for slot in np.unique(policy.slot_of[j]):
-            gram, b, count = policy.users.pool(np.flatnonzero(policy.slot_of[j] == slot))
-            np.testing.assert_allclose(groups.gram[slot], gram, atol=1e-9)
-            np.testing.assert_allclose(groups.b[slot], b, atol=1e-9)
-            np.testing.assert_allclose(groups.A_inv[slot], np.linalg.inv(np.eye(8) + gram), atol=1e-8)
-            assert groups.count[slot] == count
+    for j in active:
+        for slot in np.unique(policy.slot_of[0, j]):
+            gram, b, count = policy.users.pool(0, np.flatnonzero(policy.slot_of[0, j] == slot))
+            np.testing.assert_allclose(groups.gram[0, slot], gram, atol=1e-9)
+            np.testing.assert_allclose(groups.b[0, slot], b, atol=1e-9)
+            np.testing.assert_allclose(groups.A_inv[0, slot], np.linalg.inv(np.eye(8) + gram), atol=1e-8)
+            assert groups.count[0, slot] == count
 
 
 # --- BASS's separation test (Definition 5.1) -------------------------------------------------------------------
@@ -256,22 +258,22 @@ def test_bass_skips_the_eigen_decomposition_only_for_pairs_that_intersect():
     full test, and its cut decisions are the full test's."""
     rng = np.random.default_rng(3)
     n, d = 16, 4
-    policy = BASS(n_users=n, n_arms=5, dim=d, seed=0, sigma=0.3)
-    local = policy.local
+    policy = BASS(n_users=n, n_arms=5, dim=d, seeds=[0], sigma=0.3)  # a group of one
+    local, member = policy.local, np.zeros(n - 1, dtype=np.int64)
     for i in range(n):
         theta = 0.3 * rng.standard_normal(d)
         for x in rng.standard_normal((rng.integers(2, 80), d)):
-            local.update(i, x, x @ theta + 0.3 * rng.standard_normal())
+            local.update(np.array([0]), np.array([i]), x[None], np.array([x @ theta + 0.3 * rng.standard_normal()]))
     settled = tested = cut = 0
     for i in range(n):
         others = np.delete(np.arange(n), i)
-        kappa = policy.separation(local, i, others)
-        radius2_i, radius2_j = policy._radius2(local.logdet[i]), policy._radius2(local.logdet[others])
+        kappa = policy.separation((np.array([0]), np.array([i])), (member, others), member)
+        radius2_i, radius2_j = policy._radius2(local.logdet[0, i]), policy._radius2(local.logdet[0, others])
         full = separation_test(
-            local.theta[i],
-            radius2_i * local.A_inv[i],
-            local.theta[others],
-            (policy.ridge_eye + local.gram[others]) / radius2_j[:, None, None],
+            local.theta[0, i],
+            radius2_i * local.A_inv[0, i],
+            local.theta[0, others],
+            (policy.ridge_eye + local.gram[0, others]) / radius2_j[:, None, None],
         )
         shortcut = kappa == 1  # the full test's K is below 1 for distinct centres
         assert (full[shortcut] >= 0).all()
@@ -301,27 +303,31 @@ def reference_oful_run(dataset, rounds, shared_after):
     from banditbench.runner.seeds import unit_streams
 
     env = PROTOCOLS["synchronous"].environment(dataset, unit_streams(0, 0)[0])
-    own, fresh, shared = RidgeStats(N, d), RidgeStats(N, d), RidgeStats(1, d)
+    own, fresh, shared = RidgeStats(1, N, d), RidgeStats(1, N, d), RidgeStats(1, 1, d)  # statistics of one member
     chosen, pending = [], []
 
     def oful(stats, k, arms, sigma):
-        beta = oful_radius(stats.logdet[k], d, 1.0, sigma, 1.0, spec["delta"])
-        return int(np.argmax(arms @ stats.theta[k] + beta * stats.widths(k, arms)))
+        beta = oful_radius(stats.logdet[0, k], d, 1.0, sigma, 1.0, spec["delta"])
+        widths = np.sqrt(np.maximum(stats.quadratic_forms_of(0, k, arms), 0.0))
+        return int(np.argmax(arms @ stats.theta[0, k] + beta * widths))
+
+    def learn(stats, k, x, reward):
+        stats.update(np.array([0]), np.array([k]), x[None], np.array([reward]))
 
     for rnd in env.rounds(rounds):
         if pending and rnd.user == 0:
-            shared.update(0, pending[0][0], np.mean([r for _, r in pending]))
+            learn(shared, 0, pending[0][0], np.mean([r for _, r in pending]))
             pending = []
         x_all, u = rnd.arms, rnd.user
         if rnd.step < explore:
             k = oful(own, u, x_all, NOISE)
-            own.update(u, x_all[k], rnd.rewards[k])
+            learn(own, u, x_all[k], rnd.rewards[k])
         elif shared_after:
             k = oful(shared, 0, x_all, NOISE / np.sqrt(N))
             pending.append((x_all[k], rnd.rewards[k]))
         else:
             k = oful(fresh, u, x_all, NOISE)
-            fresh.update(u, x_all[k], rnd.rewards[k])
+            learn(fresh, u, x_all[k], rnd.rewards[k])
         chosen.append(k)
     return np.array(chosen), explore
 

@@ -8,7 +8,7 @@ import math
 import pytest
 from conftest import banditbench
 
-from banditbench.algos import ALGORITHMS, Policy
+from banditbench.algos import ALGORITHMS
 from banditbench.algos import domains as d
 from banditbench.errors import UserError
 from banditbench.runner import grid
@@ -119,6 +119,4 @@ def test_capabilities_agree_with_the_policy(name):
     assert capabilities.user_features == bool(spec.fixed.get("user_features", False))
     assert capabilities.device == ("device" in spec.defaults())
     assert capabilities.checkpoint
-    # lockstep is declared exactly where the policy batches its members' work in its own Lockstep group
-    assert capabilities.lockstep == (spec.policy.lockstep.__func__ is not Policy.lockstep.__func__)
     assert not capabilities.two_stage or capabilities.slate

@@ -1,33 +1,44 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from banditbench.algos.ridge import RidgeStats
 from banditbench.runner import Unit, run_unit
 
+sys.path.insert(0, str(Path(__file__).parent))
+from one_unit import choose, learn  # noqa: E402
 
-def test_sherman_morrison_inverse_equals_direct_inverse():
+
+@pytest.mark.parametrize("pairs", [1, 2])  # one (member, learner) pair a call takes in-place updates of its views
+def test_sherman_morrison_inverse_equals_direct_inverse(pairs):
     rng = np.random.default_rng(1)
-    d, ridge = 6, 0.5
-    stats = RidgeStats(n_learners=3, dim=d, ridge=ridge)
+    d, ridges = 6, [0.5, 2.0]
+    stats = RidgeStats(members=2, n_learners=3, dim=d, ridge=ridges)
     X = rng.standard_normal((200, d))
     r = rng.standard_normal(200)
+    members, learners = np.array([1, 0])[:pairs], np.array([1, 2])[:pairs]
     for x, reward in zip(X, r):
-        stats.update(1, x, reward)
-    A = ridge * np.eye(d) + X.T @ X
-    np.testing.assert_allclose(stats.A_inv[1], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(stats.theta[1], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
-    np.testing.assert_array_equal(stats.A_inv[0], np.eye(d) / ridge)  # other learners untouched
-    assert stats.count.tolist() == [0, 200, 0]
+        stats.update(members, learners, np.tile(x, (pairs, 1)), np.full(pairs, reward))
+    for m, u in zip(members, learners):
+        A = ridges[m] * np.eye(d) + X.T @ X
+        np.testing.assert_allclose(stats.A_inv[m, u], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(stats.theta[m, u], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(stats.logdet[m, u], np.linalg.slogdet(A)[1], rtol=1e-12)
+    np.testing.assert_array_equal(stats.A_inv[1, 0], np.eye(d) / 2.0)  # other learners untouched
+    assert stats.count.tolist() == [[0, 0, 200 * (pairs > 1)], [0, 200, 0]]
 
 
-def test_widths_are_the_mahalanobis_norms():
+def test_quadratic_forms_are_the_squared_mahalanobis_norms():
     rng = np.random.default_rng(2)
-    stats = RidgeStats(1, 4)
+    stats = RidgeStats(members=2, n_learners=1, dim=4)
     for x in rng.standard_normal((30, 4)):
-        stats.update(0, x, 1.0)
+        stats.update(np.array([1]), np.array([0]), x[None], np.ones(1))
     arms = rng.standard_normal((7, 4))
-    direct = np.sqrt([a @ stats.A_inv[0] @ a for a in arms])
-    np.testing.assert_allclose(stats.widths(0, arms), direct)
+    direct = [a @ stats.A_inv[1, 0] @ a for a in arms]
+    np.testing.assert_allclose(stats.quadratic_forms_of(1, 0, arms), direct)
+    np.testing.assert_allclose(stats.quadratic_forms_of_each(np.array([1]), arms[:1]), [direct[:1]])
 
 
 def cumulative_regret(algorithm, dataset, rounds, seed_index=0, **params):
@@ -74,13 +85,13 @@ def test_linucb_statistics_built_from_its_selections_equal_the_direct_ridge_solu
         arms = rng.standard_normal((6, d))
         budget = Budget(None)
         view = Round(t, 1, arms, np.zeros(6), np.zeros(6)).view(budget)
-        chosen = policy.select(view, budget)
+        chosen = choose(policy, view, budget)
         budget.close()
         reward = float(arms[chosen] @ np.arange(1, d + 1) + rng.standard_normal())
-        policy.update(view, chosen, reward)
+        learn(policy, view, chosen, reward)
         X.append(arms[chosen]), r.append(reward)
     X, r = np.array(X), np.array(r)
     A = ridge * np.eye(d) + X.T @ X
-    np.testing.assert_allclose(policy.stats.A_inv[1], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(policy.stats.theta[1], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
-    np.testing.assert_array_equal(policy.stats.theta[0], np.zeros(d))  # user 0 never served
+    np.testing.assert_allclose(policy.stats.A_inv[0, 1], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(policy.stats.theta[0, 1], np.linalg.solve(A, X.T @ r), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(policy.stats.theta[0, 0], np.zeros(d))  # user 0 never served

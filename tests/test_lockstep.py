@@ -12,21 +12,21 @@ import numpy as np
 import pytest
 import torch
 
-from banditbench.algos import ALGORITHMS
-from banditbench.algos.cofiba import COFIBALockstep
-from banditbench.algos.locb import LOCB
+from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
-from banditbench.algos.ridge import RidgeStats, stack
+from banditbench.algos.ridge import RidgeStats
 from banditbench.algos.sclub import SCLUB
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS
 from banditbench.envs.round import Budget, Round, RoundView, each_round
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
-from banditbench.runner.unit import Unit, run_group, run_unit
+from banditbench.runner.unit import Lane, Unit, UnitPolicies, build_group, run_group, run_unit
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 from conftest import banditbench  # noqa: E402
+from my_policy import EpsilonGreedy  # noqa: E402
 from test_checkpoints import table_bytes  # noqa: E402
 from test_movielens import prepare_fixture  # noqa: E402
 from ties import assert_first_difference_is_rounding, first_difference, lockstep_score_pairs  # noqa: E402
@@ -198,45 +198,46 @@ def test_linear_lockstep_groups_write_their_units_shards_bit_for_bit(dataset, al
     "settings", [{}, {"reference_threshold": True}, {"reference_threshold": True, "frozen_counts": True}]
 )
 def test_cofiba_group_edge_test_is_each_members_own_row_by_row(settings):
-    # the reference threshold cuts no edge in a short run, so the batched test is compared with the members' directly
+    # the reference threshold cuts no edge in a short run, so the group's test is compared with its members' directly
     rng = np.random.default_rng(3)
-    build = ALGORITHMS["cofiba"].build
-    policies = [
-        build(n_users=6, n_arms=4, dim=3, seed=np.random.SeedSequence(s), params={**settings, "alpha2": alpha2})
-        for s, alpha2 in ((0, 0.5), (1, 2.0))
-    ]
-    for policy in policies:
-        for t in range(30):  # users pulled unequally often, so their thresholds differ
-            view = RoundView(t, int(rng.integers(3)), rng.normal(size=(4, 3)))
-            policy.update(view, policy.select(view, None), float(rng.normal()))
-    group = COFIBALockstep(policies)
+    spec, problem = ALGORITHMS["cofiba"], {"n_users": 6, "n_arms": 4, "dim": 3}
+    cells = [{**settings, "alpha2": alpha2} for alpha2 in (0.5, 2.0)]
+    seeds = [np.random.SeedSequence(s) for s in range(2)]
+    group = spec.build_members(**problem, seeds=seeds, params=cells)
+    alone = [spec.build(**problem, seed=seed, params=cell) for seed, cell in zip(seeds, cells)]
+    for t in range(30):  # users pulled unequally often, so their thresholds differ
+        views = [RoundView(t, int(rng.integers(3)), rng.normal(size=(4, 3))) for _ in alone]
+        chosen, rewards = group.select(views, [None] * 2), rng.normal(size=2).tolist()
+        group.update(views, chosen, rewards)
+        for policy, view, arm, reward in zip(alone, views, chosen, rewards):
+            assert policy.select([view], [None]) == [arm]
+            policy.update([view], [arm], [reward])
     member, served = rng.integers(2, size=40), rng.integers(6, size=40)
     predicted = rng.normal(scale=8.0, size=(40, 6))  # gaps on both sides of every threshold
     spread = rng.uniform(0.1, 1.0, size=(40, 6))
     log_t = np.log(32)
     batched = group._far(predicted, spread, served, member, log_t)
-    alone = [policies[m]._far(p, q, i, log_t) for m, p, q, i in zip(member, predicted, spread, served)]
-    assert np.array_equal(batched, alone) and 0 < batched.mean() < 1
+    own = [alone[m]._far(p[None], q[None], [i], [0], log_t)[0] for m, p, q, i in zip(member, predicted, spread, served)]
+    assert np.array_equal(batched, own) and 0 < batched.mean() < 1
 
 
-def test_sclub_lockstep_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
-    # the group runs SCLUB._merge only for members its vectorised test lets through: no merge may be missed
-    merged = []
-    merge = SCLUB._merge
+def test_a_sclub_group_merges_exactly_where_its_units_alone_merge(dataset, monkeypatch):
+    # the group tests every fully checked member's clusters at once and joins clusters member by member
+    joined = []
+    join = SCLUB._join
 
-    def recording(policy, c, t):
-        sizes = policy.size.copy()
-        merge(policy, c, t)
-        merged.append(not np.array_equal(sizes, policy.size))
+    def recording(policy, m, c, k):
+        joined.append((c, k))
+        join(policy, m, c, k)
 
-    monkeypatch.setattr(SCLUB, "_merge", recording)
+    monkeypatch.setattr(SCLUB, "_join", recording)
     group = units("sclub", 2, 300, params={"alpha1": 0.5}) + units("sclub", 2, 300, params={"alpha1": 2.0})
     together = run_group(group, dataset)
-    merges_together, calls_together = sum(merged), len(merged)
-    merged.clear()
+    joined_together = sorted(joined)
+    joined.clear()
     for unit, result in zip(group, together):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
-    assert 0 < merges_together == sum(merged) and calls_together < len(merged)
+    assert joined_together and joined_together == sorted(joined)
 
 
 def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
@@ -266,57 +267,59 @@ def test_batched_scores_and_training_differ_from_single_ones_by_rounding_only():
         torch.testing.assert_close(trained, train_jobs(mlp, [job], lr=0.01)[0], rtol=1e-5, atol=1e-6)
 
 
-def test_stacked_ridge_statistics_update_and_score_bit_for_bit_as_each_member_alone():
+def test_a_members_ridge_statistics_update_and_score_bit_for_bit_as_the_member_alone():
+    # the batched Sherman–Morrison update and scores of three members against each member's statistics alone, whose
+    # single (member, learner) pair takes in-place updates of its views
     rng = np.random.default_rng(0)
-    alone = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
-    together = [RidgeStats(5, 3, ridge) for ridge in (0.5, 1.0, 2.0)]
-    stacked = stack(together)
+    ridges, members = [0.5, 1.0, 2.0], np.arange(3)
+    together, alone = RidgeStats(3, 5, 3, ridges), [RidgeStats(1, 5, 3, ridge) for ridge in ridges]
+    one = np.zeros(1, dtype=np.int64)
     for _ in range(30):
         learners, x, reward = rng.integers(5, size=3), rng.normal(size=(3, 3)), rng.normal(size=3)
-        for s, member in enumerate(alone):
-            member.update(learners[s], x[s], reward[s])
-        stacked.update_each(learners, x, reward)
+        together.update(members, learners, x, reward)
+        for m, stats in enumerate(alone):
+            stats.update(one, learners[m : m + 1], x[m : m + 1], reward[m : m + 1])
     arms, alpha = rng.normal(size=(3, 4, 3)), np.array([0.1, 1.0, 2.0])
     for reference in (False, True):
-        scores = stacked.cluster_ucb_each(np.array([0, 1, 2]), arms, alpha, 7, reference)
-        for s, member in enumerate(alone):
-            assert np.array_equal(scores[s], member.cluster_ucb(s, arms[s], alpha[s], 7, reference))
-    for member, view in zip(alone, together):  # each member's arrays are views of the stack
+        scores = together.cluster_ucb(members, members, arms, alpha, 7, reference)
+        for m, stats in enumerate(alone):
+            own = stats.cluster_ucb(one, np.array([m]), arms[m : m + 1], alpha[m : m + 1], 7, reference)
+            assert np.array_equal(scores[m], own[0])
+    for m, stats in enumerate(alone):
         for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
-            assert np.array_equal(getattr(view, name), getattr(member, name)), name
-    assert np.shares_memory(together[1].A_inv, stacked.A_inv)
-    # two kinds of learners of one member (DynUCB's 5 users and 2 clusters) in one stack: cluster c is learner 5 + c
-    users, clusters, alone_users, alone_clusters = (
-        RidgeStats(5, 3),
-        RidgeStats(2, 3),
-        RidgeStats(5, 3),
-        RidgeStats(2, 3),
-    )
-    joined = stack([users], [clusters])
-    for _ in range(10):
-        user, cluster, x, reward = rng.integers(5), rng.integers(2), rng.normal(size=3), rng.normal()
-        alone_users.update(user, x, reward)
-        alone_clusters.update(cluster, x, reward)
-        joined.update_each(
-            np.array([user, 5 + cluster]), np.array([x, x]), np.full(2, reward), members=np.zeros(2, int)
-        )
-    for view, member in ((users, alone_users), (clusters, alone_clusters)):
-        for name in ("A_inv", "gram", "b", "theta", "logdet", "count"):
-            assert np.array_equal(getattr(view, name), getattr(member, name)), name
+            assert np.array_equal(getattr(together, name)[m], getattr(stats, name)[0]), name
 
 
 def test_a_locb_member_whose_user_no_cluster_holds_scores_with_the_users_own_statistics():
     rng = np.random.default_rng(1)
-    policies = [LOCB(n_users=6, n_arms=4, dim=3, seed=np.random.SeedSequence(s), num_seeds=3) for s in range(3)]
+    spec, problem, params = ALGORITHMS["locb"], {"n_users": 6, "n_arms": 4, "dim": 3}, {"num_seeds": 3}
+    group = spec.build_members(**problem, seeds=[np.random.SeedSequence(s) for s in range(3)], params=[params] * 3)
+    alone = [spec.build(**problem, seed=np.random.SeedSequence(s), params=params) for s in range(3)]
     for t in range(40):  # each member learns from different rounds
-        for policy in policies:
-            view = RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3)))
-            policy.update(view, int(rng.integers(4)), float(rng.normal()))
-    for policy in policies[1:]:
-        policy.member[:, 2] = False  # user 2 has left every cluster of members 1 and 2
-    views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in policies]
-    alone = [policy.select(view, None) for policy, view in zip(policies, views)]
-    assert LOCB.lockstep(policies).select(views, [None] * 3) == alone
+        views = [RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3))) for _ in alone]
+        chosen, rewards = rng.integers(4, size=3).tolist(), rng.normal(size=3).tolist()
+        group.update(views, chosen, rewards)
+        for policy, view, arm, reward in zip(alone, views, chosen, rewards):
+            policy.update([view], [arm], [reward])
+    for policy, m in ((group, 1), (group, 2), (alone[1], 0), (alone[2], 0)):
+        policy.holds[m, 2] = False  # user 2 has left every cluster of members 1 and 2
+    views = [RoundView(40, 2, rng.normal(size=(4, 3))) for _ in alone]
+    assert group.select(views, [None] * 3) == [policy.select([view], [None])[0] for policy, view in zip(alone, views)]
+
+
+def group_of(name: str, params: list[dict], **problem):
+    """The policy of a group whose members have these hyper-parameters and seed 0."""
+    return ALGORITHMS[name].build_members(**problem, seeds=[np.random.SeedSequence(0) for _ in params], params=params)
+
+
+def ridge_statistics(state: dict) -> dict:
+    """The ridge statistics' A⁻¹ and θ in a member's state, by name."""
+    return {
+        (name, key): value[key]
+        for name, value in state.items()
+        if isinstance(value, dict) and "A_inv" in value
+        for key in ("A_inv", "theta")
+    }
 
 
 @pytest.mark.parametrize("name", ["linucb-one", "linucb-ind", "club", "sclub", "locb", "cofiba"])
@@ -324,17 +327,12 @@ def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
     K, d, n_users = 4, 5, 3
     rng = np.random.default_rng(2)
     theta = rng.standard_normal((K, d))
-
-    def members():
-        params = [{"alpha": 0.2}, {"alpha": 1.0}, {"alpha": 1.0, "ridge": 3.0}]
-        build = ALGORITHMS[name].build
-        return [build(n_users=n_users, n_arms=K, dim=K * d, seed=np.random.SeedSequence(0), params=p) for p in params]
-
-    alone, together = members(), members()
-    group = type(together[0]).lockstep(together)
+    params = [{"alpha": 0.2}, {"alpha": 1.0}, {"alpha": 1.0, "ridge": 3.0}]
+    problem = {"n_users": n_users, "n_arms": K, "dim": K * d}
+    group, alone = group_of(name, params, **problem), [group_of(name, [p], **problem) for p in params]
     for t in range(300):
         rounds = []
-        for _ in together:
+        for _ in params:
             contexts = rng.standard_normal((K, d))
             arms = np.zeros((K, K * d))
             for a in range(K):
@@ -345,15 +343,13 @@ def test_a_linear_group_on_block_encoded_rounds_learns_bit_for_bit_as_its_member
         chosen = group.select(views, [Budget()] * 3)
         group.update(views, chosen, [float(rnd.rewards[arm]) for rnd, arm in zip(rounds, chosen)])
         for policy, view, rnd, arm in zip(alone, views, rounds, chosen):
-            assert policy.select(view, Budget()) == arm
-            policy.update(view, arm, float(rnd.rewards[arm]))
-    for policy, member in zip(alone, together):
-        assert member.block == d
-        statistics = [name for name, value in vars(member).items() if isinstance(value, RidgeStats)]
-        assert statistics and all(
-            np.array_equal(getattr(policy, s).A_inv, getattr(member, s).A_inv) for s in statistics
-        )
-        assert all(np.array_equal(getattr(policy, s).theta, getattr(member, s).theta) for s in statistics)
+            assert policy.select([view], [Budget()]) == [arm]
+            policy.update([view], [arm], [float(rnd.rewards[arm])])
+    for m, policy in enumerate(alone):
+        assert policy.member_state_dict(0)["block"] == d
+        mine, own = ridge_statistics(group.member_state_dict(m)), ridge_statistics(policy.member_state_dict(0))
+        corner = {key: mine[key][tuple(map(slice, value.shape))] for key, value in own.items()}  # a group pads
+        assert mine and all(np.array_equal(corner[key], own[key]) for key in own)
 
 
 CODE_SWITCHES = {"meta_every_10th_in_place": True, "group_cap": True, "code_exploration": True, "schedule": "code"}
@@ -391,15 +387,28 @@ def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(nam
 
 
 class CrashingCheckpoints(Checkpoints):
-    """Stops the group after its second round of saves, as a kill would."""
+    """Stops the run after its second round of saves of ``members`` units, as a kill would."""
 
-    saves = 0
+    def __init__(self, folder, every: int, members: int = 3):
+        super().__init__(folder, every)
+        self.saves, self.stop = 0, 2 * members
 
     def save(self, unit, state):
         super().save(unit, state)
         self.saves += 1
-        if self.saves == 2 * 3:
+        if self.saves == self.stop:
             raise KeyboardInterrupt
+
+
+class LoadedCheckpoints(Checkpoints):
+    """Records the round of every checkpoint it loads."""
+
+    loaded: list = []
+
+    def load(self, unit):
+        state = super().load(unit)
+        self.loaded.append(None if state is None else state["t"])
+        return state
 
 
 @pytest.mark.parametrize(
@@ -426,6 +435,64 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
     for unit, before, after in zip(group, uninterrupted, resumed):
         assert table_bytes(before.outcome) == table_bytes(after.outcome)
         assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
+
+
+@pytest.mark.parametrize(
+    "algorithm,params",
+    [
+        ("linucb-ind", {"alpha": [0.3, 1.0, 2.0]}),
+        ("club", {"alpha2": [0.1, 0.2, 1.0]}),
+        ("dynucb", {"alpha": [0.3, 1.0, 2.0]}),
+        ("locb", {"gamma": [0.2, 0.4, 0.8]}),  # each member draws its own seed users: padded clusters
+        ("sclub", {"alpha1": [0.3, 0.5, 2.0]}),  # clusters split and merge
+        ("bass", {"alpha": [0.3, 1.0, 2.0], "gamma": [0.1] * 3}),  # edges cut
+        ("cmlb", {"horizon": [5] * 3}),  # clustered from step 5: each member's clusters, padded
+        ("pmlb", {"horizon": [3600] * 3}),  # common phase, then personal
+        ("cofiba", {"alpha2": [0.1, 0.2, 1.0]}),  # each member's pooled slots, padded to the most of any member
+    ],
+)
+def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):
+    # a checkpoint holds one member's state: units saved alone resume as one group, and a group's members alone
+    cells = [{name: values[i] for name, values in params.items()} for i in range(3)]
+    group = [Unit("synthetic", "linear", algorithm, cell, 0, i, 100, None) for i, cell in enumerate(cells)]
+    expected = [table_bytes(run_unit(unit, dataset).outcome) for unit in group]
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    for unit in group:
+        with pytest.raises(KeyboardInterrupt):
+            run_unit(unit, dataset, checkpoints=CrashingCheckpoints(alone, 30, members=1))
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(together, 30))
+    as_group = LoadedCheckpoints(alone, 30)
+    as_group.loaded = []
+    assert [table_bytes(r.outcome) for r in run_group(group, dataset, checkpoints=as_group)] == expected
+    as_units = LoadedCheckpoints(together, 30)
+    as_units.loaded = []
+    assert [table_bytes(run_unit(unit, dataset, checkpoints=as_units).outcome) for unit in group] == expected
+    assert as_group.loaded == as_units.loaded == [60] * 3
+
+
+@pytest.fixture
+def plugin():
+    """The example plug-in ε-greedy, registered for one test."""
+    name = plugins.resolve(EpsilonGreedy)
+    yield name
+    del ALGORITHMS[name], plugins.ORIGINS[name]
+
+
+def test_a_policy_written_for_one_unit_runs_in_a_group_one_object_per_member(dataset, tmp_path, plugin):
+    # the adapter steps a plug-in's policies one by one, each from its own stream, and checkpoints each as its unit
+    name = plugin
+    group = [Unit("synthetic", "linear", name, {"epsilon": 0.3}, 0, i, 90, None) for i in range(2)]
+    policy = build_group([Lane(unit, dataset, m) for m, unit in enumerate(group)])
+    assert isinstance(policy, UnitPolicies) and len(policy.policies) == 2
+    assert policy.member_state_dict(1)["rng"] == policy.policies[1].rng.bit_generator.state
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 40, members=2))
+    resumed = LoadedCheckpoints(tmp_path, 40)
+    resumed.loaded = []
+    for unit, result in zip(group, run_group(group, dataset, checkpoints=resumed)):
+        assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
+    assert resumed.loaded == [80, 80]
 
 
 # the protocols whose environments hand out blocks of rounds (``env.blocks``), and the dataset each is tested on

@@ -14,21 +14,21 @@ def serve_user_zero(params: dict, rounds: int = 60):
     arms = 0.5 * np.eye(2)  # θ_0 → 2·e1: farther from θ_j = 0 than α₂(CB_0 + CB_j) ≈ 1.3
     for t in range(rounds):
         view = Round(t, 0, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
-        policy.update(view, 0, 1.0)
+        policy.update([view], [0], [1.0])  # a group of one
     return policy
 
 
 def test_the_paper_cuts_edges_to_users_without_data():
     """‖θ_0 − θ_j‖ ≈ 2 > α₂(CB_0 + CB_j) ≈ 1.3, with θ_j = 0 and CB_j = α₂ for a user with no data."""
     policy = serve_user_zero({})
-    assert not policy.graph[0, 1] and not policy.graph[0, 2]
-    assert policy.label[0] != policy.label[1]
+    assert not policy.graph[0, 0, 1] and not policy.graph[0, 0, 2]
+    assert policy.label[0, 0] != policy.label[0, 1]
 
 
 def test_served_pairs_only_keeps_them_as_the_authors_code_does():
     policy = serve_user_zero({"served_pairs_only": True})
-    assert policy.graph[0, 1] and policy.graph[0, 2]
-    assert len(set(policy.label.tolist())) == 1  # never-served users bridge everyone: one cluster
+    assert policy.graph[0, 0, 1] and policy.graph[0, 0, 2]
+    assert len(set(policy.label[0].tolist())) == 1  # never-served users bridge everyone: one cluster
 
 
 def served_on_e1(params: dict, rounds: int = 20):
@@ -37,7 +37,7 @@ def served_on_e1(params: dict, rounds: int = 20):
     arms = np.eye(2)
     for t in range(rounds):
         view = Round(t, 0, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
-        policy.update(view, 0, 1.0)
+        policy.update([view], [0], [1.0])  # a group of one
     return policy, Round(rounds, 0, arms, np.zeros(2), np.zeros(2), None).view(Budget())
 
 
@@ -46,7 +46,7 @@ def test_their_index_keeps_our_exploration_scale(alpha, explores):
     """xᵀθ + α·β(N, t)·xᵀM⁻¹x: at t = 20, θ ≈ 0.95 e1, β ≈ 5.2, so e2's bonus 5.2α beats e1's 0.95 + 0.25α only for
     α near 1 (α = 1 is their code). The exploration scale is never silently dropped."""
     policy, view = served_on_e1({"reference_ucb": True, "alpha": alpha})
-    assert policy.select(view, Budget()) == (1 if explores else 0)
+    assert policy.select([view], [Budget()]) == [1 if explores else 0]
 
 
 def test_cofibas_code_threshold_keeps_our_edge_scale():
@@ -60,6 +60,6 @@ def test_cofibas_code_threshold_keeps_our_edge_scale():
         arms = np.eye(2)
         for t, user in enumerate((0, 1, 0, 1)):
             view = Round(t, user, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
-            policy.select(view, Budget())
-            policy.update(view, user, float(user == 0))  # user 0 rewarded on e1, user 1 unrewarded on e2
-        assert (len(set(policy.clusters().tolist())) == 2) == cut
+            policy.select([view], [Budget()])
+            policy.update([view], [user], [float(user == 0)])  # user 0 rewarded on e1, user 1 unrewarded on e2
+        assert (len(set(policy.clusters(0).tolist())) == 2) == cut

@@ -252,7 +252,7 @@ def edited_in_place(path: Path, text: bytes, by: bytes) -> None:
 
 
 def wrong_policy_shape(state):
-    state["policy"]["stats"]["A_inv"] = np.ones((3, 3))  # loads (an array is replaced), then breaks select
+    state["policy"]["stats"]["A_inv"] = np.ones((3, 3))  # does not fit the member's slice it is copied into
 
 
 @pytest.mark.parametrize(
@@ -272,7 +272,7 @@ def wrong_policy_shape(state):
             "belongs to another run",
         ),
         (lambda p: forged(p, lambda s: s.update(wall_seconds="x")), "wall time 'x'"),
-        (lambda p: forged(p, wrong_policy_shape), "failed after resuming from it"),
+        (lambda p: forged(p, wrong_policy_shape), "does not fit linucb-ind"),
     ],
     ids=[
         "t-edited-10",

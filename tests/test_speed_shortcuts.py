@@ -28,6 +28,7 @@ from banditbench.envs import PROTOCOLS, Budget, Round
 from banditbench.errors import UserError
 
 sys.path.insert(0, str(Path(__file__).parent))
+from one_unit import choose, clusters, learn, scores  # noqa: E402
 from ties import assert_first_difference_is_rounding, first_difference, paired_score_pairs  # noqa: E402
 
 
@@ -47,8 +48,8 @@ def _play(policy, env, rounds, after_round=None):
     choices = []
     for rnd in env.rounds(rounds):
         view = rnd.view(Budget())
-        chosen = policy.select(view, Budget())
-        policy.update(view, chosen, float(rnd.rewards[chosen]))
+        chosen = choose(policy, view)
+        learn(policy, view, chosen, float(rnd.rewards[chosen]))
         choices.append(chosen)
         if after_round is not None:
             after_round(policy)
@@ -209,8 +210,8 @@ def _block_and_dense(name, n_users, n_groups, rounds, **params):
         rnd = Round(t, user, _block_arms(contexts), rewards, rewards, block=d)
         for blocks, policy in policies.items():
             view = rnd.view(Budget())
-            chosen = policy.select(view, Budget())
-            policy.update(view, chosen, float(rewards[chosen]))
+            chosen = choose(policy, view)
+            learn(policy, view, chosen, float(rewards[chosen]))
             choices[blocks].append(chosen)
     return policies, choices
 
@@ -220,7 +221,7 @@ def test_block_linucb_choices_equal_the_dense_computation(name):
     policies, choices = _block_and_dense(name, n_users=3, n_groups=1, rounds=600)
     assert choices[True] == choices[False]
     assert len(set(choices[True])) == 4  # every arm played: every block learnt
-    assert policies[True].stats.A_inv.shape[1:] == (5, 5) and policies[False].stats.A_inv.shape[1:] == (20, 20)
+    assert policies[True].stats.A_inv.shape[2:] == (5, 5) and policies[False].stats.A_inv.shape[2:] == (20, 20)
 
 
 @pytest.mark.parametrize("name", ["linucb-one", "linucb-ind"])
@@ -231,60 +232,68 @@ def test_block_linucb_scores_equal_the_dense_scores_on_the_classification_protoc
     block, dense = (_policy(name, env, blocks) for blocks in (True, False))
     for rnd in env.rounds(300):
         view = rnd.view(Budget())
-        fast, slow = block.scores(view), dense.scores(view)
+        fast, slow = scores(block, view), scores(dense, view)
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
-        chosen = block.select(view, Budget())
+        chosen = choose(block, view)
         assert slow[chosen] >= slow.max() - 1e-12 * abs(slow.max())
         for policy in (block, dense):
-            policy.update(view, chosen, float(rnd.rewards[chosen]))
+            learn(policy, view, chosen, float(rnd.rewards[chosen]))
     assert block.block == 6 and dense.block is None
-    np.testing.assert_allclose(block.stats.theta[:4].ravel(), dense.stats.theta[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(block.stats.theta[0, :4].ravel(), dense.stats.theta[0, 0], rtol=1e-9, atol=1e-12)
 
 
 def test_block_ridge_statistics_are_the_blocks_of_the_dense_ones(monkeypatch):
-    K, d, n = 4, 3, 5
+    K, d, n, M = 4, 3, 5, 2
     rng = np.random.default_rng(3)
-    dense, block = RidgeStats(n, K * d, ridge=0.7), BlockRidgeStats(n, K * d, d, ridge=0.7)
+    dense, block = RidgeStats(M, n, K * d, ridge=0.7), BlockRidgeStats(M, n, K * d, d, ridge=0.7)
     for _ in range(60):
         arms = _block_arms(rng.standard_normal((K, d)))
         x, reward, learner = arms[rng.integers(K)], float(rng.standard_normal()), int(rng.integers(n))
         for stats in (dense, block):
-            stats.update(learner, x, reward)
-            stats.update_many(np.array([(learner + 1) % n, (learner + 2) % n]), x, -reward)
+            stats.update(np.array([1]), np.array([learner]), x[None], np.array([reward]))
+            pairs = np.array([0, 1, 0]), np.array([learner, (learner + 1) % n, (learner + 2) % n])
+            stats.update(*pairs, np.tile(x, (3, 1)), np.full(3, -reward))
     for stats in (dense, block):
-        stats.assign(0, *stats.pool(np.array([1, 2, 3])))  # a pooled cluster, as CLUB's split builds it
-        stats.reset(4)
-        stats.update(4, np.zeros(K * d), 1.0)  # an all-zero context: only the count changes
+        stats.assign(1, 0, *stats.pool(1, np.array([1, 2, 3])))  # a pooled cluster, as CLUB's split builds it
+        stats.reset(1, 4)
+        stats.update(np.array([1]), np.array([4]), np.zeros((1, K * d)), np.ones(1))  # all-zero: only the count
     close = dict(rtol=1e-10, atol=1e-12)
-    for u in range(n):
-        for a in range(K):
-            span = slice(a * d, (a + 1) * d)
-            np.testing.assert_allclose(block.A_inv[u, a], dense.A_inv[u, span, span], **close)
-            np.testing.assert_allclose(block.gram[u, a], dense.gram[u, span, span], **close)
-        off_diagonal = dense.A_inv[u] * (1 - np.kron(np.eye(K), np.ones((d, d))))
-        assert not off_diagonal.any()  # the dense A⁻¹ is block-diagonal: nothing is lost
+    for m in range(M):
+        for u in range(n):
+            for a in range(K):
+                span = slice(a * d, (a + 1) * d)
+                np.testing.assert_allclose(block.A_inv[m, u, a], dense.A_inv[m, u, span, span], **close)
+                np.testing.assert_allclose(block.gram[m, u, a], dense.gram[m, u, span, span], **close)
+            off_diagonal = dense.A_inv[m, u] * (1 - np.kron(np.eye(K), np.ones((d, d))))
+            assert not off_diagonal.any()  # the dense A⁻¹ is block-diagonal: nothing is lost
     for name in ("theta", "b", "logdet"):
         np.testing.assert_allclose(getattr(block, name), getattr(dense, name), **close)
-    assert np.array_equal(block.count, dense.count) and block.count[4] == 1
+    assert np.array_equal(block.count, dense.count) and block.count[1, 4] == 1
     arms = _block_arms(rng.standard_normal((K, d)))
-    learners = np.array([0, 2, 2, 4])
+    members, learners = np.array([0, 1, 1, 0]), np.array([0, 2, 2, 4])
     for got, want in zip(
-        block.means_and_quadratic_forms(learners, arms), dense.means_and_quadratic_forms(learners, arms)
+        block.means_and_quadratic_forms(members, learners, arms),
+        dense.means_and_quadratic_forms(members, learners, arms),
     ):
         np.testing.assert_allclose(got, want, **close)
-    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(1, 2, arms), dense.quadratic_forms_of(1, 2, arms), **close)
     monkeypatch.setattr("banditbench.algos.blocks.GATHER_BYTES", 0)  # as for blocks too large to gather
-    np.testing.assert_allclose(block.quadratic_forms_of(2, arms), dense.quadratic_forms_of(2, arms), **close)
-    np.testing.assert_allclose(block.quadratic_forms_of_all(arms), dense.quadratic_forms_of_all(arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of(1, 2, arms), dense.quadratic_forms_of(1, 2, arms), **close)
+    np.testing.assert_allclose(block.quadratic_forms_of_all(1, arms), dense.quadratic_forms_of_all(1, arms), **close)
+    each = block.quadratic_forms_of_each(members, arms), dense.quadratic_forms_of_each(members, arms)
+    np.testing.assert_allclose(*each, **close)
     for reference in (False, True):
         for t in (0, 7):
-            want = dense.cluster_ucb_many(learners, arms, 0.3, t, reference)
-            np.testing.assert_allclose(block.cluster_ucb_many(learners, arms, 0.3, t, reference), want, **close)
+            arms_of = np.tile(arms, (4, 1, 1))
+            want = dense.cluster_ucb(members, learners, arms_of, np.full(4, 0.3), t, reference)
+            np.testing.assert_allclose(
+                block.cluster_ucb(members, learners, arms_of, np.full(4, 0.3), t, reference), want, **close
+            )
     with pytest.raises(ValueError, match="spans several blocks"):
-        block.update(0, arms[0] + arms[1], 1.0)
+        block.update(np.array([0]), np.array([0]), (arms[0] + arms[1])[None], np.ones(1))
     grown = block.fresh(2)
     block.grow(2)
-    assert type(grown) is BlockRidgeStats and block.A_inv.shape == (n + 2, K, d, d) and not block.theta[n:].any()
+    assert type(grown) is BlockRidgeStats and block.A_inv.shape == (M, n + 2, K, d, d) and not block.theta[:, n:].any()
 
 
 @pytest.mark.parametrize("name", ["club", "sclub", "locb", "cofiba"])
@@ -293,10 +302,10 @@ def test_block_linear_clustering_choices_equal_the_dense_computation(name):
     policies, choices = _block_and_dense(name, n_users=6, n_groups=2, rounds=500, alpha=0.3)
     assert choices[True] == choices[False]
     assert len(set(choices[True])) == 4
-    assert np.array_equal(policies[True].clusters(), policies[False].clusters())
-    assert len(np.unique(policies[True].clusters())) > 1  # users were told apart: the edge tests ran on blocks
+    assert np.array_equal(clusters(policies[True]), clusters(policies[False]))
+    assert len(np.unique(clusters(policies[True]))) > 1  # users were told apart: the edge tests ran on blocks
     assert (policies[True].block, policies[False].block) == (5, None)
-    assert policies[True].users.A_inv.shape[1:] == (4, 5, 5)
+    assert policies[True].users.A_inv.shape[-3:] == (4, 5, 5)
 
 
 def _spread(compact):

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from banditbench.envs import Budget
-from banditbench.runner.unit import EachRound, Lane
+from banditbench.runner.unit import EachRound, Lane, build_group
 
 ROUNDING = 1e-5  # relative: float32 sums of a few hundred terms in another order differ by a few ulps (1.2e-7 each)
 
@@ -42,24 +42,26 @@ def assert_first_difference_is_rounding(score_pairs) -> None:
 def lockstep_score_pairs(units, member: int, dataset, stop: int):
     """(t, scores of ``member`` in the units' lockstep group, its scores when its unit runs alone) for t ≤ stop.
     The policy must have ``scores(view)``: the index whose largest entry ``select`` plays, without side effects."""
-    lanes = [Lane(unit, dataset) for unit in units]
-    alone = Lane(units[member], dataset)
-    for lane in (*lanes, alone):
-        lane.start(None)
-    policies = [lane.policy for lane in lanes]
-    group = type(policies[0]).lockstep(policies)
+    lanes = [Lane(unit, dataset, m) for m, unit in enumerate(units)]
+    group = build_group(lanes)
+    alone = Lane(units[member], dataset, 0)
+    alone_group = build_group([alone])
+    single = alone_group.policies[0]
+    for lane in lanes:
+        lane.start(group, None)
+    alone.start(alone_group, None)
     together = EachRound(lanes, units[0].rounds, 0)
     for t, rnd in zip(together, alone.kind.env.rounds(units[0].rounds)):
         budgets, views = together.views(None)
         view = alone.kind.view(rnd, Budget())
-        yield t, policies[member].scores(views[member]), alone.policy.scores(view)
+        yield t, group.policies[member].scores(views[member]), single.scores(view)
         if t == stop:
             return
         chosen, observed = together.feedback(group.select(views, budgets), budgets)
         group.update(views, chosen, observed)
         together.record(t, chosen, observed, budgets)
-        arm = alone.policy.select(view, Budget())
-        alone.policy.update(view, arm, float(rnd.rewards[arm]))
+        arm = single.select(view, Budget())
+        single.update(view, arm, float(rnd.rewards[arm]))
 
 
 def paired_score_pairs(policy, reference, rounds, stop: int):

@@ -20,7 +20,7 @@ GHOSH2021 = "Ghosh, Sankararaman & Ramchandran, 2021"
 
 SHARED = Capabilities(user_id=False)  # one model for every user: the user id is not read
 NEURAL = Capabilities(device=True)
-NOISE_AWARE = Capabilities(lockstep=True, noise_sigma=True)  # σ in an OFUL-style radius: the data's σ by default
+NOISE_AWARE = Capabilities(noise_sigma=True)  # σ in an OFUL-style radius: the data's σ by default
 SLATE = Capabilities(slate=True, budget=True)
 
 # Simple baselines
@@ -39,7 +39,7 @@ register(
     description="one LinUCB shared by all users",
     per_user=False,
     role="baseline",
-    capabilities=replace(SHARED, lockstep=True),
+    capabilities=SHARED,
 )
 register(
     "linucb-ind",
@@ -48,7 +48,6 @@ register(
     description="one independent LinUCB per user",
     per_user=True,
     role="baseline",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "oracle",
@@ -66,7 +65,6 @@ register(
     paper="Gentile, Li & Zappella, ICML 2014",
     role="baseline",
     description="user graph, edges cut by the parameter-distance test, clusters = connected components",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "sclub",
@@ -74,7 +72,6 @@ register(
     paper="Li, Chen, Li & Leung, IJCAI 2019",
     role="baseline",
     description="set-based clusters that split users off and merge close clusters",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "cofiba",
@@ -82,7 +79,6 @@ register(
     paper="Li, Karatzoglou & Gentile, SIGIR 2016",
     role="baseline",
     description="a user graph per item cluster, items clustered by the user neighbourhoods they induce",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "locb",
@@ -90,7 +86,6 @@ register(
     paper="Ban & He, NeurIPS 2021",
     role="baseline",
     description="overlapping local clusters grown around random seed users",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "dynucb",
@@ -98,7 +93,6 @@ register(
     paper="Nguyen & Lauw, CIKM 2014",
     role="baseline",
     description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster",
-    capabilities=Capabilities(lockstep=True),
 )
 register(
     "bass",
@@ -150,7 +144,7 @@ register(
     per_user=False,
     user_features=False,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
 )
 register(
     "neuucb-ind",
@@ -160,7 +154,7 @@ register(
     per_user=True,
     user_features=False,
     role="baseline",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
 )
 register(
     "neu-au",
@@ -170,14 +164,14 @@ register(
     per_user=False,
     user_features=True,
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
 )
 register(
     "eenet",
     ".eenet:EENet",
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
     role="baseline",
-    capabilities=Capabilities(user_id=False, device=True, lockstep=True),
+    capabilities=Capabilities(user_id=False, device=True),
     description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
 )
 register(
@@ -185,7 +179,7 @@ register(
     ".neurallinear:NeuralLinear",
     paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
     role="baseline",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
 )
 register(
@@ -193,7 +187,7 @@ register(
     ".metaban:MetaBan",
     paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022",
     role="proposed",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB",
 )
 register(
@@ -201,7 +195,7 @@ register(
     ".mcnb:MCNB",
     paper="Ban, Qi, Wei, Liu & He, KDD 2024",
     role="proposed",
-    capabilities=replace(NEURAL, lockstep=True),
+    capabilities=NEURAL,
     description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB",
 )
 

@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 
 from banditbench.algos.domains import Domain
-from banditbench.algos.state import Stateful
+from banditbench.algos.state import MemberStateful, Stateful
 from banditbench.envs.round import Budget, RoundView, RoundViews
 from banditbench.lazy import resolve
 
 
 class Policy(Stateful):
-    """A bandit policy.
+    """A bandit policy written for one unit (plug-ins, slates, the random policy and the oracle, and the neural family
+    until it takes the member axis): the runner steps one such object per member of a group (``runner/unit.py``).
 
     Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
     problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
@@ -34,9 +35,9 @@ class Policy(Stateful):
     #: The values each hyper-parameter may take (banditbench/algos/domains.py), beside the constructor's defaults.
     domains: dict[str, Domain] = {}
 
-    #: Hyper-parameters whose values may differ between the members of a lockstep group (``Policy.lockstep``): the
-    #: group keeps them per member, so the grid cells that differ only in them run together with their seeds.
-    lockstep_params: tuple[str, ...] = ()
+    #: Hyper-parameters whose values may differ between the members of a group (as ``MemberPolicy.member_params``):
+    #: its ``Lockstep`` keeps them per member, so the grid cells that differ only in them run together with their seeds.
+    member_params: tuple[str, ...] = ()
 
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         self.n_users = n_users
@@ -66,8 +67,8 @@ class Policy(Stateful):
 
     @classmethod
     def lockstep(cls, policies: list[Policy]) -> Lockstep:
-        """The seeds' policies of one unit configuration, advanced round by round together (``--engine lockstep``).
-        A policy that declares the ``lockstep`` capability returns a :class:`Lockstep` that batches across seeds."""
+        """The members' policies of one group, advanced round by round together (``--engine lockstep``): the
+        default steps them one by one; a policy that batches its members' work returns its own :class:`Lockstep`."""
         return Lockstep(policies)
 
     @classmethod
@@ -79,9 +80,9 @@ class Policy(Stateful):
 
 
 class Lockstep:
-    """Policies of one algorithm and one configuration, one per seed, taking their rounds together: ``select``
-    gets every seed's view of round t and returns every seed's choice, ``update`` their feedback. Each policy
-    keeps its own state (so checkpoints stay per unit). This default steps them one after the other."""
+    """Policies written for one unit, one per member of a group, taking their rounds together: ``select`` gets every
+    member's view of round t and returns every member's choice, ``update`` their feedback. Each policy keeps its own
+    state. This default steps them one after the other; the neural family's groups batch their members' work."""
 
     def __init__(self, policies: list[Policy]):
         self.policies = policies
@@ -105,22 +106,115 @@ class Lockstep:
                 setattr(policy, name, row)
 
     def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's arms [S, K, d] and served user [S] for ``select``, kept for ``played``: each arm pool is
-        read (and its budget spent) once."""
-        if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
-            self._arms, self._served = views.read_arms()
-        else:
-            self._arms = np.array([view.arms[:] for view in views])  # np.array copies a list faster than np.stack
-            self._served = np.array([view.user for view in views])
+        """Every member's arms [M, K, d] and served user [M] (``read_arms``), kept for ``played``."""
+        self._arms, self._served = read_arms(views)
         return self._arms, self._served
 
     def played(self, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """After ``read_arms``: the served users [S], the chosen arms' contexts [S, d] and their rewards [S]."""
+        """After ``read_arms``: the served users [M], the chosen arms' contexts [M, d] and their rewards [M]."""
         return self._served, self._arms[np.arange(len(chosen)), chosen], np.asarray(rewards, dtype=float)
 
     def per_member(self, name: str) -> np.ndarray:
-        """A hyper-parameter that may differ between members (``Policy.lockstep_params``), one value per member."""
+        """A hyper-parameter that may differ between members (``Policy.member_params``), one value per member."""
         return np.array([getattr(policy, name) for policy in self.policies])
+
+
+def read_arms(views) -> tuple[np.ndarray, np.ndarray]:
+    """Every member's arms [M, K, d] and served user [M]: each arm pool is read (and its budget spent) once."""
+    if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
+        return views.read_arms()
+    if len(views) == 1:  # a unit alone: its pool without a copy
+        return views[0].arms[:][None], np.array([views[0].user])
+    return np.array([view.arms[:] for view in views]), np.array([view.user for view in views])
+
+
+def same_views(kept, views) -> bool:
+    """Whether ``views`` are the members' views ``kept`` from this round's ``select`` (the same view objects)."""
+    return kept is views or (len(kept) == len(views) and all(a is b for a, b in zip(kept, views)))
+
+
+class MemberPolicy(MemberStateful):
+    """A bandit policy over the M ≥ 1 members of a group: its seeds, and the grid cells that differ only in the
+    hyper-parameters it keeps per member (``member_params``). A unit is a group of one.
+
+    Constructed with the problem's dimensions, ``seeds`` (one ``numpy.random.SeedSequence`` per member, M of them)
+    and its hyper-parameters: those in ``member_params`` may be given one value per member (kept as arrays [M]), the
+    others are shared. Every learned array has the member axis first (``A_inv[m, u]``, ``theta[m, u]``), and so does
+    every list of per-member objects; ``select(views, budgets)`` returns every member's choice of round t and
+    ``update(views, chosen, rewards)`` learns from every member's feedback, ``views[m]`` being member m's view.
+    ``member_state_dict(m)`` / ``load_member_state_dict(m, state)`` (banditbench/algos/state.py) give one member's
+    state, so a checkpoint stays per unit and loads into a group of any size.
+    """
+
+    privileged = False  # only the oracle sees a round's hidden fields, and it is written for one unit
+    timing_columns: tuple[
+        str, ...
+    ] = ()  # as ``Policy.timing_columns``; ``last_timings[name]`` holds one value a member
+    domains: dict[str, Domain] = {}
+    #: Hyper-parameters that may take one value per member: the grid cells that differ only in them form one group.
+    member_params: tuple[str, ...] = ()
+    #: a member's place in its group (another grouping changes it), and this round's arms ``read_arms`` keeps
+    transient = ("members", "_read")
+
+    def __init__(self, *, n_users: int, n_arms: int, dim: int, seeds: list[np.random.SeedSequence]):
+        self.n_users = n_users
+        self.n_arms = n_arms
+        self.dim = dim
+        self.members = np.arange(len(seeds))
+        self.rngs = [np.random.default_rng(seed) for seed in seeds]
+
+    def at(self, index) -> tuple:
+        """Member m's entry ``index[m]`` of the axis after the member axis, for every member m: ``array[self.at(i)]``
+        is [M, …]. A group of one takes a view there (no gather; a write goes through, as with a basic index)."""
+        if len(self.members) == 1:
+            i = int(index[0])
+            return 0, slice(i, i + 1)
+        return self.members, index
+
+    def rows(self, members: np.ndarray):
+        """The index of these members' rows of the member axis: a view of a single member's (a slice), else a gather."""
+        return slice(members[0], members[0] + 1) if len(members) == 1 else members
+
+    def per_member(self, value, dtype=float) -> np.ndarray:
+        """A hyper-parameter of ``member_params`` as one value per member [M]: one value is every member's."""
+        return np.broadcast_to(np.asarray(value, dtype=dtype), self.members.shape).copy()
+
+    def select(self, views, budgets: list[Budget]) -> list:
+        raise NotImplementedError
+
+    def update(self, views, chosen: list, rewards: list) -> None:
+        raise NotImplementedError
+
+    def read_arms(self, views) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's arms [M, K, d] and served user [M] (``read_arms``), kept for ``played``."""
+        arms, served = read_arms(views)
+        self._read = views, arms, served
+        return arms, served
+
+    def played(self, views, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The served users [M], the chosen arms' contexts [M, d] and their rewards [M]: from the arms this round's
+        ``select`` read, or else (an update without it) from ``views``."""
+        read = getattr(self, "_read", None)
+        if read is not None and same_views(read[0], views):
+            served, x = read[2], read[1][self.at(chosen)]
+        else:
+            served, x = np.array([view.user for view in views]), np.array([v.arms[c] for v, c in zip(views, chosen)])
+        return served, x, np.asarray(rewards, dtype=float)
+
+    # Optional diagnostics of member m, as ``Policy``'s.
+    def clusters(self, m: int) -> np.ndarray | None:
+        return None
+
+    def sharing_graph(self, m: int):
+        return None
+
+    def diagnostics(self, m: int) -> dict[str, float]:
+        return {}
+
+    @classmethod
+    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
+        """One member's statistics, as ``Policy.state_bytes``."""
+        return 0
 
 
 @dataclass(frozen=True)
@@ -144,9 +238,6 @@ class Capabilities:
     #: has a ``sigma`` hyper-parameter, the noise's sub-Gaussian scale in its confidence radius, that a run sets to
     #: the σ the prepared data records (its ``noise`` parameter) unless the run sets it
     noise_sigma: bool = False
-    #: batches its seeds' work when they run in lockstep (``Policy.lockstep``); ``--engine lockstep`` groups the seeds
-    #: of such an algorithm, and runs the others unit by unit
-    lockstep: bool = False
     #: gives its state as plain data (``state_dict``), so a long unit can be checkpointed and resumed
     checkpoint: bool = True
 
@@ -181,7 +272,7 @@ class AlgorithmSpec:
 
     def defaults(self) -> dict[str, Any]:
         """Hyper-parameters a user may set, with their defaults, read from the constructor."""
-        problem = {"self", "n_users", "n_arms", "dim", "seed"}
+        problem = {"self", "n_users", "n_arms", "dim", "seed", "seeds"}
         found: dict[str, Any] = {}
         for kind in self.policy.__mro__:  # a constructor taking **kwargs passes the rest on to its parent's
             if "__init__" not in vars(kind):
@@ -213,12 +304,40 @@ class AlgorithmSpec:
     def state_bytes(
         self, *, n_users: int, n_arms: int, dim: int, params: dict[str, Any], block: int | None = None
     ) -> int:
-        """What the policy's statistics need for this problem and these hyper-parameters (``Policy.state_bytes``)."""
+        """What one unit's statistics need for this problem and these hyper-parameters (``Policy.state_bytes``)."""
         every = {**self.defaults(), **self.fixed, **params}
         return self.policy.state_bytes(n_users=n_users, n_arms=n_arms, dim=dim, block=block, **every)
 
-    def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy:
+    def build(self, *, n_users: int, n_arms: int, dim: int, seed, params: dict[str, Any]) -> Policy | MemberPolicy:
+        """The policy of one unit: a ``Policy``, or a ``MemberPolicy`` of one member."""
+        if self.takes_members:
+            return self.build_members(n_users=n_users, n_arms=n_arms, dim=dim, seeds=[seed], params=[params])
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
+
+    @property
+    def takes_members(self) -> bool:
+        """Whether one policy object holds every member of a group (``MemberPolicy``)."""
+        return issubclass(self.policy, MemberPolicy)
+
+    @property
+    def batches_members(self) -> bool:
+        """Whether a group of this algorithm's units does its members' work together, so that the lockstep engine
+        groups them: its policy takes the member axis, or (written for one unit) has its own ``Lockstep``."""
+        policy = self.policy
+        return self.takes_members or policy.lockstep.__func__ is not Policy.lockstep.__func__
+
+    def build_members(self, *, n_users: int, n_arms: int, dim: int, seeds: list, params: list[dict[str, Any]]):
+        """One ``MemberPolicy`` over the members whose seeds and hyper-parameters are given (one each): they may
+        differ only in the policy's ``member_params``, which it then takes as one value per member."""
+        varying = self.policy.member_params
+        shared = {name: value for name, value in params[0].items() if name not in varying}
+        if any({name: value for name, value in p.items() if name not in varying} != shared for p in params):
+            raise ValueError(f"{self.name}: the members of a group may differ only in {', '.join(varying) or 'seed'}")
+        defaults = self.defaults()
+        per_member = {
+            name: [p.get(name, defaults[name]) for p in params] for name in varying if any(name in p for p in params)
+        }
+        return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, **self.fixed, **shared, **per_member)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {}

@@ -12,8 +12,8 @@ is tested with Definition 5.1 and deleted for good when K^γ_ij < 0:
 Σ_i = γ²β_i² V_i⁻¹ (the ellipsoid E(θ̂_i, V_i, γβ_i)), β_i = σ·sqrt(2 log(1/δ) + log det V_i − d log λ) + sqrt(λ)S.
 γ multiplies the radius (the paper's placement is lost; irrelevant at its γ = 1).
 The shared sums Σ_{j∈N_i} G_j are kept per agent and updated incrementally (a pull of j adds xxᵀ to every
-neighbour's sum; a cut subtracts the two agents' Gram matrices), all tests of a pull are batched. A lockstep group
-batches the same steps over its members' pairs (agent, neighbour) as well.
+neighbour's sum; a cut subtracts the two agents' Gram matrices); the tests of a pull, over every member's pairs
+(agent, neighbour) of a group, are one batched call.
 
 Switch ``radius_convention``: "paper" (Σ = γ²β²V⁻¹, default) or "bandpy" (Σ = γβV⁻¹: the authors' bandpy
 ``LBC`` code, an effective radius sqrt(β), which separates much earlier). δ = 1e-3 is bandpy's class
@@ -26,17 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import MemberPolicy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.ridge import (
-    RidgeStats,
-    log_ucb_scores,
-    log_ucb_scores_each,
-    oful_radius,
-    ridge_bytes,
-    stack,
-    ucb_round,
-)
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores_each, oful_radius, ridge_bytes, ucb_round
 from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
@@ -48,8 +40,8 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
     theta_i [d] or [m, d], Sigma_i [d, d] or [m, d, d] (shape of ellipsoid i, {x: (x−c)ᵀΣ⁻¹(x−c) ≤ 1}); theta_j
     [m, d], Sigma_j_inv [m, d, d]. The two are disjoint iff K < 0. Cholesky L Lᵀ = Σ_j⁻¹, M = Lᵀ Σ_i L = U Λ Uᵀ,
     Φ = L U; then K(s) is convex with K(0) = K(1) = 1 and is minimised by projected Newton steps (App. I, Q).
-    ``segments`` [m] (sorted) splits the pairs into independent problems, a lockstep group's members: each stops
-    when its own steps have converged, so its K are bit for bit those of its pairs tested alone.
+    ``segments`` [m] (sorted) splits the pairs into independent problems, a group's members: each stops when its
+    own steps have converged, so its K are bit for bit those of its pairs tested alone.
     """
     L = np.linalg.cholesky(Sigma_j_inv)  # [m, d, d]
     M = np.swapaxes(L, 1, 2) @ Sigma_i @ L
@@ -105,8 +97,8 @@ def share(gram, b, A_inv, at, x, reward, sample=None) -> None:
     A_inv[at] = old
 
 
-class BASS(Policy):
-    lockstep_params = ("alpha",)  # per member: its exploration
+class BASS(MemberPolicy):
+    member_params = ("alpha",)  # per member: its exploration
     domains = {
         "alpha": d.NON_NEGATIVE,
         "ridge": d.POSITIVE,
@@ -118,6 +110,7 @@ class BASS(Policy):
         "radius_convention": d.Choice(CONVENTIONS),
         "bandpy_clock": d.FLAG,
     }
+    transient = ("ridge_eye",)  # λI, for every member
 
     def __init__(
         self,
@@ -125,8 +118,8 @@ class BASS(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
-        alpha: float = 1.0,
+        seeds,
+        alpha=1.0,
         ridge: float = 1.0,
         delta: float = 1e-3,
         gamma: float = 1.0,
@@ -136,63 +129,87 @@ class BASS(Policy):
         radius_convention: str = "paper",
         bandpy_clock: bool = False,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         if radius_convention not in CONVENTIONS:
             raise UserError(
                 f"bass.radius_convention must be one of {', '.join(CONVENTIONS)}, got {radius_convention!r}"
             )
-        self.alpha, self.ridge, self.delta, self.gamma = alpha, ridge, delta, gamma
+        self.alpha, self.ridge, self.delta, self.gamma = self.per_member(alpha), ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
         self.bandpy_clock = bandpy_clock
-        self.local = RidgeStats(n_users, dim, ridge)
+        M = len(self.members)
+        self.local = RidgeStats(M, n_users, dim, ridge)
         self.ridge_eye = ridge * np.eye(dim)
-        self.graph = np.ones((n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
-        self.shared_gram = np.zeros((n_users, dim, dim))  # Σ_{j∈N_i} G_j
-        self.shared_b = np.zeros((n_users, dim))  # Σ_{j∈N_i} b_j
-        self.shared_A_inv = np.tile(np.eye(dim) / ridge, (n_users, 1, 1))  # (λI + Σ_{j∈N_i} G_j)⁻¹
+        self.graph = np.ones((M, n_users, n_users), dtype=bool)  # complete, self-loops kept: i ∈ N_i
+        self.shared_gram = np.zeros((M, n_users, dim, dim))  # Σ_{j∈N_i} G_j
+        self.shared_b = np.zeros((M, n_users, dim))  # Σ_{j∈N_i} b_j
+        self.shared_A_inv = np.tile(np.eye(dim) / ridge, (M, n_users, 1, 1))  # (λI + Σ_{j∈N_i} G_j)⁻¹
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, **params):
         return 2 * ridge_bytes(n_users, dim)  # local A⁻¹ and G, then the shared Gram sums and their inverses
 
-    def select(self, view, budget):
-        i = view.user
-        if self.epsilon and self.rng.random() < self.epsilon:  # uniform exploration of the theory variant (§6.2)
-            return int(self.rng.integers(len(view.arms)))
-        arms = view.arms[:]
-        A_inv = self.shared_A_inv[i]
-        theta = shared_theta(A_inv, self.shared_b[i])
-        return int(log_ucb_scores(theta, A_inv, arms, self.alpha, ucb_round(view.t, self.bandpy_clock)).argmax())
+    def select(self, views, budgets):
+        if self.epsilon:
+            return self._select_exploring(views)
+        arms, served = self.read_arms(views)
+        return self._scores(self.at(served), arms, self.alpha, views[0].t).argmax(axis=1).tolist()
 
-    def update(self, view, chosen, reward):
-        i, x = view.user, view.arms[chosen]
-        self.local.update(i, x, reward)
-        neighbours = np.flatnonzero(self.graph[i])  # i included: its own sample joins its shared sums too
-        share(self.shared_gram, self.shared_b, self.shared_A_inv, neighbours, x, reward)
-        others = neighbours[neighbours != i]
-        if others.size == 0:
+    def _scores(self, at, arms: np.ndarray, alpha: np.ndarray, t: int) -> np.ndarray:
+        """α-LinUCB on the shared statistics of the agents ``at`` (one per row of arms [P, K, d])."""
+        A_inv = self.shared_A_inv[at]
+        theta = shared_theta(A_inv, self.shared_b[at])
+        return log_ucb_scores_each(theta, A_inv, arms, alpha, ucb_round(t, self.bandpy_clock))
+
+    def _select_exploring(self, views) -> list[int]:
+        """With probability ε a member plays a uniform arm (the theory variant, §6.2): it draws from its own stream
+        before it reads (and spends) its arms; the other members play their α-LinUCB."""
+        chosen, playing = [], []
+        for m, (rng, view) in enumerate(zip(self.rngs, views)):
+            explores = rng.random() < self.epsilon
+            chosen.append(int(rng.integers(len(view.arms))) if explores else -1)
+            if not explores:
+                playing.append(m)
+        if playing:
+            arms = np.array([views[m].arms[:] for m in playing])
+            at = np.array(playing), np.array([views[m].user for m in playing])
+            for m, arm in zip(playing, self._scores(at, arms, self.alpha[at[0]], views[0].t).argmax(axis=1).tolist()):
+                chosen[m] = arm
+        return chosen
+
+    def update(self, views, chosen, rewards):
+        members, N = self.members, self.n_users
+        served, x, reward = self.played(views, chosen, rewards)
+        self.local.update(members, served, x, reward)
+        member, neighbour = np.nonzero(self.graph[self.at(served)])  # every member's N_i (i included), in order
+        shared = (a.reshape(-1, *a.shape[2:]) for a in (self.shared_gram, self.shared_b, self.shared_A_inv))
+        share(*shared, member * N + neighbour, x, reward, member)  # a flat (member, agent) index: one gather
+        other = neighbour != served[member]
+        member, neighbour = member[other], neighbour[other]
+        if member.size == 0:
             return
-        kappa = self.separation(self.local, i, others)
-        cut = others[kappa < 0]
-        if cut.size:
-            self._cut(i, cut)
+        kappa = self.separation(self.at(served), (member, neighbour), member)
+        cut = kappa < 0
+        if cut.any():
+            for m in np.unique(member[cut]).tolist():
+                self._cut(m, int(served[m]), neighbour[cut & (member == m)])
 
-    def _cut(self, i: int, cut: np.ndarray) -> None:
-        """Permanent deletion of the edges (i, j), j in ``cut``: each agent's samples leave the other's shared
+    def _cut(self, m: int, i: int, cut: np.ndarray) -> None:
+        """Permanent deletion of member m's edges (i, j), j in ``cut``: each agent's samples leave the other's shared
         statistics."""
-        self.graph[i, cut] = self.graph[cut, i] = False
-        self.shared_gram[i] -= self.local.gram[cut].sum(0)
-        self.shared_b[i] -= self.local.b[cut].sum(0)
-        self.shared_gram[cut] -= self.local.gram[i]
-        self.shared_b[cut] -= self.local.b[i]
+        graph, gram, b, local = self.graph[m], self.shared_gram[m], self.shared_b[m], self.local
+        graph[i, cut] = graph[cut, i] = False
+        gram[i] -= local.gram[m, cut].sum(0)
+        b[i] -= local.b[m, cut].sum(0)
+        gram[cut] -= local.gram[m, i]
+        b[cut] -= local.b[m, i]
         changed = np.append(cut, i)
-        self.shared_A_inv[changed] = np.linalg.inv(self.ridge_eye + self.shared_gram[changed])
+        self.shared_A_inv[m, changed] = np.linalg.inv(self.ridge_eye + gram[changed])
 
-    def separation(self, local: RidgeStats, served, pairs, segments=None) -> np.ndarray:
-        """K^γ_ij of Definition 5.1 on the local statistics ``local`` between the served agent i and each agent j at
-        ``pairs``: a unit's (served = i, pairs = the j) or a lockstep group's stack (served = each member's i as
-        an index of the leading axes, pairs = (member, j) per pair, ``segments`` = the member of each pair, as in
-        ``separation_test``).
+    def separation(self, served, pairs, segments) -> np.ndarray:
+        """K^γ_ij of Definition 5.1 on the local statistics between each member's served agent i (``served``, an index
+        of the member and agent axes) and the agents j at ``pairs`` = (member, j) per pair, ``segments`` = the member
+        of each pair (as in ``separation_test``).
 
         Exact shortcut: when a point of the segment between the two centres lies in both ellipsoids, they
         intersect, so K ≥ 0 and the eigen-decomposition is skipped (K is reported as 1 there); only the remaining
@@ -201,26 +218,25 @@ class BASS(Policy):
         centre inside the other ellipsoid is q ≤ 1). In BASS's setting this settles all but about 0.2 % of pairs.
         The q are computed for every agent j at once (no gathers), then read at the pairs.
         """
-        radius2 = self._radius2(local.logdet)  # every learner's
-        theta_i, radius2_i = local.theta[served], radius2[served]
-        c = theta_i[..., None, :] - local.theta  # θ̂_i − θ̂_j for every agent j: [N, d], or [S, N, d] in a group
+        local = self.local
+        radius2 = self._radius2(local.logdet)  # every learner's [M, N]
+        theta_i, radius2_i = local.theta[served], radius2[served]  # [M, d], [M]
+        c = theta_i[:, None, :] - local.theta  # θ̂_i − θ̂_j for every agent j: [M, N, d]
         ridge_c2 = self.ridge * np.einsum("...d,...d->...", c, c)
-        q_i = (ridge_c2 + np.einsum("...d,...d->...", c @ local.gram[served], c)) / np.asarray(radius2_i)[..., None]
+        q_i = (ridge_c2 + np.einsum("...d,...d->...", c @ local.gram[served], c)) / radius2_i[:, None]
         q_j = (ridge_c2 + np.einsum("...nd,...nde,...ne->...n", c, local.gram, c)) / radius2
         root_i, root_j = np.sqrt(q_i[pairs]), np.sqrt(q_j[pairs])
         kappa = np.ones(len(root_i))
         test = root_i * root_j > root_i + root_j  # no point of the segment in both
         if test.any():
-            at_j = tuple(index[test] for index in pairs) if isinstance(pairs, tuple) else pairs[test]
-            Sigma_i = np.asarray(radius2_i)[..., None, None] * local.A_inv[served]
-            if segments is not None:  # one agent i per member: one per pair
-                theta_i, Sigma_i = theta_i[segments[test]], Sigma_i[segments[test]]
+            at_j, tested = tuple(index[test] for index in pairs), segments[test]
+            Sigma_i = radius2_i[:, None, None] * local.A_inv[served]
             kappa[test] = separation_test(
-                theta_i,
-                Sigma_i,
+                theta_i[tested],
+                Sigma_i[tested],
                 local.theta[at_j],
                 (self.ridge_eye + local.gram[at_j]) / radius2[at_j][:, None, None],
-                None if segments is None else segments[test],
+                tested,
             )
         return kappa
 
@@ -229,53 +245,9 @@ class BASS(Policy):
         beta = oful_radius(logdet, self.dim, self.ridge, self.sigma, self.S, self.delta)
         return (self.gamma * beta) ** 2 if self.radius_convention == "paper" else self.gamma * beta
 
-    @classmethod
-    def lockstep(cls, policies):
-        # the ε-exploration draws from each member's own stream before it reads the arms: members step alone
-        return BASSLockstep(policies) if not policies[0].epsilon else Lockstep(policies)
+    def sharing_graph(self, m):
+        return self.graph[m]  # BASS scores its F1 on the sharing graph (§7, App. R)
 
-    def sharing_graph(self):
-        return self.graph  # BASS scores its F1 on the sharing graph (§7, App. R)
-
-    def clusters(self):
+    def clusters(self, m):
         """Connected components of the sharing graph (BASS itself shares with direct neighbours only)."""
-        return dense_components(self.graph)[1]
-
-
-class BASSLockstep(Lockstep):
-    """BASS's members in lockstep (seeds, and grid cells of α): their local statistics, graphs and shared sums
-    stacked on a leading member axis (each member's arrays are views of the stacks). A round's scores, its shared
-    updates over every member's neighbourhood and its separation tests over every member's pairs are one batched
-    call each; only members with an edge to cut continue alone, through their own ``_cut``."""
-
-    def __init__(self, policies: list[BASS]):
-        super().__init__(policies)
-        self.local = stack([policy.local for policy in policies])
-        self.stack_members("graph", "shared_gram", "shared_b", "shared_A_inv")
-        # the same arrays with the (member, agent) axes as one, for ``share``
-        shared = (self.shared_gram, self.shared_b, self.shared_A_inv)
-        self.shared_rows = tuple(a.reshape(-1, *a.shape[2:]) for a in shared)
-        self.alpha = self.per_member("alpha")
-        self.members = np.arange(len(policies))
-        self.n_users = policies[0].n_users  # a flat index of the (member, agent) rows: cheaper than a pair of indices
-
-    def select(self, views, budgets):
-        arms, served = self.read_arms(views)
-        A_inv, first = self.shared_A_inv[self.members, served], self.policies[0]
-        theta = shared_theta(A_inv, self.shared_b[self.members, served])
-        t = ucb_round(views[0].t, first.bandpy_clock)
-        return log_ucb_scores_each(theta, A_inv, arms, self.alpha, t).argmax(axis=1).tolist()
-
-    def update(self, views, chosen, rewards):
-        served, x, reward = self.played(chosen, rewards)
-        self.local.update_each(served, x, reward)
-        member, neighbour = np.nonzero(self.graph[self.members, served])  # every member's N_i, in member order
-        share(*self.shared_rows, member * self.n_users + neighbour, x, reward, member)
-        other = neighbour != served[member]
-        member, neighbour = member[other], neighbour[other]
-        if member.size == 0:
-            return
-        kappa = self.policies[0].separation(self.local, (self.members, served), (member, neighbour), member)
-        cut = kappa < 0
-        for s in np.unique(member[cut]):
-            self.policies[s]._cut(int(served[s]), neighbour[cut & (member == s)])
+        return dense_components(self.graph[m])[1]

@@ -28,14 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.blocks import BuiltAtFirstRound, FirstRoundGroup, ridge_stats
+from banditbench.algos.base import MemberPolicy
+from banditbench.algos.blocks import BuiltAtFirstRound, ridge_stats
 from banditbench.algos.graphs import dense_components, initial_graph
-from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes, stack
+from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
 
 
-class CLUB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
+class CLUB(BuiltAtFirstRound, MemberPolicy):
+    member_params = ("alpha", "alpha2", "ridge")  # per member: its exploration, edge test and ridge
     domains = {
         "alpha": d.NON_NEGATIVE,
         "alpha2": d.NON_NEGATIVE,
@@ -44,6 +44,7 @@ class CLUB(BuiltAtFirstRound, Policy):
         "reference_ucb": d.FLAG,
         "served_pairs_only": d.FLAG,
     }
+    transient = ("confidence",)  # a table of CB's values, grown on demand
 
     def __init__(
         self,
@@ -51,133 +52,89 @@ class CLUB(BuiltAtFirstRound, Policy):
         n_users,
         n_arms,
         dim,
-        seed,
-        alpha: float = 1.0,
-        alpha2: float = 1.0,
-        ridge: float = 1.0,
+        seeds,
+        alpha=1.0,
+        alpha2=1.0,
+        ridge=1.0,
         random_init_graph: bool = False,
         reference_ucb: bool = False,
         served_pairs_only: bool = False,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
-        self.alpha, self.alpha2, self.ridge = alpha, alpha2, ridge
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
+        self.alpha, self.alpha2, self.ridge = self.per_member(alpha), self.per_member(alpha2), self.per_member(ridge)
         self.reference_ucb, self.served_pairs_only = reference_ucb, served_pairs_only
         self.users: RidgeStats | None = None  # built at the first round (blocks.py)
         self.clusters_: RidgeStats | None = None  # one slot per possible cluster
         self.confidence = ConfidenceTable()
-        self.cb = np.full(n_users, alpha2 * self.confidence.upto(0)[0])  # CB̃_i of every user, kept current
-        self.graph = initial_graph(n_users, random_init_graph, self.rng)
-        self.label = np.zeros(n_users, dtype=np.int64)
-        self.n_clusters = 0
+        self.cb = np.repeat((self.alpha2 * self.confidence.upto(0)[0])[:, None], n_users, axis=1)  # CB̃_i, kept current
+        self.graph = np.stack([initial_graph(n_users, random_init_graph, rng) for rng in self.rngs])  # [M, N, N]
+        self.label = np.zeros((len(self.members), n_users), dtype=np.int64)
+        self.n_clusters = np.zeros(len(self.members), dtype=np.int64)
 
     def _build(self, block):
-        self.users = ridge_stats(self.n_users, self.dim, self.ridge, block, logdet=False)
-        self.clusters_ = ridge_stats(self.n_users, self.dim, self.ridge, block, raw_sums=False, logdet=False)
-        self._split(np.arange(self.n_users))  # the initial clusters are the components of the initial graph
+        M = len(self.members)
+        self.users = ridge_stats(M, self.n_users, self.dim, self.ridge, block, logdet=False)
+        self.clusters_ = ridge_stats(M, self.n_users, self.dim, self.ridge, block, raw_sums=False, logdet=False)
+        for m in range(M):  # the initial clusters are the components of the initial graph
+            self._split(m, np.arange(self.n_users))
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
         return ridge_bytes(n_users, dim, block=block) + ridge_bytes(n_users, dim, raw_sums=False, block=block)
 
-    def select(self, view, budget):
-        self._prepare(view)
-        arms = view.arms[:]
-        scores = self.clusters_.cluster_ucb(self.label[view.user], arms, self.alpha, view.t, self.reference_ucb)
-        return int(scores.argmax())
-
-    def update(self, view, chosen, reward):
-        self._prepare(view)
-        i, x = view.user, view.arms[chosen]
-        users = self.users
-        users.update(i, x, reward)
-        self.clusters_.update(self.label[i], x, reward)
-        count = users.count[i]
-        self.cb[i] = self.alpha2 * self.confidence.upto(count)[count]
-        neighbours = np.flatnonzero(self.graph[i])
-        if self.served_pairs_only:
-            neighbours = neighbours[users.count[neighbours] > 0]
-        if neighbours.size == 0:
-            return
-        distance = distances(users.theta[neighbours], users.theta[i])
-        cut = neighbours[distance > self.cb[i] + self.cb[neighbours]]
-        if cut.size:
-            self._cut(i, cut)
-
-    def _cut(self, i: int, cut: np.ndarray) -> None:
-        """Delete the edges (i, j) for j in ``cut``, and re-examine i's component if they may have split it."""
-        self.graph[i, cut] = self.graph[cut, i] = False
-        # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
-        if not (self.graph[cut] & self.graph[i]).any(axis=1).all():
-            self._split(np.flatnonzero(self.label == self.label[i]))
-
-    @classmethod
-    def lockstep(cls, policies):
-        return FirstRoundGroup(policies, CLUBLockstep)
-
-    def _split(self, members: np.ndarray) -> None:
-        """Re-label the components of the sub-graph on ``members`` and rebuild their pooled statistics."""
-        whole = members.size == self.n_users
-        n_parts, part = dense_components(self.graph if whole else self.graph[np.ix_(members, members)])
-        if n_parts == 1 and self.n_clusters > 0:
-            return
-        for p in range(n_parts):
-            group = members[part == p]
-            # the first part keeps the old cluster id (CLUB never merges, so ids never need recycling)
-            c = self.label[group[0]] if p == 0 and self.n_clusters > 0 else self.n_clusters
-            if c == self.n_clusters:
-                self.n_clusters += 1
-            self.label[group] = c
-            self.clusters_.assign(c, *self.users.pool(group))
-
-    def clusters(self):
-        return self.label
-
-    def sharing_graph(self):
-        return self.graph  # BASS scores CLUB's F1 on its edge graph (BASS §7, App. R)
-
-
-class CLUBLockstep(Lockstep):
-    """CLUB's members in lockstep (seeds, and grid cells of α, α₂ and λ): their user and cluster statistics, labels,
-    CB̃ and graphs stacked on a leading member axis (each member's arrays are views of the stacks), so a round's
-    scores, Sherman–Morrison updates and edge tests are one numpy call each for the whole group. Only the members
-    that cut an edge continue alone, through their own ``_cut``."""
-
-    def __init__(self, policies: list[CLUB]):
-        super().__init__(policies)
-        self.users = stack([policy.users for policy in policies])
-        self.clusters = stack([policy.clusters_ for policy in policies])
-        self.stack_members("cb", "graph", "label")
-        self.alpha, self.alpha2 = self.per_member("alpha"), self.per_member("alpha2")
-        self.members = np.arange(len(policies))
-        first = policies[0]
-        self.confidence, self.reference_ucb, self.served_pairs_only = (
-            first.confidence,
-            first.reference_ucb,
-            first.served_pairs_only,
-        )
-
     def select(self, views, budgets):
+        self._prepare(views)
         arms, served = self.read_arms(views)
-        learners = self.label[self.members, served]
-        scores = self.clusters.cluster_ucb_each(learners, arms, self.alpha, views[0].t, self.reference_ucb)
+        clusters = self.label[self.at(served)]
+        scores = self.clusters_.cluster_ucb(self.members, clusters, arms, self.alpha, views[0].t, self.reference_ucb)
         return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
+        self._prepare(views)
         members, users = self.members, self.users
-        served, x, reward = self.played(chosen, rewards)
-        users.update_each(served, x, reward)
-        self.clusters.update_each(self.label[members, served], x, reward)
-        count = users.count[members, served]
-        self.cb[members, served] = self.alpha2 * self.confidence.upto(int(count.max()))[count]
-        neighbour = self.graph[members, served]  # [S, n]
+        served, x, reward = self.played(views, chosen, rewards)
+        i = self.at(served)  # every member's served user
+        users.update(members, served, x, reward)
+        self.clusters_.update(members, self.label[i], x, reward)
+        count = users.count[i]
+        cb = self.cb[i] = self.alpha2 * self.confidence.upto(int(count.max()))[count]
+        # delete the edge (i, j) to every neighbour j with ‖w_i − w_j‖ > CB̃_i + CB̃_j: every member's pairs at once
+        neighbour = self.graph[i]  # [M, N]
         if self.served_pairs_only:
-            neighbour &= users.count > 0
-        member, j = np.nonzero(neighbour)  # every member's neighbours, one flat list
-        i = served[member]
-        distance = distances(users.theta[member, j], users.theta[member, i])
-        cut = distance > self.cb[member, i] + self.cb[member, j]
+            neighbour = neighbour & (users.count > 0)
+        member, j = np.nonzero(neighbour)
+        distance = distances(users.theta[member, j], users.theta[i][member])
+        cut = distance > cb[member] + self.cb[member, j]
         if cut.any():
-            member, j = member[cut], j[cut]
-            starts = np.flatnonzero(np.diff(member, prepend=-1))  # nonzero lists each member's cuts together
-            for s, cuts in zip(member[starts], np.split(j, starts[1:])):
-                self.policies[s]._cut(int(served[s]), cuts)
+            for m in np.unique(member[cut]).tolist():
+                self._cut(m, int(served[m]), j[cut & (member == m)])
+
+    def _cut(self, m: int, i: int, cut: np.ndarray) -> None:
+        """Delete member m's edges (i, j) for j in ``cut``, and re-examine i's component if they may have split it."""
+        graph = self.graph[m]
+        graph[i, cut] = graph[cut, i] = False
+        # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
+        if not (graph[cut] & graph[i]).any(axis=1).all():
+            self._split(m, np.flatnonzero(self.label[m] == self.label[m, i]))
+
+    def _split(self, m: int, users: np.ndarray) -> None:
+        """Re-label the components of member m's sub-graph on ``users`` and rebuild their pooled statistics."""
+        whole = users.size == self.n_users
+        graph = self.graph[m]
+        n_parts, part = dense_components(graph if whole else graph[np.ix_(users, users)])
+        if n_parts == 1 and self.n_clusters[m] > 0:
+            return
+        for p in range(n_parts):
+            group = users[part == p]
+            # the first part keeps the old cluster id (CLUB never merges, so ids never need recycling)
+            c = self.label[m, group[0]] if p == 0 and self.n_clusters[m] > 0 else self.n_clusters[m]
+            if c == self.n_clusters[m]:
+                self.n_clusters[m] += 1
+            self.label[m, group] = c
+            self.clusters_.assign(m, c, *self.users.pool(m, group))
+
+    def clusters(self, m):
+        return self.label[m]
+
+    def sharing_graph(self, m):
+        return self.graph[m]  # BASS scores CLUB's F1 on its edge graph (BASS §7, App. R)

@@ -31,9 +31,9 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import radius_neighbors_graph
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.oful import oful_choices
-from banditbench.algos.ridge import RidgeStats, log_ucb_scores, oful_radius, ridge_bytes, stacked_again, ucb_round
+from banditbench.algos.base import MemberPolicy
+from banditbench.algos.oful import mean_radius, oful_choices
+from banditbench.algos.ridge import RidgeStats, log_ucb_scores_each, ridge_bytes, ucb_round
 
 
 def maximal_cluster(theta: np.ndarray, threshold: float, p_star: float) -> np.ndarray:
@@ -52,7 +52,10 @@ def current_step(view) -> int:
     return view.t if view.step is None else view.step
 
 
-class CMLB(Policy):
+class CMLB(MemberPolicy):
+    """Its members share the schedule (the phases and T_Explore depend on settings they share), so they are in the same
+    phase at every step; a member's clusters are its own, padded to the most clusters of any member."""
+
     domains = {
         "alpha": d.NON_NEGATIVE,
         "C": d.POSITIVE,
@@ -77,7 +80,7 @@ class CMLB(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
+        seeds,
         alpha: float = 0.2,
         C: float = 0.2,
         delta: float = 0.4,
@@ -94,10 +97,11 @@ class CMLB(Policy):
         cluster_threshold: float = 1.0,
         bandpy_clock: bool = False,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.alpha, self.C, self.delta, self.threshold_scale = alpha, C, delta, threshold_scale
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
-        self.radius_total, self.selections = 0.0, 0  # for the diagnostic ``radius``: the mean β used
+        M = len(self.members)
+        self.radius_total, self.selections = np.zeros(M), np.zeros(M, np.int64)  # the diagnostic ``radius``
         self.bandpy_schedule, self.ucb_alpha = bandpy_schedule, ucb_alpha
         self.bandpy_clock = bandpy_clock
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
@@ -111,190 +115,120 @@ class CMLB(Policy):
 
     def _start(self, first_step: int, horizon: int, delta: float, threshold: float, p_star: float) -> None:
         """A fresh instance of Algorithm 2 over steps [first_step, first_step + horizon)."""
-        NT = self.n_users * horizon
+        NT, M = self.n_users * horizon, len(self.members)
         explore = self.C * self.dim * NT ** (2 * self.alpha) * np.log(1 / delta)
         self.first_step, self.phase_end = first_step, first_step + horizon
         self.explore_steps = int(min(horizon, np.ceil(explore)))
         self.phase_delta, self.threshold, self.p_star = delta, threshold, p_star
-        self.individual = RidgeStats(self.n_users, self.dim, self.ridge)
-        self.label: np.ndarray | None = None
+        self.individual = RidgeStats(M, self.n_users, self.dim, self.ridge)
+        self.label: np.ndarray | None = None  # [M, N] once clustered
+        self.sizes: np.ndarray | None = None  # [M, clusters]
         self.group: RidgeStats | None = None
-        self.pending: dict[int, list] = {}  # cluster → [x, Σ reward, n] of the current step
+        self.pending: list[dict[int, list]] = [{} for _ in range(M)]  # cluster → [x, Σ reward, n] of this step
         self.pending_step = -1
-        self.played: dict[int, tuple[int, int]] = {}  # cluster → (step, arm): members reuse the cluster's choice
+        self.choices: list[dict[int, tuple[int, int]]] = [{} for _ in range(M)]  # cluster → (step, arm) it chose
 
-    def load_state_dict(self, state) -> None:
+    def load_member_state_dict(self, m, state) -> None:
         if state.get("group") is not None and self.group is None:  # built at the first clustering: make one to fill
-            self.group = RidgeStats(0, self.dim, self.ridge)
-        super().load_state_dict(state)
+            self.group = RidgeStats(len(self.members), 0, self.dim, self.ridge)
+        super().load_member_state_dict(m, state)
 
     def _advance(self, step: int) -> None:
-        """Apply the previous step's averaged cluster updates once a new step begins."""
-        if self.pending and step != self.pending_step:
-            for c, (x, total, n) in self.pending.items():
-                self.group.update(c, x, total / n)
-            self.pending.clear()
+        """Apply the previous step's averaged cluster updates once a new step begins, every member's in one call."""
+        if step == self.pending_step or not any(self.pending):
+            return
+        member, cluster, x, reward = [], [], [], []
+        for m, pending in enumerate(self.pending):
+            for c, (context, total, n) in pending.items():
+                member.append(m), cluster.append(c), x.append(context), reward.append(total / n)
+            pending.clear()
+        self.group.update(np.array(member), np.array(cluster), np.array(x), np.array(reward))
 
-    def _oful(self, stats: RidgeStats, learner: int, arms: np.ndarray, sigma: float) -> int:
-        beta = oful_radius(stats.logdet[learner], self.dim, self.ridge, sigma, self.S, self.phase_delta)
-        self.radius_total += beta
-        self.selections += 1
-        return int((arms @ stats.theta[learner] + beta * stats.widths(learner, arms)).argmax())
-
-    def select(self, view, budget):
+    def select(self, views, budgets):
         if self.bandpy_schedule:
-            return self._select_bandpy(view)
-        step = current_step(view)
+            return self._select_bandpy(views)
+        step = current_step(views[0])
         self._advance(step)
-        u = view.user
-        if step - self.first_step < self.explore_steps:  # individual learning phase
-            return self._oful(self.individual, u, view.arms[:], self.sigma)
+        if step - self.first_step >= self.explore_steps:
+            return self._collaborative(views, step)
+        arms, served = self.read_arms(views)  # individual learning phase: every user its own OFUL
+        at, stats = self.at(served), self.individual
+        theta, A_inv, logdet = stats.theta[at], stats.A_inv[at], stats.logdet[at]
+        return oful_choices(self, self.members, theta, A_inv, logdet, arms, self.sigma, self.phase_delta)
+
+    def _collaborative(self, views, step: int) -> list[int]:
+        """After the exploration: the arm the served user's cluster chose this step, or else its OFUL's choice, whose
+        arms alone are read (and spent from the budget)."""
         if self.label is None:
             self._cluster()
-        c = int(self.label[u])
-        if self.played.get(c, (-1, 0))[0] == step:
-            return self.played[c][1]
-        arm = self._oful(self.group, c, view.arms[:], self._cluster_sigma(c, view.step is not None))
-        self.played[c] = (step, arm)
-        return arm
-
-    def _cluster_sigma(self, c: int, synchronous: bool) -> float:
-        """σ in cluster c's OFUL radius: σ/sqrt(|c|) when it is fed the mean of its members' rewards of a step."""
-        return self.sigma / (np.sqrt(self.sizes[c]) if self.averaged_noise and synchronous else 1.0)
+        chosen, waiting, clusters = [], [], []
+        for m, (choices, view) in enumerate(zip(self.choices, views)):
+            c = int(self.label[m, view.user])
+            step_chosen, arm = choices.get(c, (-1, 0))
+            chosen.append(arm)
+            if step_chosen != step:
+                waiting.append(m), clusters.append(c)
+        if not waiting:
+            return chosen
+        at, arms = (np.array(waiting), np.array(clusters)), np.array([views[m].arms[:] for m in waiting])
+        group, averaged = self.group, self.averaged_noise and views[0].step is not None
+        # σ/sqrt(|c|) in cluster c's radius when it is fed the mean of its members' rewards of a step
+        sigma = self.sigma / (np.sqrt(self.sizes[at]) if averaged else np.ones(len(waiting)))
+        fresh = oful_choices(
+            self, at[0], group.theta[at], group.A_inv[at], group.logdet[at], arms, sigma, self.phase_delta
+        )
+        for m, c, arm in zip(waiting, clusters, fresh):
+            self.choices[m][c] = (step, arm)
+            chosen[m] = arm
+        return chosen
 
     def _cluster(self) -> None:
-        """Algorithm 3 on the individual estimates; fresh cluster OFULs (bandpy: pooled from the members)."""
-        self.label = maximal_cluster(self.individual.theta, self.threshold, self.p_star)
-        self.sizes = np.bincount(self.label)
-        self.group = RidgeStats(len(self.sizes), self.dim, self.ridge)
+        """Algorithm 3 on every member's individual estimates; fresh cluster OFULs (bandpy: pooled from the users)."""
+        labels = [maximal_cluster(theta, self.threshold, self.p_star) for theta in self.individual.theta]
+        self.label = np.stack(labels)
+        sizes = [np.bincount(label) for label in labels]
+        self.sizes = np.zeros((len(sizes), max(map(len, sizes))), dtype=np.int64)
+        for row, size in zip(self.sizes, sizes):
+            row[: len(size)] = size
+        self.group = RidgeStats(len(self.members), self.sizes.shape[1], self.dim, self.ridge)
         if self.bandpy_schedule:
-            for c in range(len(self.sizes)):
-                self.group.assign(c, *self.individual.pool(np.flatnonzero(self.label == c)))
+            for m, size in enumerate(sizes):
+                for c in range(len(size)):
+                    self.group.assign(m, c, *self.individual.pool(m, np.flatnonzero(self.label[m] == c)))
 
-    def _select_bandpy(self, view) -> int:
+    def _select_bandpy(self, views) -> list[int]:
         """α-LinUCB on the user's own samples, then, after the one clustering, on its cluster's pool."""
-        if view.t < self.explore_steps:
-            stats, learner = self.individual, view.user
+        t = views[0].t
+        arms, served = self.read_arms(views)
+        if t < self.explore_steps:
+            stats, learners = self.individual, served
         else:
             if self.label is None:
                 self._cluster()
-            stats, learner = self.group, int(self.label[view.user])
-        scores = log_ucb_scores(
-            stats.theta[learner],
-            stats.A_inv[learner],
-            view.arms[:],
-            self.ucb_alpha,
-            ucb_round(view.t, self.bandpy_clock),
-        )
-        return int(scores.argmax())
-
-    def update(self, view, chosen, reward):
-        step, u, x = current_step(view), view.user, view.arms[chosen]
-        if self.bandpy_schedule:  # own samples always; the cluster's pool too once it exists
-            self.individual.update(u, x, reward)
-            if self.label is not None:
-                self.group.update(int(self.label[u]), x, reward)
-            return
-        if step - self.first_step < self.explore_steps:
-            self.individual.update(u, x, reward)
-            return
-        entry = self.pending.setdefault(int(self.label[u]), [x, 0.0, 0])
-        entry[1] += reward
-        entry[2] += 1
-        self.pending_step = step
-
-    def clusters(self):
-        return np.arange(self.n_users) if self.label is None else self.label
-
-    @classmethod
-    def lockstep(cls, policies):
-        # bandpy's schedule plays α-LinUCB, not OFUL, in its individual phase: its members step one by one
-        return Lockstep(policies) if policies[0].bandpy_schedule else CMLBLockstep(policies)
-
-    def diagnostics(self):
-        return {"radius": self.radius_total / self.selections if self.selections else np.nan}
-
-
-class CMLBLockstep(Lockstep):
-    """CMLB's (and SCLB's) seeds in lockstep. The members share their schedule, so they are in the same phase at every
-    step. Their statistics are stacked on a leading member axis: the individual ones, where every user runs its own
-    OFUL (and where SCLB, with the paper's constants, spends nearly all its rounds), and the clusters' ones of the
-    collaborative phase, padded to the most clusters of any member. A round's radii, scores and updates, and the
-    averaged cluster updates that a new step applies, are one numpy call each, every member's computed as alone.
-    A fresh phase's statistics (SCLB), and the clusters' at the clustering, are stacked again."""
-
-    def __init__(self, policies: list[CMLB]):
-        super().__init__(policies)
-        self.members = np.arange(len(policies))
-        self.stacks: dict[str, RidgeStats] = {}  # the members' ``individual`` and ``group`` statistics
-        self.exploring = False  # whether this round is in the individual phase
-
-    def _stacked(self, name: str) -> RidgeStats:
-        """The members' statistics ``individual`` or ``group`` as one stack, stacked again when a member's changed."""
-        self.stacks[name] = stacked_again(self.stacks.get(name), [getattr(policy, name) for policy in self.policies])
-        return self.stacks[name]
-
-    def _apply_pending(self, step: int) -> None:
-        """``CMLB._advance``'s averaged cluster updates of every member, in one batched update."""
-        member, cluster, x, reward = [], [], [], []
-        for s, policy in enumerate(self.policies):
-            if policy.pending and step != policy.pending_step:
-                for c, (context, total, n) in policy.pending.items():
-                    member.append(s), cluster.append(c), x.append(context), reward.append(total / n)
-                policy.pending.clear()
-        if member:
-            group = self._stacked("group")
-            group.update_each(np.array(cluster), np.array(x), np.array(reward), members=np.array(member))
-
-    def select(self, views, budgets):
-        policies, first = self.policies, self.policies[0]
-        step = current_step(views[0])
-        self._apply_pending(step)
-        for policy in policies:
-            policy._advance(step)
-        self.exploring = step - first.first_step < first.explore_steps
-        if not self.exploring:
-            return self._collaborative(views, step)
-        arms, served = self.read_arms(views)
-        stats, at = self._stacked("individual"), (self.members, served)
-        theta, A_inv, logdet = stats.theta[at], stats.A_inv[at], stats.logdet[at]
-        return oful_choices(policies, theta, A_inv, logdet, arms, first.sigma, first.phase_delta)
-
-    def _collaborative(self, views, step: int) -> list[int]:
-        """``CMLB.select`` after the exploration: the cluster's arm of this step, or else its OFUL's choice, whose
-        arms alone are read (and spent from the budget)."""
-        policies, first = self.policies, self.policies[0]
-        chosen, waiting, clusters = [], [], []
-        for s, (policy, view) in enumerate(zip(policies, views)):
-            if policy.label is None:
-                policy._cluster()
-            c = int(policy.label[view.user])
-            played = policy.played.get(c, (-1, 0))
-            chosen.append(played[1])
-            if played[0] != step:
-                waiting.append(s), clusters.append(c)
-        if not waiting:
-            return chosen
-        at = np.array(waiting), np.array(clusters)
-        synchronous = views[0].step is not None
-        sigma = np.array([policies[s]._cluster_sigma(c, synchronous) for s, c in zip(waiting, clusters)])
-        stats = self._stacked("group")
-        arms = np.stack([views[s].arms[:] for s in waiting])
-        fresh = oful_choices(
-            [policies[s] for s in waiting],
-            stats.theta[at],
-            stats.A_inv[at],
-            stats.logdet[at],
-            arms,
-            sigma,
-            first.phase_delta,
-        )
-        for s, c, arm in zip(waiting, clusters, fresh):
-            policies[s].played[c] = (step, arm)
-            chosen[s] = arm
-        return chosen
+            stats, learners = self.group, self.label[self.at(served)]
+        at, alpha = self.at(learners), np.full(len(self.members), self.ucb_alpha)
+        scores = log_ucb_scores_each(stats.theta[at], stats.A_inv[at], arms, alpha, ucb_round(t, self.bandpy_clock))
+        return scores.argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
-        if not self.exploring:  # the members note their step's rewards, applied when the next step begins
-            return super().update(views, chosen, rewards)
-        self._stacked("individual").update_each(*self.played(chosen, rewards))
+        step, members = current_step(views[0]), self.members
+        served, x, reward = self.played(views, chosen, rewards)
+        if self.bandpy_schedule:  # own samples always; the cluster's pool too once it exists
+            self.individual.update(members, served, x, reward)
+            if self.label is not None:
+                self.group.update(members, self.label[self.at(served)], x, reward)
+            return
+        if step - self.first_step < self.explore_steps:
+            self.individual.update(members, served, x, reward)
+            return
+        for m, pending in enumerate(self.pending):  # noted now, applied when the next step begins (``_advance``)
+            entry = pending.setdefault(int(self.label[m, served[m]]), [x[m], 0.0, 0])
+            entry[1] += reward[m]
+            entry[2] += 1
+        self.pending_step = step
+
+    def clusters(self, m):
+        return np.arange(self.n_users) if self.label is None else self.label[m]
+
+    def diagnostics(self, m):
+        return mean_radius(self, m)

@@ -17,134 +17,90 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import MemberPolicy, same_views
 from banditbench.algos.blocks import BuiltAtFirstRound
-from banditbench.algos.ridge import RidgeStats, ridge_bytes, stack
+from banditbench.algos.ridge import RidgeStats, means_each, ridge_bytes
 
 
-class LinUCB(BuiltAtFirstRound, Policy):
-    lockstep_params = ("alpha", "ridge")  # per member: its exploration and ridge
+class LinUCB(BuiltAtFirstRound, MemberPolicy):
+    member_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
+    transient = ("_terms",)  # this round's products, from ``scores`` to ``update``
 
-    def __init__(self, *, n_users, n_arms, dim, seed, per_user: bool = True, alpha: float = 1.0, ridge: float = 1.0):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+    def __init__(self, *, n_users, n_arms, dim, seeds, per_user: bool = True, alpha=1.0, ridge=1.0):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.per_user = per_user
-        self.alpha = alpha
-        self.ridge = ridge
+        self.alpha = self.per_member(alpha)
+        self.ridge = self.per_member(ridge)
         self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known (blocks.py)
-        self._terms = None  # (A⁻¹x, xᵀA⁻¹x, xᵀθ) of every arm, from the last ``scores``
-        self._chosen_terms = (-1, -1, None)  # (round, arm, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of the arm select chose
-
-    def _models(self) -> int:
-        return self.n_users if self.per_user else 1
+        self._terms = None  # (views, learners, contexts, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of every arm, from the last ``scores``
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
         return ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
 
     def _build(self, block: int | None) -> None:
-        if block is None:
-            self.stats = RidgeStats(self._models(), self.dim, self.ridge, raw_sums=False, logdet=False)
-        else:
-            n_blocks = self.dim // block
-            self.stats = RidgeStats(self._models() * n_blocks, block, self.ridge, raw_sums=False, logdet=False)
+        models = self.n_users if self.per_user else 1
+        blocks, width = (1, self.dim) if block is None else (self.dim // block, block)
+        self.stats = RidgeStats(len(self.members), models * blocks, width, self.ridge, raw_sums=False, logdet=False)
 
-    def _learners(self, user: int, n_arms: int) -> slice:
-        """The learners scoring this round's arms: one model, or in block mode its learners of blocks 0 … K−1."""
-        model = user if self.per_user else 0
+    def _learners(self, users: np.ndarray, n_arms: int) -> np.ndarray:
+        """Each member's learners scoring its arms [M, 1]: its user's model (or the one shared model), or in block
+        mode that model's learners of blocks 0 … K−1 [M, K]."""
+        models = users if self.per_user else np.zeros_like(users)
         if self.block is None:
-            return slice(model, model + 1)
-        first = model * (self.dim // self.block)
-        return slice(first, first + n_arms)
+            return models[:, None]
+        return models[:, None] * (self.dim // self.block) + np.arange(n_arms)
 
     def _contexts(self, arms: np.ndarray) -> np.ndarray:
-        """Each arm's context in its learner's coordinates: the arm's own block [K, block] in block mode."""
+        """Each arm's context in its learner's coordinates [M, K, ·]: the arm's own block in block mode."""
         if self.block is None:
             return arms
-        K = len(arms)
-        return arms.reshape(K, -1, self.block)[np.arange(K), np.arange(K)]
+        M, K = arms.shape[:2]
+        return arms.reshape(M, K, -1, self.block)[:, np.arange(K), np.arange(K)]
 
-    def scores(self, view) -> np.ndarray:
-        """The LinUCB score of every arm of the round (what ``select`` maximises)."""
-        self._prepare(view)
-        arms = self._contexts(view.arms[:])
-        learners = self._learners(view.user, len(arms))
-        A_inv, theta = self.stats.A_inv[learners], self.stats.theta[learners]  # views, one learner per arm in blocks
+    def scores(self, views) -> np.ndarray:
+        """The LinUCB score of every member's arms [M, K] (what ``select`` maximises): xᵀθ_u + α·sqrt(xᵀA_u⁻¹x)."""
+        self._prepare(views)
+        arms, learners = self._arms_and_learners(views)
+        stats = self.stats
         if self.block is None:
-            A_inv_arms = arms @ A_inv[0]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
-            means = arms @ theta[0]
-        else:
-            A_inv_arms = np.einsum("kij,kj->ki", A_inv, arms)  # a stacked matvec (np.matmul's is 25× slower)
-            means = np.add.reduce(theta * arms, axis=1)
-        quad = np.add.reduce(A_inv_arms * arms, axis=1)  # x_iᵀA⁻¹x_i
-        self._terms = A_inv_arms, quad, means
-        return means + self.alpha * np.sqrt(np.maximum(quad, 0.0))
+            at = self.at(learners[:, 0])
+            A_inv_arms = arms @ stats.A_inv[at]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
+            means = means_each(stats.theta[at], arms)
+        else:  # each member's learners of blocks 0 … K−1 read in place: a gather would copy K blocks of w × w
+            firsts = learners[:, 0].tolist()
+            A_inv_arms = np.stack(
+                [
+                    np.einsum("kij,kj->ki", stats.A_inv[m, u : u + len(x)], x)
+                    for m, u, x in zip(self.members, firsts, arms)
+                ]
+            )
+            means = np.add.reduce(stats.theta[self.members[:, None], learners] * arms, axis=2)
+        quad = np.add.reduce(A_inv_arms * arms, axis=2)  # x_iᵀA⁻¹x_i
+        self._terms = views, learners, arms, (A_inv_arms, quad, means)
+        return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
 
-    def select(self, view, budget):
-        chosen = int(self.scores(view).argmax())
-        # Sherman–Morrison in update needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arm: computed here already
-        A_inv_arms, quad, means = self._terms
-        self._chosen_terms = view.t, chosen, (A_inv_arms[chosen], quad[chosen], means[chosen])
-        return chosen
-
-    def update(self, view, chosen, reward):
-        self._prepare(view)
-        t, selected, known = self._chosen_terms  # from this round's select (recomputed if update comes without it)
-        learner = self._learners(view.user, chosen + 1).stop - 1
-        x = view.arms[chosen]
-        if self.block is not None:
-            x = x[chosen * self.block : (chosen + 1) * self.block]
-        self.stats.update(learner, x, reward, known if (t, selected) == (view.t, chosen) else None)
-
-    def clusters(self):
-        return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
-
-    @classmethod
-    def lockstep(cls, policies):
-        return LinUCBLockstep(policies)
-
-
-class LinUCBLockstep(Lockstep):
-    """LinUCB's members in lockstep (seeds, and grid cells of α and λ): their statistics stacked on a leading member
-    axis once built at the first round (each member's arrays become views of the stack), so a round's scores and
-    Sherman–Morrison updates are one numpy call each for the group. Every product is computed per member exactly
-    as ``scores`` and ``update`` compute it alone (stacked matmuls; in block mode the same einsum, row by row)."""
-
-    def __init__(self, policies: list[LinUCB]):
-        super().__init__(policies)
-        self.stats: RidgeStats | None = None
-        self.alpha = self.per_member("alpha")[:, None]
-        self.members = np.arange(len(policies))
-        self._chosen = None  # (round, choices, their learners, contexts and (A⁻¹x, xᵀA⁻¹x, xᵀθ)) from select
+    def _arms_and_learners(self, views) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's arms in its learners' coordinates [M, K, ·] and the learners scoring them."""
+        arms, served = self.read_arms(views)
+        arms = self._contexts(arms)
+        return arms, self._learners(served, arms.shape[1])
 
     def select(self, views, budgets):
-        policies, first = self.policies, self.policies[0]
-        if self.stats is None:
-            for policy, view in zip(policies, views):
-                policy._prepare(view)
-            self.stats = stack([policy.stats for policy in policies])
-        arms = np.stack([first._contexts(view.arms[:]) for view in views])  # [S, K, d], each arm's block in blocks
-        slices = [policy._learners(view.user, arms.shape[1]) for policy, view in zip(policies, views)]
-        learners = np.array([np.arange(learners.start, learners.stop) for learners in slices])  # [S, 1] or [S, K]
-        at = self.members[:, None], learners
-        A_inv, theta = self.stats.A_inv[at], self.stats.theta[at]
-        if first.block is None:
-            A_inv_arms = arms @ A_inv[:, 0]
-            means = (arms @ theta[:, 0, :, None])[:, :, 0]
-        else:
-            A_inv_arms = np.einsum("skij,skj->ski", A_inv, arms)
-            means = np.add.reduce(theta * arms, axis=2)
-        quad = np.add.reduce(A_inv_arms * arms, axis=2)
-        chosen = (means + self.alpha * np.sqrt(np.maximum(quad, 0.0))).argmax(axis=1)
-        pick = self.members, chosen
-        learner = learners[pick] if first.block is not None else learners[:, 0]
-        self._chosen = views[0].t, chosen, learner, arms[pick], (A_inv_arms[pick], quad[pick], means[pick])
-        return chosen.tolist()
+        return self.scores(views).argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
-        t, selected, learners, x, known = self._chosen
-        if t != views[0].t or selected.tolist() != list(chosen):  # not this round's choices: step one by one
-            for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
-                policy.update(view, arm, reward)
-            return
-        self.stats.update_each(learners, x, np.asarray(rewards, dtype=float), known=known)
+        self._prepare(views)
+        pick = self.members, np.asarray(chosen)
+        if self._terms is not None and same_views(self._terms[0], views):
+            # Sherman–Morrison needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arms: this round's ``scores`` computed them
+            _, learners, arms, (A_inv_arms, quad, means) = self._terms
+            known = A_inv_arms[pick], quad[pick], means[pick]
+        else:
+            (arms, learners), known = self._arms_and_learners(views), None
+        learner = learners[:, 0] if self.block is None else learners[pick]
+        self.stats.update(self.members, learner, arms[pick], np.asarray(rewards, dtype=float), known)
+
+    def clusters(self, m):
+        return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)

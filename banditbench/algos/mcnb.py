@@ -97,7 +97,7 @@ def meta_adapt(mlp: MLP, Theta: torch.Tensor, weights: torch.Tensor, draw, eta2,
 
 class MCNB(Policy):
     timing_columns = ("clustering", "meta_adaptation", "user_training")  # M-CNB Table 1's split
-    lockstep_params = ("gamma", "nu", "S", "delta", "eta2", "alpha")  # per member: its clusters, meta step, UCB
+    member_params = ("gamma", "nu", "S", "delta", "eta2", "alpha")  # per member: its clusters, meta step, UCB
 
     domains = {
         **NETWORK_DOMAINS,

@@ -70,7 +70,7 @@ USER_STARTS = ("own", "initial", "meta")
 
 
 class MetaBan(Policy):
-    lockstep_params = ("gamma", "nu", "alpha", "lam", "eta2")  # per member: its groups, meta step and UCB
+    member_params = ("gamma", "nu", "alpha", "lam", "eta2")  # per member: its groups, meta step and UCB
     domains = {
         **NETWORK_DOMAINS,
         "gamma": d.NON_NEGATIVE,

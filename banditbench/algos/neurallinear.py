@@ -103,7 +103,7 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 
 
 class NeuralLinear(Policy):
-    lockstep_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
+    member_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
 
     def __init__(

@@ -62,7 +62,7 @@ COVARIANCES = ("diagonal", "full")
 
 
 class NeuralUCB(Policy):
-    lockstep_params = ("nu", "lam")  # per member: its ν, and λ in its Z and penalty
+    member_params = ("nu", "lam")  # per member: its ν, and λ in its Z and penalty
     domains = {
         **NETWORK_DOMAINS,
         "nu": d.NON_NEGATIVE,

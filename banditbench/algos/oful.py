@@ -16,76 +16,55 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
-from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, ridge_bytes, stack
+from banditbench.algos.base import MemberPolicy
+from banditbench.algos.ridge import RidgeStats, means_each, oful_radius, quadratic_forms_each, ridge_bytes
 
 
-class IndependentOFUL(Policy):
-    lockstep_params = ("delta",)  # per member: its confidence level
+class IndependentOFUL(MemberPolicy):
+    member_params = ("delta",)  # per member: its confidence level
     domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
 
     def __init__(
-        self, *, n_users, n_arms, dim, seed, delta: float = 0.4, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0
+        self, *, n_users, n_arms, dim, seeds, delta=0.4, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
-        self.delta, self.ridge, self.sigma, self.S = delta, ridge, sigma, S
-        self.stats = RidgeStats(n_users, dim, ridge, raw_sums=False)
-        self.radius_total, self.selections = 0.0, 0
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
+        self.delta, self.ridge, self.sigma, self.S = self.per_member(delta), ridge, sigma, S
+        self.stats = RidgeStats(len(self.members), n_users, dim, ridge, raw_sums=False)
+        self.radius_total, self.selections = np.zeros(len(self.members)), np.zeros(len(self.members), np.int64)
 
-    def select(self, view, budget):
-        u, arms = view.user, view.arms[:]
-        beta = float(oful_radius(self.stats.logdet[u], self.dim, self.ridge, self.sigma, self.S, self.delta))
-        self.radius_total += beta
-        self.selections += 1
-        return int((arms @ self.stats.theta[u] + beta * self.stats.widths(u, arms)).argmax())
+    def select(self, views, budgets):
+        arms, served = self.read_arms(views)
+        at, stats = self.at(served), self.stats
+        return oful_choices(
+            self, self.members, stats.theta[at], stats.A_inv[at], stats.logdet[at], arms, self.sigma, self.delta
+        )
 
-    def update(self, view, chosen, reward):
-        self.stats.update(view.user, view.arms[chosen], reward)
+    def update(self, views, chosen, rewards):
+        self.stats.update(self.members, *self.played(views, chosen, rewards))
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, **params):
         return ridge_bytes(n_users, dim, raw_sums=False)
 
-    def clusters(self):
+    def clusters(self, m):
         return np.arange(self.n_users)
 
-    @classmethod
-    def lockstep(cls, policies):
-        return IndependentOFULLockstep(policies)
-
-    def diagnostics(self):
-        return {"radius": self.radius_total / self.selections if self.selections else np.nan}
+    def diagnostics(self, m):
+        return mean_radius(self, m)
 
 
-def oful_choices(policies: list, theta, A_inv, logdet, arms, sigma, delta) -> list[int]:
-    """The OFUL choice argmax xᵀθ + β·sqrt(xᵀA⁻¹x) of every member of a lockstep group (θ [S, d], A⁻¹ [S, d, d],
-    log det A [S], arms [S, K, d]; σ and δ one value or [S]), each member's bit for bit as alone; each member's
-    radius β joins its ``radius`` diagnostic."""
-    first = policies[0]
-    beta = oful_radius(logdet, first.dim, first.ridge, sigma, first.S, delta)
-    for policy, radius in zip(policies, beta.tolist()):
-        policy.radius_total += radius
-        policy.selections += 1
+def oful_choices(policy, members, theta, A_inv, logdet, arms, sigma, delta) -> list[int]:
+    """The OFUL choice argmax xᵀθ + β·sqrt(xᵀA⁻¹x) of the ``members`` of ``policy`` (θ [P, d], A⁻¹ [P, d, d], log det A
+    [P], arms [P, K, d]; σ and δ one value or [P]), with β = ``oful_radius``; each radius joins its member's
+    ``radius`` diagnostic (``policy.radius_total`` and ``policy.selections``, [M])."""
+    beta = oful_radius(logdet, policy.dim, policy.ridge, sigma, policy.S, delta)
+    policy.radius_total[members] += beta
+    policy.selections[members] += 1
     widths = np.sqrt(np.maximum(quadratic_forms_each(A_inv, arms), 0.0))
     return (means_each(theta, arms) + beta[:, None] * widths).argmax(axis=1).tolist()
 
 
-class IndependentOFULLockstep(Lockstep):
-    """Independent OFUL's members in lockstep (seeds, and grid cells of δ): their statistics stacked on a leading
-    member axis (each member's arrays views of the stack), so a round's radii, scores and Sherman–Morrison updates
-    are one numpy call each, every member's computed as alone."""
-
-    def __init__(self, policies: list[IndependentOFUL]):
-        super().__init__(policies)
-        self.stats = stack([policy.stats for policy in policies])
-        self.delta = self.per_member("delta")
-        self.members = np.arange(len(policies))
-
-    def select(self, views, budgets):
-        arms, served = self.read_arms(views)
-        stats, at = self.stats, (self.members, served)
-        sigma = self.policies[0].sigma
-        return oful_choices(self.policies, stats.theta[at], stats.A_inv[at], stats.logdet[at], arms, sigma, self.delta)
-
-    def update(self, views, chosen, rewards):
-        self.stats.update_each(*self.played(chosen, rewards))
+def mean_radius(policy, m: int) -> dict[str, float]:
+    """Diagnostic ``radius``: member m's mean OFUL radius β over its selections so far."""
+    selections = policy.selections[m]
+    return {"radius": policy.radius_total[m] / selections if selections else np.nan}

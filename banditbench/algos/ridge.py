@@ -1,11 +1,13 @@
-"""Ridge-regression statistics with Sherman–Morrison updates, for many users at once.
+"""Ridge-regression statistics with Sherman–Morrison updates, for many users of every member of a group at once.
 
-For each of ``n`` learners: A = λI + Σ x xᵀ, b = Σ r x, θ = A⁻¹ b. A⁻¹ is kept; a rank-one
+For each learner of each member: A = λI + Σ x xᵀ, b = Σ r x, θ = A⁻¹ b. A⁻¹ is kept; a rank-one
 update costs O(d²) instead of the O(d³) of a fresh inverse:
     (A + x xᵀ)⁻¹ = A⁻¹ − (A⁻¹ x)(A⁻¹ x)ᵀ / (1 + xᵀ A⁻¹ x)        (Sherman–Morrison)
 The raw Gram matrix G = Σ x xᵀ is kept too, so that groups of users can pool their samples
 (A_group = λI + Σ_members G_u, the regulariser counted once), and log det A is updated by the
 matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius.
+Every array has the member axis first (``A_inv[m, u]``), and the batched products compute each member's slice bit for
+bit as the same product alone, so a group learns exactly as its members alone.
 """
 
 from __future__ import annotations
@@ -16,53 +18,39 @@ ARRAYS = ("A_inv", "gram", "b", "theta", "count", "logdet")  # a RidgeStats' arr
 
 
 def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True, block: int | None = None) -> int:
-    """The float64 matrices of ``RidgeStats(n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums are kept, each
-    d × d, or with ``block`` (``BlockRidgeStats``) d/w blocks of w × w, w the block width."""
+    """The float64 matrices of one member of ``RidgeStats(…, n_learners, dim, raw_sums=…)``: A⁻¹, and G when raw sums
+    are kept, each d × d, or with ``block`` (``BlockRidgeStats``) d/w blocks of w × w, w the block width."""
     return 8 * n_learners * dim * (block or dim) * (2 if raw_sums else 1)
 
 
 class RidgeStats:
-    """``raw_sums=False`` drops G and b (learners whose samples are never pooled), ``logdet=False`` drops log det A:
+    """The ridge statistics of ``n_learners`` learners of each of ``members`` members, the member axis first: A⁻¹ and G
+    [M, n, d, d], b and θ [M, n, d], pull counts and log det A [M, n]; λ one value or one per member [M].
+    ``raw_sums=False`` drops G and b (learners whose samples are never pooled), ``logdet=False`` drops log det A:
     fewer array operations per update in the round loop."""
 
-    def __init__(self, n_learners: int, dim: int, ridge: float = 1.0, raw_sums: bool = True, logdet: bool = True):
-        self.ridge = ridge
-        self.A_inv = np.tile(np.eye(dim) / ridge, (n_learners, 1, 1))  # [n, d, d]
-        self.gram = np.zeros((n_learners, dim, dim)) if raw_sums else None  # [n, d, d] = Σ x xᵀ (no regulariser)
-        self.b = np.zeros((n_learners, dim)) if raw_sums else None  # [n, d]
-        self.theta = np.zeros((n_learners, dim))  # [n, d] = A⁻¹ b
-        self.count = np.zeros(n_learners, dtype=np.int64)
-        self.logdet = np.full(n_learners, dim * np.log(ridge)) if logdet else None  # log det A
+    def __init__(self, members: int, n_learners: int, dim: int, ridge=1.0, raw_sums: bool = True, logdet=True):
+        self.ridge = np.broadcast_to(np.asarray(ridge, dtype=float), (members,)).copy()  # [M]
+        shape = (members, n_learners)
+        self.A_inv = np.broadcast_to(np.eye(dim) / self.ridge[:, None, None, None], (*shape, dim, dim)).copy()
+        self.gram = np.zeros((*shape, dim, dim)) if raw_sums else None  # Σ x xᵀ (no regulariser)
+        self.b = np.zeros((*shape, dim)) if raw_sums else None
+        self.theta = np.zeros((*shape, dim))  # A⁻¹ b
+        self.count = np.zeros(shape, dtype=np.int64)
+        self.logdet = np.repeat((dim * np.log(self.ridge))[:, None], n_learners, axis=1) if logdet else None
 
-    def update(
-        self, learner: int, x: np.ndarray, reward: float, known: tuple[np.ndarray, float, float] | None = None
-    ) -> None:
-        """Add sample (x, reward); ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) when the caller has just computed them."""
-        quad = sherman_morrison(self.A_inv[learner], self.theta[learner], x, reward, known)
-        self.count[learner] += 1
-        if self.gram is not None:
-            self.gram[learner] += np.multiply.outer(x, x)
-            self.b[learner] += reward * x
-        if self.logdet is not None:
-            self.logdet[learner] += np.log1p(quad)
-
-    def update_many(self, learners: np.ndarray, x: np.ndarray, reward: float) -> None:
-        """The same sample added to several learners at once (batched Sherman–Morrison); a single learner takes
-        ``update``'s path, the same numbers with fewer array operations."""
-        if len(learners) == 1:
-            self.update(int(learners[0]), x, reward)
+    def update(self, members: np.ndarray, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, known=None):
+        """Member ``members[p]`` adds the sample (x[p], reward[p]) to its learner ``learners[p]``, every pair distinct,
+        in one batched Sherman–Morrison update; ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) [P, …] when the caller has just
+        computed them. Every product is a stacked matmul, which computes each pair's slice bit for bit as the product
+        alone; one or two pairs take in-place updates of their views instead, the same numbers with fewer array
+        operations (below three pairs they cost less than the gathers and scatters of the batch)."""
+        if len(learners) <= 2:
+            for p in range(len(learners)):
+                one = None if known is None else (known[0][p], known[1][p], known[2][p])
+                self._update_one(members[p], learners[p], x[p], reward[p], one)
             return
-        self._update_at(learners, np.broadcast_to(x, (len(learners), len(x))), np.full(len(learners), reward))
-
-    def update_each(self, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, members=None, known=None) -> None:
-        """On statistics with a leading member axis (``stack``): member ``members[p]`` (default p) adds the sample
-        (x[p], reward[p]) to its learner ``learners[p]``, every (member, learner) pair distinct, all in one batched
-        Sherman–Morrison update; ``known`` as in ``update``, with a leading axis."""
-        self._update_at((np.arange(len(learners)) if members is None else members, learners), x, reward, known)
-
-    def _update_at(self, at, x: np.ndarray, reward: np.ndarray, known=None) -> None:
-        """``update`` of the learners ``at`` (an index of the leading axes), sample p = (x[p], reward[p]). Every
-        product is a stacked matmul, which computes each slice bit for bit as ``update`` computes it alone."""
+        at = members, learners
         A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
         if known is None:
             A_inv_x = (A_inv @ column)[:, :, 0]
@@ -78,117 +66,80 @@ class RidgeStats:
         if self.logdet is not None:
             self.logdet[at] += np.log1p(quad)
 
-    def assign(self, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
-        """Set a learner's statistics from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
-        A = self.ridge * np.eye(len(b)) + gram
-        self.A_inv[learner] = np.linalg.inv(A)
-        self.theta[learner] = self.A_inv[learner] @ b
-        self.count[learner] = count
+    def _update_one(self, m: int, learner: int, x: np.ndarray, reward: float, known=None) -> None:
+        quad = sherman_morrison(self.A_inv[m, learner], self.theta[m, learner], x, reward, known)
+        self.count[m, learner] += 1
         if self.gram is not None:
-            self.gram[learner] = gram
-            self.b[learner] = b
+            self.gram[m, learner] += np.multiply.outer(x, x)
+            self.b[m, learner] += reward * x
         if self.logdet is not None:
-            self.logdet[learner] = np.linalg.slogdet(A)[1]
+            self.logdet[m, learner] += np.log1p(quad)
 
-    def pool(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        """Raw sums (Σ G, Σ b, Σ count) over ``members``: what a group built from them starts with."""
-        return self.gram[members].sum(axis=0), self.b[members].sum(axis=0), int(self.count[members].sum())
+    def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
+        """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
+        A = self.ridge[m] * np.eye(len(b)) + gram
+        self.A_inv[m, learner] = np.linalg.inv(A)
+        self.theta[m, learner] = self.A_inv[m, learner] @ b
+        self.count[m, learner] = count
+        if self.gram is not None:
+            self.gram[m, learner] = gram
+            self.b[m, learner] = b
+        if self.logdet is not None:
+            self.logdet[m, learner] = np.linalg.slogdet(A)[1]
+
+    def pool(self, m: int, learners: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Raw sums (Σ G, Σ b, Σ count) over member m's ``learners``: what a group built from them starts with."""
+        return self.gram[m, learners].sum(axis=0), self.b[m, learners].sum(axis=0), int(self.count[m, learners].sum())
+
+    def reset(self, m: int, learner: int) -> None:
+        dim = self.theta.shape[2]
+        self.assign(m, learner, np.zeros((dim, dim)), np.zeros(dim), 0)
 
     def fresh(self, n_learners: int) -> RidgeStats:
-        """``n_learners`` new learners (A = λI, nothing seen) of the same kind and dimension."""
-        return RidgeStats(n_learners, self.theta.shape[1], self.ridge, self.gram is not None, self.logdet is not None)
+        """``n_learners`` new learners per member (A = λI, nothing seen) of the same kind and dimension."""
+        kinds = {"raw_sums": self.gram is not None, "logdet": self.logdet is not None}
+        return RidgeStats(len(self.ridge), n_learners, self.theta.shape[2], self.ridge, **kinds)
 
     def grow(self, n_learners: int) -> None:
-        """Add ``n_learners`` fresh learners at the end, for policies whose number of groups is not bounded in
-        advance (COFIBA's user clusters of every item cluster)."""
+        """Add ``n_learners`` fresh learners per member at the end, for policies whose number of groups is not bounded
+        in advance (COFIBA's user clusters of every item cluster)."""
         fresh = self.fresh(n_learners)
         for name in ARRAYS:
             if getattr(self, name) is not None:
-                setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)]))
+                setattr(self, name, np.concatenate([getattr(self, name), getattr(fresh, name)], axis=1))
 
-    def reset(self, learner: int) -> None:
-        dim = self.theta.shape[1]
-        self.assign(learner, np.zeros((dim, dim)), np.zeros(dim), 0)
-
-    def cluster_ucb(self, learner: int, arms: np.ndarray, alpha: float, t: int, reference_code: bool) -> np.ndarray:
-        """The score CLUB, SCLUB and LOCB give arms from one learner's statistics, t the 0-based round:
-        BASS's common α-LinUCB index, or with ``reference_code`` the authors' index (no square root) scaled by α."""
-        if reference_code:
-            return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t, alpha)
-        return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
-
-    def cluster_ucb_many(self, learners: np.ndarray, arms: np.ndarray, alpha: float, t: int, reference_code: bool):
-        """``cluster_ucb`` of several learners on the same arms [K, d] → [learners, K]."""
-        m = len(learners)
-        return cluster_ucb_rows(
-            self.theta[learners],
-            self.A_inv[learners],
-            self.count[learners],
-            np.broadcast_to(arms, (m, *arms.shape)),
-            np.full(m, alpha),
-            t,
-            reference_code,
-        )
-
-    def cluster_ucb_each(self, learners, arms, alpha, t: int, reference_code: bool, members=None) -> np.ndarray:
-        """``cluster_ucb`` on stacked statistics (``stack``): member ``members[p]`` (default p) scores the arms
-        ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]`` → [P, K]."""
-        at = np.arange(len(learners)) if members is None else members, learners
+    def cluster_ucb(self, members, learners, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
+        """The score CLUB, SCLUB and LOCB give arms from a learner's statistics, t the 0-based round: member
+        ``members[p]`` scores its arms ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]``
+        → [P, K], BASS's α-LinUCB index, or with ``reference_code`` the authors' index (no square root)."""
+        if len(learners) == 1:  # views and 2-D products: the same numbers with fewer array operations
+            m, u = int(members[0]), int(learners[0])
+            theta, A_inv = self.theta[m, u], self.A_inv[m, u]
+            if reference_code:
+                return reference_code_scores(theta, A_inv, arms[0], self.count[m, u], t, alpha[0])[None]
+            return log_ucb_scores(theta, A_inv, arms[0], alpha[0], t + 1)[None]
+        at = members, learners
         return cluster_ucb_rows(self.theta[at], self.A_inv[at], self.count[at], arms, alpha, t, reference_code)
 
-    def widths(self, learner: int, arms: np.ndarray) -> np.ndarray:
-        """sqrt(xᵀ A⁻¹ x) for every row x of ``arms`` [K, d]."""
-        return np.sqrt(np.maximum(self.quadratic_forms_of(learner, arms), 0.0))
+    def quadratic_forms_of(self, m: int, learner: int, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of member m's learner for every context x [n, d]."""
+        return quadratic_forms(self.A_inv[m, learner], contexts)
 
-    def means_and_quadratic_forms(self, learners: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """xᵀθ and xᵀA⁻¹x of every arm x [K, d], arm k from learner ``learners[k]``."""
-        A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[learners], arms)
-        return np.einsum("kd,kd->k", arms, self.theta[learners]), np.einsum("kd,kd->k", A_inv_arms, arms)
+    def quadratic_forms_of_all(self, m: int, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of every context x [k, d] for every learner of member m → [k, learners]."""
+        return np.einsum("nde,ke,kd->kn", self.A_inv[m], contexts, contexts)
 
-    def quadratic_forms_of(self, learner: int, contexts: np.ndarray) -> np.ndarray:
-        """xᵀA⁻¹x of one learner for every context x [m, d]."""
-        return quadratic_forms(self.A_inv[learner], contexts)
+    def quadratic_forms_of_each(self, members: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+        """xᵀA⁻¹x of context p [P, d] for every learner of member ``members[p]`` → [P, learners]; one member's learners
+        are read in place (no gather), the same numbers."""
+        if len(members) == 1:
+            return self.quadratic_forms_of_all(members[0], contexts)
+        return np.einsum("pnde,pe,pd->pn", self.A_inv[members], contexts, contexts)
 
-    def quadratic_forms_of_all(self, contexts: np.ndarray) -> np.ndarray:
-        """xᵀA⁻¹x of every context x [m, d] for every learner → [m, learners]."""
-        return np.einsum("nde,ke,kd->kn", self.A_inv, contexts, contexts)
-
-
-def stacked_again(stacked: RidgeStats | None, members: list[RidgeStats]) -> RidgeStats:
-    """``stacked`` while every member's arrays are still views of it, else ``stack(members)`` anew: for lockstep
-    groups whose members replace their statistics (a fresh phase) or grow them (new slots) on their own."""
-    if stacked is None or any(member.theta.base is not stacked.theta for member in members):
-        return stack(members)
-    return stacked
-
-
-def stack(*parts: list[RidgeStats]) -> RidgeStats:
-    """The members' statistics as one RidgeStats whose arrays carry a leading member axis ([S, n, d, d], …), for a
-    lockstep group's batched updates (``update_each``), n the most learners of any member (the others padded with
-    zeros, never read). Each member's arrays become views of its rows of the stack, so its own methods
-    (``assign``, ``pool``) and its checkpoints read and write the same numbers.
-
-    Several lists (each member's statistics of one kind, such as DynUCB's users and clusters) share the stack: a
-    member's learners of part j follow its learners of part j − 1 (from the row after the most learners of any
-    member in the parts before), so that one ``update_each`` updates learners of every part."""
-    members = parts[0]
-    sizes = [max(len(member.theta) for member in part) for part in parts]
-    stacked = object.__new__(RidgeStats)
-    stacked.ridge = np.array([member.ridge for member in members])
-    offsets = np.cumsum([0, *sizes[:-1]]).tolist()
-    for name in ARRAYS:
-        first = getattr(members[0], name)
-        if first is None:
-            setattr(stacked, name, None)
-            continue
-        joined = np.zeros((len(members), sum(sizes), *first.shape[1:]), dtype=first.dtype)
-        for part, offset in zip(parts, offsets):
-            for row, member in zip(joined, part):
-                own = row[offset : offset + len(getattr(member, name))]
-                own[:] = getattr(member, name)
-                setattr(member, name, own)
-        setattr(stacked, name, joined)
-    return stacked
+    def means_and_quadratic_forms(self, members, learners, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """xᵀθ and xᵀA⁻¹x of every arm x [P, d], arm p from learner ``learners[p]`` of member ``members[p]``."""
+        A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[members, learners], arms)
+        return np.einsum("kd,kd->k", arms, self.theta[members, learners]), np.einsum("kd,kd->k", A_inv_arms, arms)
 
 
 def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, known=None) -> float:

@@ -30,7 +30,7 @@ class SCLB(CMLB):
         n_users,
         n_arms,
         dim,
-        seed,
+        seeds,
         alpha: float = 0.2,
         C: float = 0.2,
         delta: float = 0.4,
@@ -45,7 +45,7 @@ class SCLB(CMLB):
             n_users=n_users,
             n_arms=n_arms,
             dim=dim,
-            seed=seed,
+            seeds=seeds,
             alpha=alpha,
             C=C,
             delta=delta,
@@ -72,6 +72,6 @@ class SCLB(CMLB):
                 i**-2.0,
             )
 
-    def select(self, view, budget):
-        self._advance(current_step(view))
-        return super().select(view, budget)
+    def select(self, views, budgets):
+        self._advance(current_step(views[0]))
+        return super().select(views, budgets)

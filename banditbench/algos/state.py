@@ -14,6 +14,14 @@ and writes the saved values into it: arrays and tensors of unchanged shape are c
 that share an array still share it), the rest are replaced. Every attribute is saved unless the class lists it
 in ``transient`` (data rebuilt identically by the constructor or ``start``, e.g. a slate policy's catalogue),
 so an attribute added later is saved without anyone remembering to declare it.
+
+A policy over the members of a group (``MemberPolicy``) keeps its learned state with the member axis first: every
+array and tensor has it as its leading axis, every list holds one entry per member, and a tuple or dict holds such
+values; a scalar is a setting shared by every member. ``member_state_dict(m)`` is then member m's share of
+``state_dict()``, each of those at index m, so a checkpoint stays per unit, and ``load_member_state_dict(m, state)``
+writes one member's share (of a group of any size) into place m. Arrays that a group pads to its largest member
+(rows never read) grow to fit a member saved from a larger group. A class whose state is shaped otherwise overrides
+the two methods.
 """
 
 from __future__ import annotations
@@ -49,6 +57,18 @@ class Stateful:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         restore_attributes(self, state)
+
+
+class MemberStateful(Stateful):
+    """Mixin of an object whose state has the member axis first (see the module docstring); ``members``: [M]."""
+
+    members: np.ndarray
+
+    def member_state_dict(self, m: int) -> dict[str, Any]:
+        return member_part(self.state_dict(), m)
+
+    def load_member_state_dict(self, m: int, state: dict[str, Any]) -> None:
+        restore_member_attributes(self, m, state, len(self.members))
 
 
 def transient_of(kind: type) -> set[str]:
@@ -151,3 +171,50 @@ def restore(current: Any, saved: Any) -> Any:
 def restore_attributes(target: Any, state: dict[str, Any]) -> None:
     for name, saved in state.items():
         setattr(target, name, restore(getattr(target, name, None), saved))
+
+
+def member_part(value: Any, m: int) -> Any:
+    """Member m's share of plain state: arrays, tensors and lists at index m, tuples and dicts entry by entry."""
+    if isinstance(value, list) or getattr(value, "ndim", 0) and not isinstance(value, np.generic):
+        return value[m]
+    if isinstance(value, tuple):
+        return tuple(member_part(v, m) for v in value)
+    if isinstance(value, dict):
+        return {k: member_part(v, m) for k, v in value.items()}
+    return value
+
+
+def restore_member(current: Any, m: int, saved: Any, members: int) -> Any:
+    """The value to hold after writing member m's ``saved`` share into ``current`` (a group of ``members``)."""
+    if isinstance(current, np.ndarray) and current.ndim:
+        return restore_row(current, m, np.asarray(saved))
+    if current is None and isinstance(saved, np.ndarray):  # built later in a fresh group: every member's rows
+        return restore_row(np.zeros((members, *saved.shape), saved.dtype), m, saved)
+    if isinstance(current, list):
+        current[m] = restore(current[m], saved)
+        return current
+    if isinstance(current, tuple):
+        return tuple(restore_member(c, m, v, members) for c, v in zip(current, saved))
+    if isinstance(saved, dict) and isinstance(current, dict):
+        loaded = {k: restore_member(current.get(k), m, v, members) for k, v in saved.items()}
+        current.update(loaded)
+        return current
+    if isinstance(saved, dict) and current is not None and hasattr(current, "__dict__"):
+        restore_member_attributes(current, m, saved, members)
+        return current
+    return restore(current, saved)
+
+
+def restore_row(current: np.ndarray, m: int, saved: np.ndarray) -> np.ndarray:
+    """``current`` [M, ...] with row m set to ``saved``; grown (zero rows, never read) where ``saved`` is larger."""
+    if current.shape[1:] != saved.shape:
+        grown = np.zeros((len(current), *np.maximum(current.shape[1:], saved.shape)), current.dtype)
+        grown[(slice(None), *map(slice, current.shape[1:]))] = current
+        current = grown
+    current[(m, *map(slice, saved.shape))] = saved
+    return current
+
+
+def restore_member_attributes(target: Any, m: int, state: dict[str, Any], members: int) -> None:
+    for name, saved in state.items():
+        setattr(target, name, restore_member(getattr(target, name, None), m, saved, members))

@@ -1,10 +1,11 @@
-"""Engines: how the units of a run are grouped before the executor runs them (docs/architecture.md, "Engines").
+"""Engines: how the units of a run are grouped before the executor runs them (docs/architecture.md, "Engines"). An
+engine chooses group sizes, nothing else: one policy object holds every member of a group (runner/unit.py).
 
-- ``units`` (the default): every unit alone, the engine the golden digests pin.
+- ``units`` (the default): every unit alone, a group of one, the engine the golden digests pin.
 - ``lockstep``: the units of one configuration that differ only by seed, or also by the hyper-parameters the policy
-  lets vary within a group (``Policy.lockstep_params``: a tuning grid over them), run as one group, round by round
-  together (runner/unit.py ``run_group``), for the algorithms that declare the ``lockstep`` capability and batch
-  their members' work (``Policy.lockstep``); other algorithms' units still run alone. A group is one task of the
+  keeps per member (``member_params``: a tuning grid over them), run as one group, round by round together
+  (runner/unit.py ``run_group``), for the algorithms that do their members' work together
+  (``AlgorithmSpec.batches_members``); other algorithms' units still run alone. A group is one task of the
   executor, so each set is split into one group per worker (where it has members enough).
 
 Lockstep is opt-in: a batched matrix product may round differently from the same product alone, so a unit's shard
@@ -47,16 +48,16 @@ def configuration(unit: Unit, varying: tuple[str, ...] = ()) -> tuple:
 
 def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[Unit]]:
     """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the members of one
-    configuration of a lockstep algorithm together (its seeds, and its cells of ``lockstep_params``), each such set
-    split into ``workers`` near-equal groups where it has members enough, so that no worker waits alone on one
-    large group while the others are idle."""
+    configuration of an algorithm that batches its members together (its seeds, and its cells of ``member_params``),
+    each such set split into ``workers`` near-equal groups where it has members enough, so that no worker waits
+    alone on one large group while the others are idle."""
     if check_engine(engine) == "units":
         return [[unit] for unit in units]
     sets: dict[tuple, list[Unit]] = {}
     for unit in units:
         spec = ALGORITHMS.get(unit.algorithm)
-        lockstep = spec is not None and spec.capabilities.lockstep
-        key = configuration(unit, spec.policy.lockstep_params) if lockstep else (unit.id,)
+        batched = spec is not None and spec.batches_members
+        key = configuration(unit, spec.policy.member_params) if batched else (unit.id,)
         sets.setdefault(key, []).append(unit)
     groups = []
     for members in sets.values():

@@ -1,5 +1,5 @@
-"""The round loop (docs/architecture.md, "Unit of work"), for one-arm and slate rounds alike, of one unit or of a
-lockstep group of units (runner/engines.py) taking each round together.
+"""The round loop (docs/architecture.md, "Unit of work"), for one-arm and slate rounds alike, of a group of units
+(runner/engines.py) taking each round together, one policy object holding every member; a unit is a group of one.
 
 What differs between them (the environment's construction, the policy's view, the feedback, the recorded
 columns) is a round kind: :class:`ArmRounds` here, ``SlateRounds`` in runner/slate.py, chosen by the protocol's
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import Lockstep, MemberPolicy, Policy
 from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
 from banditbench.envs.round import Rounds, RoundViews
@@ -42,7 +42,7 @@ class ArmRounds:
         self.env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
         self.diagnosed = False
 
-    def begin(self, policy: Policy) -> None:
+    def begin(self, policy) -> None:
         pass
 
     def new_columns(self, T: int) -> dict[str, np.ndarray]:
@@ -51,7 +51,7 @@ class ArmRounds:
             **{name: np.empty(T) for name in ("rewards", "expected_rewards", "best_expected_rewards")},
         }
 
-    def use(self, columns: dict[str, np.ndarray], policy: Policy) -> None:
+    def use(self, columns: dict[str, np.ndarray], policy) -> None:
         self.users, self.groups, self.chosen, self.rewards, self.expected, self.best = (
             columns[name]
             for name in ("users", "groups", "chosen_arms", "rewards", "expected_rewards", "best_expected_rewards")
@@ -117,29 +117,24 @@ def run_unit(
 
 
 class Lane:
-    """One unit of a group: its environment and round kind, its policy and the columns it records."""
+    """One unit of a group, member ``m`` of the group's policy: its environment and round kind, and the columns it
+    records."""
 
-    def __init__(self, unit: Unit, dataset: PreparedDataset):
-        env_seed, policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
-        self.unit = unit
+    def __init__(self, unit: Unit, dataset: PreparedDataset, m: int):
+        env_seed, self.policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
+        self.unit, self.m = unit, m
         self.kind = (SlateRounds if PROTOCOLS[unit.protocol].slate else ArmRounds)(unit, dataset, env_seed)
-        env = self.kind.env
-        self.policy = ALGORITHMS[unit.algorithm].build(
-            n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=unit.params
-        )
-        self.kind.begin(self.policy)
 
-    def start(self, state: dict[str, Any] | None) -> None:
-        """Fresh columns, or those of a checkpoint ``state`` (whose policy state is loaded)."""
-        policy = self.policy
+    def start(self, policy, state: dict[str, Any] | None) -> None:
+        """Fresh columns, or those of a checkpoint ``state`` (whose policy state is loaded as member m's)."""
         if state is None:
-            self.columns = self.new_columns()
+            self.columns = self.new_columns(policy)
             self.diagnostics: dict[str, np.ndarray] = {}
             self.wall_before = 0.0
         else:
-            check_columns(state["columns"], self.new_columns())
+            check_columns(state["columns"], self.new_columns(policy))
             try:
-                policy.load_state_dict(state["policy"])
+                policy.load_member_state_dict(self.m, state["policy"])
             except (AttributeError, IndexError, KeyError, RuntimeError, TypeError, ValueError) as e:
                 raise UnusableCheckpoint(f"its policy state does not fit {self.unit.algorithm} ({e})") from None
             self.columns, self.diagnostics = state["columns"], state.get("diagnostics", {})
@@ -148,23 +143,24 @@ class Lane:
         self.budget_spent, self.select_seconds, self.update_seconds = (
             self.columns[name] for name in ("budget_spent", "select_seconds", "update_seconds")
         )
+        self.timing_columns = policy.timing_columns
         self.components = {name: self.columns[f"{name}_seconds"] for name in policy.timing_columns}
         self.true_groups = getattr(self.kind.env, "true_groups", None)
 
-    def new_columns(self) -> dict[str, np.ndarray]:
+    def new_columns(self, policy) -> dict[str, np.ndarray]:
         T = self.unit.rounds
         return {
             **self.kind.new_columns(T),
             "budget_spent": np.empty(T, np.int64),
             "select_seconds": np.empty(T),
             "update_seconds": np.empty(T),
-            **{f"{name}_seconds": np.zeros(T) for name in self.policy.timing_columns},
+            **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns},
         }
 
-    def share_times(self, select: np.ndarray, update: np.ndarray, S: int, start: int, stop: int) -> None:
+    def share_times(self, select: np.ndarray, update: np.ndarray, M: int, start: int, stop: int) -> None:
         """This unit's share of the group's select and update seconds of rounds [start, stop)."""
-        np.divide(select[start:stop], S, out=self.select_seconds[start:stop])
-        np.divide(update[start:stop], S, out=self.update_seconds[start:stop])
+        np.divide(select[start:stop], M, out=self.select_seconds[start:stop])
+        np.divide(update[start:stop], M, out=self.update_seconds[start:stop])
 
     def result(self, wall: float) -> UnitResult:
         T, columns = self.unit.rounds, self.columns
@@ -183,10 +179,65 @@ class Lane:
                 "t": outcome["t"],
                 "select_seconds": self.select_seconds,
                 "update_seconds": self.update_seconds,
-                **{f"{name}_seconds": columns[f"{name}_seconds"] for name in self.policy.timing_columns},
+                **{f"{name}_seconds": columns[f"{name}_seconds"] for name in self.timing_columns},
             }
         )
         return UnitResult(outcome, timing, self.wall_before + wall, metadata=metadata)
+
+
+class UnitPolicies:
+    """The members of a group whose policy is written for one unit (``Policy``: plug-ins, slates, the random policy,
+    the oracle, the neural family until it takes the member axis), one policy object per member, behind the member
+    contract of ``MemberPolicy``: the group's ``Policy.lockstep`` steps them one by one, or batches their work."""
+
+    def __init__(self, policies: list[Policy]):
+        self.policies = policies
+        first = type(policies[0])
+        self.group = first.lockstep(policies) if len(policies) > 1 else Lockstep(policies)
+        self.privileged, self.timing_columns = first.privileged, first.timing_columns
+
+    def select(self, views, budgets: list[Budget]) -> list:
+        return self.group.select(views, budgets)
+
+    def update(self, views, chosen: list, rewards: list) -> None:
+        self.group.update(views, chosen, rewards)
+
+    @property
+    def last_timings(self) -> dict[str, list[float]]:
+        return {name: [policy.last_timings[name] for policy in self.policies] for name in self.timing_columns}
+
+    def clusters(self, m: int):
+        return self.policies[m].clusters()
+
+    def sharing_graph(self, m: int):
+        return self.policies[m].sharing_graph()
+
+    def diagnostics(self, m: int) -> dict[str, float]:
+        return self.policies[m].diagnostics()
+
+    def member_state_dict(self, m: int) -> dict[str, Any]:
+        return self.policies[m].state_dict()
+
+    def load_member_state_dict(self, m: int, state: dict[str, Any]) -> None:
+        self.policies[m].load_state_dict(state)
+
+
+def build_group(lanes: list[Lane]) -> MemberPolicy | UnitPolicies:
+    """The policy of a group's members, each built from its unit's seed and hyper-parameters: one ``MemberPolicy``,
+    or one ``Policy`` per member behind ``UnitPolicies``."""
+    spec, env = ALGORITHMS[lanes[0].unit.algorithm], lanes[0].kind.env
+    problem = {"n_users": env.n_users, "n_arms": env.n_arms, "dim": env.dim}
+    if spec.takes_members:
+        policy = spec.build_members(
+            **problem, seeds=[lane.policy_seed for lane in lanes], params=[lane.unit.params for lane in lanes]
+        )
+        lanes[0].kind.begin(policy)  # the protocol's problem is every member's
+        return policy
+    policies = []
+    for lane in lanes:
+        policies.append(spec.build(**problem, seed=lane.policy_seed, params=lane.unit.params))
+        lane.kind.begin(policies[-1])
+    return UnitPolicies(policies)
 
 
 class UnusableCheckpoint(Exception):
@@ -205,10 +256,13 @@ def check_columns(saved: dict[str, np.ndarray], fresh: dict[str, np.ndarray]) ->
             )
 
 
-def start_lanes(units: list[Unit], dataset: PreparedDataset, checkpoints: Checkpoints | None) -> tuple[list, int]:
-    """A group's lanes, started from their checkpoints when every member has a usable one at the same round
-    (otherwise from round 0, every unusable checkpoint discarded with its warning); the round they start at."""
-    lanes = [Lane(unit, dataset) for unit in units]
+def start_lanes(
+    units: list[Unit], dataset: PreparedDataset, checkpoints: Checkpoints | None
+) -> tuple[list[Lane], MemberPolicy | UnitPolicies, int]:
+    """A group's lanes and policy, started from their checkpoints when every member has a usable one at the same
+    round (otherwise from round 0, every unusable checkpoint discarded with its warning); the round they start at."""
+    lanes = [Lane(unit, dataset, m) for m, unit in enumerate(units)]
+    group = build_group(lanes)
     states = [None] * len(lanes)
     if checkpoints is not None:
         states = [checkpoints.load(lane.unit) for lane in lanes]  # after the build: torch's RNG
@@ -216,16 +270,14 @@ def start_lanes(units: list[Unit], dataset: PreparedDataset, checkpoints: Checkp
             states = [None] * len(lanes)
     try:
         for lane, state in zip(lanes, states):
-            lane.start(state)
+            lane.start(group, state)
     except UnusableCheckpoint as e:
         checkpoints.discard(lane.unit, str(e))
-        lanes, states = [Lane(unit, dataset) for unit in units], [None] * len(lanes)  # the policies as built
-        for lane in lanes:
-            lane.start(None)
+        return start_lanes(units, dataset, None)  # the policy as built, from round 0
     if states[0] is None:
-        return lanes, 0
+        return lanes, group, 0
     restore_rng(states[0])
-    return lanes, states[0]["t"]
+    return lanes, group, states[0]["t"]
 
 
 class EachRound:
@@ -342,42 +394,43 @@ def run_group(
     progress: Callable[[int], None] | None = None,
     checkpoints: Checkpoints | None = None,
 ) -> list[UnitResult]:
-    """Run a lockstep group's units together (runner/engines.py), round t of every unit before round t + 1 of any;
-    a group of one is a unit run alone. Their policies act through the algorithm's
-    ``Policy.lockstep`` group, which may batch their work; every unit keeps its own environment, columns and
-    checkpoints. Select and update times are the group's, divided equally among its units."""
-    lanes, start = start_lanes(units, dataset, checkpoints)
+    """Run a group's units together (runner/engines.py), round t of every unit before round t + 1 of any; a group of
+    one is a unit run alone. One policy object holds every member (``build_group``); every unit keeps its own
+    environment, columns and checkpoints. Select and update times are the group's, divided equally among its units."""
+    lanes, group, start = start_lanes(units, dataset, checkpoints)
     if not start:
-        return play(lanes, 0, progress, checkpoints)
+        return play(lanes, group, 0, progress, checkpoints)
     try:
-        return play(lanes, start, progress, checkpoints)
+        return play(lanes, group, start, progress, checkpoints)
     except Exception as e:  # a policy state that loaded but breaks the policy (a planted wrong-shaped array)
         reason = f"the unit failed after resuming from it: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         for unit in units:
             checkpoints.discard(unit, reason)
-        lanes, _ = start_lanes(units, dataset, None)
-        return play(lanes, 0, progress, checkpoints)  # a failure of the policy itself fails again, from round 0
+        lanes, group, _ = start_lanes(units, dataset, None)
+        return play(lanes, group, 0, progress, checkpoints)  # a failure of the policy itself fails again, from round 0
 
 
 def play(
-    lanes: list[Lane], start: int, progress: Callable[[int], None] | None, checkpoints: Checkpoints | None
+    lanes: list[Lane],
+    group: MemberPolicy | UnitPolicies,
+    start: int,
+    progress: Callable[[int], None] | None,
+    checkpoints: Checkpoints | None,
 ) -> list[UnitResult]:
     """The round loop of started lanes, from round ``start`` to the end; their results."""
     units = [lane.unit for lane in lanes]
-    S, T = len(lanes), units[0].rounds
+    M, T = len(lanes), units[0].rounds
     if progress is not None and start:
-        progress(S * (start - start % PROGRESS_EVERY))  # the loop reports the rest of this block
-    policies = [lane.policy for lane in lanes]
-    group = type(policies[0]).lockstep(policies) if S > 1 else Lockstep(policies)
+        progress(M * (start - start % PROGRESS_EVERY))  # the loop reports the rest of this block
     limit = units[0].budget
-    diagnosed = any(lane.kind.diagnosed for lane in lanes)
+    diagnosed = [lane for lane in lanes if lane.kind.diagnosed]
     checkpoint_every = checkpoints.every if checkpoints is not None else 0
     clock = time.perf_counter
     started = clock()
     rounds = (BlockRounds if in_blocks(lanes) else EachRound)(lanes, T, start)
     # the group's select and update seconds, shared equally by its units (copied into their columns when saved)
     select_seconds, update_seconds = lanes[0].select_seconds.copy(), lanes[0].update_seconds.copy()
-    components = [(seconds, lane.policy, name) for lane in lanes for name, seconds in lane.components.items()]
+    components = [(seconds, lane.m, name) for lane in lanes for name, seconds in lane.components.items()]
     for t in rounds:
         budgets, views = rounds.views(limit)
         t0 = clock()
@@ -387,34 +440,35 @@ def play(
         group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
-        for seconds, policy, name in components:
-            seconds[t] = policy.last_timings[name]
+        if components:
+            timings = group.last_timings
+            for seconds, m, name in components:
+                seconds[t] = timings[name][m]
         rounds.record(t, chosen, observed, budgets)
         if diagnosed and ((t + 1) % DIAGNOSTICS_EVERY == 0 or t == T - 1):
-            for lane in lanes:
-                if lane.kind.diagnosed:
-                    for name, value in sample_diagnostics(lane.policy, lane.true_groups).items():
-                        lane.diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
+            for lane in diagnosed:
+                for name, value in sample_diagnostics(group, lane.m, lane.true_groups).items():
+                    lane.diagnostics.setdefault(name, np.full(T, np.nan))[t] = value
         if progress is not None and (t + 1) % PROGRESS_EVERY == 0:
-            progress(S * PROGRESS_EVERY)
+            progress(M * PROGRESS_EVERY)
         if checkpoint_every and (t + 1) % checkpoint_every == 0 and t + 1 < T:
             rounds.flush()
             wall = clock() - started
             for lane in lanes:
-                lane.share_times(select_seconds, update_seconds, S, start, t + 1)
+                lane.share_times(select_seconds, update_seconds, M, start, t + 1)
                 state = {
                     "t": t + 1,
-                    "policy": lane.policy.state_dict(),
+                    "policy": group.member_state_dict(lane.m),
                     "columns": lane.columns,
                     "diagnostics": lane.diagnostics,
                     "wall_seconds": lane.wall_before + wall,
                 }
                 checkpoints.save(lane.unit, state)
     for lane in lanes:
-        lane.share_times(select_seconds, update_seconds, S, start, T)
+        lane.share_times(select_seconds, update_seconds, M, start, T)
     wall = clock() - started
     if progress is not None:
-        progress(S * (T % PROGRESS_EVERY))
+        progress(M * (T % PROGRESS_EVERY))
     return [lane.result(wall) for lane in lanes]
 
 
@@ -431,12 +485,14 @@ def check_finite(unit: Unit, columns: dict[str, np.ndarray]) -> None:
             )
 
 
-def has_diagnostics(policy: Policy) -> bool:
-    kind = type(policy)
-    return any(
-        getattr(kind, name) is not getattr(Policy, name) for name in ("clusters", "sharing_graph", "diagnostics")
+def has_diagnostics(policy: MemberPolicy | UnitPolicies) -> bool:
+    """Whether the group's policy class reports any diagnostic (overrides one of the contract's)."""
+    kind, base = (
+        (type(policy), MemberPolicy) if isinstance(policy, MemberPolicy) else (type(policy.policies[0]), Policy)
     )
+    return any(getattr(kind, name) is not getattr(base, name) for name in ("clusters", "sharing_graph", "diagnostics"))
 
 
-def sample_diagnostics(policy: Policy, true_groups: np.ndarray | None) -> dict[str, float]:
-    return {**clustering_scores(true_groups, policy.clusters(), policy.sharing_graph()), **policy.diagnostics()}
+def sample_diagnostics(policy: MemberPolicy | UnitPolicies, m: int, true_groups: np.ndarray | None) -> dict[str, float]:
+    """Member m's clustering scores and other diagnostics."""
+    return {**clustering_scores(true_groups, policy.clusters(m), policy.sharing_graph(m)), **policy.diagnostics(m)}
