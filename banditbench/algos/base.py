@@ -94,25 +94,9 @@ class Lockstep:
         for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
             policy.update(view, arm, reward)
 
-    # Helpers for groups that batch numpy statistics across their members.
-    def stack_members(self, *names: str) -> None:
-        """Stack these array attributes of the members on a leading member axis, as the group's own attributes of
-        the same names; each member's array becomes a view of its row, so the member's own methods and its
-        checkpoints read and write what the group's batched steps write."""
-        for name in names:
-            stacked = np.stack([getattr(policy, name) for policy in self.policies])
-            setattr(self, name, stacked)
-            for policy, row in zip(self.policies, stacked):
-                setattr(policy, name, row)
-
     def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's arms [M, K, d] and served user [M] (``read_arms``), kept for ``played``."""
-        self._arms, self._served = read_arms(views)
-        return self._arms, self._served
-
-    def played(self, chosen: list, rewards: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """After ``read_arms``: the served users [M], the chosen arms' contexts [M, d] and their rewards [M]."""
-        return self._served, self._arms[np.arange(len(chosen)), chosen], np.asarray(rewards, dtype=float)
+        """Every member's arms [M, K, d] and served user [M] (``read_arms``)."""
+        return read_arms(views)
 
     def per_member(self, name: str) -> np.ndarray:
         """A hyper-parameter that may differ between members (``Policy.member_params``), one value per member."""
@@ -147,9 +131,8 @@ class MemberPolicy(MemberStateful):
     """
 
     privileged = False  # only the oracle sees a round's hidden fields, and it is written for one unit
-    timing_columns: tuple[
-        str, ...
-    ] = ()  # as ``Policy.timing_columns``; ``last_timings[name]`` holds one value a member
+    #: As ``Policy.timing_columns``, with ``last_timings[name]`` one value per member.
+    timing_columns: tuple[str, ...] = ()
     domains: dict[str, Domain] = {}
     #: Hyper-parameters that may take one value per member: the grid cells that differ only in them form one group.
     member_params: tuple[str, ...] = ()
