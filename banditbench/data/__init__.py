@@ -25,6 +25,7 @@ MODULES = (
     "movielens_small",
     "authors",
     "yahoo",
+    "showdown",
 )
 
 for _module in MODULES:

@@ -1,0 +1,225 @@
+"""The problems of the Deep Bayesian Bandits Showdown (Riquelme, Tucker & Snoek, ICLR 2018, §4 and App. A), prepared
+as rewards tables (banditbench/envs/rewards_table.py): a context per row and a reward for every action.
+
+- ``showdown-wheel``: contexts uniform on the unit disc; five actions. Inside the radius δ every action a₁…a₄
+  pays N(1.0, σ²) and a₅ pays N(1.2, σ²), so a₅ is optimal; outside it, the action of the context's quadrant
+  (a₁: x₁ > 0, x₂ > 0; a₂: x₁ > 0, x₂ ≤ 0; a₃: x₁ ≤ 0, x₂ > 0; a₄: x₁ ≤ 0, x₂ ≤ 0) pays N(50, σ²) instead,
+  σ = 0.01; the boundary ‖x‖ = δ counts as outside. Large δ hides the high-reward region from an explorer.
+- ``showdown-mushroom``: the 22 attributes one-hot (117 features, not normalised); action 0 is "don't eat" (0),
+  action 1 "eat": +5 for an edible mushroom, for a poisonous one +5 or −35 with probability ½ each (mean −15).
+- ``showdown-statlog`` (the shuttle training file, 43 500 rows) and ``showdown-covertype`` (581 012 rows): each
+  feature standardised to mean 0 and standard deviation 1 (a constant feature only centred), reward 1 for the
+  row's class and 0 for every other action.
+
+The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
+``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from banditbench.data.classification import FAMILIES
+from banditbench.data.fetch import raw_files
+from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
+from banditbench.data.sanity import rows_report
+from banditbench.errors import UserError
+
+PAPER = "Riquelme, Tucker & Snoek, ICLR 2018 (Deep Bayesian Bandits Showdown)"
+PROTOCOL = "rewards-table"
+TABLE = "rows"  # the one table of a prepared problem
+
+# the wheel bandit (§4, "The wheel bandit")
+WHEEL_MEANS = (1.0, 1.0, 1.0, 1.0, 1.2)  # inside the radius δ: a₅ is best
+WHEEL_LARGE = 50.0  # the quadrant's action outside the radius
+WHEEL_SIGMA = 0.01
+
+# mushroom (§4 and App. A): action 0 = don't eat, action 1 = eat
+EAT_EDIBLE, EAT_POISONOUS_GOOD, EAT_POISONOUS_BAD, DONT_EAT = 5.0, 5.0, -35.0, 0.0
+POISON_BAD_PROBABILITY = 0.5
+MUSHROOM_ATTRIBUTES = 22
+
+
+def rewards_table(x: np.ndarray, rewards: np.ndarray, means: np.ndarray) -> pd.DataFrame:
+    """The protocol's table: contexts x_j, realised rewards reward_a and their expectations mean_a."""
+    frame = pd.DataFrame(x, columns=[f"x_{j}" for j in range(x.shape[1])])
+    for a in range(rewards.shape[1]):
+        frame[f"reward_{a}"] = rewards[:, a]
+    for a in range(rewards.shape[1]):
+        frame[f"mean_{a}"] = means[:, a]
+    return frame
+
+
+def counts_of(x: np.ndarray, means: np.ndarray) -> dict[str, int]:
+    best = np.bincount(means.argmax(axis=1), minlength=means.shape[1])
+    return {"rows": len(x), "features": x.shape[1], "actions": means.shape[1]} | {
+        f"best_action_{a}": int(n) for a, n in enumerate(best)
+    }
+
+
+# ---------------------------------------------------------------- the wheel bandit
+
+
+def unit_disc(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n points uniform on the unit disc, by rejection from the square [−1, 1]²."""
+    points = np.empty((0, 2))
+    while len(points) < n:
+        square = rng.uniform(-1.0, 1.0, size=(2 * n, 2))
+        points = np.concatenate([points, square[np.linalg.norm(square, axis=1) <= 1.0]])
+    return points[:n]
+
+
+def wheel_means(x: np.ndarray, delta: float) -> np.ndarray:
+    """The expected reward of every action [n, 5] at contexts x [n, 2]."""
+    means = np.tile(np.asarray(WHEEL_MEANS), (len(x), 1))
+    outside = np.linalg.norm(x, axis=1) >= delta
+    quadrant = 2 * (x[:, 0] <= 0) + (x[:, 1] <= 0)  # a₁ … a₄ ↔ 0 … 3
+    means[outside, quadrant[outside]] = WHEEL_LARGE
+    return means
+
+
+def prepare_wheel(data_dir: Path, *, delta: float, contexts: int, seed: int, force: bool = False) -> Path:
+    parameters = {"delta": delta, "contexts": contexts, "seed": seed}
+    folder = Path(data_dir) / "showdown-wheel"
+    if up_to_date(folder, parameters, force):
+        return folder
+    rng = np.random.default_rng(seed)
+    x = unit_disc(contexts, rng)
+    means = wheel_means(x, delta)
+    rewards = means + WHEEL_SIGMA * rng.standard_normal(means.shape)
+    tables = {TABLE: rewards_table(x, rewards, means)}
+    return write_dataset(
+        folder, "showdown-wheel", tables, parameters, protocol=PROTOCOL, counts=counts_of(x, means), force=force
+    )
+
+
+# ---------------------------------------------------------------- tables of the UCI files
+
+
+def mushroom_rewards(edible: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Realised and expected rewards [n, 2] of (don't eat, eat) for mushrooms that are edible or not."""
+    bad = rng.random(len(edible)) < POISON_BAD_PROBABILITY
+    eat = np.where(edible, EAT_EDIBLE, np.where(bad, EAT_POISONOUS_BAD, EAT_POISONOUS_GOOD))
+    poisonous_mean = POISON_BAD_PROBABILITY * EAT_POISONOUS_BAD + (1 - POISON_BAD_PROBABILITY) * EAT_POISONOUS_GOOD
+    eat_mean = np.where(edible, EAT_EDIBLE, poisonous_mean)
+    dont = np.full(len(edible), DONT_EAT)
+    return np.column_stack([dont, eat]), np.column_stack([dont, eat_mean])
+
+
+def complete(onehot: np.ndarray, path: Path) -> None:
+    """Refuse a mushroom row that lacks attributes (pandas reads a short row with empty fields, no error)."""
+    missing = MUSHROOM_ATTRIBUTES - onehot.sum(axis=1)
+    if missing.any():
+        line = int(np.flatnonzero(missing)[0])
+        raise UserError(f"{path}, line {line + 1}: {missing[line]:.0f} of its 22 attributes are missing")
+
+
+def standardised(x: np.ndarray) -> np.ndarray:
+    """Each feature to mean 0 and standard deviation 1; a constant one is only centred (its std taken as 1)."""
+    std = x.std(axis=0)
+    return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
+
+
+def one_hot_rewards(labels: np.ndarray) -> np.ndarray:
+    rewards = np.zeros((len(labels), int(labels.max()) + 1))
+    rewards[np.arange(len(labels)), labels] = 1.0
+    return rewards
+
+
+def prepare_uci(
+    data_dir: Path,
+    name: str,
+    *,
+    seed: int = 0,
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """``showdown-NAME`` from the raw files of the classification family ``FAMILY_OF[name]``."""
+    family, split = FAMILY_OF[name]
+    parameters = {"verify": verify} | ({"seed": seed} if name == "mushroom" else {})
+    folder = Path(data_dir) / f"showdown-{name}"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(FAMILIES[family].spec(split), source, offline, cache, verify) as raw:
+        x, y = FAMILIES[family].read(raw, split)
+    x = x.astype(np.float64)
+    if name == "mushroom":
+        complete(x, raw["data"])  # classes sorted: e (edible) = 0, p = 1
+        rewards, means = mushroom_rewards(y == 0, np.random.default_rng(seed))
+    else:
+        x, rewards = standardised(x), one_hot_rewards(y)
+        means = rewards
+    return write_dataset(
+        folder,
+        f"showdown-{name}",
+        {TABLE: rewards_table(x, rewards, means)},
+        parameters,
+        protocol=PROTOCOL,
+        raw_files=raw.records,
+        counts=counts_of(x, means),
+        force=force,
+        rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+        verification=raw.verification,
+    )
+
+
+# problem → (classification family whose raw files it reads, the split the Showdown uses)
+FAMILY_OF = {"mushroom": ("mushroom", "all"), "statlog": ("shuttle", "train"), "covertype": ("covertype", "all")}
+DESCRIPTIONS = {
+    "mushroom": "UCI Mushroom as eat / don't eat: +5 edible, +5 or −35 (p = ½) poisonous, 0; 117 one-hot features",
+    "statlog": "UCI Statlog Shuttle training file, 43 500 rows, 9 standardised features, 7 actions (reward 1 if the "
+    "class)",
+    "covertype": "UCI Covertype, 581 012 rows, 54 standardised features, 7 actions (reward 1 if the class)",
+}
+
+
+def declare_uci(name: str) -> Dataset:
+    def run(data_dir, **values):
+        return prepare_uci(data_dir, name, **values)
+
+    family = FAMILIES[FAMILY_OF[name][0]]
+    seed = (Option("seed", int, 0, "Seed of the poisonous mushrooms' reward draws.", minimum=0),)
+    return Dataset(
+        f"showdown-{name}",
+        DESCRIPTIONS[name],
+        PAPER,
+        PROTOCOL,
+        run,
+        seed if name == "mushroom" else (),
+        raw=lambda split=FAMILY_OF[name][1]: family.spec(split),
+        files=family.files,
+    )
+
+
+register(
+    Dataset(
+        "showdown-wheel",
+        "the wheel bandit: contexts on the unit disc, 5 actions, reward 50 in the context's quadrant beyond radius δ",
+        PAPER,
+        PROTOCOL,
+        prepare_wheel,
+        (
+            Option(
+                "delta",
+                float,
+                0.95,
+                "Radius δ of the inner disc where a₅ (mean 1.2) is best.",
+                minimum=0.0,
+                maximum=1.0,
+            ),
+            Option("contexts", int, 2000, "Rows (contexts) to draw.", minimum=1),
+            Option("seed", int, 0, "Seed of the contexts and reward draws.", minimum=0),
+        ),
+        reads_raw=False,
+        files="none: generated",
+    )
+)
+for _name in FAMILY_OF:
+    register(declare_uci(_name))
