@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
+from banditbench.algos.base import same_views
 from banditbench.algos.linucb import LinUCB
 
 
@@ -40,8 +41,14 @@ class LinTS(LinUCB):
         self.v = self.per_member(v)
 
     def scales(self, learners: np.ndarray) -> np.ndarray:
-        """The posterior's scale s of every member's scoring learners [M, L]: v for LinTS."""
-        return np.broadcast_to(self.v[:, None], learners.shape)
+        """The posterior's scale s of every member's scoring learners [M, L] (or [M, 1], one for all): v for LinTS."""
+        return self.v[:, None]
+
+    def normals(self, n: int) -> np.ndarray:
+        """n standard normal draws of every member [M, n], each from its own generator."""
+        if len(self.rngs) == 1:
+            return self.rngs[0].standard_normal((1, n))  # the same numbers as a draw of n
+        return np.array([rng.standard_normal(n) for rng in self.rngs])
 
     def scores(self, views) -> np.ndarray:
         """A posterior draw of xᵀθ for every member's arms [M, K]: LinUCB's means xᵀθ̂ (α = 0) plus the noise."""
@@ -49,11 +56,11 @@ class LinTS(LinUCB):
         _, learners, arms, (_, quad, _) = self._terms
         scale = self.scales(learners)
         if self.block is not None:  # one learner per arm: each score from its exact marginal
-            z = np.stack([rng.standard_normal(arms.shape[1]) for rng in self.rngs])
+            z = self.normals(arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
         A_inv = self.stats.A_inv[self.at(learners[:, 0])]
         factor = np.linalg.cholesky(0.5 * (A_inv + np.swapaxes(A_inv, 1, 2)))  # symmetric up to rounding
-        z = np.stack([rng.standard_normal(arms.shape[2]) for rng in self.rngs])
+        z = self.normals(arms.shape[2])
         return means + scale * (arms @ (factor @ z[:, :, None]))[:, :, 0]
 
 
@@ -92,8 +99,9 @@ class BayesianLinearRegression(LinTS):
         at = self.members[:, None], learners
         shape = self.prior_a[:, None] + 0.5 * self.stats.count[at]
         rate = self.prior_b[:, None] + 0.5 * self.residual[at]
-        gamma = np.stack([rng.gamma(k) for rng, k in zip(self.rngs, shape)])
-        return np.sqrt(rate / gamma)
+        # one scalar draw per learner: numpy validates an array of shapes at ten times the cost of a draw
+        gamma = [rng.standard_gamma(k) for rng, row in zip(self.rngs, shape.tolist()) for k in row]
+        return np.sqrt(rate / np.reshape(gamma, shape.shape))
 
     def select(self, views, budgets):
         if self.rounds < self.initial_pulls * self.n_arms:  # the Showdown's round-robin start
@@ -102,10 +110,15 @@ class BayesianLinearRegression(LinTS):
 
     def update(self, views, chosen, rewards):
         self._prepare(views)
-        arms, learners = self._arms_and_learners(views)
         pick = self.members, np.asarray(chosen)
+        if self._terms is not None and same_views(self._terms[0], views):  # this round's draw computed both
+            _, learners, _, (_, quad, prediction) = self._terms
+            quad, prediction = quad[pick], prediction[pick]
+        else:  # the round-robin start draws nothing
+            arms, learners = self._arms_and_learners(views)
+            learner = learners[:, 0] if self.block is None else learners[pick]
+            prediction, quad = self.stats.means_and_quadratic_forms(self.members, learner, arms[pick])
         learner = learners[:, 0] if self.block is None else learners[pick]
-        prediction, quad = self.stats.means_and_quadratic_forms(self.members, learner, arms[pick])
         error = np.asarray(rewards, dtype=float) - prediction
         self.residual[self.members, learner] += error * error / (1.0 + quad)
         super().update(views, chosen, rewards)
