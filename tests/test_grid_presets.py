@@ -178,7 +178,7 @@ def test_a_paper_preset_names_what_is_not_registered_yet(monkeypatch):
 
 def test_every_paper_of_the_issue_has_presets():
     papers = {spec["paper"] for spec in presets.PRESETS.values()}
-    assert {presets.MCNB, presets.METABAN, presets.BASS, presets.GHOSH, presets.TWOSTAGE} == papers
+    assert {presets.MCNB, presets.METABAN, presets.BASS, presets.GHOSH, presets.TWOSTAGE, presets.SHOWDOWN} == papers
     reproduced = " ".join(spec["reproduces"] for spec in presets.PRESETS.values())
     for figure in ("Fig. 2", "Fig. 3", "Fig. 4", "Table 4", "Table 5", "Table 6", "Fig. 1(e)"):
         assert figure in reproduced
@@ -278,6 +278,7 @@ def test_presets_whose_parts_all_exist_are_ready():
     assert presets.missing_for("ghosh-synthetic") == []
     assert presets.missing_for("bass-movielens") == []  # the matrix protocol and movielens-small
     assert presets.missing_for("bass-yahoo") == []  # the matrix protocol and yahoo
+    assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
 
 def test_algos_narrow_a_preset_and_its_grid_but_a_flag_for_a_dropped_algorithm_is_refused():
