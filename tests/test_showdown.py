@@ -102,6 +102,32 @@ def test_statlog_standardises_each_feature_and_pays_one_for_the_class(tmp_path):
     np.testing.assert_array_equal(means, rewards)
 
 
+ADULT = (
+    "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
+    "United-States, <=50K\n"
+    "50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, "
+    "United-States, <=50K\n"
+    "54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, Male, 0, 0, 60, South, >50K\n"
+    "38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, White, Male, 0, 0, 40, "
+    "United-States, <=50K\n"
+)
+
+
+def test_adult_drops_rows_with_missing_attributes_and_makes_the_occupation_the_action(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "adult.data").write_text(ADULT + "\n")  # the published file ends with an empty line
+    showdown.prepare_uci(tmp_path / "ds", "adult", source=str(raw), offline=True, verify=False)
+    dataset = load_dataset(tmp_path / "ds", "showdown-adult")
+    x, rewards, means = table(dataset)
+    assert dataset.manifest["sanity"]["rows"]["dropped"] == {"missing attribute": 1}
+    # occupations in sorted order: Adm-clerical, Exec-managerial, Handlers-cleaners
+    assert rewards.argmax(axis=1).tolist() == [0, 1, 2] and rewards.shape == (3, 3)
+    # 6 numeric attributes, then one column per category of the 8 categorical ones seen in the 3 rows kept
+    assert x.shape == (3, 6 + 3 + 2 + 3 + 2 + 1 + 1 + 1 + 1)
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
+
+
 @pytest.mark.skipif(not (SHARED / "uci-shuttle" / "shuttle.trn").is_file(), reason="genuine shuttle not available")
 def test_genuine_statlog_is_the_showdowns_training_file(tmp_path):
     showdown.prepare_uci(tmp_path, "statlog", source=str(SHARED / "uci-shuttle"), offline=True)

@@ -10,6 +10,9 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
 - ``showdown-statlog`` (the shuttle training file, 43 500 rows) and ``showdown-covertype`` (581 012 rows): each
   feature standardised to mean 0 and standard deviation 1 (a constant feature only centred), reward 1 for the
   row's class and 0 for every other action.
+- ``showdown-adult``: the rows without a missing attribute; the occupation is the action (14 of them), the
+  numeric attributes and the one-hot categorical ones (the income class among them) are the context, standardised
+  as statlog's; reward 1 for the row's occupation.
 
 The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
 ``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
@@ -22,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from banditbench.data.classification import FAMILIES
-from banditbench.data.fetch import raw_files
+from banditbench.data.classification import FAMILIES, UCI, numeric, read_table
+from banditbench.data.fetch import Download, RawFiles, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.data.sanity import rows_report
@@ -110,6 +113,31 @@ def mushroom_rewards(edible: np.ndarray, rng: np.random.Generator) -> tuple[np.n
     return np.column_stack([dont, eat]), np.column_stack([dont, eat_mean])
 
 
+# adult (App. A): the occupation is the action; the other 13 attributes and the income class form the context
+ADULT_OCCUPATION = 6
+ADULT_NUMERIC = [0, 2, 4, 10, 11, 12]  # age, fnlwgt, education-num, capital gain and loss, hours per week
+ADULT_CATEGORICAL = [1, 3, 5, 7, 8, 9, 13, 14]
+
+
+def adult_spec(split: str) -> RawSpec:
+    return RawSpec("adult", (Download(UCI + "adult/adult.data", "adult.data"),), {"data": ("adult.data",)})
+
+
+def read_adult(raw: RawFiles, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with a missing attribute ('?') dropped, as the Showdown does (recorded in ``raw.dropped``); the numeric
+    attributes as they are and the categorical ones one-hot; the occupation's classes in sorted order."""
+    path = raw["data"]
+    frame = read_table(path, "comma-separated adult rows (14 attributes, then the income class)", 15, dtype=str)
+    frame = frame.apply(lambda column: column.str.strip())
+    known = ~(frame.isna() | (frame == "?")).any(axis=1)
+    raw.dropped["missing attribute"] = int((~known).sum())
+    frame = frame[known]
+    labels = np.unique(frame[ADULT_OCCUPATION].to_numpy(), return_inverse=True)[1]
+    onehot = pd.get_dummies(frame[ADULT_CATEGORICAL], prefix=[f"a{j}" for j in ADULT_CATEGORICAL])
+    x = np.hstack([numeric(frame[ADULT_NUMERIC], path), onehot.to_numpy(np.float32)])
+    return x, labels.astype(np.int64)
+
+
 def complete(onehot: np.ndarray, path: Path) -> None:
     """Refuse a mushroom row that lacks attributes (pandas reads a short row with empty fields, no error)."""
     missing = MUSHROOM_ATTRIBUTES - onehot.sum(axis=1)
@@ -141,14 +169,14 @@ def prepare_uci(
     cache: Path | None = None,
     force: bool = False,
 ) -> Path:
-    """``showdown-NAME`` from the raw files of the classification family ``FAMILY_OF[name]``."""
-    family, split = FAMILY_OF[name]
+    """``showdown-NAME`` from its raw files (``SOURCES[name]``)."""
+    spec, read, split = SOURCES[name]
     parameters = {"verify": verify} | ({"seed": seed} if name == "mushroom" else {})
     folder = Path(data_dir) / f"showdown-{name}"
     if up_to_date(folder, parameters, force):
         return folder
-    with raw_files(FAMILIES[family].spec(split), source, offline, cache, verify) as raw:
-        x, y = FAMILIES[family].read(raw, split)
+    with raw_files(spec(split), source, offline, cache, verify) as raw:
+        x, y = read(raw, split)
     x = x.astype(np.float64)
     if name == "mushroom":
         complete(x, raw["data"])  # classes sorted: e (edible) = 0, p = 1
@@ -170,13 +198,24 @@ def prepare_uci(
     )
 
 
-# problem → (classification family whose raw files it reads, the split the Showdown uses)
-FAMILY_OF = {"mushroom": ("mushroom", "all"), "statlog": ("shuttle", "train"), "covertype": ("covertype", "all")}
+# problem → (its raw files, their reader, the split the Showdown uses): the classification families' where they exist
+SOURCES = {
+    "mushroom": (FAMILIES["mushroom"].spec, FAMILIES["mushroom"].read, "all"),
+    "statlog": (FAMILIES["shuttle"].spec, FAMILIES["shuttle"].read, "train"),
+    "covertype": (FAMILIES["covertype"].spec, FAMILIES["covertype"].read, "all"),
+    "adult": (adult_spec, read_adult, "all"),
+}
+FILES = {"adult": "adult.data"} | {
+    name: FAMILIES[family].files
+    for name, family in (("mushroom", "mushroom"), ("statlog", "shuttle"), ("covertype", "covertype"))
+}
 DESCRIPTIONS = {
     "mushroom": "UCI Mushroom as eat / don't eat: +5 edible, +5 or −35 (p = ½) poisonous, 0; 117 one-hot features",
     "statlog": "UCI Statlog Shuttle training file, 43 500 rows, 9 standardised features, 7 actions (reward 1 if the "
     "class)",
     "covertype": "UCI Covertype, 581 012 rows, 54 standardised features, 7 actions (reward 1 if the class)",
+    "adult": "UCI Adult without its rows of missing values, the occupation as action (14), the other attributes "
+    "one-hot and standardised (reward 1 for the row's occupation)",
 }
 
 
@@ -184,7 +223,7 @@ def declare_uci(name: str) -> Dataset:
     def run(data_dir, **values):
         return prepare_uci(data_dir, name, **values)
 
-    family = FAMILIES[FAMILY_OF[name][0]]
+    spec, _, split = SOURCES[name]
     seed = (Option("seed", int, 0, "Seed of the poisonous mushrooms' reward draws.", minimum=0),)
     return Dataset(
         f"showdown-{name}",
@@ -193,8 +232,8 @@ def declare_uci(name: str) -> Dataset:
         PROTOCOL,
         run,
         seed if name == "mushroom" else (),
-        raw=lambda split=FAMILY_OF[name][1]: family.spec(split),
-        files=family.files,
+        raw=lambda split=split: spec(split),
+        files=FILES[name],
     )
 
 
@@ -221,5 +260,5 @@ register(
         files="none: generated",
     )
 )
-for _name in FAMILY_OF:
+for _name in SOURCES:
     register(declare_uci(_name))
