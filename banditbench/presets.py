@@ -573,16 +573,19 @@ _SHOWDOWN_OPTIMAL = 5235.0
 _showdown_totals = {"blr-one": ("LinFullPost", 4365.0), "random": ("Uniform", -4930.0)}
 _showdown_neural = "NeuralLinear 4 110, Dropout 3 430, ParamNoise 3 270, BootRMS 3 050, BBB 2 505"
 _SHOWDOWN_README = "deep_contextual_bandits README, mushroom example"
-_SHOWDOWN_ALGOS = ["blr-one", "lints-one", "linucb-one", "random"]
+# both presets: the linear learners and Uniform on 2000 rounds (the README's number of contexts), 10 seeds
+_SHOWDOWN_RUN = {
+    "paper": SHOWDOWN,
+    "protocol": "rewards-table",
+    "algos": ["blr-one", "lints-one", "linucb-one", "random"],
+    "rounds": 2000,
+    "seeds": 10,
+}
 preset(
     "showdown-mushroom",
-    paper=SHOWDOWN,
     reproduces="the repository README's mushroom example (2000 contexts, total reward)",
     dataset="showdown-mushroom",
-    protocol="rewards-table",
-    algos=_SHOWDOWN_ALGOS,
-    rounds=2000,
-    seeds=10,
+    **_SHOWDOWN_RUN,
     notes="eat / don't eat: +5 edible, +5 or −35 (p = ½) poisonous, 0; one linear model per action on the 117 "
     "one-hot attributes; BLR with a₀ = b₀ = 6, λ = 0.25 and 2 initial pulls per action (the README's "
     "LinFullPost). The README ran one seed on 2000 rows drawn with replacement; we run 10 seeds, each on a "
@@ -603,16 +606,12 @@ preset(
 )
 preset(
     "showdown-wheel",
-    paper=SHOWDOWN,
     reproduces="§4 wheel bandit (δ sweep; prepare showdown-wheel --delta D)",
     dataset="showdown-wheel",
-    protocol="rewards-table",
-    algos=_SHOWDOWN_ALGOS,
-    rounds=2000,
-    seeds=10,
+    **_SHOWDOWN_RUN,
     notes="contexts on the unit disc, 5 actions, N(1.0, 0.01²) for a₁…a₄ and N(1.2, 0.01²) for a₅ inside radius δ, "
     "N(50, 0.01²) for the quadrant's action outside it; one dataset per δ of the sweep (0.5, 0.7, 0.9, 0.95, "
-    "0.99). 2000 rows and rounds are our choice.",
+    "0.99). 2000 rows are our choice.",
     printed=PaperSide(
         "cumulative regret after 2000 rounds",
         stand_in="the δ-sweep table's numbers are not entered: the paper's table was not at hand when the preset "
