@@ -153,3 +153,15 @@ def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params,
     for m, policy in enumerate(alone):
         assert np.array_equal(group.stats.A_inv[m], policy.stats.A_inv[0])
         assert np.array_equal(group.stats.theta[m], policy.stats.theta[0])
+
+
+def test_an_a_inverse_that_rounding_made_indefinite_still_gives_its_members_draws():
+    from banditbench.algos.thompson import posterior_factors
+
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    bad = np.array([[1.0, 0.0], [0.0, -1e-15]])  # what a long run of rank-one updates can leave
+    factors = posterior_factors(np.stack([good, bad]))
+    np.testing.assert_allclose(factors[0], np.linalg.cholesky(good))  # the healthy member keeps its own factor
+    np.testing.assert_allclose(factors[1] @ factors[1].T, np.diag([1.0, 0.0]), atol=1e-12)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(bad)

@@ -58,8 +58,7 @@ class LinTS(LinUCB):
         if self.block is not None:  # one learner per arm: each score from its exact marginal
             z = self.normals(arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
-        A_inv = self.stats.A_inv[self.at(learners[:, 0])]
-        factor = np.linalg.cholesky(0.5 * (A_inv + np.swapaxes(A_inv, 1, 2)))  # symmetric up to rounding
+        factor = posterior_factors(self.stats.A_inv[self.at(learners[:, 0])])
         z = self.normals(arms.shape[2])
         return means + scale * (arms @ (factor @ z[:, :, None]))[:, :, 0]
 
@@ -123,3 +122,23 @@ class BayesianLinearRegression(LinTS):
         self.residual[self.members, learner] += error * error / (1.0 + quad)
         super().update(views, chosen, rewards)
         self.rounds += 1
+
+
+def posterior_factors(A_inv: np.ndarray) -> np.ndarray:
+    """L with L Lᵀ = A⁻¹ for every member's A⁻¹ [M, d, d] (symmetrised: Sherman–Morrison keeps it so only up to
+    rounding); a member whose A⁻¹ rounding has made slightly indefinite alone takes ``eigen_factor``."""
+    symmetric = 0.5 * (A_inv + np.swapaxes(A_inv, 1, 2))
+    try:
+        return np.linalg.cholesky(symmetric)
+    except np.linalg.LinAlgError:
+        return np.stack([eigen_factor(matrix) for matrix in symmetric])
+
+
+def eigen_factor(matrix: np.ndarray) -> np.ndarray:
+    """The Cholesky factor of a symmetric matrix, or V·diag(sqrt(max(λ, 0))) from its eigen-decomposition when it is
+    not positive definite: the factor of the nearest positive semi-definite matrix."""
+    try:
+        return np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(matrix)
+        return vectors * np.sqrt(np.maximum(values, 0.0))
