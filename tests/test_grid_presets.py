@@ -278,7 +278,6 @@ def test_presets_whose_parts_all_exist_are_ready():
     assert presets.missing_for("ghosh-synthetic") == []
     assert presets.missing_for("bass-movielens") == []  # the matrix protocol and movielens-small
     assert presets.missing_for("bass-yahoo") == []  # the matrix protocol and yahoo
-    assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
 
 def test_algos_narrow_a_preset_and_its_grid_but_a_flag_for_a_dropped_algorithm_is_refused():

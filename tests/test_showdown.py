@@ -159,3 +159,12 @@ def test_the_thompson_learners_run_on_the_wheel_and_a_group_equals_its_units(tmp
         assert (alone["regret"].to_numpy() >= 0).all()
     oracle = run_unit(Unit("showdown-wheel", "rewards-table", "oracle", {}, 0, 0, 200, None), dataset).outcome
     np.testing.assert_array_equal(oracle["regret"].to_numpy(), 0.0)
+
+
+def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_optimum():
+    from banditbench import presets
+
+    printed = presets.PRESETS["showdown-mushroom"]["printed"]
+    assert {v.algorithm: v.value for v in printed.values} == {"blr-one": 5235 - 4365, "random": 5235 + 4930}
+    assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
+    assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
