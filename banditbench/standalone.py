@@ -17,6 +17,7 @@ from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs.round import ArmPool, Budget, RoundView
 from banditbench.errors import UserError
 from banditbench.runner import grid
+from banditbench.runner.unit import UnitPolicies
 
 
 class StandalonePolicy:
@@ -35,9 +36,10 @@ class StandalonePolicy:
                 raise UserError(f"{label} must be a positive integer, got {value!r}")
         cell = grid.resolve({self.name: {k: [v] for k, v in params.items()}}, [self.name])[self.name]
         self.dim, self.n_users, self.n_arms = int(dim), int(n_users), int(n_arms)
-        self.policy = spec.build(
+        policy = spec.build(
             n_users=self.n_users, n_arms=self.n_arms, dim=self.dim, seed=np.random.SeedSequence(seed), params=cell
         )
+        self.policy = policy if spec.takes_members else UnitPolicies([policy])  # a group of one member
         self.t = 0
         self._last: tuple[int, np.ndarray, RoundView, Budget] | None = None
 
@@ -58,7 +60,7 @@ class StandalonePolicy:
     def select(self, user: int, arms) -> int:
         """The index of the arm (a row of ``arms``, one context per candidate) to show ``user``."""
         self._last = self._view(user, arms)
-        return int(self.policy.select(self._last[2], self._last[3]))
+        return int(self.policy.select([self._last[2]], [self._last[3]])[0])
 
     def update(self, user: int, arms, chosen: int, reward: float) -> None:
         """Learn that showing ``user`` the arm ``chosen`` of ``arms`` earned ``reward``."""
@@ -68,6 +70,6 @@ class StandalonePolicy:
         if isinstance(chosen, bool) or not isinstance(chosen, (int, np.integer)) or not 0 <= chosen < len(features):
             raise UserError(f"chosen must be a row of arms, 0..{len(features) - 1}, got {chosen!r}")
         budget.close()  # learning from the chosen arm is free, as in a run
-        self.policy.update(view, int(chosen), float(reward))
+        self.policy.update([view], [int(chosen)], [float(reward)])
         self._last = None
         self.t += 1

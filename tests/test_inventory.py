@@ -35,7 +35,7 @@ def test_the_inventory_lists_every_table_and_figure_with_results_of_each_paper(p
 
 
 def test_the_five_papers_have_31_and_none_is_silent():
-    assert len(INVENTORY) == 31 == sum(map(len, WITH_RESULTS.values()))
+    assert sum(e.paper in presets.PAPERS for e in INVENTORY) == 31 == sum(map(len, WITH_RESULTS.values()))
     for exhibit in INVENTORY:
         covered = presets.covering(exhibit)
         assert covered or exhibit.missing, f"{exhibit.name} of {presets.SHORT[exhibit.paper]}: no preset and no reason"

@@ -292,6 +292,34 @@ for _name, _policy, _role, _fixed, _what in (
         description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)",
     )
 
+# Linear Thompson sampling (the Showdown's linear baselines)
+AGRAWAL2013 = "Agrawal & Goyal, ICML 2013"
+SHOWDOWN = "Riquelme, Tucker & Snoek, ICLR 2018 (LinFullPost)"
+for _suffix, _per_user, _capabilities, _whom in (
+    ("one", False, SHARED, "shared by all users"),
+    ("ind", True, None, "per user"),
+):
+    register(
+        f"lints-{_suffix}",
+        ".thompson:LinTS",
+        paper=AGRAWAL2013,
+        role="baseline",
+        capabilities=_capabilities,
+        description=f"LinTS {_whom}: θ̃ ~ N(θ̂, v²A⁻¹)",
+        per_user=_per_user,
+    )
+    register(
+        f"blr-{_suffix}",
+        ".thompson:BayesianLinearRegression",
+        paper=SHOWDOWN,
+        role="baseline",
+        capabilities=_capabilities,
+        per_user=_per_user,
+        description=f"Bayesian linear regression {_whom}: exact normal-inverse-gamma posterior draws",
+    )
+
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]
+
 # The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
 # already); a name that stands for several registered variants gets a hint naming each.
 PAPER_NAMES = {

@@ -27,6 +27,7 @@ MODULES = (
     "authors",
     "yahoo",
     "openml",
+    "showdown",
 )
 
 for _module in MODULES:

@@ -91,3 +91,11 @@ PROTOCOLS["matrix"] = ProtocolInfo(
     "observation = table value + σ·N(0, 1), regret = row max − chosen value; async (uniform agent) or sync pulling",
     "Cherkaoui et al. 2025 (BASS) Sec. 7 and App. R, real data (MovieLens, Yahoo!)",
 )
+
+PROTOCOLS["rewards-table"] = ProtocolInfo(
+    "rewards-table",
+    ".rewards_table:RewardsTableEnvironment",
+    "one row per round: a context and a reward for every action (drawn once when prepared), block contexts (a "
+    "linear model per action); no users; regret against the row's best expected reward",
+    "Riquelme, Tucker & Snoek 2018 (Deep Bayesian Bandits Showdown) §4",
+)

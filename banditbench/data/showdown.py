@@ -1,0 +1,257 @@
+"""The problems of the Deep Bayesian Bandits Showdown (Riquelme, Tucker & Snoek, ICLR 2018, §4 and App. A), prepared
+as rewards tables (banditbench/envs/rewards_table.py): a context per row and a reward for every action.
+
+- ``showdown-wheel``: contexts uniform on the unit disc; five actions. Inside the radius δ every action a₁…a₄
+  pays N(1.0, σ²) and a₅ pays N(1.2, σ²), so a₅ is optimal; outside it, the action of the context's quadrant
+  (a₁: x₁ > 0, x₂ > 0; a₂: x₁ > 0, x₂ ≤ 0; a₃: x₁ ≤ 0, x₂ > 0; a₄: x₁ ≤ 0, x₂ ≤ 0) pays N(50, σ²) instead,
+  σ = 0.01; the boundary ‖x‖ = δ counts as outside. Large δ hides the high-reward region from an explorer.
+- ``showdown-mushroom``: the 22 attributes one-hot (117 features, not normalised); action 0 is "don't eat" (0),
+  action 1 "eat": +5 for an edible mushroom, for a poisonous one +5 or −35 with probability ½ each (mean −15).
+- ``showdown-statlog`` (the shuttle training file, 43 500 rows) and ``showdown-covertype`` (581 012 rows): each
+  feature standardised to mean 0 and standard deviation 1 (a constant feature only centred), reward 1 for the
+  row's class and 0 for every other action.
+- ``showdown-adult``: the rows without a missing attribute; the occupation is the action (14 of them), the
+  numeric attributes and the one-hot categorical ones (the income class among them) are the context, standardised
+  as statlog's; reward 1 for the row's occupation.
+
+The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
+``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from banditbench.data import rows
+from banditbench.data.classification import FAMILIES, UCI
+from banditbench.data.fetch import Download, RawFiles, RawSpec, raw_files
+from banditbench.data.prepared import up_to_date, write_dataset
+from banditbench.data.registry import Dataset, Option, register
+from banditbench.data.sanity import rows_report
+
+PAPER = "Riquelme, Tucker & Snoek, ICLR 2018 (Deep Bayesian Bandits Showdown)"
+PROTOCOL = "rewards-table"
+TABLE = "rows"  # the one table of a prepared problem
+
+# the wheel bandit (§4, "The wheel bandit")
+WHEEL_MEANS = (1.0, 1.0, 1.0, 1.0, 1.2)  # inside the radius δ: a₅ is best
+WHEEL_LARGE = 50.0  # the quadrant's action outside the radius
+WHEEL_SIGMA = 0.01
+
+# mushroom (§4 and App. A): action 0 = don't eat, action 1 = eat
+EAT_EDIBLE, EAT_POISONOUS_GOOD, EAT_POISONOUS_BAD, DONT_EAT = 5.0, 5.0, -35.0, 0.0
+POISON_BAD_PROBABILITY = 0.5
+
+
+def rewards_table(x: np.ndarray, rewards: np.ndarray, means: np.ndarray) -> pd.DataFrame:
+    """The protocol's table: contexts x_j, realised rewards reward_a and their expectations mean_a."""
+    frame = pd.DataFrame(x, columns=[f"x_{j}" for j in range(x.shape[1])])
+    for a in range(rewards.shape[1]):
+        frame[f"reward_{a}"] = rewards[:, a]
+    for a in range(rewards.shape[1]):
+        frame[f"mean_{a}"] = means[:, a]
+    return frame
+
+
+def counts_of(x: np.ndarray, means: np.ndarray) -> dict[str, int]:
+    best = np.bincount(means.argmax(axis=1), minlength=means.shape[1])
+    return {"rows": len(x), "features": x.shape[1], "actions": means.shape[1]} | {
+        f"best_action_{a}": int(n) for a, n in enumerate(best)
+    }
+
+
+# ---------------------------------------------------------------- the wheel bandit
+
+
+def unit_disc(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n points uniform on the unit disc, by rejection from the square [−1, 1]²."""
+    points = np.empty((0, 2))
+    while len(points) < n:
+        square = rng.uniform(-1.0, 1.0, size=(2 * n, 2))
+        points = np.concatenate([points, square[np.linalg.norm(square, axis=1) <= 1.0]])
+    return points[:n]
+
+
+def wheel_means(x: np.ndarray, delta: float) -> np.ndarray:
+    """The expected reward of every action [n, 5] at contexts x [n, 2]."""
+    means = np.tile(np.asarray(WHEEL_MEANS), (len(x), 1))
+    outside = np.linalg.norm(x, axis=1) >= delta
+    quadrant = 2 * (x[:, 0] <= 0) + (x[:, 1] <= 0)  # a₁ … a₄ ↔ 0 … 3
+    means[outside, quadrant[outside]] = WHEEL_LARGE
+    return means
+
+
+def prepare_wheel(data_dir: Path, *, delta: float, contexts: int, seed: int, force: bool = False) -> Path:
+    parameters = {"delta": delta, "contexts": contexts, "seed": seed}
+    folder = Path(data_dir) / "showdown-wheel"
+    if up_to_date(folder, parameters, force):
+        return folder
+    rng = np.random.default_rng(seed)
+    x = unit_disc(contexts, rng)
+    means = wheel_means(x, delta)
+    rewards = means + WHEEL_SIGMA * rng.standard_normal(means.shape)
+    tables = {TABLE: rewards_table(x, rewards, means)}
+    return write_dataset(
+        folder, "showdown-wheel", tables, parameters, protocol=PROTOCOL, counts=counts_of(x, means), force=force
+    )
+
+
+# ---------------------------------------------------------------- tables of the UCI files
+
+
+def mushroom_rewards(edible: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Realised and expected rewards [n, 2] of (don't eat, eat) for mushrooms that are edible or not."""
+    bad = rng.random(len(edible)) < POISON_BAD_PROBABILITY
+    eat = np.where(edible, EAT_EDIBLE, np.where(bad, EAT_POISONOUS_BAD, EAT_POISONOUS_GOOD))
+    poisonous_mean = POISON_BAD_PROBABILITY * EAT_POISONOUS_BAD + (1 - POISON_BAD_PROBABILITY) * EAT_POISONOUS_GOOD
+    eat_mean = np.where(edible, EAT_EDIBLE, poisonous_mean)
+    dont = np.full(len(edible), DONT_EAT)
+    return np.column_stack([dont, eat]), np.column_stack([dont, eat_mean])
+
+
+# adult (App. A): the occupation is the action; the other 13 attributes and the income class form the context
+ADULT_OCCUPATION = 6
+ADULT_NUMERIC = [0, 2, 4, 10, 11, 12]  # age, fnlwgt, education-num, capital gain and loss, hours per week
+ADULT_CATEGORICAL = [1, 3, 5, 7, 8, 9, 13, 14]
+
+
+def adult_spec(split: str) -> RawSpec:
+    return RawSpec("adult", (Download(UCI + "adult/adult.data", "adult.data"),), {"data": ("adult.data",)})
+
+
+def read_adult(raw: RawFiles, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with a missing attribute ('?') dropped, as the Showdown does (recorded in ``raw.dropped``); the numeric
+    attributes as they are and the categorical ones one-hot; the occupation's classes in sorted order."""
+    path = raw["data"]
+    expected = "comma-separated adult rows (14 attributes, then the income class)"
+    frame = rows.read_fields(path, expected, list(range(15)), dtype=str)
+    frame = frame.apply(lambda column: column.str.strip())
+    known = ~(frame.isna() | (frame == "?")).any(axis=1)
+    raw.dropped["missing attribute"] = int((~known).sum())
+    frame = frame[known]
+    labels = np.unique(frame[ADULT_OCCUPATION].to_numpy(), return_inverse=True)[1]
+    onehot = pd.get_dummies(frame[ADULT_CATEGORICAL], prefix=[f"a{j}" for j in ADULT_CATEGORICAL])
+    numeric = [rows.numbers(frame[j], path, f"attribute {j + 1}", header=None) for j in ADULT_NUMERIC]
+    x = np.hstack([np.column_stack(numeric).astype(np.float32), onehot.to_numpy(np.float32)])
+    return x, labels.astype(np.int64)
+
+
+def standardised(x: np.ndarray) -> np.ndarray:
+    """Each feature to mean 0 and standard deviation 1; a constant one is only centred (its std taken as 1)."""
+    std = x.std(axis=0)
+    return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
+
+
+def one_hot_rewards(labels: np.ndarray) -> np.ndarray:
+    rewards = np.zeros((len(labels), int(labels.max()) + 1))
+    rewards[np.arange(len(labels)), labels] = 1.0
+    return rewards
+
+
+def prepare_uci(
+    data_dir: Path,
+    name: str,
+    *,
+    seed: int = 0,
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """``showdown-NAME`` from its raw files (``SOURCES[name]``)."""
+    spec, read, split = SOURCES[name]
+    parameters = {"verify": verify} | ({"seed": seed} if name == "mushroom" else {})
+    folder = Path(data_dir) / f"showdown-{name}"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(spec(split), source, offline, cache, verify) as raw:
+        x, y = read(raw, split)
+    x = x.astype(np.float64)
+    if name == "mushroom":
+        # the reader refuses short rows; classes sorted: e (edible) = 0, p = 1
+        rewards, means = mushroom_rewards(y == 0, np.random.default_rng(seed))
+    else:
+        x, rewards = standardised(x), one_hot_rewards(y)
+        means = rewards
+    return write_dataset(
+        folder,
+        f"showdown-{name}",
+        {TABLE: rewards_table(x, rewards, means)},
+        parameters,
+        protocol=PROTOCOL,
+        raw_files=raw.records,
+        counts=counts_of(x, means),
+        force=force,
+        rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+        verification=raw.verification,
+    )
+
+
+# problem → (its raw files, their reader, the split the Showdown uses): the classification families' where they exist
+SOURCES = {
+    "mushroom": (FAMILIES["mushroom"].spec, FAMILIES["mushroom"].read, "all"),
+    "statlog": (FAMILIES["shuttle"].spec, FAMILIES["shuttle"].read, "train"),
+    "covertype": (FAMILIES["covertype"].spec, FAMILIES["covertype"].read, "all"),
+    "adult": (adult_spec, read_adult, "all"),
+}
+FILES = {"adult": "adult.data"} | {
+    name: FAMILIES[family].files
+    for name, family in (("mushroom", "mushroom"), ("statlog", "shuttle"), ("covertype", "covertype"))
+}
+DESCRIPTIONS = {
+    "mushroom": "UCI Mushroom as eat / don't eat: +5 edible, +5 or −35 (p = ½) poisonous, 0; 117 one-hot features",
+    "statlog": "UCI Statlog Shuttle training file, 43 500 rows, 9 standardised features, 7 actions (reward 1 if the "
+    "class)",
+    "covertype": "UCI Covertype, 581 012 rows, 54 standardised features, 7 actions (reward 1 if the class)",
+    "adult": "UCI Adult without its rows of missing values, the occupation as action (14), the other attributes "
+    "one-hot and standardised (reward 1 for the row's occupation)",
+}
+
+
+def declare_uci(name: str) -> Dataset:
+    def run(data_dir, **values):
+        return prepare_uci(data_dir, name, **values)
+
+    spec, _, split = SOURCES[name]
+    seed = (Option("seed", int, 0, "Seed of the poisonous mushrooms' reward draws.", minimum=0),)
+    return Dataset(
+        f"showdown-{name}",
+        DESCRIPTIONS[name],
+        PAPER,
+        PROTOCOL,
+        run,
+        seed if name == "mushroom" else (),
+        raw=lambda split=split: spec(split),
+        files=FILES[name],
+    )
+
+
+register(
+    Dataset(
+        "showdown-wheel",
+        "the wheel bandit: contexts on the unit disc, 5 actions, reward 50 in the context's quadrant beyond radius δ",
+        PAPER,
+        PROTOCOL,
+        prepare_wheel,
+        (
+            Option(
+                "delta",
+                float,
+                0.95,
+                "Radius δ of the inner disc where a₅ (mean 1.2) is best.",
+                minimum=0.0,
+                maximum=1.0,
+            ),
+            Option("contexts", int, 2000, "Rows (contexts) to draw.", minimum=1),
+            Option("seed", int, 0, "Seed of the contexts and reward draws.", minimum=0),
+        ),
+        reads_raw=False,
+        files="none: generated",
+    )
+)
+for _name in SOURCES:
+    register(declare_uci(_name))

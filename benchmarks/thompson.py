@@ -1,0 +1,69 @@
+"""LinTS and Bayesian linear regression against LinUCB: CPU seconds per 1 000 seed-rounds of a group's select and
+update, on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
+
+    .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
+
+Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
+rewards N(0, 1)) and every algorithm's group of M members plays them with seeds 0 … M−1; the best of three
+repetitions is kept. Prints one line per problem, group size and algorithm."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from banditbench.algos import ALGORITHMS
+from banditbench.envs.round import Budget, Round
+
+PROBLEMS = {"mushroom": (117, 2), "wheel": (2, 5)}
+ALGOS = ("linucb-one", "lints-one", "blr-one")
+
+
+def rounds_of(d: int, K: int, n: int, members: int) -> list[list[Round]]:
+    rng = np.random.default_rng(0)
+    out = []
+    for t in range(n):
+        row = []
+        for _ in range(members):
+            arms = np.zeros((K, d * K))
+            for a in range(K):
+                arms[a, a * d : (a + 1) * d] = rng.standard_normal(d)
+            rewards = rng.standard_normal(K)
+            row.append(Round(t, 0, arms, rewards, rewards, block=d))
+        out.append(row)
+    return out
+
+
+def seconds(name: str, d: int, K: int, rounds: list[list[Round]]) -> float:
+    members = len(rounds[0])
+    seeds = [np.random.SeedSequence(s) for s in range(members)]
+    policy = ALGORITHMS[name].build_members(n_users=1, n_arms=K, dim=d * K, seeds=seeds, params=[{}] * members)
+    budgets = [Budget() for _ in range(members)]
+    start = time.process_time()
+    for row in rounds:
+        views = [rnd.view(Budget()) for rnd in row]
+        chosen = policy.select(views, budgets)
+        policy.update(views, chosen, [float(rnd.rewards[a]) for rnd, a in zip(row, chosen)])
+    return time.process_time() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", default="1,10")
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--problems", default="mushroom,wheel")
+    args = parser.parse_args()
+    for problem in args.problems.split(","):
+        d, K = PROBLEMS[problem]
+        for members in map(int, args.members.split(",")):
+            rounds = rounds_of(d, K, args.rounds, members)
+            for name in ALGOS:
+                best = min(seconds(name, d, K, rounds) for _ in range(3))
+                per = 1000 * best / (members * args.rounds)
+                print(f"{problem:9s} M = {members:3d}  {name:11s} {per:7.4f} CPU s per 1000 seed-rounds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""The Showdown's problems as rewards tables: the wheel bandit's reward definition and optimal policy, mushroom's
+reward table, the standardised classification problems, the protocol's rounds, and bad inputs to prepare."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fixtures_raw import SHARED
+from scipy import stats
+
+from banditbench import api
+from banditbench.data import load_dataset, showdown
+from banditbench.envs.rewards_table import RewardsTableEnvironment
+from banditbench.errors import UserError
+from banditbench.runner.unit import Unit, run_group, run_unit
+
+MUSHROOMS = (
+    "p,x,s,n,t,p,f,c,n,k,e,e,s,s,w,w,p,w,o,p,k,s,u\n"
+    "e,x,s,y,t,a,f,c,b,k,e,c,s,s,w,w,p,w,o,p,n,n,g\n"
+    "e,b,s,w,t,l,f,c,b,n,e,?,s,s,w,w,p,w,o,p,n,n,m\n"
+)
+SHUTTLE = "50 21 77 0 28 0 27 48 22 1\n55 0 92 0 0 26 36 92 56 4\n53 0 82 0 52 -5 29 30 2 1\n41 0 83 0 46 0 42 37 5 7\n"
+
+
+def table(dataset):
+    rows = dataset.table("rows")
+    return (
+        rows.filter(like="x_").to_numpy(),
+        rows.filter(like="reward_").to_numpy(),
+        rows.filter(like="mean_").to_numpy(),
+    )
+
+
+def test_the_wheel_pays_a5_inside_the_radius_and_the_quadrants_action_outside_it():
+    x = np.array([[0.1, 0.1], [0.6, 0.6], [0.6, -0.6], [-0.6, 0.6], [-0.6, -0.6], [0.5, 0.0], [0.0, -0.7]])
+    means = showdown.wheel_means(x, delta=0.5)
+    assert means.argmax(axis=1).tolist() == [4, 0, 1, 2, 3, 1, 3]  # ‖x‖ = δ counts as outside; a zero coordinate as ≤ 0
+    assert means.max(axis=1).tolist() == [1.2, 50, 50, 50, 50, 50, 50]
+    np.testing.assert_array_equal(means[:, 4], 1.2)  # a₅ always pays 1.2, every other action 1.0
+    assert means[:, :4].sum(axis=1).tolist() == [4.0] + [53.0] * 6
+    assert showdown.wheel_means(x, delta=1.0).argmax(axis=1).tolist() == [4] * 7
+
+
+def test_a_prepared_wheel_draws_uniform_contexts_and_rewards_around_their_means(tmp_path):
+    showdown.prepare_wheel(tmp_path, delta=0.7, contexts=3000, seed=1)
+    x, rewards, means = table(load_dataset(tmp_path, "showdown-wheel"))
+    radius = np.linalg.norm(x, axis=1)
+    assert x.shape == (3000, 2) and radius.max() <= 1.0
+    # uniform on the disc: P(‖x‖ ≤ r) = r²
+    assert stats.kstest(radius**2, "uniform").pvalue > 1e-3
+    assert stats.kstest(radius, "uniform").pvalue < 1e-3
+    np.testing.assert_array_equal(means, showdown.wheel_means(x, 0.7))
+    noise = (rewards - means) / showdown.WHEEL_SIGMA
+    assert stats.kstest(noise.ravel(), "norm").pvalue > 1e-3
+
+
+def test_wheel_rounds_show_the_row_to_every_action_and_the_best_action_is_its_regions(tmp_path):
+    showdown.prepare_wheel(tmp_path, delta=0.5, contexts=400, seed=0)
+    dataset = load_dataset(tmp_path, "showdown-wheel")
+    env = RewardsTableEnvironment(dataset, np.random.SeedSequence(0))
+    assert (env.n_users, env.n_arms, env.dim) == (1, 5, 10)
+    assert RewardsTableEnvironment.dimensions(dataset) == (1, 5, 10, 2)
+    for rnd in env.rounds(450):  # more rounds than rows: a second pass
+        x = rnd.arms[:, :2].sum(axis=0) if rnd.arms[0, :2].any() else rnd.arms[1, 2:4]
+        np.testing.assert_array_equal(rnd.arms.reshape(5, 5, 2)[np.arange(5), np.arange(5)], np.tile(x, (5, 1)))
+        best = int(rnd.expected.argmax())
+        inside = np.linalg.norm(x) < 0.5
+        assert best == (4 if inside else 2 * (x[0] <= 0) + (x[1] <= 0))
+        assert rnd.user == 0 and rnd.block == 2
+
+
+def test_mushroom_eats_for_five_and_poison_costs_thirty_five_half_the_time(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    rows = MUSHROOMS.splitlines()
+    (raw / "agaricus-lepiota.data").write_text("\n".join(rows[i % 3] for i in range(600)) + "\n")
+    showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), offline=True, verify=False, seed=3)
+    x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-mushroom"))
+    poisonous = np.arange(600) % 3 == 0
+    assert x.shape[0] == 600 and np.all(x.sum(axis=1) == 22)  # one-hot, not normalised
+    np.testing.assert_array_equal(rewards[:, 0], 0) and np.testing.assert_array_equal(means[:, 0], 0)
+    np.testing.assert_array_equal(rewards[~poisonous, 1], 5)
+    np.testing.assert_array_equal(means[:, 1], np.where(poisonous, -15.0, 5.0))
+    assert set(rewards[poisonous, 1]) == {5.0, -35.0}
+    assert stats.binomtest(int((rewards[poisonous, 1] == -35).sum()), int(poisonous.sum())).pvalue > 1e-3
+    # the best action by expectation: eat the edible, leave the poisonous
+    assert means.argmax(axis=1).tolist() == np.where(poisonous, 0, 1).tolist()
+
+
+def test_statlog_standardises_each_feature_and_pays_one_for_the_class(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "shuttle.trn").write_text(SHUTTLE)
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(raw), offline=True, verify=False)
+    x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-statlog"))
+    assert x.shape == (4, 9)
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
+    varying = x.std(axis=0) > 0
+    np.testing.assert_allclose(x.std(axis=0)[varying], 1)
+    assert not varying[3]  # the constant column stays 0
+    assert rewards.argmax(axis=1).tolist() == [0, 3, 0, 6] and rewards.sum(axis=1).tolist() == [1] * 4
+    np.testing.assert_array_equal(means, rewards)
+
+
+ADULT = (
+    "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
+    "United-States, <=50K\n"
+    "50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, "
+    "United-States, <=50K\n"
+    "54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, Male, 0, 0, 60, South, >50K\n"
+    "38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, White, Male, 0, 0, 40, "
+    "United-States, <=50K\n"
+)
+
+
+def test_adult_drops_rows_with_missing_attributes_and_makes_the_occupation_the_action(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "adult.data").write_text(ADULT + "\n")  # the published file ends with an empty line
+    showdown.prepare_uci(tmp_path / "ds", "adult", source=str(raw), offline=True, verify=False)
+    dataset = load_dataset(tmp_path / "ds", "showdown-adult")
+    x, rewards, means = table(dataset)
+    assert dataset.manifest["sanity"]["rows"]["dropped"] == {"missing attribute": 1}
+    # occupations in sorted order: Adm-clerical, Exec-managerial, Handlers-cleaners
+    assert rewards.argmax(axis=1).tolist() == [0, 1, 2] and rewards.shape == (3, 3)
+    # 6 numeric attributes, then one column per category of the 8 categorical ones seen in the 3 rows kept
+    assert x.shape == (3, 6 + 3 + 2 + 3 + 2 + 1 + 1 + 1 + 1)
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
+
+
+@pytest.mark.skipif(not (SHARED / "uci-shuttle" / "shuttle.trn").is_file(), reason="genuine shuttle not available")
+def test_genuine_statlog_is_the_showdowns_training_file(tmp_path):
+    showdown.prepare_uci(tmp_path, "statlog", source=str(SHARED / "uci-shuttle"), offline=True)
+    counts = load_dataset(tmp_path, "showdown-statlog").manifest["counts"]
+    assert (counts["rows"], counts["features"], counts["actions"]) == (43500, 9, 7)
+
+
+def test_bad_input_to_prepare_says_one_line_and_writes_nothing(tmp_path):
+    with pytest.raises(UserError, match="--delta must be between 0 and 1"):
+        api.prepare("showdown-wheel", data_dir=tmp_path, delta=1.5)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "agaricus-lepiota.data").write_text(MUSHROOMS + "e,x,s\n")
+    with pytest.raises(UserError, match="agaricus-lepiota.data, line 4: 3 fields, expected 23") as error:
+        showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), offline=True, verify=False)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "ds" / "showdown-mushroom").exists()
+
+
+@pytest.mark.parametrize("algorithm", ["lints-one", "lints-ind", "blr-one", "blr-ind"])
+def test_the_thompson_learners_run_on_the_wheel_and_a_group_equals_its_units(tmp_path, algorithm):
+    showdown.prepare_wheel(tmp_path, delta=0.5, contexts=300, seed=0)
+    dataset = load_dataset(tmp_path, "showdown-wheel")
+    units = [Unit("showdown-wheel", "rewards-table", algorithm, {}, 0, seed, 200, None) for seed in range(2)]
+    together = run_group(units, dataset)
+    for unit, result in zip(units, together):
+        alone = run_unit(unit, dataset).outcome
+        np.testing.assert_array_equal(result.outcome["chosen"].to_numpy(), alone["chosen"].to_numpy())
+        assert (alone["regret"].to_numpy() >= 0).all()
+    oracle = run_unit(Unit("showdown-wheel", "rewards-table", "oracle", {}, 0, 0, 200, None), dataset).outcome
+    np.testing.assert_array_equal(oracle["regret"].to_numpy(), 0.0)
+
+
+def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_optimum():
+    from banditbench import presets
+
+    printed = presets.PRESETS["showdown-mushroom"]["printed"]
+    assert {v.algorithm: v.value for v in printed.values} == {"blr-one": 5235 - 4365, "random": 5235 + 4930}
+    assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
+    assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []

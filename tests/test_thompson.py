@@ -1,0 +1,167 @@
+"""LinTS and Bayesian linear regression: their posteriors against the closed forms, their draws against the
+posterior's distribution, reproducibility by seed, and a group of members against its members alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from banditbench.algos import ALGORITHMS
+from banditbench.envs.round import Budget, Round
+
+K, W = 3, 4  # arms, and the context width of one arm's block
+
+
+def group_of(name: str, params: list[dict], seeds: list[int], **problem):
+    seeds = [np.random.SeedSequence(s) for s in seeds]
+    return ALGORITHMS[name].build_members(**problem, seeds=seeds, params=params)
+
+
+def block_round(t: int, contexts: np.ndarray, rewards: np.ndarray, user: int = 0) -> Round:
+    """Arm a's context is ``contexts[a]`` in block a of a K·W vector (the rewards-table protocol's encoding)."""
+    arms = np.zeros((K, K * W))
+    for a in range(K):
+        arms[a, a * W : (a + 1) * W] = contexts[a]
+    return Round(t, user, arms, rewards, rewards, block=W)
+
+
+def dense_round(t: int, contexts: np.ndarray, rewards: np.ndarray, user: int = 0) -> Round:
+    return Round(t, user, contexts, rewards, rewards)
+
+
+def play(policy, rounds: list[Round]) -> list[int]:
+    chosen = []
+    for rnd in rounds:
+        view = rnd.view(Budget())
+        arm = policy.select([view], [Budget()])[0]
+        policy.update([view], [arm], [float(rnd.rewards[arm])])
+        chosen.append(arm)
+    return chosen
+
+
+def random_rounds(n: int, make=block_round, seed: int = 0, dim: int = W) -> list[Round]:
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal((K, dim))
+    rounds = []
+    for t in range(n):
+        contexts = rng.standard_normal((K, dim))
+        rounds.append(make(t, contexts, (contexts * theta).sum(1) + 0.3 * rng.standard_normal(K)))
+    return rounds
+
+
+@pytest.mark.parametrize("name", ["lints-one", "blr-one"])
+def test_each_arms_posterior_is_the_closed_form_of_its_samples(name):
+    """A = λI + XᵀX, θ̂ = A⁻¹Xᵀy per arm, and for BLR S = yᵀy − θ̂ᵀAθ̂ (the inverse-gamma rate's sum of squares)."""
+    policy = group_of(name, [{"ridge": 0.5}], [0], n_users=1, n_arms=K, dim=K * W)
+    rounds = random_rounds(60)
+    chosen = play(policy, rounds)
+    for a in range(K):
+        X = np.array([rnd.arms[a, a * W : (a + 1) * W] for rnd, c in zip(rounds, chosen) if c == a])
+        y = np.array([rnd.rewards[a] for rnd, c in zip(rounds, chosen) if c == a])
+        A = 0.5 * np.eye(W) + X.T @ X
+        theta = np.linalg.solve(A, X.T @ y)
+        np.testing.assert_allclose(policy.stats.A_inv[0, a], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(policy.stats.theta[0, a], theta, rtol=1e-9, atol=1e-12)
+        assert policy.stats.count[0, a] == len(y)
+        if name == "blr-one":
+            np.testing.assert_allclose(policy.residual[0, a], y @ y - theta @ A @ theta, rtol=1e-9)
+
+
+def test_blr_starts_with_the_showdowns_round_robin_pulls():
+    policy = group_of("blr-one", [{"initial_pulls": 2}], [0], n_users=1, n_arms=K, dim=K * W)
+    assert play(policy, random_rounds(2 * K))[: 2 * K] == [0, 1, 2, 0, 1, 2]
+
+
+def fitted(name: str, params: dict, make=block_round, dim: int = K * W, width: int = W):
+    policy = group_of(name, [params], [0], n_users=1, n_arms=K, dim=dim)
+    play(policy, random_rounds(40, make, dim=width))
+    return policy
+
+
+def test_blr_draws_sigma_squared_from_its_inverse_gamma_posterior():
+    policy = fitted("blr-one", {"prior_a": 3.0, "prior_b": 2.0})
+    learners = np.arange(K)[None]
+    draws = np.array([policy.scales(learners)[0] ** 2 for _ in range(3000)])
+    for a in range(K):
+        shape = 3.0 + 0.5 * policy.stats.count[0, a]
+        rate = 2.0 + 0.5 * policy.residual[0, a]
+        assert stats.kstest(draws[:, a], stats.invgamma(shape, scale=rate).cdf).pvalue > 1e-3
+        # a wrong rate (the prior's alone) is told apart
+        assert stats.kstest(draws[:, a], stats.invgamma(shape, scale=2.0).cdf).pvalue < 1e-3
+
+
+def test_lints_scores_are_drawn_from_each_arms_posterior_marginal():
+    policy = fitted("lints-one", {"v": 0.7})
+    rnd = random_rounds(1, seed=5)[0]
+    draws = np.array([policy.scores([rnd.view(Budget())])[0] for _ in range(3000)])
+    for a in range(K):
+        x = rnd.arms[a, a * W : (a + 1) * W]
+        mean, A_inv = x @ policy.stats.theta[0, a], policy.stats.A_inv[0, a]
+        sd = 0.7 * np.sqrt(x @ A_inv @ x)
+        assert stats.kstest(draws[:, a], stats.norm(mean, sd).cdf).pvalue > 1e-3
+        assert stats.kstest(draws[:, a], stats.norm(mean, 2 * sd).cdf).pvalue < 1e-3
+
+
+def test_lints_on_shared_contexts_draws_one_theta_for_every_arm():
+    """Without blocks the arms' scores are xᵀθ̃ of one draw θ̃ ~ N(θ̂, v²A⁻¹): covariance v² X A⁻¹ Xᵀ."""
+    policy = fitted("lints-one", {"v": 0.5}, make=dense_round, dim=W, width=W)
+    rnd = random_rounds(1, dense_round, seed=7)[0]
+    draws = np.array([policy.scores([rnd.view(Budget())])[0] for _ in range(4000)])
+    X, A_inv, theta = rnd.arms, policy.stats.A_inv[0, 0], policy.stats.theta[0, 0]
+    np.testing.assert_allclose(draws.mean(0), X @ theta, atol=4 * 0.5 * np.sqrt(np.diag(X @ A_inv @ X.T)).max() / 60)
+    np.testing.assert_allclose(np.cov(draws.T), 0.25 * X @ A_inv @ X.T, rtol=0.1, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["lints-one", "blr-one", "lints-ind"])
+def test_draws_are_reproducible_by_seed_and_differ_between_seeds(name):
+    def choices(seed):
+        return play(group_of(name, [{}], [seed], n_users=2, n_arms=K, dim=K * W), random_rounds(80))
+
+    assert choices(3) == choices(3)
+    assert choices(3) != choices(4)
+
+
+@pytest.mark.parametrize("make", [block_round, dense_round])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("lints-one", [{"v": 0.2}, {"v": 1.0}, {"v": 1.0, "ridge": 3.0}]),
+        ("lints-ind", [{"v": 0.5}, {"v": 0.5}, {"v": 2.0}]),
+        ("blr-one", [{"prior_a": 2.0}, {"prior_b": 1.0}, {"ridge": 1.0}]),
+        ("blr-ind", [{}, {}, {"prior_a": 3.0}]),
+    ],
+)
+def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params, make):
+    seeds, users = [0, 1, 2], 3
+    dim = K * W if make is block_round else W
+    problem = {"n_users": users, "n_arms": K, "dim": dim}
+    group = group_of(name, params, seeds, **problem)
+    alone = [group_of(name, [p], [s], **problem) for p, s in zip(params, seeds)]
+    streams = [random_rounds(120, make, seed=10 + m, dim=W) for m in range(len(params))]
+    users_of = np.random.default_rng(3).integers(users, size=120)
+    for t in range(120):
+        rounds = [stream[t] for stream in streams]
+        for rnd in rounds:
+            rnd.user = int(users_of[t])
+        views = [rnd.view(Budget()) for rnd in rounds]
+        chosen = group.select(views, [Budget()] * len(params))
+        group.update(views, chosen, [float(rnd.rewards[arm]) for rnd, arm in zip(rounds, chosen)])
+        for policy, view, rnd, arm in zip(alone, views, rounds, chosen):
+            assert policy.select([view], [Budget()]) == [arm]
+            policy.update([view], [arm], [float(rnd.rewards[arm])])
+    for m, policy in enumerate(alone):
+        assert np.array_equal(group.stats.A_inv[m], policy.stats.A_inv[0])
+        assert np.array_equal(group.stats.theta[m], policy.stats.theta[0])
+
+
+def test_an_a_inverse_that_rounding_made_indefinite_still_gives_its_members_draws():
+    from banditbench.algos.thompson import posterior_factors
+
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    bad = np.array([[1.0, 0.0], [0.0, -1e-15]])  # what a long run of rank-one updates can leave
+    factors = posterior_factors(np.stack([good, bad]))
+    np.testing.assert_allclose(factors[0], np.linalg.cholesky(good))  # the healthy member keeps its own factor
+    np.testing.assert_allclose(factors[1] @ factors[1].T, np.diag([1.0, 0.0]), atol=1e-12)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(bad)
