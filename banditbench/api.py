@@ -414,6 +414,12 @@ class Results:
         (``regret_ci_low``, ``regret_ci_high``; CTR columns for slates), paired-test marks and costs."""
         return self._built().summary.copy()
 
+    def logged(self) -> pd.DataFrame:
+        """On logged datasets: one row per algorithm and estimator (replay, IPS, SNIPS, DM, DR) with its estimate,
+        95 % interval, events kept or effective sample size, the replay's lift over random, and what it assumes."""
+        table = self._built().logged
+        return pd.DataFrame() if table is None else table.copy()
+
     def curves(self) -> pd.DataFrame:
         """Per dataset, algorithm and round t: mean, std and 95 % interval over seeds of the cumulative regret."""
         from banditbench.report.tables import curves

@@ -25,6 +25,7 @@ MODULES = (
     "movielens_small",
     "authors",
     "yahoo",
+    "obd",
 )
 
 for _module in MODULES:

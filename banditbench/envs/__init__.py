@@ -18,6 +18,7 @@ class ProtocolInfo:
     description: str
     paper: str
     slate: bool = False  # rounds ask for a slate of items (a list of ids), scored by runner/slate.py
+    logged: bool = False  # rounds replay a log: a policy learns only from the events kept (runner/logged.py)
 
     @property
     def environment(self) -> type:
@@ -90,4 +91,13 @@ PROTOCOLS["matrix"] = ProtocolInfo(
     "agents = N rows of a dense reward table (drawn per run), arms = its K columns with fixed features; "
     "observation = table value + σ·N(0, 1), regret = row max − chosen value; async (uniform agent) or sync pulling",
     "Cherkaoui et al. 2025 (BASS) Sec. 7 and App. R, real data (MovieLens, Yahoo!)",
+)
+
+PROTOCOLS["logged"] = ProtocolInfo(
+    "logged",
+    ".logged:LoggedEnvironment",
+    "the log's events in order; the policy learns from an event only when it picks the logged arm (replay) and, on "
+    "a non-uniform log, the event passes rejection sampling; off-policy estimates (IPS, SNIPS, DM, DR) of its choices",
+    "Li, Chu, Langford & Wang, WSDM 2011; Dudík, Erhan, Langford & Li, UAI 2012",
+    logged=True,
 )

@@ -44,8 +44,8 @@ def format_p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _interval(low: float, high: float) -> str:
-    return "–" if not np.isfinite(low) else f"[{low:.2f}, {high:.2f}]"
+def _interval(low: float, high: float, spec: str = ".2f") -> str:
+    return "–" if not np.isfinite(low) else f"[{low:{spec}}, {high:{spec}}]"
 
 
 def _column_title(name: str) -> str:
@@ -61,8 +61,9 @@ def sections(report: Report) -> list[Section]:
         config = next(e.config for e in results.experiments if e.dataset == dataset)
         ctr = results.kinds[dataset] == "ctr"
         optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
-        what = "cumulative CTR" if ctr else "final cumulative regret"
-        title = f"{dataset}: {what} after {config['rounds']} rounds"
+        logged = dataset in results.logged
+        what = "replay CTR" if logged else "cumulative CTR" if ctr else "final cumulative regret"
+        title = f"{dataset}: {what} after {config['rounds']} {'logged events' if logged else 'rounds'}"
         note = (
             f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
             f"{config['budget'] or 'unlimited'}; mean ± std (ddof = 1) over seeds and 95 % t-interval. "
@@ -75,9 +76,12 @@ def sections(report: Report) -> list[Section]:
             best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
             cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
             if ctr:
-                cells["cumulative CTR (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std), best, tied)
+                cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std), best, tied)
                 cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high))
-                cells[f"regret vs {optimum:g}/round"] = Cell(format_mean_std(row.ctr_regret_mean, row.ctr_regret_std))
+                if not logged:
+                    cells[f"regret vs {optimum:g}/round"] = Cell(
+                        format_mean_std(row.ctr_regret_mean, row.ctr_regret_std)
+                    )
             if has_regret:
                 cells["cumulative regret (mean ± std)"] = Cell(
                     format_mean_std(row.regret_mean, row.regret_std), best and not ctr, tied and not ctr
@@ -97,6 +101,7 @@ def sections(report: Report) -> list[Section]:
         lines = [[cells[c] for c in columns] for cells in lines]
         out.append(Section(title, columns, lines, note, right=set(range(1, len(columns) - 1))))
         out += _paper_sections(report, dataset)
+        out += _logged_sections(report, dataset)
 
         timing = results.timing_columns
         cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
@@ -223,6 +228,73 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
         for r in judged.itertuples()
     ]
     return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note, level=3)]
+
+
+def _logged_sections(report: Report, dataset: str) -> list[Section]:
+    """A logged dataset's replay table (CTR, kept events, lift over random) and its off-policy estimates."""
+    table = report.logged
+    if table is None or table[table["dataset"] == dataset].empty:
+        return []
+    rows = table[table["dataset"] == dataset]
+    meta = report.results.logged[dataset]
+    replay = rows[rows["estimator"] == "replay"]
+    events = int(replay["events"].iloc[0])
+    kept, width = replay["size"].mean(), (replay["ci_high"] - replay["ci_low"]).mean()
+    evaluator = meta["evaluator"] + (f" (c = {meta['rejection_scale']:.3g})" if meta.get("rejection_scale") else "")
+    note = (
+        f"{evaluator.capitalize()} over the first {events:,} events of a log from a "
+        f"{'uniformly random' if meta['logging'] == 'uniform' else meta['logging']} logging policy; estimates: mean "
+        f"over seeds, with the mean of each seed's 95 % interval (the log's sampling error). A policy kept "
+        f"{kept:,.0f} of the {events:,} events on average, so its replay CTR interval is {width:.3g} wide"
+        + (
+            "; intervals shrink as 1/√(events kept): prepare the full log (about 100 times more events narrow them "
+            "about 10-fold)."
+            if kept < 1000
+            else "."
+        )
+        + " Lift: replay CTR ÷ random's, delta-method interval; – where either kept no reward."
+    )
+    replay_rows = [
+        [
+            Cell(r.algorithm),
+            Cell(_num(r.estimate, ".4f")),
+            Cell(_interval(r.ci_low, r.ci_high, ".4f")),
+            Cell(_num(r.size, ",.0f")),
+            Cell(_num(r.lift, ".2f")),
+            Cell(_interval(r.lift_low, r.lift_high)),
+        ]
+        for r in replay.itertuples()
+    ]
+    columns = ["algorithm", "replay CTR", "95 % interval", "events kept", "lift over random", "lift interval"]
+    estimates = rows[rows["estimator"] != "replay"]
+    estimate_rows = [
+        [
+            Cell(r.algorithm),
+            Cell(r.estimator),
+            Cell(_num(r.estimate, ".4f")),
+            Cell(_interval(r.ci_low, r.ci_high, ".4f")),
+            Cell(_num(r.size, ",.0f")),
+            Cell(r.assumption),
+        ]
+        for r in estimates.itertuples()
+    ]
+    model = meta["reward_model"]
+    estimates_note = (
+        "Off-policy estimates of each policy's choices on every event (IPS, self-normalised IPS, direct method, "
+        f"doubly robust); sample size: the effective number of events (Kish) of the importance weights, all events "
+        f"for DM. Reward model: {model['kind']}, {model['folds']} folds, λ = {model['ridge']:g}."
+    )
+    return [
+        Section(f"{dataset}: replay", columns, replay_rows, note, level=3, right={1, 2, 3, 4, 5}),
+        Section(
+            f"{dataset}: off-policy estimates",
+            ["algorithm", "estimator", "estimate", "95 % interval", "sample size", "needs"],
+            estimate_rows,
+            estimates_note,
+            level=3,
+            right={2, 3, 4},
+        ),
+    ]
 
 
 def _friedman_note(friedman: dict | None) -> str:
@@ -379,6 +451,8 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
         save("curves.csv", curves(report.results).to_csv(index=False))
         if report.paper is not None and not report.paper.empty:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))
+        if report.logged is not None:
+            save("logged.csv", report.logged.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
     if "png" in formats or "svg" in formats or "html" in formats:

@@ -11,6 +11,7 @@ from scipy.special import stdtrit
 from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
+from banditbench.report.logged import logged_table
 
 __all__ = [
     "FORMATS",
@@ -48,6 +49,7 @@ class Report:
     test: str  # the paired test behind ties and wins: "t" or "wilcoxon"
     friedman: dict | None = None  # Friedman p and Nemenyi critical difference over datasets, when defined
     paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
+    logged: pd.DataFrame | None = None  # every evaluator's estimates on the logged datasets (report/logged.py)
 
 
 def build_report(results: Results, *, roles: dict[str, str] | None = None, test: str = "t") -> Report:
@@ -116,6 +118,7 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         test,
         stats.friedman_nemenyi(means, higher),
         paper_vs_here(results, summary, comparisons, test),
+        logged_table(results.rounds, results.logged) if results.logged else None,
     )
 
 

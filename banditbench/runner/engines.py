@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from banditbench.algos import ALGORITHMS
+from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.units import Unit
 
@@ -55,7 +56,8 @@ def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[U
     sets: dict[tuple, list[Unit]] = {}
     for unit in units:
         spec = ALGORITHMS.get(unit.algorithm)
-        lockstep = spec is not None and spec.capabilities.lockstep
+        logged = getattr(PROTOCOLS.get(unit.protocol), "logged", False)  # members would skip different events
+        lockstep = spec is not None and spec.capabilities.lockstep and not logged
         key = configuration(unit, spec.policy.lockstep_params) if lockstep else (unit.id,)
         sets.setdefault(key, []).append(unit)
     groups = []
