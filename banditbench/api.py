@@ -341,7 +341,7 @@ def check_contract(experiment: Experiment, name: str) -> None:
                 raise UserError(
                     f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
                 )
-            feedback = float(rnd.rewards[chosen])
+            feedback = rnd.reward if info.logged else float(rnd.rewards[chosen])  # a log has its logged reward only
         try:
             policy.update(view, chosen, feedback)
         except Exception as e:

@@ -77,14 +77,14 @@ def read_items(path: Path, n_items: int) -> pd.DataFrame:
     names = ["index", "item_id", "item_feature_0", *ITEM_CATEGORIES]
     expected = "OBD item_context.csv: an unnamed index, item_id, item_feature_0 … item_feature_3"
     frame = rows.read_fields(path, expected, names, header=("Unnamed: 0", *names[1:]))
-    item = rows.numbers(frame["item_id"], path, "item_id", low=0, high=n_items - 1, step=1).astype(np.int64)
+    item = rows.numbers(frame["item_id"], path, "item_id", header=1, low=0, high=n_items - 1, step=1).astype(np.int64)
     row = rows.first(pd.Series(item).duplicated())
     if row is not None:
-        raise rows.at_row(path, row, f"item_id {item[row]} appears twice")
+        raise rows.at_row(path, row, f"item_id {item[row]} appears twice", header=1)
     if len(item) != n_items:
         raise UserError(f"{path}: {len(item)} items, the campaign has {n_items} (items 0 … {n_items - 1})")
     frame["item_id"] = item
-    frame["item_feature_0"] = rows.numbers(frame["item_feature_0"], path, "item_feature_0")
+    frame["item_feature_0"] = rows.numbers(frame["item_feature_0"], path, "item_feature_0", header=1)
     return frame.sort_values("item_id", ignore_index=True)
 
 
@@ -96,12 +96,12 @@ def read_log(path: Path, n_items: int) -> pd.DataFrame:
         f"OBD log: an unnamed index, timestamp, item_id, position, click, propensity_score, {len(names) - 6} more"
     )
     frame = rows.read_fields(path, expected, names, header=("Unnamed: 0", *names[1:]))
-    frame["item_id"] = rows.numbers(frame["item_id"], path, "item_id", low=0, high=n_items - 1, step=1)
-    frame["position"] = rows.numbers(frame["position"], path, "position", low=1, high=3, step=1)
-    frame["click"] = rows.numbers(frame["click"], path, "click", low=0, high=1, step=1)
-    frame["propensity_score"] = propensities(frame["propensity_score"], path, "propensity_score")
+    frame["item_id"] = rows.numbers(frame["item_id"], path, "item_id", header=1, low=0, high=n_items - 1, step=1)
+    frame["position"] = rows.numbers(frame["position"], path, "position", header=1, low=1, high=3, step=1)
+    frame["click"] = rows.numbers(frame["click"], path, "click", header=1, low=0, high=1, step=1)
+    frame["propensity_score"] = propensities(frame["propensity_score"], path, "propensity_score", header=1)
     for name in names[10:]:
-        frame[name] = rows.numbers(frame[name], path, name)
+        frame[name] = rows.numbers(frame[name], path, name, header=1)
     return frame
 
 
