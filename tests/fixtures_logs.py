@@ -39,3 +39,34 @@ def write_obd(folder: Path, policy: str = "random", n_rows: int = 60, seed: int 
     items += [f"{i},{i},{(i % 7) / 3 - 1:.6f},c{i % 3},d{i % 5},e{i % 2}" for i in range(OBD_ITEMS)]
     (place / "item_context.csv").write_text("\n".join(items) + "\n")
     return Path(folder)
+
+
+def r6_lines(n_visits: int = 200, release: str = "R6A", seed: int = 0, pool: int = 10, articles: int = 30) -> list[str]:
+    """Visits in Yahoo! R6A's (``id:value`` features) or R6B's (feature ids, ``id-`` article ids) line format: each
+    shows one article of a pool of ``pool``, uniformly at random; article a is clicked with probability 0.05 + 0.01·(a
+    mod 10)."""
+    rng = np.random.default_rng(seed)
+    ids = [f"1095{a:02d}" if release == "R6A" else f"id-5520{a:02d}" for a in range(articles)]
+    lines = []
+    for k in range(n_visits):
+        shown = rng.choice(articles, size=pool, replace=False)
+        displayed = int(rng.choice(shown))
+        click = int(rng.random() < 0.05 + 0.01 * (displayed % 10))
+        if release == "R6A":
+            membership = rng.dirichlet(np.ones(5))
+            user = " ".join(f"{j + 2}:{v:.6f}" for j, v in enumerate(membership)) + " 1:1.000000"
+            segments = [f"{ids[a]} " + " ".join(f"{j}:{((a * j) % 7) / 7:.6f}" for j in range(1, 7)) for a in shown]
+        else:
+            user = " ".join(str(f) for f in sorted({1, *rng.choice(np.arange(2, 12), size=3, replace=False)}))
+            segments = [ids[a] for a in shown]
+        lines.append(f"{1241160900 + k} {ids[displayed]} {click} |user {user} |" + " |".join(segments))
+    return lines
+
+
+def write_r6(folder: Path, release: str = "R6A", lines: list[str] | None = None, **options) -> Path:
+    """A day file ``ydata-fp-td-clicks-v1_0.20090501`` (R6A) or ``…v2_0.20111002`` (R6B) in ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "ydata-fp-td-clicks-v1_0.20090501" if release == "R6A" else "ydata-fp-td-clicks-v2_0.20111002"
+    (folder / name).write_text("\n".join(lines or r6_lines(release=release, **options)) + "\n")
+    return folder / name

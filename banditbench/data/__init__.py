@@ -26,6 +26,7 @@ MODULES = (
     "authors",
     "yahoo",
     "obd",
+    "yahoo_r6",
 )
 
 for _module in MODULES:
