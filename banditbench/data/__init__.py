@@ -27,6 +27,8 @@ MODULES = (
     "yahoo",
     "obd",
     "yahoo_r6",
+    "mind_impressions",
+    "own_log",
 )
 
 for _module in MODULES:

@@ -230,6 +230,13 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
     return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note, level=3)]
 
 
+LOGGING = {  # runner/logged.py's ``logging`` of a log, in words
+    "uniform": "logged uniformly at random",
+    "recorded": "with recorded propensities",
+    "assumed uniform": "whose propensities are assumed uniform (it has none)",
+}
+
+
 def _logged_sections(report: Report, dataset: str) -> list[Section]:
     """A logged dataset's replay table (CTR, kept events, lift over random) and its off-policy estimates."""
     table = report.logged
@@ -242,9 +249,8 @@ def _logged_sections(report: Report, dataset: str) -> list[Section]:
     kept, width = replay["size"].mean(), (replay["ci_high"] - replay["ci_low"]).mean()
     evaluator = meta["evaluator"] + (f" (c = {meta['rejection_scale']:.3g})" if meta.get("rejection_scale") else "")
     note = (
-        f"{evaluator.capitalize()} over the first {events:,} events of a log from a "
-        f"{'uniformly random' if meta['logging'] == 'uniform' else meta['logging']} logging policy; estimates: mean "
-        f"over seeds, with the mean of each seed's 95 % interval (the log's sampling error). A policy kept "
+        f"{evaluator.capitalize()} over the first {events:,} events of a log {LOGGING[meta['logging']]}; estimates: "
+        f"mean over seeds, with the mean of each seed's 95 % interval (the log's sampling error). A policy kept "
         f"{kept:,.0f} of the {events:,} events on average, so its replay CTR interval is {width:.3g} wide"
         + (
             "; intervals shrink as 1/√(events kept): prepare the full log (about 100 times more events narrow them "

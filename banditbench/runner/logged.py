@@ -81,16 +81,21 @@ class LoggedRounds:
             "regret": undefined,
         }
         finite = {name: self.columns[name] for name in ("logged_reward", "propensity", "estimate_chosen")}
-        parameters = self.dataset.parameters
         metadata = {
             "logged": {
                 "evaluator": self.env.evaluator,
                 "rejection_scale": self.env.scale,
                 "reward_range": list(self.env.reward_range),
-                "logging": parameters.get(
-                    "logging", "uniform" if self.dataset.manifest["counts"]["uniform_log"] else "propensities"
-                ),
-                "reward_model": parameters["reward_model"],
+                "logging": logging_of(self.dataset),
+                "reward_model": self.dataset.parameters["reward_model"],
             }
         }
         return columns, finite, metadata
+
+
+def logging_of(dataset: PreparedDataset) -> str:
+    """How the log's propensities came about: ``uniform`` (1/K), ``recorded`` or ``assumed uniform`` (a log that had
+    none, data/mind_impressions.py)."""
+    if dataset.parameters.get("propensities") == "assumed uniform":
+        return "assumed uniform"
+    return "uniform" if dataset.manifest["counts"]["uniform_log"] else "recorded"
