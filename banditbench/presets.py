@@ -559,6 +559,30 @@ for _dataset, _column, _b in (("mind", "mind", 1000), ("movielens-logged", "movi
     )
 
 
+# Logged data (Li, Chu, Langford & Wang 2011's replay; the Open Bandit Dataset of Saito et al. 2021): the field's
+# algorithms replayed on a uniformly random log, judged by CTR lift over random. No paper prints these numbers.
+OBD = "Saito, Aihara, Matsutani & Narita, Open Bandit Dataset and Pipeline, NeurIPS 2021 Datasets and Benchmarks"
+REPLAY = "Li, Chu, Langford & Wang, Unbiased Offline Evaluation of Contextual-bandit-based News Article Recommendation"
+SHORT.update({OBD: "Open Bandit Dataset", REPLAY: "Li et al. (WSDM'11)"})
+REPLAYED = ["random", "linucb-one", "linucb-ind", "club", "sclub", "locb", "neuucb-one", "neuucb-ind", "neurallinear"]
+for _dataset, _events, _where, _log in (
+    ("obd", 10_000, "the uniform log of the small sample (--rounds 1374327 for the full 'all' campaign)", "its"),
+    ("yahoo-r6", 100_000, "the first 100 000 visits of the R6 day files given to --source", "Yahoo! R6's"),
+):
+    preset(
+        f"{_dataset}-replay",
+        paper=OBD if _dataset == "obd" else REPLAY,
+        reproduces=f"(replay): the field's algorithms on {_log} uniform log",
+        dataset=_dataset,
+        protocol="logged",
+        algos=[*REPLAYED, "mcnb"],
+        rounds=_events,
+        seeds=3,
+        notes=f"Replay of {_where}, in the log's order; users are the log's user-feature combinations. With 80 arms "
+        "a policy matches about one event in 80: read the replay table's events kept and interval widths.",
+    )
+
+
 def missing_for(name: str) -> list[str]:
     """What preset ``name`` needs that is not registered: algorithms, dataset, protocol, hyper-parameters."""
     from banditbench.algos import ALGORITHMS

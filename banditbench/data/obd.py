@@ -50,6 +50,14 @@ SAMPLE_SHA256 = {
     ("random", "all", "items"): "eba04cc23d5f130a93ff174c5392986882b94c3839433cb8143870eaa6221358",
     ("bts", "all", "log"): "0ad874e4dbf6902f0845dd478ad8dde5ef6903583d3ffaace78411bdad064106",
     ("bts", "all", "items"): "5d4359ba1cfa3ae88f0f1bae66bd633859fe6323817183632ee57b83539d9153",
+    ("random", "men", "log"): "ede6d08c6877f99cd3770f7d09e26c738e6aa6de4445ccccfb1356ba5d06b1eb",
+    ("random", "men", "items"): "6d855c2b7e917d0448d71bbe62c023147495882c0fdc8c41e86fef86abf9fe09",
+    ("bts", "men", "log"): "db6d1f7ed2d591ba521533e45286d4c1fba7fe57a8ad2e80342210335f43c527",
+    ("bts", "men", "items"): "3b411ed6b0471316321a6b93f4f756bb25888eac6218cd71d0b603d41d85732d",
+    ("random", "women", "log"): "e65f3bd3beb17664fa69cc129bf7bf852a775f8ffa630506e505fc905315bb34",
+    ("random", "women", "items"): "b1ca4905f97703d196004f2ad4552c1e90c2afad8b50688d333b0d2dc0b33147",
+    ("bts", "women", "log"): "e5d1b49a39b608585a2f3014a3f54970430cd37a495c1b73fceb85cdf428a5b8",
+    ("bts", "women", "items"): "a56295bad066a558eb783055afd9279f5f4e209a4776eafc22151c53f0ac89d4",
 }
 USER_FEATURES = [f"user_feature_{j}" for j in range(4)]
 ITEM_CATEGORIES = [f"item_feature_{j}" for j in (1, 2, 3)]
