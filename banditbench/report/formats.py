@@ -76,8 +76,9 @@ def sections(report: Report) -> list[Section]:
             best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
             cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
             if ctr:
-                cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std), best, tied)
-                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high))
+                digits = 4 if logged else 2  # a click-through rate of a few per thousand
+                cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std, digits), best, tied)
+                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high, f".{digits}f"))
                 if not logged:
                     cells[f"regret vs {optimum:g}/round"] = Cell(
                         format_mean_std(row.ctr_regret_mean, row.ctr_regret_std)

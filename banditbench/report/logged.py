@@ -39,14 +39,15 @@ def mean_estimate(estimates: list[Estimate]) -> Estimate:
     return Estimate(*defined.mean(axis=0)) if len(defined) else Estimate.undefined(fields[:, 3].mean())
 
 
-def logged_table(rounds: pd.DataFrame, logged: dict[str, dict]) -> pd.DataFrame:
+def logged_table(rounds: pd.DataFrame, logged: dict[str, dict], algorithms: list[str]) -> pd.DataFrame:
     """The rows of every logged dataset of ``rounds`` (a Results' rounds; ``logged``: each dataset's shard metadata,
-    runner/logged.py)."""
+    runner/logged.py), the algorithms in the order given."""
     rows = []
     for dataset, meta in logged.items():
         bounds = tuple(meta["reward_range"])
         of_dataset = rounds[rounds["dataset"] == dataset]
-        for algorithm, frames in of_dataset.groupby("algorithm", sort=False):
+        by_algorithm = dict(list(of_dataset.groupby("algorithm", sort=False)))
+        for algorithm, frames in ((a, by_algorithm[a]) for a in algorithms if a in by_algorithm):
             units = [unit_estimates(frame, bounds) for _, frame in frames.groupby("seed", sort=True)]
             for name in ESTIMATORS:
                 e = mean_estimate([unit[name] for unit in units])

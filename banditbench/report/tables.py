@@ -118,7 +118,7 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         test,
         stats.friedman_nemenyi(means, higher),
         paper_vs_here(results, summary, comparisons, test),
-        logged_table(results.rounds, results.logged) if results.logged else None,
+        logged_table(results.rounds, results.logged, results.algorithms) if results.logged else None,
     )
 
 
@@ -188,8 +188,8 @@ def curves(results: Results) -> pd.DataFrame:
     )
 
 
-def format_mean_std(mean: float, std: float) -> str:
-    return f"{mean:.2f} ± {std:.2f}" if np.isfinite(std) else f"{mean:.2f}"
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    return f"{mean:.{digits}f} ± {std:.{digits}f}" if np.isfinite(std) else f"{mean:.{digits}f}"
 
 
 # The Foundation's single-experiment API, kept for `banditbench run` and older callers.
