@@ -50,6 +50,8 @@ def test_replay_intervals_are_wilson_score_intervals_within_the_reward_range():
     assert np.isnan(ope.replay(np.array([])).value)
     ips = ope.ips(np.array([1.0, 0, 0, 0]), np.full(4, 0.5), np.ones(4))
     assert ips.low == 0.0 and ips.value - 1.96 * ips.se < 0  # the normal interval, cut at the smallest reward
+    no_click = ope.ips(np.zeros(50), np.full(50, 0.1), np.ones(50))
+    assert no_click.value == 0 and np.isnan(no_click.low) and np.isnan(no_click.high)  # not a certain [0, 0]
 
 
 def test_the_lift_is_a_ratio_with_a_delta_method_interval():

@@ -217,6 +217,8 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
         return []
     from_presets = rows["preset"].iloc[0]
     judged = rows[rows["kind"] != "note"]
+    if judged.empty:  # a preset whose paper prints nothing to compare (the logged replays)
+        return []
     notes = [f"{r.claim}: {r.here}" for r in rows[rows["kind"] == "note"].itertuples()]
     note = (
         f"Preset `{from_presets}`. A printed value is compared only on the paper's own setting (within the "
@@ -289,7 +291,8 @@ def _logged_sections(report: Report, dataset: str) -> list[Section]:
     estimates_note = (
         "Off-policy estimates of each policy's choices on every event (IPS, self-normalised IPS, direct method, "
         f"doubly robust); sample size: the effective number of events (Kish) of the importance weights, all events "
-        f"for DM. Reward model: {model['kind']}, {model['folds']} folds, λ = {model['ridge']:g}."
+        f"for DM; – : no interval, the weighted terms do not vary (no reward among the matched events). Reward "
+        f"model: {model['kind']}, {model['folds']} folds, λ = {model['ridge']:g}."
     )
     return [
         Section(f"{dataset}: replay", columns, replay_rows, note, level=3, right={1, 2, 3, 4, 5}),

@@ -12,8 +12,9 @@ With the importance weight w_t = π_t / p_t:
 - DR, doubly robust (Dudík, Langford & Li, ICML 2011, eq. 2): V̂ = (1/n) Σ [q̂_t(π) + w_t (r_t − q̂_t(a_t))].
 
 Intervals: a replay of 0/1 rewards gets Wilson's score interval; the others the normal interval of a mean of
-independent terms, SNIPS's by the delta method (its terms w_t (r_t − V̂) / mean(w)). Each interval is intersected
-with the rewards' range, where every policy's value lies (which keeps its coverage). Sample size: the events kept
+independent terms, SNIPS's by the delta method (its terms w_t (r_t − V̂) / mean(w)), and none when the terms do not
+vary. Each interval is intersected with the rewards' range, where every policy's value lies (which keeps its
+coverage). Sample size: the events kept
 (replay), the n events (DM), or Kish's effective sample size (Σw)² / Σw² of the importance weights (IPS, SNIPS, DR):
 how many equally weighted events the weighted ones are worth.
 """
@@ -55,6 +56,10 @@ def z_value() -> float:
 
 
 def normal(value: float, se: float, size: float, bounds: tuple[float, float]) -> Estimate:
+    """The normal interval value ± z·se; undefined (NaN) when the terms do not vary (se = 0, such as no reward among
+    the matched events), where a zero-width interval would claim a certainty the log does not give."""
+    if not se > 0:
+        return Estimate(value, np.nan, np.nan, size, se)
     half = z_value() * se
     return Estimate(value, max(value - half, bounds[0]), min(value + half, bounds[1]), size, se)
 
