@@ -9,7 +9,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import banditbench as bb
-from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.base import Policy
 from banditbench.data import load_dataset, logs
 from banditbench.envs.linear import LinearEnvironment
@@ -37,15 +36,7 @@ class CountingPolicy(Policy):
         self.updates += 1
 
 
-@pytest.fixture(autouse=True)
-def registry():
-    """The counting policy, registered by a test, is forgotten afterwards."""
-    algorithms, origins = dict(ALGORITHMS), dict(plugins.ORIGINS)
-    yield
-    ALGORITHMS.clear()
-    ALGORITHMS.update(algorithms)
-    plugins.ORIGINS.clear()
-    plugins.ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")  # plugins registered by a test are forgotten after it
 
 
 def write_log(folder, n: int = 400, propensity=None, seed: int = 0) -> str:

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import logs
-from banditbench.data.fetch import raw_files
-from banditbench.data.logged import MIND_PARTS, mind_sources, mind_spec, read_mind_behaviors, read_mind_news
+from banditbench.data.logged import mind_spec, read_mind
 from banditbench.data.obd import LOG_OPTIONS
 from banditbench.data.prepared import up_to_date
 from banditbench.data.registry import Dataset, Option, register
@@ -30,22 +29,6 @@ ASSUMED = (
     "MIND publishes no propensities: each shown item's logging probability is assumed uniform over its impression "
     "(1 / items shown); replay and off-policy estimates are only as good as that assumption"
 )
-
-
-def read(source: str | None, variant: str, offline: bool, cache, verify: bool):
-    """MIND's news and impressions (train then dev, by time), their file records and the verification."""
-    news, behaviors, records, verification = [], [], [], []
-    sources = mind_sources(source, variant)
-    for part in MIND_PARTS:
-        with raw_files(mind_spec(variant, part), sources[part], offline, cache, verify) as raw:
-            verification.append(raw.verification)
-            news.append(read_mind_news(raw["news"]))
-            behaviors.append(read_mind_behaviors(raw["behaviors"], part))
-            records += [{**r, "part": part} for r in raw.records]
-    news = pd.concat(news, ignore_index=True).drop_duplicates("news_id", ignore_index=True)
-    behaviors = pd.concat(behaviors, ignore_index=True).sort_values("time", kind="stable", ignore_index=True)
-    weakest = min(verification, key=("unverified", "no published checksum", "verified").index)
-    return news, behaviors, records, weakest
 
 
 def history_shares(history: pd.Series, category_of: pd.Series, n_categories: int) -> np.ndarray:
@@ -79,7 +62,9 @@ def prepare_mind_impressions(
     folder = Path(data_dir) / "mind-impressions"
     if up_to_date(folder, parameters, force):
         return folder
-    news, behaviors, records, verification = read(source, variant, offline, cache, verify)
+    news, behaviors, records, verification = read_mind(source, variant, offline, cache, verify)
+    news = news.drop_duplicates("news_id", ignore_index=True)
+    behaviors = behaviors.sort_values("time", kind="stable", ignore_index=True)
     if impressions:
         behaviors = behaviors.iloc[:impressions].reset_index(drop=True)
     categories = sorted(news["category"].unique())
