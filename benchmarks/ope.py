@@ -91,8 +91,13 @@ def synthetic(args) -> None:
             log, _ = simulate_log(env, args.events, behaviour, seed=seed)
             name = f"log{seed}"
             logs.write_log(folder / name, name, log, logs.log_parameters({"behaviour": label}), force=True)
-            results = api.run(
-                [target_policy(theta, beta_target)], dataset=name, rounds=args.events, seeds=1, data_dir=folder
+            results = api.run(  # a master seed per log: the target's own draws independent from log to log
+                [target_policy(theta, beta_target)],
+                dataset=name,
+                rounds=args.events,
+                seeds=1,
+                data_dir=folder,
+                seed=seed,
             )
             table = results.logged().set_index("estimator")
             for estimator in ESTIMATORS:
