@@ -34,19 +34,27 @@ from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
 from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
+from banditbench.results.folder import check_output
+from banditbench.results.shards import shard_path
 from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
+from banditbench.runner.settings import DEFAULT_BENCHMARK
 
-__all__ = ["Hooks", "Results", "check_contract", "load", "prepare", "run", "run_experiment"]
+__all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
 
 CONTRACT_ROUNDS = 3  # rounds of the experiment's own environment that a plugin is tried on before the run
 
 
 def default_data_dir() -> Path:
-    return Path(os.environ.get("BANDITBENCH_DATA_DIR", "datasets"))
+    return Path(os.environ.get("BANDITBENCH_DATA_DIR", "datasets")).expanduser()
+
+
+def user_path(path: str | os.PathLike) -> Path:
+    """A path as the user gave it, ``~`` expanded as a shell would (a config file's ``out = "~/x"`` too)."""
+    return Path(path).expanduser()
 
 
 # ---- prepare ---------------------------------------------------------------------------------------------
@@ -83,13 +91,13 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
             "source": os.fspath(source) if isinstance(source, os.PathLike) else source,
             "offline": options.get("offline", False),
             "verify": options.get("verify", True),
-            "cache": options.get("cache_dir"),
+            "cache": None if options.get("cache_dir") is None else user_path(options["cache_dir"]),
         }
         accepted = inspect.signature(dataset.prepare).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             common = {k: v for k, v in common.items() if k in accepted}  # e.g. a folder-only source
         checked.update(common)
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     with extract_limit(max_extract_gb):
         return Path(dataset.prepare(data_dir, force=force, **checked))
 
@@ -103,6 +111,7 @@ class Hooks:
     on_unit_start: Callable[[Any], None] | None = None
     progress: Callable[[int], None] | None = None
     warn: Callable[[str], None] | None = None  # dataset warnings, a broken shard run again, workers sharing a GPU
+    on_prepared: Callable[[Path], None] | None = None  # a dataset ``prepare=True`` built, by its folder
 
 
 def run(
@@ -130,6 +139,9 @@ def run(
     checkpoint_every: int | None = None,
     device: str | None = None,
     engine: str | None = None,
+    allow_stand_in: bool | None = None,
+    prepare: bool = False,
+    source: str | Path | None = None,
 ) -> Results:
     """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
 
@@ -138,8 +150,12 @@ def run(
     ``{"club.alpha": 0.1}`` or ``["club.alpha=0.1,0.3"]`` (a list is a grid), under the algorithms' short
     names. ``env``: protocol settings (``{"slate_size": 5}``). ``out=None``: a temporary folder that lives
     as long as the returned Results (``Results.save(path)`` keeps it); give ``out`` to keep the shards.
-    Arguments left at None take the preset's, the config file's or the CLI's defaults. ``jobs=None``: one
-    worker per core. ``engine="lockstep"`` runs the seeds of lockstep algorithms together (runner/engines.py).
+    Arguments left at None take the preset's, the config file's or the CLI's defaults; with no ``algos``,
+    ``dataset``, ``preset`` or ``config``, the default benchmark runs (DEFAULT_BENCHMARK, runner/settings.py).
+    ``jobs=None``: one worker per core. ``engine="lockstep"`` runs the seeds of lockstep algorithms together
+    (runner/engines.py).
+    A preset runs only on the data it declares (banditbench/presets.py), unless ``allow_stand_in``; ``prepare=True``
+    first prepares that data where it is missing, downloading it or reading ``source``.
     """
     names = None if algos is None else algorithm_names(algos)
     flags = {
@@ -160,9 +176,22 @@ def run(
         "gpus-per-unit": gpus_per_unit,
         "checkpoint-every": checkpoint_every,
         "engine": engine,
+        "allow-stand-in": allow_stand_in,
     }
+    if is_default_benchmark(flags, config, preset):
+        return run_default_benchmark(
+            flags, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, prepare_data=prepare
+        )[0]
     results, _, _ = run_experiment(
-        flags, config=config, preset=preset, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device
+        flags,
+        config=config,
+        preset=preset,
+        data_dir=data_dir,
+        overwrite=overwrite,
+        resume=resume,
+        device=device,
+        prepare_data=prepare,
+        source=source,
     )
     return results
 
@@ -196,19 +225,134 @@ def run_experiment(
     device: str | None = None,
     default_out: Callable[[dict[str, Any]], Path] | None = None,
     hooks: Hooks | None = None,
+    prepare_data: bool = False,
+    source: str | Path | None = None,
 ) -> tuple[Results, list, Experiment]:
     """What ``run`` and ``banditbench run`` share: resolve the settings, plan and check everything, then
     write. ``flags``: the run's settings by flag name (None where not given). Without an ``out`` anywhere,
     ``default_out(settings)`` names the folder, or a temporary folder is used. Returns the Results, the
-    units that ran and the experiment."""
+    units that ran and the experiment. ``prepare_data``: prepare the data the run needs first (``--prepare``),
+    reading ``source`` where given."""
     hooks = hooks or Hooks()
-    config = None if config is None else Path(config)
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
-    s = resolve(flags, config, preset)
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
+    planned = plan_experiment(
+        flags,
+        config=config,
+        preset=preset,
+        data_dir=data_dir,
+        device=device,
+        hooks=hooks,
+        prepare_data=prepare_data,
+        source=source,
+    )
+    s, temporary = planned.settings, None
+    if s["out"]:
+        out = user_path(s["out"])
+    elif default_out is not None:
+        out = default_out(s)
+    else:
+        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
+        out = Path(temporary) / "results"
+    try:
+        ran = write_experiment(planned, out, data_dir=data_dir, overwrite=overwrite, resume=resume, hooks=hooks)
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return Results(out, temporary=temporary), ran, planned.experiment
+
+
+def is_default_benchmark(flags: dict[str, Any], config: str | Path | None, preset: str | None) -> bool:
+    """Whether a run names none of dataset, algorithms, preset and experiment file: the default benchmark."""
+    return config is None and preset is None and not flags.get("dataset") and not flags.get("algos")
+
+
+def run_default_benchmark(
+    flags: dict[str, Any],
+    *,
+    data_dir: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    device: str | None = None,
+    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    hooks: Hooks | None = None,
+    prepare_data: bool = False,
+) -> tuple[Results, list[tuple[list, Experiment]]]:
+    """``banditbench run`` with no dataset, algorithms, preset or file: each part of DEFAULT_BENCHMARK
+    (runner/settings.py) as an experiment of its own in OUT/DATASET, the flags given applying to every part.
+    Every part is planned and its folder checked before any is written. Returns the Results of all parts and,
+    per part, the units that ran and the experiment."""
+    hooks = hooks or Hooks()
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
+    planned = [
+        plan_experiment(flags, data_dir=data_dir, device=device, hooks=hooks, prepare_data=prepare_data, base=part)
+        for part in DEFAULT_BENCHMARK
+    ]
+    first, temporary = planned[0].settings, None
+    if first["out"]:
+        parent = Path(first["out"])
+    elif default_out is not None:
+        parent = default_out({**first, "dataset": "default"})
+    else:
+        temporary = tempfile.mkdtemp(prefix="banditbench-default-")
+        parent = Path(temporary) / "results"
+    outs = [parent / p.settings["dataset"] for p in planned]
+    for part, out in zip(planned, outs):
+        check_output(out, part.experiment.config, overwrite=overwrite, resume=resume, data_dir=data_dir)
+    done = []
+    try:
+        for part, out in zip(planned, outs):
+            ran = write_experiment(part, out, data_dir=data_dir, overwrite=overwrite, resume=resume, hooks=hooks)
+            done.append((ran, part.experiment))
+    except Interrupted as stop:  # resume the whole benchmark, from its parent folder
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        units = [u for p in planned for u in p.experiment.tuning_units + p.experiment.units]
+        finished = sum(shard_path(o, u).exists() for p, o in zip(planned, outs) for u in p.experiment.units)
+        raise Interrupted(units, parent, stop.staged, done=finished) from None
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return Results(*outs, temporary=temporary), done
+
+
+@dataclass
+class Planned:
+    """One experiment resolved, planned and checked, before anything is written."""
+
+    settings: dict[str, Any]
+    experiment: Experiment
+    executor: Any
+    config: Path | None
+
+
+def plan_experiment(
+    flags: dict[str, Any],
+    *,
+    data_dir: Path,
+    config: str | Path | None = None,
+    preset: str | None = None,
+    device: str | None = None,
+    hooks: Hooks,
+    prepare_data: bool = False,
+    source: str | Path | None = None,
+    base: dict[str, Any] | None = None,
+) -> Planned:
+    """Resolve the settings (``base``: a layer under the file and the flags, a default benchmark part), prepare
+    the data where asked, plan the experiment and check that it fits, writing nothing but prepared data."""
+    config = None if config is None else user_path(config)
+    s = resolve(flags, config, preset, base=base)
     s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
     if s["checkpoint-every"] < 0:
         raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
     check_engine(s["engine"])
+    if source is not None and not prepare_data:
+        raise UserError("--source goes with --prepare: it names the raw files of the data to prepare")
+    if prepare_data:
+        path = prepare_declared(data_dir, s, source)
+        if path is not None and hooks.on_prepared is not None:
+            hooks.on_prepared(path)
     experiment = plan(
         data_dir=data_dir,
         dataset=s["dataset"],
@@ -223,6 +367,8 @@ def run_experiment(
         protocol=s["protocol"],
         device=device,
         env=s["env"],
+        declared_data=s.get("prepared-with"),
+        allow_stand_in=s["allow-stand-in"],
     )
     if hooks.warn is not None:  # what prepare found suspicious in the data, repeated where the results are made
         for line in experiment.dataset.manifest.get("warnings", []):
@@ -243,28 +389,29 @@ def run_experiment(
                     "a notebook, or inside a function); use jobs=1 or move it into a module"
                 )
     check_sizes(experiment, executor.workers, s["engine"])
-    temporary = None
-    if s["out"]:
-        out = Path(s["out"])
-    elif default_out is not None:
-        out = default_out(s)
-    else:
-        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
-        out = Path(temporary) / "results"
+    return Planned(s, experiment, executor, config)
+
+
+def write_experiment(
+    planned: Planned, out: Path, *, data_dir: Path, overwrite: bool, resume: bool, hooks: Hooks
+) -> list:
+    """Create ``out`` and run the planned experiment's units into it; return the units that ran."""
+    s, experiment, config = planned.settings, planned.experiment, planned.config
     target = None
     try:
         target = prepare_output(out, experiment, overwrite=overwrite, resume=resume, data_dir=data_dir)
-        ran = execute(
+        return execute(
             experiment,
             target,
             out,
-            executor=executor,
+            executor=planned.executor,
             checkpoint_every=s["checkpoint-every"],
             engine=s["engine"],
             settings={
                 **s,
                 "config": None if config is None else str(config),
                 "data": experiment.dataset.manifest.get("parameters", {}),
+                "stand_in": experiment.stand_in,
                 "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS},
             },
             on_plan=hooks.on_plan,
@@ -273,14 +420,39 @@ def run_experiment(
             warn=hooks.warn,
         )
     except KeyboardInterrupt:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
         raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) from None
-    except BaseException:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    return Results(out, temporary=temporary), ran, experiment
+
+
+def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Path | None) -> Path | None:
+    """``--prepare``: build the dataset a run needs, with the parameters its preset declares (the dataset's defaults
+    without a preset), unless it is prepared already; return its folder, or None when there was nothing to do.
+    Data prepared otherwise is never replaced: it is refused with the command that replaces it, or run as a
+    stand-in where the settings allow one."""
+    from banditbench.data import DATASETS, load_dataset
+    from banditbench.data.prepared import MANIFEST
+    from banditbench.runner import declared_data
+
+    declared = settings.get("prepared-with") or {}
+    name = settings["dataset"]
+    needs = declared.get("parameters", {}) if declared.get("dataset") == name else {}
+    folder = Path(data_dir) / name
+    if (folder / MANIFEST).is_file():
+        differ = declared_data.differences(name, needs, declared_data.prepared_parameters(load_dataset(data_dir, name)))
+        if differ and not settings["allow-stand-in"]:
+            command = declared_data.prepare_command(name, needs, data_dir, replace=True)
+            raise UserError(
+                f"--prepare would replace {folder}, prepared with {declared_data.listing(differ, 'prepared')}; "
+                f"replace it with `{command}`, or pass another --data-dir"
+            )
+        return None
+    if name not in DATASETS or DATASETS[name].prepare is None:
+        raise UserError(f"--prepare cannot build {name!r}: it has no prepare command of its own")
+    options = dict(needs)
+    if DATASETS[name].reads_raw:
+        options["source"] = source
+    elif source is not None:
+        raise UserError(f"{name} is generated, not read from files: --source has nothing to read")
+    return prepare(name, data_dir=data_dir, **options)
 
 
 def default_results_folder(settings: dict[str, Any]) -> Path:
@@ -360,7 +532,7 @@ class Results:
     def __init__(self, *folders: str | Path, temporary: str | None = None, allow_mixed: bool = False):
         if not folders:
             raise UserError("load needs at least one results folder")
-        self.folders = [Path(f) for f in folders]
+        self.folders = [user_path(f) for f in folders]
         self.folder = self.folders[0]
         self.allow_mixed = allow_mixed
         self._loaded = None
@@ -376,7 +548,10 @@ class Results:
         if self._loaded is None:
             from banditbench.report.tables import load_results
 
-            self._loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
+            loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
+            if loaded.problems:  # as `banditbench report`: no numbers from a folder with a broken shard
+                raise UserError(f"{len(loaded.problems)} broken result file(s): {'; '.join(loaded.problems)}")
+            self._loaded = loaded
         return self._loaded
 
     def _built(self):
@@ -410,7 +585,7 @@ class Results:
         return self._load().rounds.copy()
 
     def summary(self) -> pd.DataFrame:
-        """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % t-interval
+        """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % bootstrap interval
         (``regret_ci_low``, ``regret_ci_high``; CTR columns for slates), paired-test marks and costs."""
         return self._built().summary.copy()
 
@@ -453,7 +628,7 @@ class Results:
         """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
         if len(self.folders) > 1:
             raise UserError("save copies one results folder; these results come from several")
-        path = Path(path)
+        path = user_path(path)
         if path.exists():
             raise UserError(f"{path} already exists; choose a new folder")
         shutil.copytree(self.folder, path)
@@ -464,3 +639,18 @@ def load(*paths: str | Path, allow_mixed: bool = False) -> Results:
     """The results in one or more folders written by ``run`` or ``banditbench run`` (several folders: e.g. one
     per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``)."""
     return Results(*paths, allow_mixed=allow_mixed)
+
+
+def claims(*sources: str | Path, test: str = "t"):
+    """The claims scorecard (``banditbench claims``): every table and figure with results in the five source
+    papers, each with the verdicts that ``sources`` give it, or why no preset reproduces it. ``sources``: results
+    folders run with a preset, or evidence files written by ``banditbench claims … --save-evidence``; none gives the
+    inventory alone. ``test``: the paired test of the stated comparisons, "t" or "wilcoxon". Returns a
+    ``banditbench.report.scorecard.Scorecard``: ``exhibits`` and ``rows`` as DataFrames, ``counts``, and
+    ``to_text()``, ``to_markdown()``, ``to_json()``."""
+    from banditbench.report.scorecard import read_runs, scorecard
+    from banditbench.report.stats import TESTS
+
+    if test not in TESTS:
+        raise UserError(f"test must be one of: {', '.join(TESTS)}; got {test!r}")
+    return scorecard(read_runs([Path(s) for s in sources], test), test)

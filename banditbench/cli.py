@@ -32,6 +32,24 @@ prepare_app = typer.Typer(
 )
 app.add_typer(prepare_app, name="prepare")
 
+
+def show_version(value: bool) -> None:
+    if value:
+        from banditbench.version import __version__
+
+        typer.echo(f"banditbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def banditbench(
+    version: bool = typer.Option(
+        False, "--version", callback=show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Reproducible benchmark for clustering-of-bandits and neural contextual bandits."""
+
+
 # Not a terminal (CI logs, pipes): rich drops colour by itself; a wide fixed width keeps tables unwrapped.
 console = Console(width=None if sys.stdout.isatty() else 160)
 DATA_DIR = typer.Option(
@@ -252,8 +270,11 @@ def info(
 ) -> None:
     """Show a prepared dataset's sanity report: rows read / kept / dropped, users, items, positives per user,
     references resolved, arms per pool, verification and warnings."""
-    from banditbench.data import load_dataset
+    from banditbench.api import user_path
+    from banditbench.data import check_plain_name, load_dataset
 
+    check_plain_name(dataset)
+    data_dir = user_path(data_dir)
     manifest = load_dataset(data_dir, dataset).manifest
     sanity = dict(manifest.get("sanity", {}))
     table = Table(
@@ -433,14 +454,21 @@ def run(
         None, "--config", help="Experiment file (TOML, the flags' names as keys); flags given here override it."
     ),
     preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
-    dataset: str | None = typer.Option(None, "--dataset", help="Prepared dataset to run on \\[default: synthetic]."),
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        help="Prepared dataset to run on \\[default: synthetic; with no --algos either, the default benchmark's "
+        "synthetic and synthetic-cosine].",
+    ),
     algos: str | None = typer.Option(
         None,
         "--algos",
         help="Comma-separated algorithm names (see `banditbench list`) "
-        "\\[default: random,linucb-one,linucb-ind,oracle].",
+        "\\[default: random,linucb-one,linucb-ind,oracle; with no --dataset either, the default benchmark's].",
     ),
-    rounds: int | None = typer.Option(None, "--rounds", help="Rounds T per unit \\[default: 10000]."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", help="Rounds T per unit \\[default: 10000; the default benchmark's 5000 and 2000]."
+    ),
     seeds: int | None = typer.Option(None, "--seeds", help="Reported seeds S per algorithm \\[default: 5]."),
     tune_seeds: int | None = typer.Option(
         None,
@@ -490,10 +518,27 @@ def run(
         help="units: every unit alone; lockstep: the seeds of algorithms that batch them run together, faster, "
         r"equal to units up to rounding \[default: units].",
     ),
+    allow_stand_in: bool = typer.Option(
+        False,
+        "--allow-stand-in",
+        help="Run a preset on data prepared otherwise than it declares; the report calls every verdict a stand-in.",
+    ),
+    prepare: bool = typer.Option(
+        False, "--prepare", help="First prepare the data the preset declares (or the dataset), where it is missing."
+    ),
+    source: str | None = typer.Option(
+        None, "--source", help="With --prepare: a local archive, folder or file of the raw data to read."
+    ),
     data_dir: Path = DATA_DIR,
 ) -> None:
     """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
-    from banditbench.api import Hooks, default_results_folder, run_experiment
+    from banditbench.api import (
+        Hooks,
+        default_results_folder,
+        is_default_benchmark,
+        run_default_benchmark,
+        run_experiment,
+    )
     from banditbench.report.formats import to_rich
 
     flags = {
@@ -514,6 +559,7 @@ def run(
         "gpus-per-unit": gpus_per_unit,
         "checkpoint-every": checkpoint_every,
         "engine": engine,
+        "allow-stand-in": allow_stand_in or None,
     }
     columns = (
         TextColumn("{task.description}"),
@@ -529,25 +575,28 @@ def run(
             on_unit_start=lambda unit: bar.update(task, description=unit.id),
             progress=lambda n: bar.advance(task, n),
             warn=lambda line: Console(stderr=True, highlight=False).print(f"warning: {line}"),
+            on_prepared=report_prepared,
         )
-        results, ran, experiment = run_experiment(
-            flags,
-            config=config,
-            preset=preset,
-            data_dir=data_dir,
-            overwrite=overwrite,
-            resume=resume,
-            device=device,
-            default_out=default_results_folder,
-            hooks=hooks,
+        common = dict(data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, hooks=hooks)
+        common |= dict(default_out=default_results_folder, prepare_data=prepare)
+        if is_default_benchmark(flags, config, preset):
+            results, parts = run_default_benchmark(flags, **common)
+            where = results.folder.parent
+        else:
+            results, ran, experiment = run_experiment(flags, config=config, preset=preset, source=source, **common)
+            parts, where = [(ran, experiment)], results.folder
+    for ran, experiment in parts:
+        tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
+        console.print(
+            f"{experiment.config['dataset']}: ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} "
+            f"units{tuning}"
         )
-    tuning = f" ({len(experiment.tuning_units)} on tuning seeds)" if experiment.tuning_units else ""
-    console.print(
-        f"ran {len(ran)} of {len(experiment.units) + len(experiment.tuning_units)} units{tuning}; "
-        f"results in {results.folder}"
-    )
-    for table in to_rich(results.tables)[:1]:  # the regret table; `banditbench report` shows the rest
-        console.print(table)
+    console.print(f"results in {where}")
+    first = {}  # the regret table of each dataset, its first; `banditbench report` shows the rest
+    for table in to_rich(results.tables):
+        first.setdefault(str(table.title).split(":")[0], table)
+    for dataset in results.tables.results.datasets:
+        console.print(first[dataset])
 
 
 def interrupted(stop: Interrupted) -> str:
@@ -555,11 +604,13 @@ def interrupted(stop: Interrupted) -> str:
     from banditbench.results.shards import shard_path
 
     units, out = stop.units, stop.out
+    if not (Path(out) / "manifest.json").is_file():  # stopped before the run had a folder: nothing to resume
+        return "interrupted: no unit finished and nothing was written; run the command again"
     if stop.staged:
         return (
             f"interrupted: nothing replaced, the old results in {out} are kept; run the command again to replace them"
         )
-    done = sum(shard_path(out, u).exists() for u in units)
+    done = stop.done if stop.done is not None else sum(shard_path(out, u).exists() for u in units)
     args = [a for a in sys.argv[1:] if a not in ("--overwrite", "--resume")]
     if not any(a == "--out" or a.startswith("--out=") for a in args):
         args += ["--out", str(out)]
@@ -583,7 +634,7 @@ def _names(text: str) -> list[str]:
 @app.command()
 def report(
     folders: list[Path] | None = typer.Argument(
-        None, help="Results folders, e.g. one per dataset [default: the newest under results/]."
+        None, help="Results folders, e.g. one per dataset \\[default: the newest under results/]."
     ),
     formats: str = typer.Option(
         "md,csv",
@@ -592,7 +643,9 @@ def report(
         "file with the plots), png, svg (plots); 'none' writes nothing.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Where to write the files [default: the results folder; with several, their common parent]."
+        None,
+        "--out",
+        help="Where to write the files \\[default: the results folder; with several, their common parent].",
     ),
     check: Path | None = typer.Option(
         None,
@@ -610,10 +663,12 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
+    from banditbench.api import user_path
     from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
+    from banditbench.results.folder import refuse_data_folder
 
     chosen = [] if formats.strip() == "none" else _names(formats)
     unknown = [f for f in chosen if f not in FORMATS]
@@ -622,8 +677,13 @@ def report(
     if test not in TESTS:
         raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
     allowed = gate.parse_tolerance(tolerance)
+    folders = [user_path(folder) for folder in folders or []]
+    out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
     saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
     folders = folders or [latest_experiment(Path("results"))]
+    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
+    if chosen:
+        refuse_data_folder(target, "--out" if out else "the report's folder")
     results = load_results(folders, allow_mixed=allow_mixed)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     if results.problems:  # every shard is verified before any file is written
@@ -655,7 +715,6 @@ def report(
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
-    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
     for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
@@ -678,19 +737,65 @@ def report(
         sys.exit(1)
 
 
+CLAIMS_FORMATS = ("text", "md", "json")
+
+
+@app.command()
+def claims(
+    sources: list[Path] | None = typer.Argument(
+        None, help="Results folders run with a preset, or evidence files (.json); none: the inventory alone."
+    ),
+    fmt: str = typer.Option("text", "--format", help="text (80 columns), md (the docs' scorecard) or json."),
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
+    test: str = typer.Option("t", "--test", help="Paired test of the stated comparisons: t or wilcoxon."),
+    out: Path | None = typer.Option(None, "--out", help="Write the scorecard to this file instead of printing it."),
+    into: Path | None = typer.Option(
+        None, "--into", help="Write the scorecard between the claims markers of this file (a docs page)."
+    ),
+    save_evidence: Path | None = typer.Option(
+        None, "--save-evidence", help="Also write the runs' per-unit values here, for later `claims` commands."
+    ),
+) -> None:
+    """Every table and figure of the five papers: covered by a preset and judged by the runs given, or why not."""
+    from banditbench.api import claims as scorecard_of
+    from banditbench.report.scorecard import embed, evidence
+    from banditbench.results.shards import replace_atomically
+
+    fmt = "json" if as_json else fmt
+    if fmt not in CLAIMS_FORMATS:
+        raise UserError(f"--format must be one of: {', '.join(CLAIMS_FORMATS)}; got {fmt!r}")
+    if into is not None and not into.is_file():
+        raise UserError(f"--into {into}: no such file")
+    for flag, path in (("--out", out), ("--save-evidence", save_evidence)):
+        if path is not None and not path.parent.is_dir():
+            raise UserError(f"{flag} {path}: folder {path.parent} does not exist")
+    card = scorecard_of(*(sources or []), test=test)
+    text = {"text": card.to_text, "md": card.to_markdown, "json": card.to_json}[fmt]()
+    writes = [(save_evidence, evidence(card.runs))] if save_evidence is not None else []
+    if into is not None:
+        writes.append((into, embed(into.read_text(encoding="utf-8"), text, str(into))))  # markers checked here
+    if out is not None:
+        writes.append((out, text))
+    for path, content in writes:  # every text is complete before the first file is replaced
+        replace_atomically(path, lambda partial, content=content: partial.write_text(content, encoding="utf-8"))
+        console.print(f"wrote {path}", highlight=False)
+    if into is None and out is None:
+        print(text, end="")
+
+
 INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
 
 
 def incompleteness(results) -> str | None:
-    """One line saying which experiments are reported on fewer units than their manifest planned."""
+    """One line saying which experiments are reported on fewer units than their manifest's config planned."""
     parts = [
-        f"{exp.folder} has {len(exp.units) - len(exp.missing)} of {len(exp.units)} planned units"
+        f"{len(exp.timing)} of {exp.planned} planned units in {exp.folder}"
         for exp in results.experiments
-        if exp.missing
+        if len(exp.timing) < exp.planned
     ]
     if not parts:
         return None
-    return f"incomplete report: {'; '.join(parts)}; means and tests use fewer seeds than planned"
+    return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
 
 
 def write_report_files(

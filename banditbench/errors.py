@@ -8,6 +8,7 @@ class UserError(Exception):
 class Interrupted(Exception):
     """Ctrl-C during a run: which units it planned, where it wrote, and whether it was replacing old results."""
 
-    def __init__(self, units: list, out, staged: bool):
+    def __init__(self, units: list, out, staged: bool, done: int | None = None):
         super().__init__("interrupted")
         self.units, self.out, self.staged = units, out, staged
+        self.done = done  # units finished, where they lie in several folders below ``out``

@@ -154,6 +154,7 @@ def main() -> None:
             "--overwrite",
             "--engine",
             args.engine,
+            "--allow-stand-in",  # timing only: the data prepared here may be a smaller stand-in (MovieLens-100K)
         ]
         for flag, value in (
             ("--seeds", args.seeds),

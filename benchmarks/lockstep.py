@@ -96,7 +96,7 @@ def main() -> None:
             (units_chosen, units_regret), (lock_chosen, lock_regret) = (
                 outcomes(root / engine, algorithm, args.seeds) for engine in ENGINES
             )
-            t_p, w_p = paired_pvalues(units_regret, lock_regret)
+            t_p, w_p, _ = paired_pvalues(units_regret, lock_regret)  # NaN where no test applies (identical runs)
             seed_rounds = args.seeds * args.rounds / 1000
             for engine, regret in zip(ENGINES, (units_regret, lock_regret)):
                 wall, cpu = best[engine]

@@ -180,7 +180,6 @@ def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds
         os.environ[variable] = "1"
     sys.modules.setdefault("torchvision", types.ModuleType("torchvision"))  # imported by their loader, unused
     sys.modules["torchvision"].datasets = sys.modules["torchvision"].transforms = None
-    import random
 
     import sklearn.cluster
     import torch
@@ -194,10 +193,23 @@ def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds
             super().__init__(n_clusters=n_clusters, **kwargs)
 
     sklearn.cluster.KMeans = KMeans024
-    work = Path(tempfile.mkdtemp(prefix="parity-"))
-    for name, target in pool_files(pools).items():
-        (work / name).symlink_to(target)
-    os.chdir(work)
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="parity-") as work:  # their loaders read the pools from here
+        for name, target in pool_files(pools).items():
+            (Path(work) / name).symlink_to(target)
+        os.chdir(work)
+        try:
+            return their_loop(reference, method, loader, rounds, seed, start)
+        finally:
+            os.chdir(here)
+
+
+def their_loop(reference: Path, method: str, loader: str, rounds: int, seed: int, start: float) -> dict:
+    """Their run.py's loop, in the folder of their pools."""
+    import random
+
+    import torch
+
     sys.path.insert(0, str(reference))
     random.seed(seed)
     np.random.seed(seed)
@@ -521,12 +533,13 @@ def main() -> None:
                     args.reference_dir.resolve(), args.pools.resolve(), args.rounds, args.seed
                 )
             else:
-                folder = Path(tempfile.mkdtemp(prefix="parity-eenet-"))
-                name = parity_eenet.replay_dataset(args.pools.resolve(), json.loads(args.order.read_text()), folder)
-                params = json.loads(args.params)
-                result = run_ours(
-                    folder, name, algorithm, params, args.rounds, args.seed, "classification", members=args.lockstep
-                )
+                with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:
+                    order, folder = json.loads(args.order.read_text()), Path(scratch)
+                    name = parity_eenet.replay_dataset(args.pools.resolve(), order, folder)
+                    params = json.loads(args.params)
+                    result = run_ours(
+                        folder, name, algorithm, params, args.rounds, args.seed, "classification", members=args.lockstep
+                    )
         elif args.worker == "theirs":
             result = run_reference(
                 args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
@@ -608,15 +621,18 @@ def main() -> None:
         def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance
             mine = earlier[run] if run < len(earlier) else spawn(["--worker", "theirs", "--seed", str(run), *common])
             line = f"{algorithm} run {run}: theirs {mine['regret'][-1]:.0f} ({mine['loop_seconds']:.1f} s)"
-            order = Path(tempfile.mkdtemp(prefix="parity-order-")) / "order.json"
-            order.write_text(json.dumps(mine.get("order", [])))
-            answers = {}
+            with tempfile.NamedTemporaryFile("w", prefix="parity-order-", suffix=".json") as order:
+                json.dump(mine.get("order", []), order)
+                order.flush()
+                answers = {
+                    v: spawn(
+                        ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
+                        + ["--lockstep", str(args.lockstep)]
+                        + (["--order", order.name] if algorithm == "eenet" else [])
+                    )
+                    for v in variants
+                }
             for v in variants:
-                answers[v] = spawn(
-                    ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
-                    + ["--lockstep", str(args.lockstep)]
-                    + (["--order", str(order)] if algorithm == "eenet" else [])
-                )
                 line += f"  ours[{v}] {answers[v]['regret'][-1]:.0f} ({answers[v]['loop_seconds']:.1f} s)"
             print(line, flush=True)
             return mine, answers

@@ -132,12 +132,25 @@ def run_reference(reference: Path, pools: Path, rounds: int, seed: int) -> dict:
     """One run of their EE-Net in this (fresh) process: cumulative regret, timings and the images drawn."""
     start = time.perf_counter()
     install_shims(pools)
-    import random
 
     import torch
 
     torch.set_num_threads(1)
-    os.chdir(tempfile.mkdtemp(prefix="parity-eenet-"))
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:  # their code writes beside itself
+        os.chdir(scratch)
+        try:
+            return their_loop(reference, pools, rounds, seed, start)
+        finally:
+            os.chdir(here)
+
+
+def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: float) -> dict:
+    """Their EE-Net's loop on the MNIST they load through the shims."""
+    import random
+
+    import torch
+
     sys.path.insert(0, str(reference))
     random.seed(seed)
     np.random.seed(seed)

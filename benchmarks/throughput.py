@@ -46,6 +46,10 @@ MOVIELENS_100K = next(
 REFERENCE = {"club": 1300, "locb": 950, "sclub": 240, "cofiba": 77, "bass": 2100, "dynucb": 21500, "cmlb": 17700}
 
 
+# The synthetic instance these figures were measured on (the generator's defaults when they were taken).
+INSTANCE = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
+
+
 def measure(algorithm: str, data_dir: str, name: str, rounds: int) -> dict:
     from banditbench.algos import ALGORITHMS
     from banditbench.data import load_dataset
@@ -116,13 +120,13 @@ def main() -> None:
         metavar="FOLDER",
         help="MovieLens-100K raw folder (u.data): run on the recommendation protocol",
     )
-    for name, default in synthetic.DEFAULTS.items():
+    for name, default in INSTANCE.items():
         if name != "seed":
             parser.add_argument(f"--{name}", type=type(default), default=default)
     parser.add_argument("--centres", default="sphere", choices=synthetic.CENTRES)
     parser.add_argument("--protocol", default="linear", choices=synthetic.SYNTHETIC_PROTOCOLS)
     args = parser.parse_args()
-    options = {name: getattr(args, name) for name in synthetic.DEFAULTS if name != "seed"}
+    options = {name: getattr(args, name) for name in INSTANCE if name != "seed"}
     with tempfile.TemporaryDirectory() as data_dir:
         if args.movielens is not None and prepare_movielens(Path(args.movielens), data_dir):
             name, setup = "movielens", "MovieLens-100K, recommendation protocol (paper mode), 50 groups, K = 10, d = 10"

@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from unittest.mock import patch
 
 import pytest
 
@@ -43,3 +45,18 @@ def banditbench(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
         text=True,
         env=None if env is None else {**os.environ, **env},
     )
+
+
+def banditbench_here(*args, capsys) -> SimpleNamespace:
+    """The command line in this process, where a subprocess's start-up would dominate a test: its exit code (user
+    errors exit 2, as the real command does), stdout and stderr."""
+    from banditbench import cli
+
+    with patch.object(sys, "argv", ["banditbench", *map(str, args)]):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code or 0
+    captured = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)

@@ -215,7 +215,7 @@ def test_a_planted_or_broken_checkpoint_is_never_executed_and_the_unit_restarts(
     resumed = run_unit(unit, dataset, checkpoints=checkpoints)
     assert not planted.marker.exists()
     warning = capsys.readouterr().err.strip().splitlines()
-    assert len(warning) == 1 and warning[0].startswith(f"warning: checkpoint {path} is unreadable")
+    assert len(warning) == 1 and warning[0].startswith(f"warning: checkpoint {path} is unusable")
     assert "restarts from round 0" in warning[0]
     assert table_bytes(resumed.outcome) == table_bytes(run_unit(unit, dataset).outcome)
 

@@ -24,6 +24,8 @@ def test_prepare_run_report_end_to_end(tmp_path):
     assert prepared.returncode == 0, prepared.stderr
     ran = banditbench(
         "run",
+        "--algos",
+        "random,linucb-one,linucb-ind,oracle",
         "--rounds",
         400,
         "--seeds",
@@ -63,6 +65,32 @@ def test_help_on_every_command():
     for command in ([], ["list"], ["prepare"], ["prepare", "synthetic"], ["run"], ["report"]):
         shown = banditbench(*command, "--help")
         assert shown.returncode == 0 and "Usage" in shown.stdout
+
+
+def test_version():
+    from banditbench.version import __version__
+
+    shown = banditbench("--version")
+    assert shown.returncode == 0 and shown.stdout == f"banditbench {__version__}\n"
+
+
+def test_no_help_text_loses_a_bracket_to_rich_markup():
+    """rich reads an unescaped "[...]" in a help string as markup and drops it, leaving "one per dataset ."."""
+    import re
+
+    import typer.main
+
+    from banditbench.cli import app
+
+    def commands(command):
+        yield command
+        for sub in getattr(command, "commands", {}).values():
+            yield from commands(sub)
+
+    helps = [p.help or "" for c in commands(typer.main.get_command(app)) for p in c.params] + [
+        c.help or "" for c in commands(typer.main.get_command(app))
+    ]
+    assert [h for h in helps if re.search(r"(?<!\\)\[[a-z]", h)] == []
 
 
 def test_list_shows_every_registry():
@@ -117,14 +145,17 @@ def test_unwritable_output_folder(prepared, tmp_path):
 
 
 def test_existing_output_folder_is_refused_and_kept(prepared, tmp_path):
+    # the default benchmark: one experiment per dataset below --out, both checked before either is written
     out = tmp_path / "out"
     assert banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1).returncode == 0
-    before = {p.name: p.read_bytes() for p in (out / "shards").iterdir()}
+    before = {p.relative_to(out): p.read_bytes() for p in out.glob("*/shards/*")}
+    assert {p.parts[0] for p in before} == {"synthetic", "synthetic-cosine"}
     result = banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1)
     assert result.returncode == 2 and "pass --resume to finish it or --overwrite to replace it" in result.stderr
-    assert {p.name: p.read_bytes() for p in (out / "shards").iterdir()} == before
+    assert {p.relative_to(out): p.read_bytes() for p in out.glob("*/shards/*")} == before
     resumed = banditbench("run", "--data-dir", prepared, "--out", out, "--rounds", 5, "--seeds", 1, "--resume")
-    assert resumed.returncode == 0 and "ran 0 of 4 units" in resumed.stdout
+    assert resumed.returncode == 0
+    assert "synthetic: ran 0 of 6 units" in resumed.stdout and "synthetic-cosine: ran 0 of 4 units" in resumed.stdout
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_existing_option_names_and_defaults_are_kept():
     assert defaults["movielens"]["--variant"] == "25m" and defaults["movielens"]["--top-users"] == 10_000
     assert defaults["lastfm"]["--pipeline"] == "svd" and defaults["lastfm"]["--top-items"] == 20_000
     assert defaults["amazon"]["--category"] == "AMAZON_FASHION" and defaults["mnist"]["--normalise"] == "meanstd"
-    assert defaults["mnist-notmnist"]["--encoding"] == "shift" and defaults["synthetic"]["--users"] == 100
+    assert defaults["mnist-notmnist"]["--encoding"] == "shift" and defaults["synthetic"]["--users"] == 50
     assert defaults["movielens-logged"]["--history-until"] == "2010-01-01"
 
 

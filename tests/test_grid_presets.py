@@ -194,6 +194,7 @@ def test_a_preset_whose_parts_are_registered_runs_with_its_settings(data_dir, tm
             "reproduces": "nothing",
             "dataset": "synthetic",
             "protocol": "linear",
+            "data": {"users": 20, "clusters": 2},
             "algos": ["linucb-ind", "random"],
             "rounds": 120,
             "seeds": 2,

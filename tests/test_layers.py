@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "banditbench"
 
 # Lowest first. A module may import its own layer and every layer before it.
 LAYERS = [
-    ("errors", "lazy", "version", "worker_signals"),
+    ("errors", "lazy", "version", "parent_death", "worker_signals"),
     ("data",),
     ("simulator",),
     ("envs",),

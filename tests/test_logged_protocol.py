@@ -5,6 +5,7 @@ read it."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -14,6 +15,7 @@ from banditbench.data import load_dataset, logs
 from banditbench.envs.linear import LinearEnvironment
 from banditbench.envs.logged import simulate_log
 from banditbench.errors import UserError
+from banditbench.results.shards import BrokenShard, non_finite
 from banditbench.results.units import Unit
 from banditbench.runner.engines import group_units
 
@@ -56,7 +58,9 @@ def write_log(folder, n: int = 400, propensity=None, seed: int = 0) -> str:
 
 
 def run(tmp_path, algos, rounds=400, **options):
-    return bb.run(algos, dataset="mylog", rounds=rounds, seeds=1, data_dir=tmp_path, out=tmp_path / "out", **options)
+    return bb.run(
+        algos, dataset="mylog", rounds=rounds, seeds=1, data_dir=tmp_path / "data", out=tmp_path / "out", **options
+    )
 
 
 def shard(results, algorithm: str):
@@ -64,7 +68,7 @@ def shard(results, algorithm: str):
 
 
 def test_replay_learns_only_from_the_events_it_matches(tmp_path):
-    write_log(tmp_path)
+    write_log(tmp_path / "data")
     results = run(tmp_path, [CountingPolicy])
     frame = shard(results, "counting")
     kept_before = np.concatenate([[0], np.cumsum(frame["kept"].to_numpy())[:-1]])
@@ -75,8 +79,19 @@ def test_replay_learns_only_from_the_events_it_matches(tmp_path):
     assert frame["regret"].isna().all() and (frame["acceptance"] == 1.0).all()
 
 
+def test_a_logged_shard_may_lack_regret_and_skipped_rewards_but_not_a_kept_reward():
+    columns = {"t": [0, 1], "regret": [np.nan, np.nan], "kept": [True, False], "reward": [1.0, np.nan]}
+    non_finite(pa.table(columns), logged=True)
+    with pytest.raises(BrokenShard, match="'regret' holds nan at round 0"):
+        non_finite(pa.table(columns))  # a simulated run's shard: regret must be finite
+    with pytest.raises(BrokenShard, match="'reward' holds nan at round 0"):
+        non_finite(pa.table({**columns, "reward": [np.nan, np.nan]}), logged=True)
+    with pytest.raises(BrokenShard, match="lack the column 'kept'"):
+        non_finite(pa.table({"t": [0], "reward": [1.0]}), logged=True)
+
+
 def test_rejection_sampling_keeps_a_matched_event_with_probability_c_over_p(tmp_path):
-    write_log(tmp_path, n=2000, propensity=lambda a: np.where(a == 0, 0.7, 0.1))
+    write_log(tmp_path / "data", n=2000, propensity=lambda a: np.where(a == 0, 0.7, 0.1))
     with pytest.raises(UserError, match="not logged uniformly at random, so replay would be biased"):
         run(tmp_path, ["random"], env={"evaluator": "replay"})
     results = run(tmp_path, ["random"], rounds=2000)  # auto: rejection, c = the smallest propensity, 0.1
@@ -88,7 +103,7 @@ def test_rejection_sampling_keeps_a_matched_event_with_probability_c_over_p(tmp_
 
 
 def test_a_log_refuses_more_rounds_than_events_the_oracle_and_tuning(tmp_path):
-    write_log(tmp_path, n=50)
+    write_log(tmp_path / "data", n=50)
     with pytest.raises(UserError, match="--rounds 51 is more than the 50 events of 'mylog'"):
         run(tmp_path, ["random"], rounds=51)
     with pytest.raises(UserError, match="oracle reads expected rewards, which the log 'mylog' does not have"):
@@ -106,7 +121,7 @@ def test_logged_units_run_alone_under_the_lockstep_engine():
 
 
 def test_the_report_reads_every_estimate_from_the_shards(tmp_path):
-    write_log(tmp_path)
+    write_log(tmp_path / "data")
     results = run(tmp_path, ["random", "linucb-one"])
     table = results.logged().set_index(["algorithm", "estimator"])
     for algorithm in ("random", "linucb-one"):

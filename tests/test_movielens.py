@@ -191,3 +191,18 @@ def test_cofiba_clusters_real_items_on_ml100k(tmp_path):
     regret = out.column("regret").to_numpy().sum()
     assert regret < 0.8 * random.column("regret").to_numpy().sum()
     assert 1 < out.column("diag_n_item_clusters").to_numpy()[-1] <= len(shown)
+
+
+def test_meta_bans_rule_makes_the_ratings_below_2_the_positives():
+    import pandas as pd
+
+    from banditbench.data.ratings import binarise
+
+    ratings = pd.DataFrame({"raw_user": [1, 1, 1, 1], "raw_item": [1, 2, 3, 4], "rating": [1.0, 1.5, 3.0, 5.0]})
+    assert binarise(ratings, RatingOptions(positive_below=2.0))["label"].tolist() == [1, 1, -1, -1]
+    assert binarise(ratings, RatingOptions())["label"].tolist() == [-1, -1, -1, 1]  # M-CNB's: above 4 stars
+    # recorded only when set, so datasets prepared before the option keep their parameters
+    assert "positive_below" not in RatingOptions().as_dict()
+    assert RatingOptions(positive_below=2.0).as_dict()["positive_below"] == 2.0
+    with pytest.raises(UserError, match="--negative-below goes with --positive-above"):
+        RatingOptions(positive_below=2.0, negative_below=1.0).validate()

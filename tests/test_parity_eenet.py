@@ -100,15 +100,19 @@ def fake_reference(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def parity_worker(side: str, reference: Path, mnist: Path, rounds: int, out: Path, *extra: str) -> dict:
+    """One run of the harness's worker; the scratch folders it made in the temporary folder are gone after it."""
+    scratch = out.parent / f"tmp-{side}"
+    scratch.mkdir()
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--worker", side, "--algos", "eenet"]
         + ["--reference-dir", str(reference), "--pools", str(mnist), "--rounds", str(rounds), "--seed", "0"]
         + ["--answer", str(out), *extra],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert list(scratch.iterdir()) == []
     return json.loads(out.read_text())
 
 

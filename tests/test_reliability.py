@@ -155,7 +155,8 @@ def test_report_verifies_every_shard_before_writing_any_file(data_dir, tmp_path,
     path.write_bytes(path.read_bytes()[:-100])
     before = tree(tmp_path / "a")
     code, err = main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
-    assert code == 2 and "random-seed0.parquet: corrupt shard" in err and "nothing was written" in err
+    assert code == 2 and "random-seed0.parquet: its bytes do not match its checksum record" in err
+    assert "nothing was written" in err
     assert tree(tmp_path / "a") == before
 
 
@@ -163,8 +164,8 @@ def test_a_report_on_fewer_seeds_than_planned_says_so_everywhere(data_dir, tmp_p
     run(data_dir, tmp_path / "a")
     (tmp_path / "a" / "shards" / "linucb-ind-seed1.parquet").unlink()
     code, err = main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
-    assert code == 0 and "incomplete report" in err and "3 of 4 planned units" in err
-    assert (tmp_path / "a" / "report.md").read_text().startswith("> **incomplete report")
+    assert code == 0 and "incomplete: 3 of 4 planned units" in err
+    assert (tmp_path / "a" / "report.md").read_text().startswith("> **incomplete: 3 of 4")
     assert "3 of 4 planned units" in (tmp_path / "a" / "INCOMPLETE.txt").read_text()
     run(data_dir, tmp_path / "a", resume=True)
     main("report", tmp_path / "a", "--format", "md,csv", capsys=capsys)
@@ -211,6 +212,7 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
     monkeypatch.chdir(tmp_path)
     run(data_dir, tmp_path / "done")
     (tmp_path / "bad.toml").write_text("rounds = [")
+    (tmp_path / "latin1.toml").write_bytes("rounds = 50  # café\n".encode("latin-1"))
     (tmp_path / "file").write_text("x")
     base = ("run", "--data-dir", data_dir, "--rounds", "50", "--seeds", "1")
     rejected = [
@@ -232,6 +234,12 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
         (*base, "--env", "nosuch=1"),
         (*base, "--config", "bad.toml"),
         (*base, "--config", "missing.toml"),
+        (*base, "--config", "latin1.toml"),
+        (*base, "--set", "linucb-ind.alpha=1", "--set", "linucb-ind.alpha=2"),
+        (*base, "--env", "users=1", "--env", "users=2"),
+        (*base, "--dataset", "../datasets/synthetic"),
+        (*base, "--dataset", str(data_dir / "synthetic")),
+        (*base, "--out", data_dir / "inside"),
         (*base, "--preset", "nosuch"),
         (*base, "--jobs", "0"),
         (*base, "--backend", "nosuch"),
@@ -252,12 +260,32 @@ def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(d
         ("report", "nosuch"),
         ("report", "file"),
         ("report", "done", "--check", "missing.json"),
+        ("report", "done", "done"),
+        ("report", "done", "--out", data_dir),
     ]
     before = tree(tmp_path)
     for args in rejected:
         code, err = main(*args, capsys=capsys)
         assert code == 2 and "Traceback" not in err, (args, err)
         assert tree(tmp_path) == before, args
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (("--set", "random.x=1", "--set", "random.x=2"), "--set random.x is given twice (1 and 2)"),
+        (("--env", "users=1", "--env", "users=2"), "--env users is given twice (1 and 2)"),
+        (("--config", "latin1.toml"), "is not UTF-8 text (byte 18 is 0xe9)"),
+    ],
+    ids=["set-twice", "env-twice", "config-not-utf8"],
+)
+def test_a_value_given_twice_or_a_config_file_not_in_utf8_is_one_line(
+    args, says, data_dir, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latin1.toml").write_bytes("rounds = 50  # café\n".encode("latin-1"))
+    code, err = main("run", "--data-dir", data_dir, *args, capsys=capsys)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_setting_refused_by_its_policy_leaves_nothing_and_the_corrected_command_runs(data_dir, tmp_path, capsys):
@@ -364,10 +392,28 @@ def test_ctrl_c_exits_130_names_the_progress_and_stops_the_workers(data_dir, tmp
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the whole foreground group
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    line = err.strip().splitlines()[-1]
-    assert line.startswith("interrupted: ") and " of 6 units done; resume with: banditbench run " in line
-    assert line.endswith("--resume") and "Traceback" not in err
+    # No unit of 200 000 rounds finished: the folder the run created is gone, so there is nothing to resume.
+    assert (
+        err.strip().splitlines()[-1] == "interrupted: no unit finished and nothing was written; run the command again"
+    )
+    assert "Traceback" not in err and not out.exists()
     wait_for(lambda: session_processes(process.pid) == [], timeout=15)  # the workers stop by themselves
+
+
+def test_ctrl_c_names_the_units_done_and_the_command_that_resumes(data_dir, tmp_path, monkeypatch):
+    from banditbench.errors import Interrupted
+
+    run(data_dir, tmp_path / "a")
+    (tmp_path / "a" / "shards" / "random-seed1.parquet").unlink()
+    units = plan(data_dir=data_dir, **SETTINGS).units
+    monkeypatch.setattr(sys, "argv", ["banditbench", "run", "--rounds", "300", "--out", str(tmp_path / "a")])
+    line = cli.interrupted(Interrupted(units, tmp_path / "a", staged=False))
+    assert (
+        line
+        == f"interrupted: 3 of 4 units done; resume with: banditbench run --rounds 300 --out {tmp_path / 'a'} --resume"
+    )
+    staged = cli.interrupted(Interrupted(units, tmp_path / "a", staged=True))
+    assert staged.startswith("interrupted: nothing replaced, the old results in")
 
 
 def test_a_ctrl_c_while_the_interpreter_exits_leaves_a_finished_commands_exit_code(tmp_path):

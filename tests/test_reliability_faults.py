@@ -1,15 +1,17 @@
 """Fault injection: a run killed at random moments (SIGKILL of the main process, or Ctrl-C's SIGINT to its
-process group) and resumed gives the same shard bytes as an uninterrupted run, and leaves no process behind."""
+process group) and resumed gives the same shard bytes as an uninterrupted run, and leaves no process behind;
+a run killed while the machine is busy leaves no process for more than a second, and no temporary folder."""
 
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
-from test_reliability import session_processes, shards, wait_for
+from test_reliability import LONG, session_processes, shards, wait_for
 
 TRIALS = 20
 ARGS = ("run", "--algos", "linucb-ind,club,random", "--rounds", "2000", "--seeds", "2", "--seed", "0")
@@ -58,3 +60,60 @@ def test_runs_killed_at_random_moments_resume_to_identical_shards_and_leave_no_p
         assert resumed.returncode == 0, (trial, delay, err)
         assert shards(out) == expected, (trial, delay)
         wait_for(lambda: session_processes(resumed.pid) == [], timeout=15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_a_killed_run_leaves_no_process_after_a_second_under_load_and_no_pymp_folder(kill, data_dir, tmp_path):
+    temporary = tmp_path / "tmp"  # multiprocessing's pymp-* folder goes here
+    temporary.mkdir()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "banditbench", *LONG, "--data-dir", data_dir, "--out", tmp_path / "out"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(temporary)},
+        )
+        wait_for(lambda: len(session_processes(process.pid)) >= 5)  # the run, tracker, fork server, 2 workers
+        assert [p.name[:5] for p in temporary.iterdir()] == ["pymp-"]
+        os.kill(process.pid, kill)  # the main process only
+        process.wait()
+        ended = time.monotonic()
+        while session_processes(process.pid) and time.monotonic() < ended + 1.0:
+            time.sleep(0.01)
+        assert session_processes(process.pid) == []
+        assert list(temporary.iterdir()) == []
+    finally:
+        for hog in busy:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_mid_run_is_one_line_and_the_run_resumes(data_dir, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
+    args = ("run", "--algos", "linucb-ind", "--rounds", "50000", "--seeds", "2", "--data-dir", data_dir)
+    process = banditbench(*args, "--backend", "ray", "--jobs", "2", "--out", tmp_path / "out")
+
+    def a_task() -> list[int]:
+        return [pid for pid in session_processes(process.pid) if command_line(pid).startswith("ray::_ray_task")]
+
+    wait_for(lambda: a_task() or process.poll() is not None, timeout=120)
+    os.kill(a_task()[0], signal.SIGKILL)
+    _, err = process.communicate(timeout=120)
+    last = err.strip().splitlines()[-1]
+    assert process.returncode == 2 and "Traceback" not in err, err
+    assert last.startswith("error: Ray lost the task running linucb-ind-seed") and last.endswith("--resume"), last
+    resumed = banditbench(*args, "--jobs", "1", "--out", tmp_path / "out", "--resume")
+    _, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert len(shards(tmp_path / "out")) == 2
+
+
+def command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -5,16 +5,13 @@ plus one experiment run by the real runner."""
 import csv
 import json
 import re
-import sys
 from html.parser import HTMLParser
-from types import SimpleNamespace
-from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import banditbench
+from conftest import banditbench, banditbench_here
 
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
@@ -29,19 +26,7 @@ ROUNDS = 50
 @pytest.fixture
 def report_cli(capsys):
     """`banditbench report ARGS` in this process (the subprocess start-up would dominate these tests)."""
-    from banditbench import cli
-
-    def run(*args):
-        with patch.object(sys, "argv", ["banditbench", "report", *map(str, args)]):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as e:
-                code = e.code or 0
-        captured = capsys.readouterr()
-        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
-
-    return run
+    return lambda *args: banditbench_here("report", *args, capsys=capsys)
 
 
 SEED_EFFECT = [100.0, 300.0, 200.0, 500.0, 400.0, 250.0]  # large differences between seeds: only pairing sees 5 units
@@ -101,12 +86,14 @@ def planted(folder, dataset="toy", worse=0.0):
     )
 
 
-def test_describe_mean_std_and_t_interval_by_hand():
+def test_describe_mean_std_and_a_bootstrap_interval_inside_the_values():
     d = stats.describe([1.0, 2.0, 3.0, 4.0])
-    t_975_3 = 3.182446305284263  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
-    std = np.sqrt(((1.5**2) * 2 + (0.5**2) * 2) / 3)  # = 1.2910
     assert d["n"] == 4 and d["mean"] == 2.5 and d["std"] == pytest.approx(1.2909944487)
-    assert d["ci_low"] == pytest.approx(2.5 - t_975_3 * std / 2) and d["ci_high"] == pytest.approx(4.5542, abs=1e-4)
+    # the resampled means of 4 values are multiples of 1/4 between 1 and 4: the 2.5 % and 97.5 % quantiles of 1000
+    # of them lie near 1.5 and 3.5 (the t-interval, [0.446, 4.554], leaves the values' range)
+    assert 1.25 <= d["ci_low"] <= 1.75 and 3.25 <= d["ci_high"] <= 3.75
+    half = 3.182446305284263 * 1.2909944487 / 2  # Student t, 3 degrees of freedom, 97.5 % quantile (tables: 3.182)
+    assert stats.mean_interval([1.0, 2.0, 3.0, 4.0], 0.95) == pytest.approx((2.5 - half, 2.5 + half))
     single = stats.describe([7.0])
     assert single["mean"] == 7.0 and np.isnan(single["std"]) and np.isnan(single["ci_low"])
 
@@ -120,12 +107,15 @@ def test_holm_by_hand():
 
 
 def test_paired_pvalues_edge_cases_and_exact_wilcoxon():
-    assert stats.paired_pvalues([1, 2, 3], [1, 2, 3]) == (1.0, 1.0)
-    t_p, w_p = stats.paired_pvalues([2, 3, 4, 5, 6], [1, 2, 3, 4, 5])
-    assert t_p == 0.0 and w_p == pytest.approx(2 / 32)  # all 5 signs positive: exact two-sided p = 2·(1/2)^5
-    t_p, _ = stats.paired_pvalues([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])  # t = 3/(1.5811/√5) = 4.243, 4 df
-    assert t_p == pytest.approx(0.01324, abs=1e-4)
-    assert all(np.isnan(stats.paired_pvalues([1.0], [2.0])))
+    t_p, w_p, note = stats.paired_pvalues([1, 2, 3], [1, 2, 3])  # no difference at all: no test, not p = 1
+    assert np.isnan(t_p) and np.isnan(w_p) and note == "identical on every seed"
+    t_p, w_p, note = stats.paired_pvalues([2, 3, 4, 5, 6], [1, 2, 3, 4, 5])
+    # zero variance: the t statistic is undefined, so the t column is the exact sign test, 2·(1/2)^5, as Wilcoxon's
+    assert t_p == pytest.approx(2 / 32) and w_p == pytest.approx(2 / 32) and note.startswith("degenerate")
+    t_p, _, note = stats.paired_pvalues([1, 2, 3, 4, 5], [0, 0, 0, 0, 0])  # t = 3/(1.5811/√5) = 4.243, 4 df
+    assert t_p == pytest.approx(0.01324, abs=1e-4) and note == ""
+    t_p, w_p, note = stats.paired_pvalues([1.0, 3.0], [2.0, 5.0])
+    assert np.isnan(t_p) and np.isnan(w_p) and note == "n = 2: no test"
 
 
 def test_improvement_as_the_papers_state_it():
@@ -163,6 +153,23 @@ def test_a_tie_with_the_best_is_marked(tmp_path):
     assert rows.loc["a", "best"] and rows.loc["b", "tied_with_best"] and not rows.loc["c", "tied_with_best"]
     assert rows.loc["b", "p_vs_best"] > 0.05
     assert "| b | 5 | 300.10 ± 156.93 †" in to_markdown(build_report(load_results([folder])))
+
+
+def test_a_two_seed_table_and_a_zero_variance_pair_warn_instead_of_printing_p_values(tmp_path):
+    # the issue's SCLUB / CLUB seeds: 380, 382 against 362, 364, a difference of exactly 18 on both
+    two = build_report(load_results([write_results(tmp_path / "two", {"sclub": [380, 382], "club": [362, 364]})]))
+    text = to_markdown(two)
+    assert "rests on 2 seeds of 50 rounds. **Warning: fewer than 5 seeds**" in text
+    assert "| toy | sclub | club | 2 | 18.00 | – | – | tie | n = 2: no test |" in text
+    assert "With 2 seeds the exact Wilcoxon test cannot go below p = 0.5." in text
+    assert "| club | 2 | **363.00 ± 1.41** |" in text and "| sclub | 2 | 381.00 ± 1.41 † |" in text  # no test: tied
+    base = np.array(SEED_EFFECT[:6])
+    six = build_report(load_results([write_results(tmp_path / "six", {"a": list(base + 18), "b": list(base)})]))
+    pair = six.comparisons.iloc[0]
+    assert pair["note"].startswith("degenerate: every seed differs by the same amount") and pair["t_p"] == 2 / 64
+    text = to_markdown(six)
+    assert "rests on 6 seeds of 50 rounds. Mean" in text and "Warning" not in text
+    assert "With 6 seeds the exact Wilcoxon test cannot go below p = 0.03125." in text  # 2·(1/2)^6
 
 
 def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
@@ -374,8 +381,9 @@ def test_missing_and_empty_results_folders_are_clear_errors(tmp_path, report_cli
 
 def test_incompatible_shards_are_refused_unless_allow_mixed(tmp_path, report_cli):
     folder = planted(tmp_path / "r")
-    write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config
-    (tmp_path / "other" / "shards" / "twin-seed0.parquet").replace(folder / "shards" / "twin-seed0.parquet")
+    write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config, with its record
+    for name in ("twin-seed0.parquet", "twin-seed0.timing.parquet", "twin-seed0.sha256.json"):
+        (tmp_path / "other" / "shards" / name).replace(folder / "shards" / name)
     refused = report_cli(folder, "--format", "none")
     assert refused.returncode == 2 and "twin-seed0.parquet does not belong" in refused.stderr
     assert "rounds = 99" in refused.stderr and "--allow-mixed" in refused.stderr
@@ -399,8 +407,9 @@ def test_a_corrupt_shard_is_named_nothing_is_written_and_exit_is_non_zero(tmp_pa
     (folder / "shards" / "mine-seed1.timing.parquet").write_bytes(b"")
     shown = report_cli(folder, "--format", "md")
     assert shown.returncode == 2
-    assert "twin-seed3.parquet: corrupt shard" in shown.stderr and "Traceback" not in shown.stderr
-    assert "mine-seed1.timing.parquet: corrupt timing sidecar" in shown.stderr
+    assert "twin-seed3.parquet: its bytes do not match its checksum record" in shown.stderr
+    assert "mine-seed1.parquet: the bytes of its timing sidecar mine-seed1.timing.parquet do not match" in shown.stderr
+    assert "Traceback" not in shown.stderr
     assert not (folder / "report.md").exists()  # shards are verified before any file is written
 
 

@@ -148,9 +148,51 @@ def test_default_arm_set_keeps_its_dataset_stream_and_shards(tmp_path, dataset):
         assert (tmp_path / "explicit/synthetic" / name).read_bytes() == (dataset.path / name).read_bytes()
 
 
+# --- BASS's instance as the preset declares it (Cherkaoui et al. 2025, §7, App. R): unit-norm arms ---
+
+
+def best_arm_is_shared(arm_set: str, omega: float, seed: int) -> bool:
+    """Whether one arm is the best arm of both clusters of BASS's two-cluster instance (N = 18, K = 10, d = 5)."""
+    _, arms = synthetic.generate(18, 2, 5, 0.0, seed, "bass", omega, 10, unit=arm_set == "unit")
+    best = (synthetic.bass_centres(2, 5, omega) @ arms.filter(like="x_").to_numpy().T).argmax(axis=1)
+    return best[0] == best[1]
+
+
+def test_unit_arm_set_is_bandpys_arms_scaled_to_unit_norm_around_the_papers_centres():
+    users, unit = synthetic.generate(18, 2, 5, 0.0, 0, "bass", np.pi / 4, 10, unit=True)
+    _, raw = synthetic.generate(18, 2, 5, 0.0, 0, "bass", np.pi / 4, 10)
+    x, bandpy = unit.filter(like="x_").to_numpy(), raw.filter(like="x_").to_numpy()
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0)  # ‖x‖ ≤ L = S = 1 (Assumption 4.1)
+    np.testing.assert_allclose(x, bandpy / np.linalg.norm(bandpy, axis=1, keepdims=True))  # the same directions
+    assert unit["cluster"].tolist() == [0] * 5 + [1] * 5  # K/M arms around each centre
+    # θ_1 = e_1, θ_2 = cos ω e_1 + sin ω e_2 (§7): unit norm, Δ = 2 sin(ω/2) apart, 9 agents each
+    theta = users.filter(like="theta_").to_numpy()
+    np.testing.assert_allclose(
+        np.unique(theta, axis=0), [[np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0, 0], np.eye(5)[0]]
+    )
+    assert np.bincount(users["cluster"]).tolist() == [9, 9]
+
+
+def test_the_preset_instance_has_a_best_arm_of_its_own_in_each_cluster(tmp_path):
+    # bandpy's unnormalised arms make a long arm between the close centres best for both clusters in about a third
+    # of the draws at ω = π/4, among them the preset's seed 0, where no clustering can matter; scaled, rarely
+    assert best_arm_is_shared("fixed", np.pi / 4, seed=0) and not best_arm_is_shared("unit", np.pi / 4, seed=0)
+    shared = {a: np.mean([best_arm_is_shared(a, np.pi / 4, seed) for seed in range(200)]) for a in ("fixed", "unit")}
+    assert shared["fixed"] > 0.25 and shared["unit"] < 0.1
+    from banditbench import presets
+
+    synthetic.prepare(tmp_path, **presets.PRESETS["bass-synthetic"]["data"], seed=0)
+    env = LinearEnvironment(load_dataset(tmp_path, "synthetic"), np.random.SeedSequence(0))
+    rounds = list(env.rounds(500))
+    played = {int(np.argmax(r.expected)) for r in rounds}  # what the oracle plays
+    assert len(played) == 2 and {r.group for r in rounds if np.argmax(r.expected) == min(played)} == {0}
+    noise = np.concatenate([r.rewards - r.expected for r in rounds])
+    assert noise.std() == pytest.approx(1.0, rel=0.05)  # "a centered and normalized Gaussian noise"
+
+
 def test_fixed_arm_set_rejects_what_it_cannot_serve(tmp_path):
     for options, message in (
-        ({"arm_set": "grid"}, "--arm-set must be one of fresh, fixed"),
+        ({"arm_set": "grid"}, "--arm-set must be one of fresh, unit, fixed"),
         ({"arm_set": "fixed", "protocol": "synchronous"}, "needs --protocol linear"),
         ({"arm_set": "fixed", "arms": 1}, r"needs --arms \(1\) at least --clusters \(2\)"),
     ):

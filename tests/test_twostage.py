@@ -199,6 +199,7 @@ RUN = (
     "--jobs",
     "1",
 )
+FIVE_USERS = tuple("users=5" if a == "users=4" else a for a in RUN)  # one --env per setting
 
 
 @pytest.fixture(scope="module")
@@ -278,9 +279,7 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
         trained / "ds",
         "--out",
         out,
-        *RUN,
-        "--env",
-        "users=5",
+        *FIVE_USERS,
         "--resume",
     )
     assert resumed.returncode == 2 and "env.users: 4 in the folder, 5 now" in resumed.stderr
@@ -296,9 +295,7 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
             trained / "ds",
             "--out",
             other,
-            *RUN,
-            "--env",
-            "users=5",
+            *FIVE_USERS,
         ).returncode
         == 0
     )
@@ -319,8 +316,7 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
             trained / "ds",
             "--out",
             trained / "bad",
-            "--env",
-            "slate_size=3",
+            *(() if "slate_size=50" in args else ("--env", "slate_size=3")),  # one --env per setting
             *args,
         )
         assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr

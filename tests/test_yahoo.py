@@ -215,7 +215,7 @@ def test_bass_yahoo_preset_is_ready_and_runs_reduced_on_the_fixture(tmp_path):
     assert ok.returncode == 0, ok.stderr
     run = banditbench(
         "run", "--preset", "bass-yahoo", "--rounds", 200, "--seeds", 1, "--tune-seeds", 1, "--jobs", 1,
-        "--data-dir", data, "--out", tmp_path / "out",
+        "--allow-stand-in", "--data-dir", data, "--out", tmp_path / "out",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     shards = sorted((tmp_path / "out" / "shards").glob("*-seed0.parquet"))

@@ -20,6 +20,7 @@ GHOSH2021 = "Ghosh, Sankararaman & Ramchandran, 2021"
 
 SHARED = Capabilities(user_id=False)  # one model for every user: the user id is not read
 NEURAL = Capabilities(device=True)
+NOISE_AWARE = Capabilities(lockstep=True, noise_sigma=True)  # σ in an OFUL-style radius: the data's σ by default
 SLATE = Capabilities(slate=True, budget=True)
 
 # Simple baselines
@@ -105,7 +106,7 @@ register(
     paper="Cherkaoui, Barlier & Colin, ICML 2025",
     role="proposed",
     description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test",
-    capabilities=Capabilities(lockstep=True),
+    capabilities=NOISE_AWARE,
 )
 register(
     "cmlb",
@@ -113,7 +114,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="explore, threshold-graph clusters, collaborate on averaged rewards",
-    capabilities=Capabilities(lockstep=True),
+    capabilities=NOISE_AWARE,
 )
 register(
     "sclb",
@@ -121,7 +122,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="CMLB restarted in doubling phases with shrinking thresholds",
-    capabilities=Capabilities(lockstep=True),
+    capabilities=NOISE_AWARE,
 )
 register(
     "oful-ind",
@@ -129,7 +130,7 @@ register(
     paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011",
     role="baseline",
     description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)",
-    capabilities=Capabilities(lockstep=True),
+    capabilities=NOISE_AWARE,
 )
 register(
     "pmlb",
@@ -137,7 +138,7 @@ register(
     paper=GHOSH2021,
     role="proposed",
     description="common OFUL on averaged rewards, then personal offsets",
-    capabilities=Capabilities(lockstep=True),
+    capabilities=NOISE_AWARE,
 )
 
 # Neural bandits

@@ -141,6 +141,9 @@ class Capabilities:
     user_features: bool = False
     #: has a ``device`` hyper-parameter (cpu, cuda or auto) that ``--device`` sets
     device: bool = False
+    #: has a ``sigma`` hyper-parameter, the noise's sub-Gaussian scale in its confidence radius, that a run sets to
+    #: the σ the prepared data records (its ``noise`` parameter) unless the run sets it
+    noise_sigma: bool = False
     #: batches its seeds' work when they run in lockstep (``Policy.lockstep``); ``--engine lockstep`` groups the seeds
     #: of such an algorithm, and runs the others unit by unit
     lockstep: bool = False

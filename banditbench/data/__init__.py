@@ -55,9 +55,18 @@ def prepared_protocol(data_dir: Path, name: str) -> str | None:
         return None
 
 
+def check_plain_name(name: str) -> None:
+    """A dataset is named, never given as a path: the name is one folder under the data folder."""
+    if not name or name in (".", "..") or Path(name).name != name or name.startswith("~"):
+        raise UserError(
+            f"dataset {name!r} is a path, not a name; name a registered dataset or a folder directly under --data-dir"
+        )
+
+
 def check_dataset_name(data_dir: Path, name: str, protocols) -> None:
     """A registered dataset, or a folder under ``data_dir`` prepared (e.g. from the user's own data with
     ``prepare interactions --name``) for a protocol in ``protocols``; otherwise a one-line error."""
+    check_plain_name(name)
     if name in DATASETS:
         return
     protocol = prepared_protocol(data_dir, name)
@@ -76,6 +85,7 @@ __all__ = [
     "Option",
     "PreparedDataset",
     "check_dataset_name",
+    "check_plain_name",
     "load_dataset",
     "prepared_protocol",
     "register",

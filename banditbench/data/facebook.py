@@ -112,7 +112,10 @@ register(
         "McAuley & Leskovec 2012; M-CNB §5.2",
         "recommendation",
         pipeline.with_rating_options(prepare),
-        (*pipeline.rating_options(without=("positive_above", "negative_below")), pipeline.PROTOCOL_OPTIONS[1]),
+        (
+            *pipeline.rating_options(without=("positive_above", "negative_below", "positive_below")),
+            pipeline.PROTOCOL_OPTIONS[1],
+        ),
         raw=lambda: SPEC,
         files="facebook_combined.txt(.gz) or a folder holding it",
     )

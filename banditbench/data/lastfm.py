@@ -183,7 +183,7 @@ register(
                 False,
                 "ghosh: one listened artist in every round (the paper's CLUB protocol) instead of 25 random ones.",
             ),
-            *pipeline.rating_options(without=("positive_above", "negative_below"), top_items=20_000),
+            *pipeline.rating_options(without=("positive_above", "negative_below", "positive_below"), top_items=20_000),
         ),
         raw=lambda pipeline_name="svd": spec(pipeline_name),
         other_protocols=("round-robin",),

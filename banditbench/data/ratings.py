@@ -41,6 +41,7 @@ class RatingOptions:
     top_items: int = 10_000
     positive_above: float = 4.0  # "If the user's rating is more than 4 stars … reward is 1"
     negative_below: float | None = None  # None: every other rating is a 0-reward arm (paper); 2.0: code's −1 set
+    positive_below: float | None = None  # Meta-Ban §4.1: "If the user's rating is less than 2 stars … reward is 1"
     dim: int = 10
     groups: int | None = 50  # None: DEFAULT_GROUPS, or users / USERS_PER_GROUP when that is fewer
     seed: int = 0  # K-means random_state (the authors use 0)
@@ -54,7 +55,15 @@ class RatingOptions:
             "dim": self.dim,
             "groups": self.groups,
             "seed": self.seed,
+            # recorded only when set, so that datasets prepared before the option keep their parameters
+            **({"positive_below": self.positive_below} if self.positive_below is not None else {}),
         }
+
+    def rule(self) -> str:
+        """The positive's rule, in words."""
+        if self.positive_below is not None:
+            return f"positive = rating < {self.positive_below}"
+        return f"positive = rating > {self.positive_above}"
 
     def validate(self) -> None:
         for flag, value in (
@@ -66,6 +75,10 @@ class RatingOptions:
                 raise UserError(f"{flag} must be at least 1, got {value}")
         if self.dim < 2:
             raise UserError(f"--dim must be at least 2, got {self.dim}")
+        if self.positive_below is not None and self.negative_below is not None:
+            raise UserError(
+                "--negative-below goes with --positive-above; --positive-below makes every other rating a negative"
+            )
         if self.negative_below is not None and self.negative_below > self.positive_above:
             raise UserError(
                 f"--negative-below ({self.negative_below}) cannot exceed the positive threshold ({self.positive_above})"
@@ -82,6 +95,14 @@ RATING_OPTIONS = (
         None,
         "Only ratings below this are negatives, the middle is dropped (authors' "
         "code: 2) [default: every other rating is a negative, as the papers say].",
+        optional=True,
+    ),
+    Option(
+        "positive_below",
+        float,
+        None,
+        "A rating below this is a positive and every other rating a negative, replacing --positive-above "
+        "(Meta-Ban: 2) [default: unset].",
         optional=True,
     ),
     Option("dim", int, 10, "SVD feature dimension d of users and items.", minimum=2),
@@ -111,13 +132,16 @@ def with_rating_options(prepare):
 
 
 def binarise(ratings: pd.DataFrame, options: RatingOptions) -> pd.DataFrame:
-    """label +1 for rating > positive_above; −1 for the rest, or only below negative_below (the code drops the
-    middle)."""
-    positive = ratings["rating"].to_numpy() > options.positive_above
+    """label +1 for rating > positive_above (or < positive_below); −1 for the rest, or only below negative_below
+    (the code drops the middle)."""
+    rating = ratings["rating"].to_numpy()
+    positive = (
+        rating < options.positive_below if options.positive_below is not None else rating > options.positive_above
+    )
     if options.negative_below is None:
         keep = np.ones(len(ratings), bool)
     else:
-        keep = positive | (ratings["rating"].to_numpy() < options.negative_below)
+        keep = positive | (rating < options.negative_below)
     labelled = ratings.loc[keep].copy()
     labelled["label"] = np.where(positive[keep], 1, -1).astype(np.int8)
     return labelled
@@ -186,7 +210,7 @@ def build(
     if labelled.empty or not (labelled["label"] > 0).any():
         raise UserError(
             f"{what}: no ratings left after keeping the top {options.top_users} users and "
-            f"{options.top_items} items with positive = rating > {options.positive_above}"
+            f"{options.top_items} items with {options.rule()}"
         )
     raw_users = np.sort(labelled["raw_user"].unique())
     raw_items = np.sort(labelled["raw_item"].unique())

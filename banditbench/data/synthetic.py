@@ -1,17 +1,24 @@
-"""Built-in synthetic clustered linear users, as in the multi-agent papers (seeds 002 and 003).
+"""Built-in synthetic clustered linear users, as in the multi-agent papers (Ghosh et al. 2021; Cherkaoui et al. 2025).
 
 Following Ghosh, Sankararaman & Ramchandran (2021, §6.1, after Gentile et al. 2014): N users fall
 into M clusters whose sizes are proportional to i^(−z) (z = 0: balanced); each cluster's parameter
 θ is drawn uniformly from the unit sphere; every user of a cluster shares its θ. Per round the
 "linear" protocol draws K contexts from N(0, I/d) and rewards ⟨θ, x⟩ + N(0, σ²).
-The paper gives K = 25 and d = 15 and leaves the noise unstated; σ = 0.1 is our default.
+The paper gives K = 25 and d = 15 and leaves N, M and the noise unstated. Our defaults, N = 50 users in M = 2
+clusters and σ = 0.1, make the default benchmark's instance: each user gets T/N = 100 pulls of 5 000 rounds, too
+few for a d = 15 model of its own, while a cluster pools 25 users' pulls, so sharing within clusters pays.
 
 ``centres="bass"`` instead builds BASS's centres (Cherkaoui et al. 2025, App. R): for m = 1 … M,
 θ_m = e_m when m is odd and θ_m = cos ω e_{m−1} + sin ω e_m when m is even (unit norm, M ≤ d), so
 consecutive pairs are Δ = 2 sin(ω/2) apart; ω = π/4 is our guess for the paper's "similar" scenario (lost).
-``arm_set="fixed"`` replaces the fresh per-round contexts with BASS's fixed arm set (the generator
-of the authors' bandpy library; the paper's own generator text was lost): K/M arms around each centre,
-x = θ_m + 0.5 ‖θ_m‖ ξ with ξ ~ N(0, I_d), not normalised, served unchanged every round (table ``arms``).
+BASS's arm set, one set of K arms served unchanged every round (table ``arms``), comes in two forms. Of the
+paper's generator only "K arms of dimension d" and the bound ‖x‖ ≤ L of Assumption 4.1 survive; the authors'
+bandpy library draws K/M arms around each centre, x = θ_m + 0.5 ‖θ_m‖ ξ with ξ ~ N(0, I_d), not normalised:
+- ``arm_set="unit"`` (the preset's): those arms scaled to unit norm, so ‖x‖ ≤ L = S = 1 as for the centres.
+  Unnormalised, a long arm pointing between two close centres is the best arm of both: at ω = π/4 one arm is
+  best for every user in about a third of the draws (seed 0 among them), where clustering cannot matter;
+  scaled, in about 6 %.
+- ``arm_set="fixed"``: bandpy's arms as drawn.
 When M ∤ K the K arms are split as evenly as possible (the first K mod M centres get one more): our choice.
 ``protocol="synchronous"`` makes the dataset run under Ghosh et al.'s synchronous rounds.
 """
@@ -27,12 +34,12 @@ from banditbench.data.prepared import existing_parameters, physical_memory, writ
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.errors import UserError
 
-DEFAULTS = {"users": 100, "clusters": 5, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
+DEFAULTS = {"users": 50, "clusters": 2, "dim": 15, "arms": 25, "noise": 0.1, "z": 0.0, "seed": 0}
 # Options added after the first release: recorded in the manifest only when they differ from these,
 # so datasets prepared before them keep their parameters.
 EXTRA_DEFAULTS = {"centres": "sphere", "omega": float(np.pi / 4), "protocol": "linear", "arm_set": "fresh"}
 CENTRES = ("sphere", "bass")
-ARM_SETS = ("fresh", "fixed")
+ARM_SETS = ("fresh", "unit", "fixed")
 ARM_SPREAD = 0.5  # bandpy's coef: x = θ_m + 0.5 ‖θ_m‖ ξ
 # "cosine" (NeuralUCB's non-linear reward) is prepared as a dataset of its own, synthetic-cosine.
 SYNTHETIC_PROTOCOLS = ("linear", "synchronous", "cosine")
@@ -68,8 +75,10 @@ def generate(
     centres: str = "sphere",
     omega: float = EXTRA_DEFAULTS["omega"],
     arms: int = 0,
+    unit: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The users table, and with ``arms`` > 0 the fixed arm set (drawn after the users, so they are the same)."""
+    """The users table, and with ``arms`` > 0 the fixed arm set (drawn after the users, so they are the same),
+    scaled to unit norm with ``unit``."""
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((clusters, dim))
     theta /= np.linalg.norm(theta, axis=1, keepdims=True)  # uniform on the unit sphere
@@ -84,6 +93,8 @@ def generate(
     centre_of = np.repeat(np.arange(clusters), cluster_sizes(arms, clusters, 0.0))  # K/M arms per centre
     spread = ARM_SPREAD * np.linalg.norm(theta[centre_of], axis=1, keepdims=True)
     x = theta[centre_of] + spread * rng.standard_normal((arms, dim))
+    if unit:
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
     arm_table = pd.DataFrame({"arm": np.arange(arms), "cluster": centre_of})
     for j in range(dim):
         arm_table[f"x_{j}"] = x[:, j]
@@ -106,6 +117,23 @@ def check_memory(users: int, dim: int, arms: int) -> None:
         )
 
 
+def parameters_of(users, clusters, dim, arms, noise, z, seed, centres, omega, protocol, arm_set) -> dict:
+    """The parameters a manifest records: the options added after the first release only where they differ."""
+    parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
+    extra = {"centres": centres, "omega": float(omega), "protocol": protocol, "arm_set": arm_set}
+    if centres != "bass":
+        extra.pop("omega")  # ω only shapes BASS's centres
+    parameters.update({k: v for k, v in extra.items() if v != EXTRA_DEFAULTS[k]})
+    return parameters
+
+
+def check_free(data_dir: Path, protocol: str, parameters: dict, force: bool) -> None:
+    """Refuse a folder that holds this dataset prepared otherwise, unless ``force``."""
+    folder = Path(data_dir) / dataset_name(protocol)
+    if folder.exists() and not force and existing_parameters(folder) != parameters:
+        raise UserError(f"{folder} already exists; pass --force to rebuild it or --data-dir to write elsewhere")
+
+
 def dataset_name(protocol: str) -> str:
     return "synthetic-cosine" if protocol == "cosine" else "synthetic"
 
@@ -123,9 +151,19 @@ def prepare(
     force: bool = False,
     centres: str = "sphere",
     omega: float = EXTRA_DEFAULTS["omega"],
-    protocol: str = "linear",
+    protocol: str | None = "linear",
     arm_set: str = "fresh",
 ) -> Path:
+    """Write ``synthetic`` (or ``synthetic-cosine`` under ``protocol="cosine"``) and return its folder. ``protocol``
+    None (``prepare synthetic`` without ``--protocol``): the default benchmark's two datasets, the linear one and,
+    with fresh contexts, ``synthetic-cosine`` from the same users; both are checked before either is written."""
+    if protocol is None:
+        pair = ("linear", "cosine") if arm_set == "fresh" else ("linear",)
+        options = dict(users=users, clusters=clusters, dim=dim, arms=arms, noise=noise, z=z, seed=seed)
+        options |= dict(centres=centres, omega=omega, arm_set=arm_set)
+        for each in pair:  # a folder that holds other data is refused before anything is written
+            check_free(data_dir, each, parameters_of(**options, protocol=each), force)
+        return [prepare(data_dir, **options, protocol=each, force=force) for each in pair][0]
     for label, value in (("--users", users), ("--clusters", clusters), ("--dim", dim), ("--arms", arms)):
         if value < 1:
             raise UserError(f"{label} must be at least 1, got {value}")
@@ -143,21 +181,18 @@ def prepare(
         raise UserError(f"--centres bass needs --clusters ({clusters}) at most --dim ({dim})")
     if arm_set not in ARM_SETS:
         raise UserError(f"--arm-set must be one of {', '.join(ARM_SETS)}, got {arm_set!r}")
-    if arm_set == "fixed" and protocol != "linear":
-        raise UserError(f"--arm-set fixed needs --protocol linear, got {protocol!r}")
-    if arm_set == "fixed" and arms < clusters:
-        raise UserError(f"--arm-set fixed needs --arms ({arms}) at least --clusters ({clusters})")
-    check_memory(users, dim, arms if arm_set == "fixed" else 0)
-    parameters = {"users": users, "clusters": clusters, "dim": dim, "arms": arms, "noise": noise, "z": z, "seed": seed}
-    extra = {"centres": centres, "omega": float(omega), "protocol": protocol, "arm_set": arm_set}
-    if centres != "bass":
-        extra.pop("omega")  # ω only shapes BASS's centres
-    parameters.update({k: v for k, v in extra.items() if v != EXTRA_DEFAULTS[k]})
+    if arm_set != "fresh" and protocol != "linear":
+        raise UserError(f"--arm-set {arm_set} needs --protocol linear, got {protocol!r}")
+    if arm_set != "fresh" and arms < clusters:
+        raise UserError(f"--arm-set {arm_set} needs --arms ({arms}) at least --clusters ({clusters})")
+    check_memory(users, dim, arms if arm_set != "fresh" else 0)
+    parameters = parameters_of(users, clusters, dim, arms, noise, z, seed, centres, omega, protocol, arm_set)
     name = dataset_name(protocol)
     folder = Path(data_dir) / name
     if not force and existing_parameters(folder) == parameters:
         return folder  # already prepared with these parameters: nothing to do
-    table, arm_table = generate(users, clusters, dim, z, seed, centres, omega, arms if arm_set == "fixed" else 0)
+    fixed = arm_set != "fresh"
+    table, arm_table = generate(users, clusters, dim, z, seed, centres, omega, arms if fixed else 0, arm_set == "unit")
     tables = {"users": table} if arm_table is None else {"users": table, "arms": arm_table}
     return write_dataset(folder, name, tables, parameters, protocol=protocol, force=force)
 
@@ -170,8 +205,8 @@ register(
         "linear",
         prepare,
         (
-            Option("users", int, 100, "Number of users N.", minimum=1),
-            Option("clusters", int, 5, "Number of ground-truth clusters M.", minimum=1),
+            Option("users", int, 50, "Number of users N.", minimum=1),
+            Option("clusters", int, 2, "Number of ground-truth clusters M.", minimum=1),
             Option("dim", int, 15, "Context dimension d (Ghosh et al.: 15).", minimum=1),
             Option("arms", int, 25, "Arms K per round (Ghosh et al.: 25).", minimum=1),
             Option("noise", float, 0.1, "Reward noise standard deviation σ.", minimum=0),
@@ -188,17 +223,20 @@ register(
             Option(
                 "protocol",
                 str,
-                "linear",
+                None,
                 "linear (one random user per round), synchronous (all users each step) or "
-                "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine).",
+                "cosine (reward cos(3⟨θ, x⟩), prepared as synthetic-cosine) [default: linear, and with fresh "
+                "arms synthetic-cosine beside it from the same users: the default benchmark's two datasets].",
                 choices=SYNTHETIC_PROTOCOLS,
+                optional=True,
             ),
             Option(
                 "arm_set",
                 str,
                 "fresh",
-                "fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.) or fixed (BASS: "
-                "the same K arms every round, K/M around each centre, x = θ_m + 0.5‖θ_m‖ξ).",
+                "fresh (K new contexts x ~ N(0, I/d) each round, Ghosh et al.), unit (BASS: the same K arms every "
+                "round, K/M around each centre, x ∝ θ_m + 0.5‖θ_m‖ξ scaled to unit norm) or fixed (the same arms "
+                "not scaled, as the authors' bandpy code draws them).",
                 choices=ARM_SETS,
             ),
         ),

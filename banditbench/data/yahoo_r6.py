@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from banditbench.data import logs
-from banditbench.data.fetch import UNPUBLISHED, open_bytes, reading, sha256_of
+from banditbench.data.fetch import UNPUBLISHED, RawSpec, open_bytes, reading, sha256_of
 from banditbench.data.obd import LOG_OPTIONS
 from banditbench.data.prepared import up_to_date
 from banditbench.data.registry import Dataset, Option, register
@@ -225,6 +225,7 @@ register(
             Option("arm_buckets", int, 16, "R6B: buckets an article id is hashed into (its context).", minimum=2),
             *LOG_OPTIONS,
         ),
+        raw=lambda: RawSpec("yahoo-r6", (), {}, gated=WEBSCOPE),  # what a preset's prepare command says to fetch
         files="ydata-fp-td-clicks-v1_0.YYYYMMDD (R6A) or ydata-fp-td-clicks-v2_0.YYYYMMDD (R6B) day files, .gz or "
         "not, or a folder holding them",
     )

@@ -1,12 +1,12 @@
-"""The asynchronous linear protocol on clustered synthetic users (seeds 002 and 003).
+"""The asynchronous linear protocol on clustered synthetic users (Cherkaoui et al. 2025; Ghosh et al. 2021).
 
 Each round one user, drawn uniformly (BASS's asynchronous setting), faces K fresh contexts
 x_k ~ N(0, I/d) (Ghosh et al. §6.1); the expected reward of arm k is ⟨θ_user, x_k⟩ and the realised
 reward adds N(0, σ²) noise. Every draw comes from the environment's own stream and never depends on
 the policy's choices, so all algorithms of one seed see the same users, arms and noise.
 
-A dataset prepared with ``--arm-set fixed`` (BASS's setup, ``data/synthetic.py``) carries its K arms in the
-table ``arms``; every round then serves exactly those arms and the stream draws only users and noise.
+A dataset prepared with ``--arm-set unit`` or ``fixed`` (BASS's setup, ``data/synthetic.py``) carries its K arms
+in the table ``arms``; every round then serves exactly those arms and the stream draws only users and noise.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class LinearEnvironment:
         self.n_arms = int(dataset.parameters["arms"])
         self.noise = float(dataset.parameters["noise"])
         self.arm_set = None  # [K, d] served every round, or None for fresh contexts
-        if dataset.parameters.get("arm_set") == "fixed":
+        if dataset.parameters.get("arm_set", "fresh") != "fresh":
             self.arm_set = dataset.table("arms").sort_values("arm").filter(like="x_").to_numpy()
             self.arm_set.flags.writeable = False
         self.rng = np.random.default_rng(seed)

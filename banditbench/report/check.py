@@ -13,6 +13,7 @@ from banditbench.errors import UserError
 from banditbench.report.tables import Report
 
 BASELINE_VERSION = 1
+METRICS = ("final_regret", "cumulative_ctr")  # lower and higher is better
 
 
 def parse_tolerance(text: str) -> float:
@@ -53,15 +54,45 @@ def save_baseline(report: Report, path: Path) -> Path:
 
 
 def load_baseline(path: Path) -> dict:
+    """The baseline's entries, checked entry by entry: a baseline that cannot say what a regression is (no
+    entries, a value that is missing, not a number or not finite) is bad input, refused with exit code 2 by the
+    CLI, never mistaken for a regression (1) or a pass."""
     try:
-        document = json.loads(Path(path).read_text())
-        if document.get("banditbench_baseline") != BASELINE_VERSION:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(document, dict) or document.get("banditbench_baseline") != BASELINE_VERSION:
             raise ValueError("not a banditbench baseline (version key missing)")
-        return document["datasets"]
+        datasets = document["datasets"]
     except FileNotFoundError:
         raise UserError(f"baseline {path} does not exist; write one with --save-baseline {path}") from None
-    except (OSError, ValueError, KeyError, AttributeError) as e:
+    except (OSError, ValueError, KeyError) as e:
         raise UserError(f"baseline {path} is unreadable: {e}") from None
+    problem = baseline_problem(datasets)
+    if problem is not None:
+        raise UserError(f"baseline {path}: {problem}; write a new one with --save-baseline")
+    return datasets
+
+
+def baseline_problem(datasets) -> str | None:
+    """What makes the baseline's ``datasets`` entries unusable, or None."""
+    if not isinstance(datasets, dict) or not any(isinstance(a, dict) and a for a in datasets.values()):
+        return "it has no entries, so it could not catch any regression"
+    for dataset, algorithms in datasets.items():
+        if not isinstance(algorithms, dict):
+            return f"dataset {dataset!r} holds {type(algorithms).__name__}, not algorithms"
+        for algorithm, entry in algorithms.items():
+            name = f"{algorithm} on {dataset}"
+            if not isinstance(entry, dict):
+                return f"{name} is {entry!r}, not an entry"
+            for key, kinds in (("value", (int, float)), ("rounds", (int,)), ("metric", (str,))):
+                if key not in entry:
+                    return f"{name} has no {key!r}"
+                if not isinstance(entry[key], kinds) or isinstance(entry[key], bool):
+                    return f"{name} has {key} {entry[key]!r}, not a {'number' if key != 'metric' else 'name'}"
+            if isinstance(entry["value"], float) and not np.isfinite(entry["value"]):  # JSON's NaN, Infinity
+                return f"{name} has value {entry['value']!r}, not a finite number"
+            if entry["metric"] not in METRICS:
+                return f"{name} has metric {entry['metric']!r}, not one of {', '.join(METRICS)}"
+    return None
 
 
 @dataclass

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from banditbench.errors import UserError
-from banditbench.report.claims import TOLERANCE
-from banditbench.report.stats import ALPHA
+from banditbench.report.claims import GAIN_TOLERANCE, MATCH_MARGIN, SPEED_MARGIN, VALUE_MARGIN
+from banditbench.report.stats import ALPHA, MIN_SEEDS, wilcoxon_floor
 from banditbench.report.tables import Report, curves, format_mean_std
 
 DAGGER = "†"
@@ -48,6 +48,18 @@ def _interval(low: float, high: float, spec: str = ".2f") -> str:
     return "–" if not np.isfinite(low) else f"[{low:{spec}}, {high:{spec}}]"
 
 
+def rests_on(seeds, rounds: int) -> str:
+    """The seeds and rounds a table rests on, with a warning below MIN_SEEDS seeds."""
+    low, high = int(min(seeds)), int(max(seeds))
+    counted = f"{low} seeds" if low == high else f"{low} to {high} seeds per algorithm"
+    warning = (
+        f" **Warning: fewer than {MIN_SEEDS} seeds**: the intervals are rough and the tests decide little."
+        if low < MIN_SEEDS
+        else ""
+    )
+    return f"rests on {counted} of {rounds} rounds.{warning}"
+
+
 def _column_title(name: str) -> str:
     return name.removesuffix("_seconds").replace("_", " ") + " s/unit"
 
@@ -66,7 +78,8 @@ def sections(report: Report) -> list[Section]:
         title = f"{dataset}: {what} after {config['rounds']} {'logged events' if logged else 'rounds'}"
         note = (
             f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
-            f"{config['budget'] or 'unlimited'}; mean ± std (ddof = 1) over seeds and 95 % t-interval. "
+            f"{config['budget'] or 'unlimited'}; {rests_on(rows['seeds'], config['rounds'])} Mean ± std (ddof = 1) "
+            f"over seeds and 95 % percentile bootstrap interval of the mean. "
             f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
             f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
         )
@@ -168,17 +181,25 @@ def sections(report: Report) -> list[Section]:
                 Cell(format_p(r.t_p_holm)),
                 Cell(format_p(r.wilcoxon_p_holm)),
                 Cell(r.winner or "tie"),
+                Cell(r.note),
             ]
             for r in comparisons.itertuples()
         ]
+        fewest = int(comparisons["seeds"].min())
+        floor = (
+            f" With {fewest} seeds the exact Wilcoxon test cannot go below p = {wilcoxon_floor(fewest):.4g}."
+            if wilcoxon_floor(fewest) >= ALPHA / 5
+            else ""
+        )
         out.append(
             Section(
                 "Paired comparisons",
-                ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)", "Wilcoxon p (Holm)", "winner"],
+                ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)", "Wilcoxon p (Holm)", "winner", "note"],
                 rows,
                 f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
-                f"dataset; the winner is decided by the {test} at α = {ALPHA}. With 5 seeds the exact "
-                f"Wilcoxon test cannot go below p = 0.0625.",
+                f"dataset; the winner is decided by the {test} at α = {ALPHA}. Fewer than 3 seeds get no test, "
+                f"and seeds that differ by one same amount leave the t statistic undefined: the t-test column then "
+                f"gives the exact sign test.{floor}",
                 right={3, 4, 5, 6},
             )
         )
@@ -220,17 +241,32 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
     if judged.empty:  # a preset whose paper prints nothing to compare (the logged replays)
         return []
     notes = [f"{r.claim}: {r.here}" for r in rows[rows["kind"] == "note"].itertuples()]
+    seeds = report.summary[(report.summary["dataset"] == dataset) & ~report.summary["reference"]]["seeds"]
+    rounds = next(e.config["rounds"] for e in report.results.experiments if e.dataset == dataset)
+    differences = list(dict.fromkeys(d for r in judged.itertuples() if r.kind != "value" and r.differences
+                                     for d in r.differences.split("; ")))  # fmt: skip
+    setting = f" Differences from the paper's setting: {'; '.join(differences)}." if differences else ""
     note = (
-        f"Preset `{from_presets}`. A printed value is compared only on the paper's own setting (within the "
-        f"95 % interval here or {TOLERANCE:.0%} of the paper's value); orderings and stated comparisons are "
-        f"judged by the paired test of this report on any setting, the reason naming a stand-in. "
-        + " ".join(f"{n}." if not n.endswith(".") else n for n in notes)
+        f"Preset `{from_presets}`; {rests_on(seeds, rounds)} A printed value is judged only on the paper's own "
+        f"setting, by an equivalence test of here's mean within ± {100 * VALUE_MARGIN:.0f} % of it; stated "
+        f"comparisons by the {report.test} test over seeds, Holm-corrected over the pairs of one claim (agrees only "
+        f'when significant), "matches" and "competitive" within {100 * MATCH_MARGIN:.0f} %, "faster" by more than '
+        f"{100 * SPEED_MARGIN:.0f} % in seconds per round, an improvement within ± {100 * GAIN_TOLERANCE:.0f} % of "
+        f"the paper's (docs/reports.md).{setting} " + " ".join(f"{n}." if not n.endswith(".") else n for n in notes)
     )
     table = [
-        [Cell(r.claim), Cell(r.paper), Cell(r.here), Cell(r.verdict, bold=r.verdict == "disagrees"), Cell(r.reason)]
+        [
+            Cell(r.exhibit),
+            Cell(r.claim),
+            Cell(r.paper),
+            Cell(r.here),
+            Cell(r.verdict, bold=r.verdict == "disagrees"),
+            Cell(r.reason),
+        ]
         for r in judged.itertuples()
     ]
-    return [Section(f"{dataset}: paper vs here", ["claim", "paper", "here", "verdict", "reason"], table, note, level=3)]
+    columns = ["table / figure", "claim", "paper", "here", "verdict", "reason"]
+    return [Section(f"{dataset}: paper vs here", columns, table, note, level=3)]
 
 
 LOGGING = {  # runner/logged.py's ``logging`` of a log, in words

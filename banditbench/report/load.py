@@ -12,12 +12,20 @@ What the report reads from an outcome shard (``results/shards.py``):
   it ``reward`` is taken as the click count y_t = Σ clicks). Cumulative CTR = Σ_t clicks_t / m, and regret against
   the optimum = CTR_OPTIMUM·t − cumulative CTR (Zhang et al. 2022: rewards flipped with p = 0.1, so 0.9 per
   iteration). A shard's metadata key ``ctr_optimum`` overrides 0.9.
-From the timing sidecar: ``wall_seconds`` and ``peak_rss_mb`` (metadata) and every float per-round column summed
-over the unit (``select_seconds``, ``update_seconds`` and whatever an algorithm adds).
+From the timing sidecar: ``wall_seconds``, ``peak_rss_mb`` and ``machine`` (metadata: the processor model and
+core count) and every float per-round column summed over the unit (``select_seconds``, ``update_seconds`` and
+whatever an algorithm adds).
+
+Nothing is taken on trust. The units a folder should hold are planned again from its manifest's own config (every
+algorithm's grid cells × seeds, the cell chosen on the tuning seeds where it tuned), and a manifest that lists
+other units than its config plans is refused. Every shard must match its checksum record, hold the unit its file
+is named after and one the config plans, no other shard's unit, and finite outcomes (``results/shards.py``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,8 +33,14 @@ import numpy as np
 import pandas as pd
 
 from banditbench.errors import UserError
-from banditbench.results.folder import latest_experiment, read_manifest  # noqa: F401 (the report's entry)
-from banditbench.results.shards import SHARDS, read_shard, read_timing
+from banditbench.results.folder import (  # noqa: F401 (latest_experiment: the report's entry)
+    MANIFEST,
+    experiment_folders,
+    latest_experiment,
+    read_manifest,
+)
+from banditbench.results.shards import SHARDS, BrokenShard, read_shard, read_timing
+from banditbench.runner import grid
 
 CTR_OPTIMUM = 0.9  # Zhang et al. 2022: the expected optimal per-slot reward under 10 % flips
 # Settings every unit of one dataset must share for its numbers to be comparable.
@@ -40,9 +54,10 @@ class LoadedExperiment:
     units: list[str]  # every planned unit id, in run order
     rounds: pd.DataFrame  # per-round outcome of the completed units, with ``algorithm`` and ``seed`` columns
     timing: pd.DataFrame  # one row per completed unit: algorithm, seed, rounds, wall_seconds, peak_rss_mb, totals
-    problems: list[str] = field(default_factory=list)  # unreadable shards, named; the others are still reported
+    problems: list[str] = field(default_factory=list)  # broken shards, named: the report refuses them
     ctr_optimum: float = CTR_OPTIMUM
     logged: dict | None = None  # the ``logged`` metadata of a logged run's shards (runner/logged.py)
+    planned: int = 0  # report units the manifest's config plans, those of algorithms still tuning included
 
     @property
     def missing(self) -> list[str]:
@@ -62,17 +77,43 @@ def _incompatibility(meta: dict, config: dict) -> str | None:
             return f"{key} = {unit.get(key)!r}, the folder's manifest says {config.get(key)!r}"
     if meta.get("dataset_manifest_sha256") != config.get("dataset_manifest_sha256"):
         return "it was run on another version of the dataset (dataset manifest sha256 differs)"
-    params = config.get("algorithms", {}).get(unit["algorithm"])
-    if params is not None and not _in_grid(unit.get("params") or {}, params):
-        return f"hyper-parameters {unit.get('params')} differ from the manifest's {params}"
     return None
 
 
-def _in_grid(cell: dict, params: dict) -> bool:
-    """Whether ``cell`` is one cell of the run's grid: a list is a grid of values, anything else a fixed value."""
-    return set(cell) == set(params) and all(
-        cell[k] in v if isinstance(v, list) else cell[k] == v for k, v in params.items()
-    )
+def unit_key(unit: dict) -> tuple:
+    """What tells one reported unit from another in a folder: its algorithm, grid cell and seed."""
+    return unit["algorithm"], json.dumps(unit.get("params") or {}, sort_keys=True), unit["seed_index"]
+
+
+def planned_units(manifest: dict, folder: Path) -> tuple[set[tuple], int]:
+    """The report units the manifest's config plans, as :func:`unit_key` keys, and how many more units the
+    algorithms still tuning will add; refused when the manifest lists other units than its config plans."""
+    where = Path(folder) / MANIFEST
+    config, listed = manifest["config"], manifest["units"]
+    chosen = manifest.get("tuning") or {}
+    keys, pending = set(), 0
+    try:
+        seeds = range(config["seeds"])
+        for algo, params in config["algorithms"].items():
+            cells = grid.cells(params)
+            if config.get("tune_seeds") and len(cells) > 1:
+                if algo not in chosen:
+                    pending += len(seeds)
+                    continue
+                cells = [chosen[algo]["chosen"]]
+            keys |= {unit_key({"algorithm": algo, "params": cell, "seed_index": i}) for cell in cells for i in seeds}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UserError(
+            f"{where} is corrupt: its config cannot plan the run's units ({type(e).__name__}: {e})"
+        ) from None
+    if not isinstance(listed, list) or len(set(listed)) != len(listed):
+        raise UserError(f"{where} is corrupt: it lists a unit twice")
+    if len(listed) != len(keys):
+        raise UserError(
+            f"{where} contradicts itself: its config plans {len(keys)} units, it lists {len(listed)}; "
+            "it was edited or is corrupt, so these results cannot be reported"
+        )
+    return keys, pending
 
 
 def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperiment:
@@ -81,21 +122,30 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         raise UserError(f"results folder {folder} does not exist")
     manifest = read_manifest(folder)
     config, unit_ids = manifest["config"], manifest["units"]
+    planned, pending = planned_units(manifest, folder)
     labels = manifest.get("labels", {})  # grid cells reported side by side are named club[alpha=0.1] etc.
     frames, timings, problems, optima, logged = [], [], [], set(), None
+    held: dict[tuple, str] = {}  # unit key → the shard holding it
     for unit_id in unit_ids:
         path = folder / SHARDS / f"{unit_id}.parquet"
         if not path.exists():
             continue
         try:
             frame, meta = read_shard(path)
+            timing = read_timing(path)
+            key = unit_key(meta["unit"])
+            if key not in planned:
+                raise BrokenShard("it holds a unit that the manifest's config does not plan")
+            if key in held:
+                raise BrokenShard(f"it holds the same unit as {held[key]}")
             if "t" not in frame or not ("regret" in frame or ctr_columns(frame)):
-                raise ValueError("it has neither a regret column nor CTR columns")
+                raise BrokenShard("it has no round column, or neither a regret column nor CTR columns")
             if "rounds" in config and len(frame) != config["rounds"]:
-                raise ValueError(f"it has {len(frame)} rows for {config['rounds']} rounds")
-        except Exception as e:  # any unreadable file is named, and the rest of the report goes on
-            problems.append(f"{path.name}: corrupt shard ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+                raise BrokenShard(f"it has {len(frame)} rows for {config['rounds']} rounds")
+        except BrokenShard as e:  # named, and the report refuses to be written
+            problems.append(f"{path.name}: {e}")
             continue
+        held[key] = path.name
         reason = _incompatibility(meta, config)
         if reason is not None and not allow_mixed:
             raise UserError(
@@ -108,14 +158,6 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         frame.insert(0, "algorithm", label)
         frame.insert(1, "seed", meta["unit"]["seed_index"])
         frames.append(frame)
-        try:
-            timing = read_timing(path) or {}
-        except Exception as e:
-            problems.append(
-                f"{path.name.replace('.parquet', '.timing.parquet')}: corrupt timing sidecar "
-                f"({type(e).__name__}: {str(e).splitlines()[0][:200]})"
-            )
-            timing = {}
         timings.append(
             {
                 "unit": unit_id,
@@ -124,12 +166,14 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
                 "rounds": len(frame),
                 "wall_seconds": timing.get("wall_seconds", np.nan),
                 "peak_rss_mb": timing.get("peak_rss_mb", np.nan),
+                "machine": timing.get("machine"),
                 **timing.get("totals", {}),
             }
         )
     if not frames:
         if problems:
-            raise UserError(f"{folder}: no readable shard; {'; '.join(problems)}")
+            more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+            raise UserError(f"{folder}: no shard passes verification: {'; '.join(problems[:3])}{more}")
         raise UserError(f"{folder} has no finished units yet; run `banditbench run --out {folder} --resume`")
     if len(optima) > 1 and not allow_mixed:
         raise UserError(f"{folder}: shards disagree on the CTR optimum ({sorted(optima)}); pass --allow-mixed")
@@ -142,6 +186,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         problems,
         max(optima),
         logged,
+        planned=len(planned) + pending,
     )
 
 
@@ -202,7 +247,13 @@ def _dataset_settings(exp: LoadedExperiment) -> dict:
 
 
 def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
-    experiments = [load_experiment(folder, allow_mixed=allow_mixed) for folder in folders]
+    named: dict[str, Path] = {}
+    for folder in map(Path, folders):
+        where = os.path.realpath(folder)
+        if where in named:
+            raise UserError(f"{folder} is named twice (also as {named[where]}); name each results folder once")
+        named[where] = folder
+    experiments = [load_experiment(folder, allow_mixed=allow_mixed) for folder in experiment_folders(folders)]
     warnings = []
     first: dict[str, LoadedExperiment] = {}
     for exp in experiments:

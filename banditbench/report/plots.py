@@ -77,8 +77,9 @@ def regret_figure(report: Report):
         ax.set_xlabel("round")
         ax.set_ylabel("cumulative CTR" if metric == "cumulative_ctr" else "cumulative regret")
         ax.grid(alpha=0.3)
-    axes[0].legend(frameon=False, fontsize=8)
-    fig.suptitle("Cumulative regret or CTR: mean over seeds, 95 % t-band")
+    for ax in axes[: len(results.datasets)]:  # each panel names its own algorithms (datasets may differ in them)
+        ax.legend(frameon=False, fontsize=8)
+    fig.suptitle("Cumulative regret or CTR: mean over seeds, 95 % bootstrap band")
     fig.tight_layout()
     return fig
 
@@ -110,7 +111,7 @@ def runtime_figure(report: Report):
         ax.set_ylabel("cumulative CTR" if ctr else "final cumulative regret")
         ax.grid(alpha=0.3)
     axes[0].legend(frameon=False, fontsize=8)
-    fig.suptitle("Running time vs final regret or CTR (mean, 95 % t-interval)")
+    fig.suptitle("Running time vs final regret or CTR (mean, 95 % bootstrap interval)")
     fig.tight_layout()
     return fig
 

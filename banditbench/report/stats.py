@@ -1,5 +1,6 @@
-"""Statistics over seeds and datasets: t confidence intervals, paired tests with Holm's correction, win / tie /
-loss counts and average ranks (Demšar 2006's bake-off toolkit, which the bandit papers do not report).
+"""Statistics over seeds and datasets: bootstrap intervals of means, paired tests that say when they are degenerate,
+Holm's correction, the seeds a paired t-test needs, equivalence intervals, win / tie / loss counts and average ranks
+(Demšar 2006's bake-off toolkit, which the bandit papers do not report).
 
 Paired tests pair units by seed index: every algorithm with seed index i saw the same users, arms and noise
 (common random numbers), so differences per seed remove most of the shared variance.
@@ -7,7 +8,9 @@ Paired tests pair units by seed index: every algorithm with seed index i saw the
 
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -16,17 +19,141 @@ from scipy.special import stdtrit  # Student t quantiles (scipy.stats' t.ppf), w
 
 ALPHA = 0.05
 TESTS = ("t", "wilcoxon")
+MIN_SEEDS = 5  # below it a table warns: intervals and tests from so few seeds decide little
+MIN_TEST_SEEDS = 3  # fewer paired seeds get no test: a paired t-test on 2 seeds has 1 degree of freedom
+POWER = 0.8  # the power a seed count must reach to be the one "that would settle it"
+MOST_SEEDS = 10_000  # beyond this many seeds a difference is reported as out of reach
+BOOTSTRAP_RESAMPLES = 1000  # Efron & Tibshirani (1993, §19.3): enough for a percentile interval's ends
+BOOTSTRAP_SEED = 0  # one fixed generator: the same values always give the same interval
+
+
+def bootstrap_interval(values, confidence: float = 1 - ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of the mean over axis 0 of ``values`` [seeds, …] (Efron & Tibshirani 1993,
+    §13.3): BOOTSTRAP_RESAMPLES resamples of the seeds, drawn as multinomial weights from a generator with a fixed
+    seed, so the same values give the same interval. Every resampled mean lies between the smallest and the largest
+    value, so the interval never leaves the quantity's range (a regret is never below 0). With one value: NaN.
+    The columns (e.g. the rounds of a curve) share the resamples and are done in blocks to bound memory."""
+    x = np.asarray(values, dtype=float)
+    n = x.shape[0]
+    shape = x.shape[1:]
+    if n < 2:
+        return np.full(shape, np.nan), np.full(shape, np.nan)
+    flat = x.reshape(n, -1)
+    weights = np.random.default_rng(BOOTSTRAP_SEED).multinomial(n, np.full(n, 1 / n), BOOTSTRAP_RESAMPLES) / n
+    low, high = np.empty(flat.shape[1]), np.empty(flat.shape[1])
+    block = max(1, 2**22 // BOOTSTRAP_RESAMPLES)  # about 32 MB of resampled means at a time
+    tails = [(1 - confidence) / 2, (1 + confidence) / 2]
+    for start in range(0, flat.shape[1], block):
+        means = flat[:, start : start + block].T @ weights.T  # [columns, resamples]: each row's quantiles contiguous
+        low[start : start + block], high[start : start + block] = np.quantile(means, tails, axis=1)
+    # a weighted sum may round a hair outside the values it averages
+    low = np.clip(low, flat.min(axis=0), flat.max(axis=0))
+    high = np.clip(high, flat.min(axis=0), flat.max(axis=0))
+    return low.reshape(shape), high.reshape(shape)
 
 
 def describe(values) -> dict[str, float]:
-    """n, mean, sample std (ddof = 1) and the two-sided 95 % Student-t interval mean ± t_{n−1}·std/√n."""
+    """n, mean, sample std (ddof = 1) and the 95 % percentile bootstrap interval of the mean."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     n = values.size
-    mean = values.mean() if n else np.nan
-    std = values.std(ddof=1) if n > 1 else np.nan
-    half = stdtrit(n - 1, 1 - ALPHA / 2) * std / np.sqrt(n) if n > 1 else np.nan
-    return {"n": n, "mean": mean, "std": std, "ci_low": mean - half, "ci_high": mean + half}
+    low, high = bootstrap_interval(values)
+    return {
+        "n": n,
+        "mean": values.mean() if n else np.nan,
+        "std": values.std(ddof=1) if n > 1 else np.nan,
+        "ci_low": float(low),
+        "ci_high": float(high),
+    }
+
+
+def mean_interval(values, confidence: float) -> tuple[float, float]:
+    """The two-sided Student-t interval of the mean, mean ± t_{n−1}·std/√n; a point when every value is equal
+    (the interval of a zero-variance sample), NaN with fewer than 2 values."""
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    if n < 2:
+        return np.nan, np.nan
+    mean, std = values.mean(), values.std(ddof=1)
+    half = stdtrit(n - 1, (1 + confidence) / 2) * std / np.sqrt(n)
+    return float(mean - half), float(mean + half)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired comparison over seeds: the number of differences, their mean and std, the test's two-sided p
+    (NaN when no test applies) and, when the test is degenerate or missing, why."""
+
+    n: int
+    mean: float
+    std: float
+    p: float
+    note: str = ""
+
+
+def paired_test(differences, test: str = "t") -> Paired:
+    """The paired test of per-seed differences a − b (``test``: "t" or "wilcoxon"), honest about degenerate cases:
+    fewer than MIN_TEST_SEEDS differences get no test; differences all 0 get none either (identical on every seed);
+    differences all equal and non-zero (to 1e-9 of their size: sums of per-round floats round differently) leave
+    the t statistic undefined (zero variance), so the t-test falls back to the exact sign test, p = 2·(1/2)^n, and
+    says so."""
+    d = np.asarray(differences, dtype=float)
+    d = d[np.isfinite(d)]
+    n = d.size
+    mean = float(d.mean()) if n else np.nan
+    std = float(d.std(ddof=1)) if n > 1 else np.nan
+    if n < MIN_TEST_SEEDS:
+        return Paired(n, mean, std, np.nan, f"n = {n}: no test")
+    if np.all(d == 0):
+        return Paired(n, mean, std, np.nan, "identical on every seed")
+    constant = bool(np.ptp(d) <= 1e-9 * np.abs(d).max())  # equal up to the rounding of sums of per-round floats
+    if test == "t" and constant:
+        return Paired(
+            n, mean, std, min(1.0, 2.0 * 0.5**n), "degenerate: every seed differs by the same amount (exact sign test)"
+        )
+    from scipy import stats  # half a second to import: only where two algorithms are compared
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(stats.ttest_1samp(d, 0.0).pvalue if test == "t" else stats.wilcoxon(d).pvalue)
+    note = "every seed differs by the same amount" if constant else ""
+    return Paired(n, mean, std, p, note)
+
+
+def paired_pvalues(a, b) -> tuple[float, float, str]:
+    """Two-sided p-values of the paired t-test and the Wilcoxon signed-rank test on a − b, and the note of
+    :func:`paired_test` (NaN p-values where no test applies)."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    t, w = paired_test(d, "t"), paired_test(d, "wilcoxon")
+    return t.p, w.p, t.note
+
+
+def seeds_for_power(mean: float, std: float, alpha: float = ALPHA, power: float = POWER) -> float | None:
+    """The fewest seeds (≥ MIN_TEST_SEEDS) with which a two-sided paired t-test at level ``alpha`` detects the
+    standardized effect |mean| / std with probability ``power``: power(n) = P(|T| > t_{1−α/2, n−1}) for T
+    noncentral t with n − 1 degrees of freedom and noncentrality (|mean| / std)·√n (Cohen 1988, §2.3). None when
+    the effect is 0 or undefined (zero variance); inf when more than MOST_SEEDS would be needed."""
+    if not (np.isfinite(mean) and np.isfinite(std)) or mean == 0 or std <= 0:
+        return None
+    from scipy import stats
+
+    effect = abs(mean) / std
+
+    def reached(n: int) -> bool:
+        df = n - 1
+        critical = stats.t.ppf(1 - alpha / 2, df)
+        shift = effect * math.sqrt(n)
+        return stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift) >= power
+
+    low, high = MIN_TEST_SEEDS - 1, MIN_TEST_SEEDS  # reached(high) is searched by doubling, then bisected
+    while not reached(high):
+        if high >= MOST_SEEDS:
+            return math.inf
+        low, high = high, min(2 * high, MOST_SEEDS)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reached(middle) else (middle, high)
+    return high
 
 
 def holm(pvalues) -> np.ndarray:
@@ -44,30 +171,13 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
-def paired_pvalues(a, b) -> tuple[float, float]:
-    """Two-sided p-values of the paired t-test and the Wilcoxon signed-rank test on a − b.
-    All-zero differences give p = 1; a constant non-zero difference gives p = 0 for the t-test."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if d.size < 2:
-        return np.nan, np.nan
-    if np.all(d == 0):
-        return 1.0, 1.0
-    from scipy import stats  # half a second to import: only where two algorithms are compared
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t_p = 0.0 if np.all(d == d[0]) else float(stats.ttest_rel(a, b).pvalue)
-        w_p = float(stats.wilcoxon(d).pvalue)
-    return t_p, w_p
-
-
 def pairwise(
     units: pd.DataFrame, value: str, higher_is_better: bool, algorithms: list[str], *, test: str = "t"
 ) -> pd.DataFrame:
     """Every pair of algorithms on their common seeds, Holm-corrected over the pairs of one dataset.
 
     ``winner`` is the algorithm with the better mean difference when the chosen test's adjusted p < ALPHA,
-    else empty (a tie)."""
+    else empty (a tie); ``note`` says when the pair's test is missing or degenerate (:func:`paired_test`)."""
     rows = []
     for dataset, of_dataset in units.groupby("dataset", sort=False):
         wide = of_dataset.pivot(index="seed", columns="algorithm", values=value)
@@ -75,7 +185,7 @@ def pairwise(
         block = []
         for a, b in combinations(present, 2):
             common = wide[[a, b]].dropna()
-            t_p, w_p = paired_pvalues(common[a], common[b])
+            t_p, w_p, note = paired_pvalues(common[a], common[b])
             block.append(
                 {
                     "dataset": dataset,
@@ -85,6 +195,7 @@ def pairwise(
                     "mean_difference": float((common[a] - common[b]).mean()) if len(common) else np.nan,
                     "t_p": t_p,
                     "wilcoxon_p": w_p,
+                    "note": note,
                 }
             )
         if not block:
@@ -93,7 +204,18 @@ def pairwise(
         block["t_p_holm"] = holm(block["t_p"])
         block["wilcoxon_p_holm"] = holm(block["wilcoxon_p"])
         rows.append(block)
-    columns = ["dataset", "a", "b", "seeds", "mean_difference", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm"]
+    columns = [
+        "dataset",
+        "a",
+        "b",
+        "seeds",
+        "mean_difference",
+        "t_p",
+        "t_p_holm",
+        "wilcoxon_p",
+        "wilcoxon_p_holm",
+        "note",
+    ]
     table = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
     significant = table[f"{test}_p_holm"] < ALPHA
     a_better = table["mean_difference"] > 0 if higher_is_better else table["mean_difference"] < 0
@@ -162,3 +284,9 @@ def friedman_nemenyi(means: pd.DataFrame, higher_is_better: dict[str, bool]) -> 
         "friedman_p": p,
         "critical_difference": float(q * np.sqrt(k * (k + 1) / (6 * datasets))),
     }
+
+
+def wilcoxon_floor(n: int) -> float:
+    """The smallest two-sided p the exact Wilcoxon signed-rank test can give with n non-zero differences: every
+    sign alike, 2·(1/2)^n (0.0625 with 5 seeds, 0.25 with 3)."""
+    return min(1.0, 2.0 * 0.5**n)

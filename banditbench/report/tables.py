@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import stdtrit
 
 from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
@@ -117,7 +116,7 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         stats.average_ranks(means, higher),
         test,
         stats.friedman_nemenyi(means, higher),
-        paper_vs_here(results, summary, comparisons, test),
+        paper_vs_here(results, summary, test),
         logged_table(results.rounds, results.logged, results.algorithms) if results.logged else None,
     )
 
@@ -157,17 +156,22 @@ def _mark_best(summary: pd.DataFrame, comparisons: pd.DataFrame, results: Result
 
 
 def curves(results: Results) -> pd.DataFrame:
-    """Per dataset, algorithm and round t: mean, std and 95 % t-interval over seeds of the cumulative metrics."""
+    """Per dataset, algorithm and round t: mean, std and 95 % percentile bootstrap interval over seeds of the
+    cumulative metrics (the interval of the last round is the table's)."""
     metrics = [c for c in ("cumulative_regret", "cumulative_ctr", "ctr_regret") if c in results.rounds]
     grouped = results.rounds.groupby(["dataset", "algorithm", "t"], sort=False)
     table = grouped[metrics].agg(["mean", "std"])
     table.columns = [f"{metric}_{stat}" for metric, stat in table.columns]
     seeds = grouped.size()
-    half = stdtrit(np.maximum(seeds - 1, 1), 1 - stats.ALPHA / 2) / np.sqrt(seeds)
     for metric in metrics:
-        spread = table[f"{metric}_std"] * half.where(seeds > 1)
-        table[f"{metric}_ci_low"] = table[f"{metric}_mean"] - spread
-        table[f"{metric}_ci_high"] = table[f"{metric}_mean"] + spread
+        bands = []
+        for (dataset, algorithm), unit_rounds in results.rounds.groupby(["dataset", "algorithm"], sort=False):
+            by_seed = unit_rounds.pivot(index="seed", columns="t", values=metric).sort_index()
+            low, high = stats.bootstrap_interval(by_seed.to_numpy())
+            at = pd.MultiIndex.from_product([[dataset], [algorithm], by_seed.columns])
+            bands.append(pd.DataFrame({"low": low, "high": high}, index=at))
+        bands = pd.concat(bands).reindex(table.index)
+        table[f"{metric}_ci_low"], table[f"{metric}_ci_high"] = bands["low"].to_numpy(), bands["high"].to_numpy()
     table["seeds"] = seeds
     table = table.reset_index()
     # cumulative regret ÷ random's at the same round (Ghosh et al. Fig. 1(e))

@@ -3,9 +3,11 @@ bookkeeping that lets ``--resume`` finish it.
 
 A folder holds banditbench results when its ``manifest.json`` says so (a JSON object with the run's
 ``config`` and planned ``units``). Only such a folder may be resumed or replaced with ``--overwrite``;
-anything else non-empty is refused, so no user file is ever deleted or mixed with results. While a run
-writes into a folder it holds an exclusive ``flock`` on ``<folder>/.lock``, so a second run into the same
-folder is refused instead of racing the first.
+anything else non-empty is refused, so no user file is ever deleted or mixed with results. Results never go
+into a prepared dataset or a folder of them. While a run writes into a folder it holds an exclusive ``flock``
+on ``<folder>/.lock``, so a second run into the same folder is refused instead of racing the first; holding it,
+the run also removes what a killed run into the same folder left (partial files, an ``--overwrite``'s staging
+folder). A symlinked ``--out`` is followed: the results go where it points, and the link stays a link.
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from banditbench.data import prepared_protocol
 from banditbench.errors import UserError
 from banditbench.results.shards import SHARDS, replace_atomically
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 CHECKPOINTS = "checkpoints"
+LARGEST_DATASET_MANIFEST = 2**20  # a prepared dataset's manifest is a few kB; a results folder's can be larger
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -31,8 +37,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UserError(f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`") \
-            from None
+        raise UserError(
+            f"{folder} is not a results folder (no {MANIFEST}); run `banditbench run --out {folder}`"
+        ) from None
     except (OSError, ValueError) as e:
         raise UserError(f"{path} is corrupt: {e}") from None
     if not isinstance(manifest, dict) or not {"config", "units"} <= set(manifest):
@@ -58,8 +65,10 @@ def config_difference(saved: dict[str, Any], current: dict[str, Any], prefix: st
     for key in sorted(set(saved) | set(current)):
         name = f"{prefix}{key}"
         if key not in saved or key not in current:
-            return f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, " \
-                   f"{'absent' if key not in current else repr(current[key])} now"
+            return (
+                f"{name}: {'absent' if key not in saved else repr(saved[key])} in the folder, "
+                f"{'absent' if key not in current else repr(current[key])} now"
+            )
         a, b = saved[key], current[key]
         if isinstance(a, dict) and isinstance(b, dict):
             found = config_difference(a, b, f"{name}.")
@@ -79,8 +88,9 @@ def _partial(name: str) -> bool:
     return name.startswith(".") and name.endswith(".partial")
 
 
-def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool,
-                 data_dir: Path | None = None) -> None:
+def check_output(
+    out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool, data_dir: Path | None = None
+) -> None:
     """Every refusal of ``--out`` that can be decided without writing anything."""
     if overwrite and resume:
         raise UserError("--overwrite and --resume exclude each other")
@@ -93,8 +103,9 @@ def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: 
         raise UserError(f"--out {out} is the current folder or one above it; name a folder of its own for results")
     if data_dir is not None:
         data = Path(data_dir).resolve()
-        if where == data or where in data.parents:
-            raise UserError(f"--out {out} is the data folder {data_dir} or one above it; name another folder")
+        if where == data or where in data.parents or data in where.parents:
+            raise UserError(f"--out {out} is the data folder {data_dir}, inside it or above it; name another folder")
+    refuse_data_folder(out, "--out")
     for parent in reversed(out.parents):  # --out FILE/sub: blame FILE
         if parent.exists() and not parent.is_dir():
             raise UserError(f"--out {out}: {parent} is a file, not a folder")
@@ -114,14 +125,49 @@ def check_output(out: Path, config: dict[str, Any], *, overwrite: bool, resume: 
             raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
         raise UserError(f"{out} holds files but no banditbench results; choose another --out")
     if not results:
-        raise UserError(f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
-                        f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
-                        "another --out")
+        raise UserError(
+            f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
+            f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
+            "another --out"
+        )
     if resume:
         difference = config_difference(read_manifest(out)["config"], config)
         if difference:
-            raise UserError(f"--resume: {out} was run with other settings ({difference}); "
-                            "use another --out or --overwrite")
+            raise UserError(
+                f"--resume: {out} was run with other settings ({difference}); use another --out or --overwrite"
+            )
+
+
+def data_folder_of(path: Path) -> Path | None:
+    """The prepared dataset, or the folder of prepared datasets, that ``path`` is or lies in; None if there is none."""
+    path = Path(os.path.realpath(path))
+    for folder in (path, *path.parents):
+        if _is_dataset(folder):
+            return folder
+        try:
+            # a results folder (it has shards) is skipped unread: a folder of past runs holds many
+            children = [c for c in folder.iterdir() if (c / MANIFEST).is_file() and not (c / SHARDS).is_dir()]
+        except OSError:  # not there yet, or not readable: holds nothing we could harm
+            continue
+        if any(_is_dataset(child) for child in children):
+            return folder
+    return None
+
+
+def _is_dataset(folder: Path) -> bool:
+    manifest = folder / MANIFEST
+    try:
+        small = manifest.stat().st_size <= LARGEST_DATASET_MANIFEST
+    except OSError:
+        return False
+    return small and prepared_protocol(folder.parent, folder.name) is not None
+
+
+def refuse_data_folder(path: Path, flag: str) -> None:
+    """Results and reports never go into prepared data, where they could mix with or replace a dataset's files."""
+    data = data_folder_of(path)
+    if data is not None:
+        raise UserError(f"{flag} {path} is in the prepared data under {data}; name a folder outside it")
 
 
 def _lock(folder: Path, out: Path):
@@ -130,8 +176,10 @@ def _lock(folder: Path, out: Path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise UserError(f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
-                        "finish or choose another --out") from None
+        raise UserError(
+            f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
+            "finish or choose another --out"
+        ) from None
     return handle
 
 
@@ -140,20 +188,20 @@ class Output(os.PathLike):
     are swapped out only when the new run completes. Holds the folder's lock until :meth:`close`."""
 
     def __init__(self, out: Path, *, overwrite: bool):
-        self.out = Path(out)
+        self.out = Path(os.path.realpath(out))  # a symlink is followed: the swap then replaces its target
         self.created = not self.out.exists()
         self.staged = overwrite and not self.created and bool(_contents(self.out))
         self.locks = []
         try:
             self.out.mkdir(parents=True, exist_ok=True)
             self.locks.append(_lock(self.out, self.out))
+            remove_leftovers(self.out)
             if self.staged:
                 self.target = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", dir=self.out.parent))
+                os.chmod(self.target, stat.S_IMODE(self.out.stat().st_mode))  # mkdtemp's 0700 would replace it
                 self.locks.append(_lock(self.target, self.out))  # moves with the folder into place
             else:
                 self.target = self.out
-                for stale in [*self.out.glob(".*.partial"), *(self.out / SHARDS).glob(".*.partial")]:
-                    stale.unlink()  # left by a killed run; the lock says no run is writing them now
         except UserError:
             self.close()
             if self.created:
@@ -191,14 +239,44 @@ class Output(os.PathLike):
         holds no finished unit and no checkpoint, so that a failed first attempt leaves nothing behind."""
         if self.staged:
             shutil.rmtree(self.target, ignore_errors=True)
-        elif self.created and not any((self.out / SHARDS).glob("*.parquet")) \
-                and not any((self.out / CHECKPOINTS).glob("*")):
+        elif (
+            self.created
+            and not any((self.out / SHARDS).glob("*.parquet"))
+            and not any((self.out / CHECKPOINTS).glob("*"))
+        ):
             shutil.rmtree(self.out, ignore_errors=True)
         self.close()
 
 
+def remove_leftovers(out: Path) -> None:
+    """What a killed run into ``out`` left, removed by the next run once it holds ``out``'s lock (so no run is
+    writing them now): partial files, an interrupted ``--overwrite``'s staging folder beside ``out`` (named as
+    ``tempfile.mkdtemp`` names them, and holding a lock file) and the old results of a swap cut short."""
+    for stale in [*out.glob(".*.partial"), *(out / SHARDS).glob(".*.partial")]:
+        stale.unlink()
+    staging = re.compile(rf"\.{re.escape(out.name)}\.[a-z0-9_]{{8}}")
+    for folder in out.parent.iterdir():
+        if staging.fullmatch(folder.name) and (folder / LOCK).is_file() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+    old = out.with_name(f".{out.name}.old")
+    if old.is_dir() and not old.is_symlink() and is_results_folder(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def latest_experiment(results_dir: Path) -> Path:
-    candidates = sorted(Path(results_dir).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
+    """The newest run under ``results_dir``: an experiment folder, or the folder of a default benchmark's parts."""
+    manifests = [*Path(results_dir).glob(f"*/{MANIFEST}"), *Path(results_dir).glob(f"*/*/{MANIFEST}")]
+    if not manifests:
         raise UserError(f"no experiments in {results_dir}/; run `banditbench run` first")
-    return candidates[-1].parent
+    newest = max(manifests, key=lambda p: p.stat().st_mtime)
+    return Path(results_dir) / newest.relative_to(results_dir).parts[0]
+
+
+def experiment_folders(folders: list[Path]) -> list[Path]:
+    """``folders`` with each folder that holds no manifest but experiments one level below (a default benchmark's
+    parts) replaced by those experiments."""
+    found = []
+    for folder in map(Path, folders):
+        parts = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
+        found += parts if parts and not (folder / MANIFEST).exists() else [folder]
+    return found

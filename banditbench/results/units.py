@@ -1,5 +1,5 @@
-"""A unit's identity (docs/architecture.md, "Unit of work"): (dataset, protocol, algorithm, hyper-parameters, seed, rounds,
-budget), its stable id (the shard's file name) and what running it returns."""
+"""A unit's identity (docs/architecture.md, "Unit of work"): (dataset, protocol, algorithm, hyper-parameters, seed,
+rounds, budget), its stable id (the shard's file name) and what running it returns."""
 
 from __future__ import annotations
 

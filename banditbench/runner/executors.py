@@ -44,6 +44,7 @@ from banditbench.algos import plugins
 from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
 from banditbench.errors import UserError
+from banditbench.parent_death import PARENT_VARIABLE, die_with_parent
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.unit import run_group
@@ -127,9 +128,13 @@ _worker: dict[str, Any] = {}  # per worker process: the dataset, the message que
 
 def die_with(parent: int) -> None:
     """Make this worker process end when ``parent`` (the process running the experiment) ends, even by
-    ``kill -9``, so that no worker outlives its run. On Linux a pidfd wakes a watchdog thread the moment the
-    parent exits (the worker's own parent is the fork server, so PR_SET_PDEATHSIG alone would not do);
-    elsewhere the thread polls the parent once a second."""
+    ``kill -9``, so that no worker outlives its run. On Linux the kernel kills the worker when its own parent,
+    the fork server, ends, which the server does the moment ``parent`` ends (banditbench/worker_signals.py);
+    a watchdog thread also ends it when ``parent`` ends, woken by a pidfd on Linux (a pool started outside the
+    main thread has a fork server that outlives the run until its workers end), polling once a second
+    elsewhere."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool's terminate() ends a worker at once, as always
+    die_with_parent(signal.SIGKILL, os.getppid())
 
     def watch() -> None:
         try:
@@ -178,10 +183,13 @@ def pool_context() -> multiprocessing.context.BaseContext:
     # a thread pool: the server stays single-threaded, which is what makes forking from it safe.
     # It is started while this process ignores SIGINT, a disposition that survives exec and that Python keeps:
     # a Ctrl-C while the server is still importing cannot interrupt it (the window here is the fork and exec).
+    # From the main thread, the server is told to end with this process (the kernel's signal on the death of the
+    # thread that started it must not come while the process lives on).
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    variables = {**dict.fromkeys(THREAD_VARIABLES, "1"), **({PARENT_VARIABLE: str(os.getpid())} if main else {})}
     try:
-        with mock.patch.dict(os.environ, dict.fromkeys(THREAD_VARIABLES, "1")):
+        with mock.patch.dict(os.environ, variables):
             forkserver.ensure_running()
     finally:
         if main:
@@ -376,6 +384,12 @@ class RayExecutor(Executor):
                     if isinstance(e.cause, UserError):
                         raise UserError(str(e.cause)) from None
                     raise
+                except ray.exceptions.RayError as e:  # Ray lost a worker, a node or an object: not the unit's fault
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    raise UserError(
+                        f"Ray lost the task running {', '.join(u.id for u in group)} ({type(e).__name__}: {reason}); "
+                        "the finished units are kept: run the same command again with --resume"
+                    ) from None
                 for unit, result in zip(group, results):
                     if progress is not None:
                         progress(unit.rounds)

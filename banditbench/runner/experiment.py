@@ -15,6 +15,7 @@ it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 from __future__ import annotations
 
 import difflib
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,16 @@ from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results import folder as manifest
 from banditbench.results.folder import Output, check_output
-from banditbench.results.shards import disk_full, estimated_bytes, shard_path, verify_shard, write_shard
+from banditbench.results.shards import (
+    disk_full,
+    estimated_bytes,
+    remove_shard,
+    shard_path,
+    verify_shard,
+    write_shard,
+)
 from banditbench.results.units import Unit
+from banditbench.runner import declared_data as declared
 from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import check_engine, group_units
@@ -57,6 +66,7 @@ class Experiment:
     tuned: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # algorithm → its cells, to tune
     labels: dict[str, str] = field(default_factory=dict)  # unit id → how reports name its cell
     state_bytes: dict[str, int] = field(default_factory=dict)  # algorithm → its statistics' bytes a unit, if known
+    stand_in: dict[str, dict[str, Any]] = field(default_factory=dict)  # declared data the prepared data differs from
 
     def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
         c = self.config
@@ -91,12 +101,17 @@ def plan(
     protocol: str | None = None,
     device: str | None = None,
     env: dict[str, Any] | None = None,
+    declared_data: dict[str, Any] | None = None,
+    allow_stand_in: bool = False,
 ) -> Experiment:
     """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
     preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
     hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
-    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``; ``tune_rounds``: the rounds of
-    a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only."""
+    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``; an algorithm with the
+    ``noise_sigma`` capability gets the σ the dataset records unless ``params`` set it; ``tune_rounds``: the rounds of
+    a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only; ``declared_data``: the
+    data the experiment needs ({"dataset", "parameters", "by"}, a preset's), checked against the prepared
+    dataset's manifest (runner/declared_data.py), where ``allow_stand_in`` lets other data through as a stand-in."""
     check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
@@ -151,7 +166,15 @@ def plan(
 
             for cell in grid.cells(resolved[algo]):
                 resolve_device(cell["device"])
+    stand_in = {}
+    if declared_data is not None:
+        who = declared_data.get("by", "this experiment")
+        stand_in = declared.check(data_dir, dataset, declared_data, allow_stand_in=allow_stand_in, who=who)
     prepared = load_dataset(data_dir, dataset)
+    noise = prepared.parameters.get("noise")
+    if isinstance(noise, (int, float)) and noise > 0:  # σ of the data, for the algorithms whose radius reads σ
+        from_data = {a: {"sigma": [float(noise)]} for a in algorithms if ALGORITHMS[a].capabilities.noise_sigma}
+        resolved = grid.resolve(grid.merge(from_data, assignments), algorithms)  # a σ the run sets wins
     prepared_for = PROTOCOL_ALIASES.get(prepared.manifest["protocol"], prepared.manifest["protocol"])
     if protocol is not None and protocol != prepared_for:
         raise UserError(
@@ -210,7 +233,7 @@ def plan(
         "budget": budget,
         **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
     }
-    experiment = Experiment(prepared, [], config, state_bytes=state_bytes)
+    experiment = Experiment(prepared, [], config, state_bytes=state_bytes, stand_in=stand_in)
     for algo in algorithms:
         algo_cells = grid.cells(resolved[algo])
         if tune_seeds and len(algo_cells) > 1:
@@ -323,7 +346,7 @@ def prepare_output(
 
 
 def final_regret(path: Path) -> float:
-    return float(np.sum(pq.read_table(path, columns=["regret"])["regret"].to_numpy()))
+    return float(np.sum(pq.read_table(os.path.abspath(path), columns=["regret"])["regret"].to_numpy()))
 
 
 def choose_cells(experiment: Experiment, target: Path) -> dict[str, dict[str, Any]]:
@@ -383,7 +406,7 @@ def pending_units(
         if problem is not None:
             if warn is not None:
                 warn(f"{path} is broken ({problem}); running {unit.id} again")
-            path.unlink()
+            remove_shard(path)
             pending.append(unit)
     return pending
 

@@ -22,7 +22,14 @@ def parse_assignments(texts: list[str]) -> Assignments:
         algo, dot, name = key.strip().partition(".")
         if not sep or not dot or not name or not raw.strip():
             raise UserError(f"--set expects ALGO.NAME=VALUE or ALGO.NAME=VALUE,VALUE,…, got {text!r}")
-        assignments.setdefault(algo, {})[name] = [v.strip() for v in raw.split(",")]
+        values = [v.strip() for v in raw.split(",")]
+        given = assignments.setdefault(algo, {})
+        if name in given:  # keeping the last would silently drop a value the user meant to run
+            raise UserError(
+                f"--set {algo}.{name} is given twice ({','.join(given[name])} and {','.join(values)}); give it once, "
+                f"with a comma-separated list for a grid: --set {algo}.{name}={','.join(given[name] + values)}"
+            )
+        given[name] = values
     return assignments
 
 

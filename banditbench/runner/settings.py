@@ -3,7 +3,8 @@
 Later layers win: built-in defaults < ``--preset`` (or ``preset = "…"`` in the file) < ``--config``
 file < flags given on the command line. Hyper-parameter assignments (``--set`` / the ``[set]`` table)
 merge name by name, so ``--set club.alpha=1`` overrides the file's ``club.alpha`` and keeps its
-``club.ridge``. The experiment file is TOML with the flags' names as keys::
+``club.ridge``. A preset's layer also carries ``prepared-with``, the data it declares (checked in ``plan``).
+The experiment file is TOML with the flags' names as keys::
 
     dataset = "synthetic"
     algos = ["linucb-ind", "oracle"]      # or "linucb-ind,oracle"
@@ -21,6 +22,8 @@ merge name by name, so ``--set club.alpha=1`` overrides the file's ``club.alpha`
     [set.linucb-one]
     ridge = 1.0
 
+    allow-stand-in = false                # true: run a preset on data prepared otherwise than it declares
+
     [env]                                 # protocol settings (``--env NAME=VALUE``), e.g. twostage's
     users = 100
     slate_size = 5
@@ -32,6 +35,7 @@ sits above this module and stacks the three layers with :func:`combine`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +64,27 @@ DEFAULTS: dict[str, Any] = {
     "preset": None,
     "protocol": None,  # a preset's protocol, checked against the prepared dataset's
     "env": {},  # protocol settings, NAME → value
+    "allow-stand-in": False,  # run a preset on data prepared otherwise than it declares (runner/declared_data.py)
 }
+# BASS's relaxation at which sharing stops paying: collaboration helps while ‖θ_i − θ_j‖_V ≤ (2 − √2)β (Cherkaoui
+# et al. 2025, Eq. 1), the separation of two ellipsoids of radius γβ (Lemma 5.2) at γ* = 1 − 1/√2. The paper's runs
+# take γ = 1 (its presets here too), which separates only agents it is sure of: on σ = 0.1 data, where its radius
+# is mostly the ridge term √λ·S, it keeps sharing across clusters for the whole default benchmark.
+GAMMA_STAR = 1 - 1 / math.sqrt(2)
+# What a run without a preset gives an algorithm unless the file or the flags set it (a preset sets its paper's).
+RUN_DEFAULTS: grid.Assignments = {"bass": {"gamma": [GAMMA_STAR]}}
+# The default benchmark (``banditbench run`` naming no dataset, algorithms, preset or file), one experiment per
+# part: clustering against one LinUCB per user and one for all on clustered linear users, and a neural bandit
+# against the linear ones on the same users' non-linear reward (``prepare synthetic`` writes both datasets). The
+# flags given apply to every part.
+DEFAULT_BENCHMARK = (
+    {
+        "dataset": "synthetic",
+        "algos": ["linucb-one", "linucb-ind", "club", "sclub", "bass", "oracle"],
+        "rounds": 5000,
+    },
+    {"dataset": "synthetic-cosine", "algos": ["linucb-one", "linucb-ind", "neuucb-one", "oracle"], "rounds": 2000},
+)
 KINDS = {
     "dataset": str,
     "rounds": int,
@@ -78,6 +102,7 @@ KINDS = {
     "preset": str,
     "protocol": str,
 }
+FLAGS = ("allow-stand-in",)  # true or false
 
 
 def split_names(value: str | list[str]) -> list[str]:
@@ -123,6 +148,8 @@ def normalise(layer: dict[str, Any], where: str) -> dict[str, Any]:
                 value = table_to_assignments(value, where)
             else:
                 raise UserError(f"{where}: set should be a table of ALGO.NAME = value(s)")
+        elif key in FLAGS and not isinstance(value, bool):
+            raise UserError(f"{where}: {key} should be true or false, got {value!r}")
         elif key in KINDS and not (isinstance(value, KINDS[key]) and not isinstance(value, bool)):
             raise UserError(f"{where}: {key} should be a {getattr(KINDS[key], '__name__', 'number')}, got {value!r}")
         settings[key] = value
@@ -140,15 +167,23 @@ def parse_env(value: list[str] | dict[str, Any], where: str) -> dict[str, Any]:
         name, sep, raw = text.partition("=")
         if not sep or not name.strip() or not raw.strip():
             raise UserError(f"--env expects NAME=VALUE, got {text!r}")
-        settings[name.strip().replace("-", "_")] = raw.strip()
+        name = name.strip().replace("-", "_")
+        if name in settings:
+            raise UserError(f"--env {name} is given twice ({settings[name]} and {raw.strip()}); give it once")
+        settings[name] = raw.strip()
     return settings
 
 
 def read_config(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_bytes().decode("utf-8"))
     except OSError as e:
         raise UserError(f"cannot read --config {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(
+            f"--config {path} is not UTF-8 text (byte {e.start} is {e.object[e.start]:#04x}); TOML files "
+            "are UTF-8: save it again as UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"--config {path} is not valid TOML: {e}") from None
 

@@ -25,7 +25,7 @@ from banditbench.envs import PROTOCOLS, Budget
 from banditbench.envs.round import Rounds, RoundViews
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
-from banditbench.runner.checkpoint import Checkpoints
+from banditbench.runner.checkpoint import Checkpoints, restore_rng
 from banditbench.runner.diagnostics import clustering_scores
 from banditbench.runner.logged import LoggedRounds
 from banditbench.runner.seeds import unit_streams
@@ -136,19 +136,17 @@ class Lane:
 
     def start(self, state: dict[str, Any] | None) -> None:
         """Fresh columns, or those of a checkpoint ``state`` (whose policy state is loaded)."""
-        T, policy = self.unit.rounds, self.policy
+        policy = self.policy
         if state is None:
-            self.columns = {
-                **self.kind.new_columns(T),
-                "budget_spent": np.empty(T, np.int64),
-                "select_seconds": np.empty(T),
-                "update_seconds": np.empty(T),
-                **{f"{name}_seconds": np.zeros(T) for name in policy.timing_columns},
-            }
+            self.columns = self.new_columns()
             self.diagnostics: dict[str, np.ndarray] = {}
             self.wall_before = 0.0
         else:
-            policy.load_state_dict(state["policy"])
+            check_columns(state["columns"], self.new_columns())
+            try:
+                policy.load_state_dict(state["policy"])
+            except (AttributeError, IndexError, KeyError, RuntimeError, TypeError, ValueError) as e:
+                raise UnusableCheckpoint(f"its policy state does not fit {self.unit.algorithm} ({e})") from None
             self.columns, self.diagnostics = state["columns"], state.get("diagnostics", {})
             self.wall_before = state["wall_seconds"]
         self.kind.use(self.columns, policy)
@@ -157,6 +155,16 @@ class Lane:
         )
         self.components = {name: self.columns[f"{name}_seconds"] for name in policy.timing_columns}
         self.true_groups = getattr(self.kind.env, "true_groups", None)
+
+    def new_columns(self) -> dict[str, np.ndarray]:
+        T = self.unit.rounds
+        return {
+            **self.kind.new_columns(T),
+            "budget_spent": np.empty(T, np.int64),
+            "select_seconds": np.empty(T),
+            "update_seconds": np.empty(T),
+            **{f"{name}_seconds": np.zeros(T) for name in self.policy.timing_columns},
+        }
 
     def share_times(self, select: np.ndarray, update: np.ndarray, S: int, start: int, stop: int) -> None:
         """This unit's share of the group's select and update seconds of rounds [start, stop)."""
@@ -186,14 +194,43 @@ class Lane:
         return UnitResult(outcome, timing, self.wall_before + wall, metadata=metadata)
 
 
-def resumed_states(lanes: list[Lane], checkpoints: Checkpoints | None) -> list[dict[str, Any] | None]:
-    """Each lane's checkpoint, when all of them stopped at the same round; otherwise the group starts again."""
-    if checkpoints is None:
-        return [None] * len(lanes)
-    states = [checkpoints.load(lane.unit) for lane in lanes]  # after the build: torch's RNG
-    if len({None if state is None else state["t"] for state in states}) != 1:
-        return [None] * len(lanes)
-    return states
+class UnusableCheckpoint(Exception):
+    """A checkpoint whose columns or policy state do not fit its unit."""
+
+
+def check_columns(saved: dict[str, np.ndarray], fresh: dict[str, np.ndarray]) -> None:
+    """A checkpoint's columns are the unit's, each with the fresh column's shape and dtype."""
+    if set(saved) != set(fresh):
+        raise UnusableCheckpoint(f"its columns {sorted(saved)} are not the unit's {sorted(fresh)}")
+    for name, column in fresh.items():
+        if saved[name].shape != column.shape or saved[name].dtype != column.dtype:
+            raise UnusableCheckpoint(
+                f"its column {name!r} is {saved[name].dtype}{list(saved[name].shape)}, "
+                f"not {column.dtype}{list(column.shape)}"
+            )
+
+
+def start_lanes(units: list[Unit], dataset: PreparedDataset, checkpoints: Checkpoints | None) -> tuple[list, int]:
+    """A group's lanes, started from their checkpoints when every member has a usable one at the same round
+    (otherwise from round 0, every unusable checkpoint discarded with its warning); the round they start at."""
+    lanes = [Lane(unit, dataset) for unit in units]
+    states = [None] * len(lanes)
+    if checkpoints is not None:
+        states = [checkpoints.load(lane.unit) for lane in lanes]  # after the build: torch's RNG
+        if len({None if state is None else state["t"] for state in states}) != 1:
+            states = [None] * len(lanes)
+    try:
+        for lane, state in zip(lanes, states):
+            lane.start(state)
+    except UnusableCheckpoint as e:
+        checkpoints.discard(lane.unit, str(e))
+        lanes, states = [Lane(unit, dataset) for unit in units], [None] * len(lanes)  # the policies as built
+        for lane in lanes:
+            lane.start(None)
+    if states[0] is None:
+        return lanes, 0
+    restore_rng(states[0])
+    return lanes, states[0]["t"]
 
 
 class EachRound:
@@ -322,11 +359,24 @@ def run_group(
     a group of one is a unit run alone. Their policies act through the algorithm's
     ``Policy.lockstep`` group, which may batch their work; every unit keeps its own environment, columns and
     checkpoints. Select and update times are the group's, divided equally among its units."""
-    lanes = [Lane(unit, dataset) for unit in units]
-    states = resumed_states(lanes, checkpoints)
-    for lane, state in zip(lanes, states):
-        lane.start(state)
-    start = 0 if states[0] is None else states[0]["t"]
+    lanes, start = start_lanes(units, dataset, checkpoints)
+    if not start:
+        return play(lanes, 0, progress, checkpoints)
+    try:
+        return play(lanes, start, progress, checkpoints)
+    except Exception as e:  # a policy state that loaded but breaks the policy (a planted wrong-shaped array)
+        reason = f"the unit failed after resuming from it: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        for unit in units:
+            checkpoints.discard(unit, reason)
+        lanes, _ = start_lanes(units, dataset, None)
+        return play(lanes, 0, progress, checkpoints)  # a failure of the policy itself fails again, from round 0
+
+
+def play(
+    lanes: list[Lane], start: int, progress: Callable[[int], None] | None, checkpoints: Checkpoints | None
+) -> list[UnitResult]:
+    """The round loop of started lanes, from round ``start`` to the end; their results."""
+    units = [lane.unit for lane in lanes]
     S, T = len(lanes), units[0].rounds
     if progress is not None and start:
         progress(S * (start - start % PROGRESS_EVERY))  # the loop reports the rest of this block

@@ -1,0 +1,172 @@
+"""The verdict rules on constructed per-seed results: a clear win, a tie, a reversal, equivalence inside and outside
+its margin, zero variance, two seeds, an entry behind by mean claimed best, "faster" on timing columns; and the
+statistics under them (bootstrap intervals, degenerate paired tests, the seeds a power calculation asks for)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from banditbench.report import stats, verdicts
+from banditbench.report.verdicts import AGREES, DISAGREES, INCONCLUSIVE
+
+NOISE = np.array([3.0, -2.0, 1.0, -4.0, 2.0, 0.5, -1.5, 4.0, -3.0, 0.0])  # zero-mean seed-to-seed noise, sd 2.7
+SEED_LEVEL = np.array([100.0, 300.0, 200.0, 500.0, 400.0, 250.0, 350.0, 150.0, 450.0, 320.0])  # shared by all
+
+
+def seeds(**columns) -> pd.DataFrame:
+    """Per-seed final regret: one column per algorithm, index the seed."""
+    n = len(next(iter(columns.values())))
+    return pd.DataFrame({name: np.asarray(v, dtype=float) for name, v in columns.items()}, index=range(n))
+
+
+def test_a_clear_win_agrees_and_its_reversal_disagrees():
+    wide = seeds(a=SEED_LEVEL - 30 + NOISE, b=SEED_LEVEL)  # a has 30 less regret on every seed, give or take 4
+    win = verdicts.beats(wide, "a", "b", higher=False)
+    assert win.verdict == AGREES and "a significantly better than b" in win.reason and "10 seeds" in win.reason
+    loss = verdicts.beats(wide, "b", "a", higher=False)
+    assert loss.verdict == DISAGREES and "a significantly better than b" in loss.reason
+    ctr = verdicts.beats(wide, "b", "a", higher=True)  # the same numbers as CTRs: higher is better
+    assert ctr.verdict == AGREES
+
+
+def test_a_tie_is_inconclusive_and_names_the_seeds_that_would_settle_it():
+    wide = seeds(a=SEED_LEVEL + NOISE + 0.5, b=SEED_LEVEL)  # a 0.5 behind on average, noise sd 2.7
+    tie = verdicts.beats(wide, "a", "b", higher=False)
+    assert tie.verdict == INCONCLUSIVE
+    assert "a behind b by mean, inside the noise" in tie.reason
+    effect = 0.5 / np.std(NOISE + 0.5, ddof=1)
+    assert f"≈ {stats.seeds_for_power(0.5, np.std(NOISE, ddof=1)):.0f} seeds would settle it" in tie.reason
+    assert stats.seeds_for_power(0.5, np.std(NOISE, ddof=1)) > 100 and effect < 0.2  # a tiny effect: many seeds
+
+
+def test_power_calculation_gives_the_textbook_seed_counts():
+    # paired t-test, two-sided α = 0.05, 80 % power (Cohen 1988, Table 2.4.1 for one-sample t): d = 0.5 → 34,
+    # d = 0.8 → 15, d = 1 → 10
+    assert [stats.seeds_for_power(d, 1.0) for d in (0.5, 0.8, 1.0)] == [34, 15, 10]
+    assert stats.seeds_for_power(0.0, 1.0) is None and stats.seeds_for_power(1.0, 0.0) is None
+    assert stats.seeds_for_power(1e-4, 1.0) == np.inf
+    assert stats.seeds_for_power(5.0, 1.0) == stats.MIN_TEST_SEEDS  # a huge effect still needs a testable n
+
+
+def test_two_seeds_get_no_test():
+    wide = seeds(a=[380.0, 382.0], b=[362.0, 364.0])  # the issue's SCLUB / CLUB pair on 2 seeds
+    said = verdicts.beats(wide, "b", "a", higher=False)
+    assert said.verdict == INCONCLUSIVE and said.reason.startswith("n = 2: no test")
+    t_p, w_p, note = stats.paired_pvalues([380, 382], [362, 364])
+    assert np.isnan(t_p) and np.isnan(w_p) and note == "n = 2: no test"
+
+
+def test_zero_variance_differences_fall_back_to_the_exact_sign_test_and_say_so():
+    level = SEED_LEVEL[:6]
+    result = stats.paired_test(np.full(6, 18.0))
+    assert result.p == pytest.approx(2 * 0.5**6) and result.note.startswith("degenerate: every seed differs by the")
+    said = verdicts.beats(seeds(a=level - 18, b=level), "a", "b", higher=False)
+    assert said.verdict == AGREES and "degenerate: every seed differs by the same amount" in said.reason
+    few = verdicts.beats(seeds(a=level[:4] - 18, b=level[:4]), "a", "b", higher=False)  # p = 0.125 with 4 seeds
+    assert few.verdict == INCONCLUSIVE and "p = 0.125" in few.reason and "degenerate" in few.reason
+    assert "seeds that would settle it: —" in few.reason  # no spread: no power calculation
+    assert stats.paired_test(np.full(6, 18.0), "wilcoxon").p == pytest.approx(2 * 0.5**6)  # exact, no fallback
+
+
+def test_identical_results_are_no_win_and_match_exactly():
+    wide = seeds(a=SEED_LEVEL, b=SEED_LEVEL)
+    said = verdicts.beats(wide, "a", "b", higher=False)
+    assert said.verdict == INCONCLUSIVE and said.reason.startswith("identical on every seed")
+    same = verdicts.close_to(wide, "a", "b", False, 0.05, one_sided=False, word="a matches b")
+    assert same.verdict == AGREES and same.reason == "identical on every seed"
+
+
+def test_best_agrees_only_when_better_than_every_other_holm_over_its_own_pairs():
+    others = {f"x{i}": SEED_LEVEL + 40 + np.roll(NOISE, i) for i in range(6)}
+    wide = seeds(a=SEED_LEVEL + NOISE, **others, tied=SEED_LEVEL + np.roll(NOISE, 3) + 0.3)
+    contenders = list(wide)
+    said = verdicts.best(wide, "a", contenders, higher=False)
+    assert said.verdict == INCONCLUSIVE and said.reason.startswith("undecided (Holm, 10 seeds): a ahead of tied (p =")
+    assert "x0" not in said.reason  # the pairs a wins significantly are not named
+    clear = verdicts.best(wide.drop(columns="tied"), "a", contenders[:-1], higher=False)
+    assert clear.verdict == AGREES and "each of the 6 others (Holm, 10 seeds)" in clear.reason
+    lost = verdicts.best(wide, "x0", contenders, higher=False)
+    assert lost.verdict == DISAGREES and lost.reason.startswith("significantly better than x0 (Holm, 10 seeds): a > x0")
+    assert "would settle" not in lost.reason
+
+
+def test_an_entry_behind_by_mean_is_never_best():
+    # the issue's BASS case: nine seeds at 0 and one at ≈ 4 077 against CMLB's ≈ 96
+    bass = np.array([0.0] * 9 + [4077.0])
+    cmlb = np.array([96.0, 90.0, 101.0, 99.0, 93.0, 97.0, 95.0, 98.0, 94.0, 98.0])
+    wide = seeds(bass=bass, cmlb=cmlb, club=cmlb + 200)
+    said = verdicts.best(wide, "bass", ["bass", "cmlb", "club"], higher=False)
+    assert said.verdict != AGREES and "bass behind cmlb (p =" in said.reason
+    low, high = stats.bootstrap_interval(bass)
+    assert low >= 0 and high <= 4077 and low == 0.0  # the t-interval here is [−514.6, 1 329.9]
+
+
+def test_ordering_agrees_only_when_every_pair_holds_and_names_the_undecided_ones():
+    wide = seeds(m=SEED_LEVEL + NOISE, n=SEED_LEVEL + 60 + np.roll(NOISE, 2), o=SEED_LEVEL + 120 + np.roll(NOISE, 5))
+    assert verdicts.ordering(wide, [("m", "n"), ("m", "o"), ("n", "o")], higher=False).verdict == AGREES
+    reversed_ = verdicts.ordering(wide, [("o", "n"), ("o", "m"), ("n", "m")], higher=False)
+    assert reversed_.verdict == DISAGREES and "m > o (p < 0.001)" in reversed_.reason
+    close = seeds(m=SEED_LEVEL + NOISE, n=SEED_LEVEL + 0.2 + np.roll(NOISE, 2), o=SEED_LEVEL + 120)
+    undecided = verdicts.ordering(close, [("m", "n"), ("m", "o"), ("n", "o")], higher=False)
+    assert undecided.verdict == INCONCLUSIVE and undecided.reason.startswith("undecided (Holm, 10 seeds): m ahead of n")
+
+
+def test_equivalence_inside_and_outside_the_margin():
+    base = SEED_LEVEL + 1000  # means ≈ 1300: a 5 % margin is ≈ 65
+    inside = seeds(a=base + 10 + NOISE, b=base)
+    said = verdicts.close_to(inside, "a", "b", False, 0.05, one_sided=False, word="a matches b")
+    assert said.verdict == AGREES and said.reason.startswith("a matches b: a's shortfall against b [")
+    outside = seeds(a=base + 200 + NOISE, b=base)
+    assert verdicts.close_to(outside, "a", "b", False, 0.05, one_sided=False, word="").verdict == DISAGREES
+    edge = seeds(a=base + 65 + 10 * NOISE, b=base)  # the interval straddles +65
+    assert verdicts.close_to(edge, "a", "b", False, 0.05, one_sided=False, word="").verdict == INCONCLUSIVE
+    # "competitive" bounds only the shortfall: far better is still competitive, far worse is not
+    better = seeds(a=base - 200 + NOISE, b=base)
+    assert verdicts.close_to(better, "a", "b", False, 0.05, one_sided=True, word="").verdict == AGREES
+    assert verdicts.close_to(better, "a", "b", False, 0.05, one_sided=False, word="").verdict == DISAGREES
+    assert verdicts.close_to(outside, "a", "b", False, 0.05, one_sided=True, word="").verdict == DISAGREES
+
+
+def test_a_printed_value_is_an_equivalence_test_against_the_papers_number():
+    here = 4447.1 + 20 * NOISE
+    assert verdicts.printed_value(here, 4447.1, 444.7).verdict == AGREES
+    assert verdicts.printed_value(here + 1000, 4447.1, 444.7).verdict == DISAGREES
+    wide = verdicts.printed_value(here + 444.7 + 10 * NOISE, 4447.1, 444.7)
+    assert wide.verdict == INCONCLUSIVE and wide.reason.startswith("undecided, the interval crosses the margin")
+    assert verdicts.printed_value(here[:2], 4447.1, 444.7).reason == "n = 2: no test"
+
+
+def test_an_improvement_agrees_within_half_the_papers_gain():
+    baseline = SEED_LEVEL + 1000
+    wide = seeds(mine=baseline * 0.92 + NOISE, club=baseline, locb=baseline + 50)
+    said, gain = verdicts.improvement(wide, "mine", ["club", "locb"], False, 8.1, 0.5)
+    assert said.verdict == AGREES and gain == pytest.approx(8.0, abs=0.2) and "gain over club" in said.reason
+    none, gain = verdicts.improvement(seeds(mine=baseline + NOISE, club=baseline), "mine", ["club"], False, 8.1, 0.5)
+    assert none.verdict == DISAGREES and abs(gain) < 0.5
+
+
+def test_faster_is_judged_on_seconds_per_round_with_a_margin_and_the_machine():
+    machine = "on Test CPU (2 cores)"
+    jitter = 1 + NOISE / 100  # ± 4 % from one unit to the next
+    quick = seeds(a=1e-4 * 0.6 * jitter, b=1e-4 * np.roll(jitter, 3))
+    said, ratio = verdicts.faster(quick, "a", "b", 0.10, machine)
+    assert said.verdict == AGREES and ratio == pytest.approx(0.6, abs=0.03) and said.reason.endswith(machine)
+    slow, _ = verdicts.faster(quick, "b", "a", 0.10, machine)
+    assert slow.verdict == DISAGREES
+    close = seeds(a=1e-4 * 0.93 * jitter, b=1e-4 * np.roll(jitter, 3))  # 7 % faster: inside the margin
+    assert verdicts.faster(close, "a", "b", 0.10, machine)[0].verdict == INCONCLUSIVE
+
+
+def test_the_bootstrap_interval_is_the_percentile_bootstrap_deterministic_and_inside_the_values():
+    from scipy.stats import bootstrap
+
+    sample = np.random.default_rng(3).exponential(size=10)
+    low, high = stats.bootstrap_interval(sample)
+    reference = bootstrap((sample,), np.mean, method="percentile", rng=np.random.default_rng(1)).confidence_interval
+    # scipy's 9 999 resamples against our 1 000: the ends agree within the Monte Carlo error (sd ≈ 0.015 here)
+    assert low == pytest.approx(reference.low, abs=0.05) and high == pytest.approx(reference.high, abs=0.05)
+    assert stats.bootstrap_interval(sample) == (low, high)  # a fixed generator: the same interval every time
+    columns = np.stack([sample, 2 * sample], axis=1)  # the columns of a curve share the resamples
+    both = stats.bootstrap_interval(columns)
+    assert both[0][0] == low and both[1][1] == pytest.approx(2 * high)
+    assert stats.bootstrap_interval([5.0, 5.0, 5.0]) == (5.0, 5.0) and np.isnan(stats.bootstrap_interval([1.0])[0])
