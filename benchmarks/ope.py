@@ -1,7 +1,7 @@
 """Evaluation on logs, checked against ground truth, against the Open Bandit Pipeline, and timed.
 
     .venv/bin/python benchmarks/ope.py synthetic [--seeds 100] [--events 5000]
-    .venv/bin/python benchmarks/ope.py obd [--source ../shared/datasets/obd-small]
+    .venv/bin/python benchmarks/ope.py obd [--source PATH/obd-small]
     .venv/bin/python benchmarks/ope.py parity --obp-python /tmp/obpvenv/bin/python [--source …/obd-small]
     .venv/bin/python benchmarks/ope.py speed [--events 12168084] [--replay 1000000]
 
