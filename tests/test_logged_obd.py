@@ -8,8 +8,10 @@ import pytest
 from fixtures_logs import OBD_ITEMS, obd_rows, write_obd
 from fixtures_raw import SHARED
 
+from banditbench import presets
 from banditbench.data import load_dataset, logs, obd
 from banditbench.errors import UserError
+from banditbench.runner import declared_data
 
 OBD_SMALL = SHARED / "obd-small"
 
@@ -140,3 +142,13 @@ def test_the_obp_sample_is_verified_by_its_checksums(tmp_path, policy):
     assert manifest["verification"] == "verified" and all(r["verified"] for r in manifest["raw_files"])
     assert counts["events"] == 10_000 and counts["arms"] == 80 and counts["uniform_log"] == (policy == "random")
     assert counts["clicks"] == {"random": 38, "bts": 42}[policy]
+
+
+def test_the_replay_preset_refuses_the_bts_log_with_the_command_that_prepares_the_uniform_one(tmp_path):
+    """Replay is unbiased only on the uniform log (Li et al. 2011), so obd-replay declares it."""
+    prepare(tmp_path, write_obd(tmp_path / "raw", policy="bts", n_rows=60), policy="bts", verify=False)
+    declared = presets.preset_settings("obd-replay")["prepared-with"]
+    with pytest.raises(UserError, match="with policy = random, but .* with policy = bts; prepare it with: .* --force"):
+        declared_data.check(tmp_path / "ds", "obd", declared, allow_stand_in=False, who="preset obd-replay")
+    stand_in = declared_data.check(tmp_path / "ds", "obd", declared, allow_stand_in=True, who="preset obd-replay")
+    assert stand_in == {"policy": {"needed": "random", "prepared": "bts"}}
