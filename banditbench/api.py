@@ -518,7 +518,7 @@ def check_contract(experiment: Experiment, name: str) -> None:
                 raise UserError(
                     f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
                 )
-            feedback = float(rnd.rewards[chosen])
+            feedback = rnd.reward if info.logged else float(rnd.rewards[chosen])  # a log has its logged reward only
         try:
             policy.update(view, chosen, feedback)
         except Exception as e:
@@ -593,6 +593,12 @@ class Results:
         """One row per dataset × algorithm: seeds, final cumulative regret mean, std and 95 % bootstrap interval
         (``regret_ci_low``, ``regret_ci_high``; CTR columns for slates), paired-test marks and costs."""
         return self._built().summary.copy()
+
+    def logged(self) -> pd.DataFrame:
+        """On logged datasets: one row per algorithm and estimator (replay, IPS, SNIPS, DM, DR) with its estimate,
+        95 % interval, events kept or effective sample size, the replay's lift over random, and what it assumes."""
+        table = self._built().logged
+        return pd.DataFrame() if table is None else table.copy()
 
     def curves(self) -> pd.DataFrame:
         """Per dataset, algorithm and round t: mean, std and 95 % interval over seeds of the cumulative regret."""

@@ -11,6 +11,19 @@ from banditbench.data import load_dataset, synthetic
 
 
 @pytest.fixture
+def restored_registry():
+    """Plugins registered by a test are forgotten afterwards (other tests list every registered algorithm)."""
+    from banditbench.algos import ALGORITHMS, plugins
+
+    algorithms, origins = dict(ALGORITHMS), dict(plugins.ORIGINS)
+    yield
+    ALGORITHMS.clear()
+    ALGORITHMS.update(algorithms)
+    plugins.ORIGINS.clear()
+    plugins.ORIGINS.update(origins)
+
+
+@pytest.fixture
 def data_dir(tmp_path) -> Path:
     """A small, easy synthetic dataset: 20 users in 2 clusters, d = 5, K = 10."""
     folder = tmp_path / "datasets"

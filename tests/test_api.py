@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 import banditbench as bb
-from banditbench.algos import ALGORITHMS, plugins
 from banditbench.errors import UserError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -39,14 +38,7 @@ OUTCOME = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def registry():
-    algorithms, origins = dict(ALGORITHMS), dict(plugins.ORIGINS)
-    yield
-    ALGORITHMS.clear()
-    ALGORITHMS.update(algorithms)
-    plugins.ORIGINS.clear()
-    plugins.ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")  # plugins registered by a test are forgotten after it
 
 
 @pytest.fixture(scope="module")

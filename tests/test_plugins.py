@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import banditbench as bb
-from banditbench.algos import ALGORITHMS, plugins
 from banditbench.algos.base import Policy
 from banditbench.errors import UserError
 
@@ -26,15 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-@pytest.fixture(autouse=True)
-def registry():
-    """Plugins registered by a test are forgotten afterwards (other tests list every registered algorithm)."""
-    algorithms, origins = dict(ALGORITHMS), dict(plugins.ORIGINS)
-    yield
-    ALGORITHMS.clear()
-    ALGORITHMS.update(algorithms)
-    plugins.ORIGINS.clear()
-    plugins.ORIGINS.update(origins)
+pytestmark = pytest.mark.usefixtures("restored_registry")  # plugins registered by a test are forgotten after it
 
 
 def cli(*args, cwd=ROOT, pythonpath=()):

@@ -28,6 +28,10 @@ MODULES = (
     "yahoo",
     "openml",
     "showdown",
+    "obd",
+    "yahoo_r6",
+    "mind_impressions",
+    "own_log",
 )
 
 for _module in MODULES:

@@ -411,7 +411,8 @@ def find_member(places: list[Path], names: tuple[str, ...], scratch: Path) -> tu
         elif is_archive(place):
             members = archive_names(place)
             for name in names:
-                hit = next((m for m in sorted(members) if Path(m).name == name), None)
+                # a name with a folder part ("random/all/all.csv") tells apart files of one name in several folders
+                hit = next((m for m in sorted(members) if Path(m).name == name or m.endswith("/" + name)), None)
                 if hit is not None:
                     return extract(place, hit, scratch), f"{place}!{hit}"
             if place.name in names:  # the archive itself is the member (e.g. a tar of images)

@@ -126,6 +126,23 @@ def with_topics(news: pd.DataFrame) -> pd.DataFrame:
     return news
 
 
+def read_mind(
+    source: str | None, variant: str, offline: bool, cache: Path | None, verify: bool
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], str]:
+    """MIND's news and impressions of both parts (train, then dev), the records of the files read, and the weakest
+    verification among them."""
+    news, behaviors, records, verification = [], [], [], []
+    sources = mind_sources(source, variant)
+    for part in MIND_PARTS:
+        with raw_files(mind_spec(variant, part), sources[part], offline, cache, verify) as raw:
+            verification.append(raw.verification)
+            news.append(read_mind_news(raw["news"]))
+            behaviors.append(read_mind_behaviors(raw["behaviors"], part))
+            records += [{**r, "part": part} for r in raw.records]
+    weakest = min(verification, key=("unverified", "no published checksum", "verified").index)
+    return pd.concat(news, ignore_index=True), pd.concat(behaviors, ignore_index=True), records, weakest
+
+
 def prepare_mind(
     data_dir: Path,
     *,
@@ -143,16 +160,8 @@ def prepare_mind(
     folder = Path(data_dir) / "mind"
     if up_to_date(folder, parameters, force):
         return folder
-    news, behaviors, records, verification = [], [], [], []
-    sources = mind_sources(source, variant)
-    for part in MIND_PARTS:
-        with raw_files(mind_spec(variant, part), sources[part], offline, cache, verify) as raw:
-            verification.append(raw.verification)
-            news.append(read_mind_news(raw["news"]))
-            behaviors.append(read_mind_behaviors(raw["behaviors"], part))
-            records += [{**r, "part": part} for r in raw.records]
-    news_table = with_topics(pd.concat(news, ignore_index=True))
-    behavior_table = pd.concat(behaviors, ignore_index=True)
+    news, behavior_table, records, verification = read_mind(source, variant, offline, cache, verify)
+    news_table = with_topics(news)
     counts = {
         "news": len(news_table),
         "topics": int(news_table["topic"].max()) + 1,
@@ -172,7 +181,7 @@ def prepare_mind(
         counts=counts,
         force=force,
         rows=rows,
-        verification=min(verification, key=("unverified", "no published checksum", "verified").index),
+        verification=verification,
         allow_unresolved=allow_unresolved,
     )
 

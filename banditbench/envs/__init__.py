@@ -18,6 +18,7 @@ class ProtocolInfo:
     description: str
     paper: str
     slate: bool = False  # rounds ask for a slate of items (a list of ids), scored by runner/slate.py
+    logged: bool = False  # rounds replay a log: a policy learns only from the events kept (runner/logged.py)
 
     @property
     def environment(self) -> type:
@@ -98,4 +99,12 @@ PROTOCOLS["rewards-table"] = ProtocolInfo(
     "one row per round: a context and a reward for every action (drawn once when prepared), block contexts (a "
     "linear model per action); no users; regret against the row's best expected reward",
     "Riquelme, Tucker & Snoek 2018 (Deep Bayesian Bandits Showdown) §4",
+)
+PROTOCOLS["logged"] = ProtocolInfo(
+    "logged",
+    ".logged:LoggedEnvironment",
+    "the log's events in order; the policy learns from an event only when it picks the logged arm (replay) and, on "
+    "a non-uniform log, the event passes rejection sampling; off-policy estimates (IPS, SNIPS, DM, DR) of its choices",
+    "Li, Chu, Langford & Wang, WSDM 2011; Dudík, Erhan, Langford & Li, UAI 2012",
+    logged=True,
 )

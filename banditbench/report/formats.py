@@ -44,8 +44,8 @@ def format_p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _interval(low: float, high: float) -> str:
-    return "–" if not np.isfinite(low) else f"[{low:.2f}, {high:.2f}]"
+def _interval(low: float, high: float, spec: str = ".2f") -> str:
+    return "–" if not np.isfinite(low) else f"[{low:{spec}}, {high:{spec}}]"
 
 
 def rests_on(seeds, rounds: int) -> str:
@@ -85,8 +85,9 @@ def sections(report: Report) -> list[Section]:
         config = next(e.config for e in results.experiments if e.dataset == dataset)
         ctr = results.kinds[dataset] == "ctr"
         optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
-        what = "cumulative CTR" if ctr else "final cumulative regret"
-        title = f"{dataset}: {what} after {config['rounds']} rounds"
+        logged = dataset in results.logged
+        what = "replay CTR" if logged else "cumulative CTR" if ctr else "final cumulative regret"
+        title = f"{dataset}: {what} after {config['rounds']} {'logged events' if logged else 'rounds'}"
         note = (
             f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
             f"{config['budget'] or 'unlimited'}; {rests_on(rows['seeds'], config['rounds'])} Mean ± std (ddof = 1) "
@@ -100,9 +101,13 @@ def sections(report: Report) -> list[Section]:
             best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
             cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
             if ctr:
-                cells["cumulative CTR (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std), best, tied)
-                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high))
-                cells[f"regret vs {optimum:g}/round"] = Cell(format_mean_std(row.ctr_regret_mean, row.ctr_regret_std))
+                digits = 4 if logged else 2  # a click-through rate of a few per thousand
+                cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std, digits), best, tied)
+                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high, f".{digits}f"))
+                if not logged:
+                    cells[f"regret vs {optimum:g}/round"] = Cell(
+                        format_mean_std(row.ctr_regret_mean, row.ctr_regret_std)
+                    )
             if has_regret:
                 cells["cumulative regret (mean ± std)"] = Cell(
                     format_mean_std(row.regret_mean, row.regret_std), best and not ctr, tied and not ctr
@@ -122,6 +127,7 @@ def sections(report: Report) -> list[Section]:
         lines = [[cells[c] for c in columns] for cells in lines]
         out.append(Section(title, columns, lines, note, right=set(range(1, len(columns) - 1))))
         out += _paper_sections(report, dataset)
+        out += _logged_sections(report, dataset)
 
         timing = results.timing_columns
         cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
@@ -307,6 +313,8 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
         return []
     from_presets = rows["preset"].iloc[0]
     judged = rows[rows["kind"] != "note"]
+    if judged.empty:  # a preset whose paper prints nothing to compare (the logged replays)
+        return []
     notes = [f"{r.claim}: {r.here}" for r in rows[rows["kind"] == "note"].itertuples()]
     seeds = report.summary[(report.summary["dataset"] == dataset) & ~report.summary["reference"]]["seeds"]
     rounds = next(e.config["rounds"] for e in report.results.experiments if e.dataset == dataset)
@@ -334,6 +342,80 @@ def _paper_sections(report: Report, dataset: str) -> list[Section]:
     ]
     columns = ["table / figure", "claim", "paper", "here", "verdict", "reason"]
     return [Section(f"{dataset}: paper vs here", columns, table, note, level=3)]
+
+
+LOGGING = {  # runner/logged.py's ``logging`` of a log, in words
+    "uniform": "logged uniformly at random",
+    "recorded": "with recorded propensities",
+    "assumed uniform": "whose propensities are assumed uniform (it has none)",
+}
+
+
+def _logged_sections(report: Report, dataset: str) -> list[Section]:
+    """A logged dataset's replay table (CTR, kept events, lift over random) and its off-policy estimates."""
+    table = report.logged
+    if table is None or table[table["dataset"] == dataset].empty:
+        return []
+    rows = table[table["dataset"] == dataset]
+    meta = report.results.logged[dataset]
+    replay = rows[rows["estimator"] == "replay"]
+    events = int(replay["events"].iloc[0])
+    kept, width = replay["size"].mean(), (replay["ci_high"] - replay["ci_low"]).mean()
+    evaluator = meta["evaluator"] + (f" (c = {meta['rejection_scale']:.3g})" if meta.get("rejection_scale") else "")
+    note = (
+        f"{evaluator.capitalize()} over the first {events:,} events of a log {LOGGING[meta['logging']]}; estimates: "
+        f"mean over seeds, with the mean of each seed's 95 % interval (the log's sampling error). A policy kept "
+        f"{kept:,.0f} of the {events:,} events on average, so its replay CTR interval is {width:.3g} wide"
+        + (
+            "; intervals shrink as 1/√(events kept): prepare the full log (about 100 times more events narrow them "
+            "about 10-fold)."
+            if kept < 1000
+            else "."
+        )
+        + " Lift: replay CTR ÷ random's, delta-method interval; – where either kept no reward."
+    )
+    replay_rows = [
+        [
+            Cell(r.algorithm),
+            Cell(_num(r.estimate, ".4f")),
+            Cell(_interval(r.ci_low, r.ci_high, ".4f")),
+            Cell(_num(r.size, ",.0f")),
+            Cell(_num(r.lift, ".2f")),
+            Cell(_interval(r.lift_low, r.lift_high)),
+        ]
+        for r in replay.itertuples()
+    ]
+    columns = ["algorithm", "replay CTR", "95 % interval", "events kept", "lift over random", "lift interval"]
+    estimates = rows[rows["estimator"] != "replay"]
+    estimate_rows = [
+        [
+            Cell(r.algorithm),
+            Cell(r.estimator),
+            Cell(_num(r.estimate, ".4f")),
+            Cell(_interval(r.ci_low, r.ci_high, ".4f")),
+            Cell(_num(r.size, ",.0f")),
+            Cell(r.assumption),
+        ]
+        for r in estimates.itertuples()
+    ]
+    model = meta["reward_model"]
+    estimates_note = (
+        "Off-policy estimates of each policy's choices on every event (IPS, self-normalised IPS, direct method, "
+        f"doubly robust); sample size: the effective number of events (Kish) of the importance weights, all events "
+        f"for DM; – : no interval, the weighted terms do not vary (no reward among the matched events). Reward "
+        f"model: {model['kind']}, {model['folds']} folds, λ = {model['ridge']:g}."
+    )
+    return [
+        Section(f"{dataset}: replay", columns, replay_rows, note, level=3, right={1, 2, 3, 4, 5}),
+        Section(
+            f"{dataset}: off-policy estimates",
+            ["algorithm", "estimator", "estimate", "95 % interval", "sample size", "needs"],
+            estimate_rows,
+            estimates_note,
+            level=3,
+            right={2, 3, 4},
+        ),
+    ]
 
 
 def _friedman_note(friedman: dict | None) -> str:
@@ -493,6 +575,8 @@ def write_files(report: Report, out: Path, formats: list[str], plot=None) -> lis
         save("curves.csv", curves(report.results).to_csv(index=False))
         if report.paper is not None and not report.paper.empty:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))
+        if report.logged is not None:
+            save("logged.csv", report.logged.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
     images = [f for f in PLOT_FORMATS if f in formats]

@@ -4,6 +4,9 @@ What the report reads from an outcome shard (``results/shards.py``):
 - always ``t``; ``regret`` (per round, pseudo-regret) and ``reward`` when present;
 - ``diag_*`` columns (``runner/diagnostics.py``): sampled every few rounds, NaN elsewhere; the last sample of a
   unit is its final value;
+- logged runs (runner/logged.py): a shard is a logged shard when it has a ``kept`` column; its regret columns are
+  undefined and dropped, its CTR after round t is the mean reward of the events kept so far (the replay's CTR) and
+  the metadata key ``logged`` (the evaluator, the rewards' range) goes to the report's logged tables;
 - simulator runs (Zhang et al. 2022): a shard is a CTR shard when it has a ``ctr`` column (clicks / slate size of the
   round), or a ``slate_size`` column (m, items recommended) with ``clicks`` (clicked items of the slate; without
   it ``reward`` is taken as the click count y_t = Σ clicks). Cumulative CTR = Σ_t clicks_t / m, and regret against
@@ -55,6 +58,7 @@ class LoadedExperiment:
     timing: pd.DataFrame  # one row per completed unit: algorithm, seed, rounds, wall_seconds, peak_rss_mb, totals
     problems: list[str] = field(default_factory=list)  # broken shards, named: the report refuses them
     ctr_optimum: float = CTR_OPTIMUM
+    logged: dict | None = None  # the ``logged`` metadata of a logged run's shards (runner/logged.py)
     planned: int = 0  # report units the manifest's config plans, those of algorithms still tuning included
     tuned: dict = field(default_factory=dict)  # algorithm → the grid cell its tuning seeds chose
 
@@ -123,7 +127,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
     config, unit_ids = manifest["config"], manifest["units"]
     planned, pending = planned_units(manifest, folder)
     labels = manifest.get("labels", {})  # grid cells reported side by side are named club[alpha=0.1] etc.
-    frames, timings, problems, optima = [], [], [], set()
+    frames, timings, problems, optima, logged = [], [], [], set(), None
     held: dict[tuple, str] = {}  # unit key → the shard holding it
     for unit_id in unit_ids:
         path = folder / SHARDS / f"{unit_id}.parquet"
@@ -152,6 +156,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
                 f"pass --allow-mixed to aggregate anyway"
             )
         optima.add(float(meta.get("ctr_optimum", CTR_OPTIMUM)))
+        logged = meta.get("logged", logged)
         label = labels.get(unit_id, meta["unit"]["algorithm"])
         frame.insert(0, "algorithm", label)
         frame.insert(1, "seed", meta["unit"]["seed_index"])
@@ -184,6 +189,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         pd.DataFrame(timings),
         problems,
         max(optima),
+        logged,
         planned=len(planned) + pending,
         tuned={algo: record["chosen"] for algo, record in (manifest.get("tuning") or {}).items()},
     )
@@ -201,6 +207,14 @@ def round_ctr(frame: pd.DataFrame) -> pd.Series:
     return clicks.astype(float) / frame["slate_size"].astype(float)
 
 
+def replay_ctr(rounds: pd.DataFrame) -> pd.Series:
+    """A logged run's CTR after each round: the mean reward of the events kept so far (NaN before the first)."""
+    units = [rounds["algorithm"], rounds["seed"]]
+    kept = rounds["kept"].astype(float)
+    rewards = rounds["reward"].where(rounds["kept"], 0.0).groupby(units).cumsum()
+    return rewards / kept.groupby(units).cumsum().replace(0.0, np.nan)
+
+
 @dataclass
 class Results:
     """Several experiments, grouped by dataset: the report's input."""
@@ -211,6 +225,7 @@ class Results:
     kinds: dict[str, str]  # dataset → "regret" (lower is better) or "ctr" (higher is better)
     algorithms: list[str]  # in the order the experiments listed them
     warnings: list[str]
+    logged: dict[str, dict] = field(default_factory=dict)  # logged dataset → its shards' ``logged`` metadata
 
     @property
     def datasets(self) -> list[str]:
@@ -269,7 +284,7 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
             warnings.append(
                 f"aggregating {other.folder} and {exp.folder} although they differ in {', '.join(differing)}"
             )
-    frames, units, kinds, algorithms = [], [], {}, []
+    frames, units, kinds, algorithms, logged = [], [], {}, [], {}
     seen: dict[tuple, Path] = {}
     for exp in experiments:
         rounds = exp.rounds.copy()
@@ -278,13 +293,18 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
             if where != exp.folder:
                 raise UserError(f"{key[0]} seed {key[1]} on {exp.dataset!r} is in both {where} and {exp.folder}")
         rounds.insert(0, "dataset", exp.dataset)
-        is_ctr = ctr_columns(rounds)
+        if exp.logged is not None:
+            logged[exp.dataset] = exp.logged
+            rounds = rounds.drop(columns=["expected_reward", "best_expected_reward", "regret"])  # undefined on a log
+        is_ctr = ctr_columns(rounds) or exp.logged is not None
         kinds[exp.dataset] = "ctr" if is_ctr and kinds.get(exp.dataset, "ctr") == "ctr" else "regret"
         rounds = rounds.sort_values(["algorithm", "seed", "t"], kind="stable", ignore_index=True)
         by_unit = rounds.groupby(["algorithm", "seed"], sort=False)
         if "regret" in rounds:
             rounds["cumulative_regret"] = by_unit["regret"].cumsum()
-        if is_ctr:
+        if exp.logged is not None:
+            rounds["cumulative_ctr"] = replay_ctr(rounds)
+        elif is_ctr:
             rounds["cumulative_ctr"] = round_ctr(rounds).groupby([rounds["algorithm"], rounds["seed"]]).cumsum()
             rounds["ctr_regret"] = exp.ctr_optimum * (rounds["t"] + 1) - rounds["cumulative_ctr"]
         frames.append(rounds)
@@ -292,7 +312,7 @@ def load_results(folders: list[Path], *, allow_mixed: bool = False) -> Results:
         algorithms += [a for a in exp.timing["algorithm"].unique() if a not in algorithms]  # run order
     rounds = pd.concat(frames, ignore_index=True)
     units = pd.concat(units, ignore_index=True)
-    return Results(experiments, units, rounds, kinds, algorithms, warnings)
+    return Results(experiments, units, rounds, kinds, algorithms, warnings, logged)
 
 
 def _unit_rows(rounds: pd.DataFrame, timing: pd.DataFrame, dataset: str) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import pandas as pd
 from banditbench.report import stats
 from banditbench.report.claims import paper_vs_here
 from banditbench.report.load import LoadedExperiment, Results, latest_experiment, load_experiment, load_results
+from banditbench.report.logged import logged_table
 from banditbench.report.suite import normalised_regret
 from banditbench.suites import read_suite_record
 
@@ -53,6 +54,7 @@ class Report:
     paper: pd.DataFrame | None = None  # "paper vs here" rows of the datasets run with a preset (report/claims.py)
     normalised: pd.DataFrame | None = None  # regret ÷ random's and ÷ the best's, per dataset and mean (report/suite.py)
     suite: dict | None = None  # the suite record (suites.py) of a suite's results folder
+    logged: pd.DataFrame | None = None  # every evaluator's estimates on the logged datasets (report/logged.py)
 
 
 def build_report(results: Results, *, roles: dict[str, str] | None = None, test: str = "t") -> Report:
@@ -123,6 +125,7 @@ def build_report(results: Results, *, roles: dict[str, str] | None = None, test:
         paper_vs_here(results, summary, test),
         normalised_regret(summary),
         next(filter(None, (read_suite_record(e.folder.parent) for e in results.experiments)), None),
+        logged_table(results.rounds, results.logged, results.algorithms) if results.logged else None,
     )
 
 
@@ -197,8 +200,8 @@ def curves(results: Results) -> pd.DataFrame:
     )
 
 
-def format_mean_std(mean: float, std: float) -> str:
-    return f"{mean:.2f} ± {std:.2f}" if np.isfinite(std) else f"{mean:.2f}"
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    return f"{mean:.{digits}f} ± {std:.{digits}f}" if np.isfinite(std) else f"{mean:.{digits}f}"
 
 
 # The Foundation's single-experiment API, kept for `banditbench run` and older callers.

@@ -46,6 +46,7 @@ METADATA_KEY = b"banditbench"
 SHARDS = "shards"
 SCHEMA_VERSION = 1  # bump when the outcome columns or their meaning change
 REQUIRED_COLUMNS = ("t", "expected_reward", "best_expected_reward", "regret")  # every protocol's outcome has them
+UNDEFINED_ON_LOGS = ("expected_reward", "best_expected_reward", "regret")
 RECORD_SUFFIX = ".sha256.json"
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
@@ -234,18 +235,26 @@ def read_verified(path: Path) -> tuple[pa.Table, dict[str, Any]]:
         raise BrokenShard("its metadata lacks the unit's configuration") from None
     if config_sha256(unit) != record.get("unit_sha256") or meta.get("unit_sha256") != record.get("unit_sha256"):
         raise BrokenShard("its configuration does not match its checksum record")
-    non_finite(table)
+    non_finite(table, logged="logged" in meta)
     return table, meta
 
 
-def non_finite(table: pa.Table) -> None:
-    """A NaN or infinite value in an outcome column (diagnostics excepted: NaN between their samples) is named."""
+def non_finite(table: pa.Table, *, logged: bool = False) -> None:
+    """A NaN or infinite value in an outcome column (diagnostics excepted: NaN between their samples) is named.
+    A log's shard (runner/logged.py) has no expected rewards, hence no regret, and no reward on the events its
+    evaluator skipped: NaN there is its format; a kept event's reward must be finite."""
     for name in table.column_names:
         column = table[name]
         if name.startswith("diag_") or not pa.types.is_floating(column.type):
             continue
+        if logged and name in UNDEFINED_ON_LOGS:
+            continue
         values = column.to_numpy()
         bad = ~np.isfinite(values)
+        if logged and name == "reward":
+            if "kept" not in table.column_names:
+                raise BrokenShard("its logged events lack the column 'kept'")
+            bad &= table["kept"].to_numpy(zero_copy_only=False)
         if bad.any():
             t = int(np.argmax(bad))
             raise BrokenShard(f"its column {name!r} holds {values[t]} at round {t}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 from banditbench.algos import ALGORITHMS
+from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.units import Unit
 
@@ -56,7 +57,8 @@ def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[U
     sets: dict[tuple, list[Unit]] = {}
     for unit in units:
         spec = ALGORITHMS.get(unit.algorithm)
-        batched = spec is not None and spec.batches_members
+        logged = getattr(PROTOCOLS.get(unit.protocol), "logged", False)  # members would skip different events
+        batched = spec is not None and spec.batches_members and not logged
         key = configuration(unit, spec.policy.member_params) if batched else (unit.id,)
         sets.setdefault(key, []).append(unit)
     groups = []

@@ -189,7 +189,14 @@ def plan(
     check = getattr(info.environment, "check", None)  # e.g. twostage: is a trained simulator there?
     if check is not None:
         check(prepared, env_settings, budget)
+    if info.logged and tune_seeds:
+        raise UserError("--tune-seeds picks the cell of lowest regret, which a log does not have; report every cell")
+    most_rounds = getattr(info.environment, "most_rounds", None)  # a log holds so many events, each one round
+    if most_rounds is not None and rounds > most_rounds(prepared):
+        raise UserError(f"--rounds {rounds} is more than the {most_rounds(prepared)} events of {dataset!r}")
     for algo in algorithms:
+        if info.logged and ALGORITHMS[algo].policy.privileged:
+            raise UserError(f"{algo} reads expected rewards, which the log {dataset!r} does not have")
         if ALGORITHMS[algo].capabilities.slate != info.slate:
             kind = "recommends slates" if info.slate else "recommends one arm per round"
             raise UserError(

@@ -30,6 +30,7 @@ class SlateRounds:
     """A policy recommends a slate of m distinct items; its feedback is the m simulated clicks."""
 
     diagnosed = False  # slate policies report no clustering diagnostics
+    revealed = True  # the clicks of every slate reach the policy
 
     def __init__(self, unit: Unit, dataset: PreparedDataset, env_seed):
         self.unit = unit

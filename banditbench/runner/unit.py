@@ -27,6 +27,7 @@ from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints, restore_rng
 from banditbench.runner.diagnostics import clustering_scores
+from banditbench.runner.logged import LoggedRounds
 from banditbench.runner.seeds import unit_streams
 from banditbench.runner.slate import SlateRounds
 
@@ -37,6 +38,8 @@ DIAGNOSTICS_EVERY = 100  # rounds between samples of a policy's diagnostics (and
 class ArmRounds:
     """A policy picks one arm of the round; its feedback is that arm's realised reward (docs/architecture.md,
     "Round")."""
+
+    revealed = True  # every round's feedback reaches the policy (a log's skipped events do not: runner/logged.py)
 
     def __init__(self, unit: Unit, dataset: PreparedDataset, env_seed):
         self.env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
@@ -123,7 +126,9 @@ class Lane:
     def __init__(self, unit: Unit, dataset: PreparedDataset, m: int):
         env_seed, self.policy_seed = unit_streams(unit.master_seed, unit.seed_index, unit.tuning)
         self.unit, self.m = unit, m
-        self.kind = (SlateRounds if PROTOCOLS[unit.protocol].slate else ArmRounds)(unit, dataset, env_seed)
+        protocol = PROTOCOLS[unit.protocol]
+        kind = SlateRounds if protocol.slate else LoggedRounds if protocol.logged else ArmRounds
+        self.kind = kind(unit, dataset, env_seed)
 
     def start(self, policy, state: dict[str, Any] | None) -> None:
         """Fresh columns, or those of a checkpoint ``state`` (whose policy state is loaded as member m's)."""
@@ -317,6 +322,11 @@ class EachRound:
             lane.kind.record(t, rnd, arm, reward)
             lane.budget_spent[t] = budget.spent
 
+    def revealed(self) -> bool:
+        """Whether this round's feedback reaches the policies: always, but on a log's skipped events (a logged unit
+        runs alone, runner/engines.py)."""
+        return all(kind.revealed for kind in self.kinds)
+
     def flush(self) -> None:
         """Every round so far is in the columns already."""
 
@@ -352,6 +362,9 @@ class BlockRounds:
         for budget in budgets:
             budget.close()
         return selected, self.rewards[self.members, self.i, selected].tolist()
+
+    def revealed(self) -> bool:
+        return True
 
     def record(self, t: int, chosen: list, observed: list, budgets: list[Budget]) -> None:
         i = self.i
@@ -437,7 +450,8 @@ def play(
         selected = group.select(views, budgets)
         t1 = clock()
         chosen, observed = rounds.feedback(selected, budgets)
-        group.update(views, chosen, observed)
+        if rounds.revealed():  # a log's skipped event teaches the policy nothing (runner/logged.py)
+            group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
         select_seconds[t] = t1 - t0
         if components:
