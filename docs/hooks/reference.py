@@ -23,6 +23,11 @@ from banditbench.presets import INVENTORY, PRESETS, covering
 KINDS = ("algorithms", "datasets", "presets")
 
 
+def plain(text: object) -> str:
+    """Text from a declaration or a help string, safe in Markdown and in a table: ``<variant>`` is not a tag."""
+    return str(text).replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
+
+
 def cell(value: object) -> str:
     """A value as a Markdown table cell: code-formatted, pipes escaped, never empty."""
     text = str(value).replace("|", "\\|").replace("\n", " ")
@@ -39,7 +44,7 @@ def first_paragraph(text: str | None) -> str:
 def command_section(command: click.Command, path: str) -> list[str]:
     """A heading per command (its help, usage and a table of its arguments and options), then its subcommands."""
     level = "#" * min(path.count(" ") + 2, 4)
-    lines = [f"{level} `{path}`", "", inspect.cleandoc(command.help or ""), ""]
+    lines = [f"{level} `{path}`", "", plain(inspect.cleandoc(command.help or "")), ""]
     params = [param for param in command.params if not getattr(param, "hidden", False)]
     if params:
         lines += ["| argument or option | default | help |", "|---|---|---|"]
@@ -47,8 +52,7 @@ def command_section(command: click.Command, path: str) -> list[str]:
             names = ", ".join(f"`{name}`" for name in (*param.opts, *param.secondary_opts))
             empty = param.default is None or isinstance(param.default, (tuple, list)) and not param.default
             default = "required" if param.required else "–" if empty else cell(param.default)
-            help_text = (getattr(param, "help", "") or "").replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {names} | {default} | {help_text} |")
+            lines.append(f"| {names} | {default} | {plain(getattr(param, 'help', '') or '')} |")
         lines.append("")
     for name, sub in getattr(command, "commands", {}).items():
         lines += command_section(sub, f"{path} {name}")
@@ -79,7 +83,7 @@ def parity_rows(fidelity: Path) -> tuple[list[str], dict[str, str]]:
 
 def algorithm_card(name: str, parity: tuple[list[str], dict[str, str]]) -> str:
     spec = ALGORITHMS[name]
-    lines = [f"# {name}", "", spec.description + ".", "", f"**Paper:** {spec.paper}. **Role:** {spec.role}.", ""]
+    lines = [f"# {name}", "", plain(spec.description) + ".", "", f"**Paper:** {spec.paper}. **Role:** {spec.role}.", ""]
     # the class's own docstring, else its module's (a module that holds one policy describes it there)
     about = first_paragraph(vars(spec.policy).get("__doc__")) or first_paragraph(inspect.getmodule(spec.policy).__doc__)
     lines += [about, "", "## Hyper-parameters", ""]
@@ -101,7 +105,9 @@ def algorithm_card(name: str, parity: tuple[list[str], dict[str, str]]) -> str:
     row = rows.get(re.sub(r"[^a-z0-9]", "", name.lower()))
     lines += ["", "## Parity with the authors' code", ""]
     lines += [*header, row, "", "From [Fidelity](../../fidelity.md#parity-table)."] if row else ["No parity check."]
-    lines += ["", f"Run it: `banditbench run --algos {name}`.", ""]
+    presets = [f"[{preset}](../presets/{preset}.md)" for preset, spec in PRESETS.items() if name in spec["algos"]]
+    lines += ["", "## Presets that run it", "", ", ".join(presets) + "." if presets else "None."]
+    lines += ["", f"On a prepared dataset of its protocol: `banditbench run --algos {name} --dataset DATASET`.", ""]
     return "\n".join(lines)
 
 
@@ -111,7 +117,7 @@ def algorithm_card(name: str, parity: tuple[list[str], dict[str, str]]) -> str:
 def sources(dataset) -> list[str]:
     """The raw files the registry declares for the options' defaults: URLs and the checksums they must match."""
     if dataset.raw is None:
-        return ["Reads no raw file: " + (dataset.files or "built from nothing") + "."]
+        return ["Reads no raw file: " + plain(dataset.files or "built from nothing") + "."]
     defaults = {option.name: option.default for option in dataset.options}
     wanted = inspect.signature(dataset.raw).parameters
     raw = dataset.raw(**{key: defaults[key] for key in wanted if key in defaults})
@@ -126,19 +132,24 @@ def sources(dataset) -> list[str]:
 def dataset_card(name: str) -> str:
     dataset = DATASETS[name]
     protocols = ", ".join(f"`{p}`" for p in (dataset.protocol, *dataset.other_protocols))
-    lines = [f"# {name}", "", dataset.description + ".", "", f"**Paper:** {dataset.paper}. **Protocols:** {protocols}."]
+    lines = [
+        f"# {name}",
+        "",
+        plain(dataset.description) + ".",
+        "",
+        f"**Paper:** {dataset.paper}. **Protocols:** {protocols}.",
+    ]
     if dataset.prepare is None:
         lines += ["", "Listed only: another dataset's `prepare` command builds it."]
     else:
         lines += ["", f"Prepare it: `banditbench prepare {name}{' --name NAME' if dataset.named else ''}`."]
     if dataset.files:
-        lines += ["", f"**Files it reads:** {dataset.files}."]
+        lines += ["", f"**Files it reads:** {plain(dataset.files)}."]
     if dataset.options:
         lines += ["", "## Options", "", "| option | default | domain | help |", "|---|---|---|---|"]
         for option in dataset.options:
             default = "required" if option.required else cell(option.default)
-            domain, help_text = (text.replace("|", "\\|") for text in (option.domain(), option.help))
-            lines.append(f"| `{option.flag}` | {default} | {domain} | {help_text} |")
+            lines.append(f"| `{option.flag}` | {default} | {plain(option.domain())} | {plain(option.help)} |")
     if dataset.prepare is not None or dataset.raw is not None:
         lines += ["", "## Sources", "", *sources(dataset)]
     return "\n".join([*lines, ""])
@@ -161,10 +172,10 @@ def preset_card(name: str) -> str:
     lines += [f"| tuning seeds, rounds | {spec['tune-seeds']}, {spec['tune-rounds']} |"]
     lines.append("| algorithms | " + ", ".join(f"[{a}](../algorithms/{a}.md)" for a in spec["algos"]) + " |")
     if spec["notes"]:
-        lines += ["", spec["notes"]]
+        lines += ["", plain(spec["notes"])]
     exhibits = [exhibit for exhibit in INVENTORY if name in covering(exhibit)]
     lines += ["", "## Exhibits of the paper it judges", ""]
-    lines += [f"- {exhibit.name}: {exhibit.shows}." for exhibit in exhibits] or ["None."]
+    lines += [f"- {exhibit.name}: {plain(exhibit.shows)}." for exhibit in exhibits] or ["None."]
     return "\n".join([*lines, ""])
 
 
@@ -172,7 +183,7 @@ def preset_card(name: str) -> str:
 
 
 def index_page(kind: str, summaries: dict[str, str]) -> str:
-    entries = (f"- [{name}]({name}.md): {summary}" for name, summary in summaries.items())
+    entries = (f"- [{name}]({name}.md): {plain(summary)}" for name, summary in summaries.items())
     return "\n".join([f"# {kind.capitalize()}", "", *entries, ""])
 
 
