@@ -8,6 +8,7 @@ registry's defaults, and the site must build with ``mkdocs build --strict``.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -301,6 +302,29 @@ def missing_cards(site: Path) -> list[str]:
         problems += [f"{kind}: no card for {name}" for name in sorted(set(registry) - cards)]
         problems += [f"{kind}: a card for the unregistered {name}" for name in sorted(cards - set(registry))]
     return problems
+
+
+def reference_hook():
+    """The mkdocs hook that writes the reference pages (docs/hooks/reference.py), imported from its file."""
+    spec = importlib.util.spec_from_file_location("reference_hook", ROOT / "docs" / "hooks" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_fidelity_page():
+    from banditbench.algos import ALGORITHMS
+
+    hook = reference_hook()
+    fidelity = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
+    keys = {hook.algorithm_key(name) for name in ALGORITHMS}
+    for heading, _ in hook.FIDELITY.values():  # a renamed section would leave every card without its rows
+        assert keys & set(hook.section_rows(fidelity, heading)), f"no algorithm's row under '## {heading}'"
+    table = "## Parity table\n\n| algorithm | T |\n|---|---|\n| M-CNB (code) | 1 000 |\n\n## Next\n| CLUB | 1 |\n"
+    assert hook.section_rows(table, "Parity table") == {
+        "mcnb": [("| algorithm | T |", "|---|---|", "| M-CNB (code) | 1 000 |")]
+    }
+    assert "No parity check." in hook.fidelity_sections("club", table)
 
 
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).

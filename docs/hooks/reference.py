@@ -68,20 +68,53 @@ def cli_page() -> str:
 # ----------------------------------------------------------------------------------------- algorithm cards
 
 
-def parity_rows(fidelity: Path) -> tuple[list[str], dict[str, str]]:
-    """The header lines of the parity table in docs/fidelity.md and its rows by the algorithm they name, the
-    name's letters and digits (``M-CNB`` → ``mcnb``; a parenthesis after the name is ignored)."""
-    text = fidelity.read_text(encoding="utf-8") if fidelity.is_file() else ""
-    section = text.split("\n## Parity table", 1)[1].split("\n## ", 1)[0] if "\n## Parity table" in text else ""
-    table = [line for line in section.splitlines() if line.startswith("|")]
-    rows = {}
-    for line in table[2:]:
-        name = line.strip("| ").split("|")[0].split(" (")[0]
-        rows[re.sub(r"[^a-z0-9]", "", name.lower())] = line
-    return table[:2], rows
+#: Card section → the section of docs/fidelity.md whose tables give an algorithm's rows, and what it says without.
+FIDELITY = {
+    "Parity with the authors' code": ("Parity table", "No parity check."),
+    "Speed beside the authors' code": ("Speed on the same instance", "No speed measurement beside the authors' code."),
+}
 
 
-def algorithm_card(name: str, parity: tuple[list[str], dict[str, str]]) -> str:
+def algorithm_key(name: str) -> str:
+    """A name's letters and digits, so that a table's ``M-CNB`` or ``NeuUCB-ONE`` finds ``mcnb`` or ``neuucb-one``."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def section_rows(text: str, heading: str) -> dict[str, list[tuple[str, ...]]]:
+    """The rows of the tables under ``## heading`` by the algorithm in their first cell (a parenthesis after the
+    name is ignored), each with its table's header and separator lines."""
+    text = "\n" + text  # a heading on the first line too
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0] if f"\n## {heading}\n" in text else ""
+    found: dict[str, list[tuple[str, ...]]] = {}
+    header: list[str] = []
+    for previous, line in zip(["", *section.splitlines()], section.splitlines()):
+        if not line.startswith("|"):
+            continue
+        if not previous.startswith("|"):
+            header = [line]
+        elif len(header) == 1:
+            header.append(line)
+        else:
+            name = line.strip("| ").split("|")[0].split(" (")[0]
+            found.setdefault(algorithm_key(name), []).append((*header, line))
+    return found
+
+
+def fidelity_sections(name: str, fidelity: str) -> list[str]:
+    """The card's sections of parity and speed: the algorithm's rows of docs/fidelity.md, or that it has none."""
+    lines = []
+    for title, (heading, absent) in FIDELITY.items():
+        rows = section_rows(fidelity, heading).get(algorithm_key(name), [])
+        lines += ["", f"## {title}", ""]
+        for table in rows:
+            lines += [*table, ""]
+        anchor = re.sub(r"[^a-z0-9]+", "-", heading.lower())
+        lines.append(f"From [Fidelity](../../fidelity.md#{anchor})." if rows else absent)
+    return lines
+
+
+def algorithm_card(name: str, fidelity: str) -> str:
+    """One algorithm's card: its declaration, its class's description, and its rows of docs/fidelity.md."""
     spec = ALGORITHMS[name]
     lines = [f"# {name}", "", plain(spec.description) + ".", "", f"**Paper:** {spec.paper}. **Role:** {spec.role}.", ""]
     # the class's own docstring, else its module's (a module that holds one policy describes it there)
@@ -101,10 +134,7 @@ def algorithm_card(name: str, parity: tuple[list[str], dict[str, str]]) -> str:
     lines += [
         f"| {key.replace('_', ' ')} | {'yes' if value else 'no'} |" for key, value in vars(spec.capabilities).items()
     ]
-    header, rows = parity
-    row = rows.get(re.sub(r"[^a-z0-9]", "", name.lower()))
-    lines += ["", "## Parity with the authors' code", ""]
-    lines += [*header, row, "", "From [Fidelity](../../fidelity.md#parity-table)."] if row else ["No parity check."]
+    lines += fidelity_sections(name, fidelity)
     presets = [f"[{preset}](../presets/{preset}.md)" for preset, spec in PRESETS.items() if name in spec["algos"]]
     lines += ["", "## Presets that run it", "", ", ".join(presets) + "." if presets else "None."]
     lines += ["", f"On a prepared dataset of its protocol: `banditbench run --algos {name} --dataset DATASET`.", ""]
@@ -189,10 +219,10 @@ def index_page(kind: str, summaries: dict[str, str]) -> str:
 
 def pages(docs_dir: Path) -> dict[str, str]:
     """Every generated page by its path under the docs folder."""
-    parity = parity_rows(docs_dir / "fidelity.md")
+    fidelity = (docs_dir / "fidelity.md").read_text(encoding="utf-8") if (docs_dir / "fidelity.md").is_file() else ""
     found = {"reference/cli.md": cli_page()}
     for kind, registry, card, summary in (
-        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, parity), lambda spec: spec.description),
+        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, fidelity), lambda spec: spec.description),
         ("datasets", DATASETS, dataset_card, lambda dataset: dataset.description),
         ("presets", PRESETS, preset_card, lambda spec: spec["reproduces"]),
     ):
