@@ -20,7 +20,7 @@ from banditbench.cli import app
 from banditbench.data import DATASETS
 from banditbench.presets import INVENTORY, PRESETS, covering
 
-KINDS = ("algorithms", "datasets", "presets")
+REGISTRIES = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS}
 
 
 def plain(text: object) -> str:
@@ -42,7 +42,7 @@ def first_paragraph(text: str | None) -> str:
 
 
 def command_section(command: click.Command, path: str) -> list[str]:
-    """A heading per command (its help, usage and a table of its arguments and options), then its subcommands."""
+    """A heading per command (its help and a table of its arguments and options), then its subcommands'."""
     level = "#" * min(path.count(" ") + 2, 4)
     lines = [f"{level} `{path}`", "", plain(inspect.cleandoc(command.help or "")), ""]
     params = [param for param in command.params if not getattr(param, "hidden", False)]
@@ -233,16 +233,17 @@ def pages(docs_dir: Path) -> dict[str, str]:
 
 def on_config(config):
     """Each ``reference/<kind>/index.md`` of the navigation becomes a section: the index, then every card."""
-    registries = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS}
 
     def expand(entries):
         for entry in entries:
             title, target = next(iter(entry.items())) if isinstance(entry, dict) else (None, entry)
-            kind = next((k for k in KINDS if target == f"reference/{k}/index.md"), None)
+            kind = next((k for k in REGISTRIES if target == f"reference/{k}/index.md"), None)
             if isinstance(target, list):
                 yield {title: list(expand(target))}
             elif kind:
-                yield {title: [target, *({name: f"reference/{kind}/{name}.md"} for name in registries[kind])]}
+                yield {
+                    title: [{"Overview": target}, *({name: f"reference/{kind}/{name}.md"} for name in REGISTRIES[kind])]
+                }
             else:
                 yield entry
 
