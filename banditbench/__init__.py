@@ -1,17 +1,17 @@
 """banditbench: a reproducible benchmark for clustering-of-bandits and neural contextual bandits.
 
-The Python API (banditbench/api.py): ``banditbench.prepare``, ``banditbench.run``, ``banditbench.load`` and
-``banditbench.claims``,
+The Python API (banditbench/api.py): ``banditbench.prepare``, ``banditbench.run``, ``banditbench.load``,
+``banditbench.claims`` and ``banditbench.policy`` (a policy outside any simulation),
 imported on first use so that ``import banditbench`` stays light for the command line and worker processes.
 """
 
 from banditbench.version import __version__
 
-__all__ = ["Results", "__version__", "claims", "load", "prepare", "run"]
+__all__ = ["Results", "__version__", "claims", "load", "policy", "prepare", "run"]
 
 
 def __getattr__(name: str):
-    if name in ("Results", "claims", "load", "prepare", "run"):
+    if name in ("Results", "claims", "load", "policy", "prepare", "run"):
         from banditbench import api
 
         return getattr(api, name)

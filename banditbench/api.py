@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
 from banditbench.errors import Interrupted, UserError
@@ -79,7 +80,7 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     dataset = DATASETS.get(name)
     if dataset is None or dataset.prepare is None:
         preparable = [n for n, d in DATASETS.items() if d.prepare is not None]
-        raise UserError(f"unknown dataset {name!r}; choose from: {', '.join(preparable)}")
+        raise names.unknown("dataset", name, preparable, listing="`banditbench list datasets` shows them")
     known = [o.name for o in dataset.options] + (list(SOURCE_OPTIONS) if dataset.reads_raw else [])
     unknown = [key for key in options if key not in known]
     if unknown:
@@ -619,11 +620,21 @@ class Results:
 
         return curves(self._load())
 
-    def plot(self):
-        """The cumulative regret (or CTR) curves with 95 % bands, one panel per dataset: a matplotlib Figure."""
+    def plot(
+        self, algos: Iterable[str] | str | None = None, band: str = "ci", log_x: bool = False, style: str = "paper"
+    ):
+        """Returns the cumulative regret (or CTR) curves, one panel per dataset, as a matplotlib Figure. ``algos``:
+        the algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
+        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; as ``banditbench report``'s
+        --plot-algos, --band, --log-x and --style. Raises UserError for an algorithm not in these results or
+        another band or style."""
+        from banditbench.report.plot_options import PlotOptions
         from banditbench.report.plots import regret_figure
 
-        return regret_figure(self._built())
+        if isinstance(algos, str):
+            algos = [name.strip() for name in algos.split(",") if name.strip()]
+        chosen = None if algos is None else tuple(algos)
+        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style))
 
     def report(self, format: str = "md") -> str:
         """Returns the report's tables as text in ``format``: "md", "csv" (the summary), "latex" or "html" (with
@@ -641,7 +652,7 @@ class Results:
             from banditbench.report.plots import svg_figures
 
             return formats.to_html(report, svg_figures(report))
-        raise UserError(f"unknown format {format!r}; choose from: {', '.join(FORMATS)}")
+        raise names.unknown("format", format, FORMATS)
 
     def save(self, path: str | Path) -> Results:
         """Copy the results folder to ``path`` (which must not exist) and return the Results read from there.
@@ -674,6 +685,20 @@ def claims(*sources: str | Path, test: str = "t"):
     from banditbench.report.scorecard import read_runs, scorecard
     from banditbench.report.stats import TESTS
 
-    if test not in TESTS:
-        raise UserError(f"test must be one of: {', '.join(TESTS)}; got {test!r}")
+    names.pick("test", test, TESTS)
     return scorecard(read_runs([Path(s) for s in sources], test), test)
+
+
+def policy(name: str, /, *, dim: int, n_users: int, n_arms: int, seed: int = 0, **params: Any):
+    """A registered policy (``"club"``, ``"linucb-ind"``, a plugin's name or import path) for use outside any
+    simulation: ``select(user, arms)`` returns the index of the arm to show, ``update(user, arms, chosen,
+    reward)`` learns from the outcome. ``name``: the policy; ``dim``: the length of an arm's feature row;
+    ``n_users``: the users it keeps state for (ids 0 … n_users − 1); ``n_arms``: the most rows ``arms`` may have;
+    ``params``: its hyper-parameters, checked against their domains; ``seed`` makes its random choices
+    reproducible. See banditbench/standalone.py.
+
+    Returns the policy. Raises UserError for an unknown name, a policy that needs slates, user features or a
+    simulation's hidden rewards, a size that is not a positive integer, or a hyper-parameter outside its domain."""
+    from banditbench.standalone import StandalonePolicy
+
+    return StandalonePolicy(name, dim=dim, n_users=n_users, n_arms=n_arms, seed=seed, **params)

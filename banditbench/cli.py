@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import errno
 import inspect
+import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -15,9 +16,11 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from banditbench import names
 from banditbench.errors import Interrupted, UserError
 
 app = typer.Typer(
@@ -57,71 +60,159 @@ DATA_DIR = typer.Option(
 )
 
 
+LISTS = ("algorithms", "datasets", "presets", "protocols")
+
+
 @app.command("list")
 def list_registries(
     what: str | None = typer.Argument(
-        None, help="presets: the papers' experiments; datasets: every dataset's options and the files it reads."
+        None, help="algorithms, datasets, presets (the papers' experiments) or protocols \\[default: all four]."
     ),
+    wide: bool = typer.Option(False, "--wide", help="Full tables: defaults, options, files read, what is missing."),
+    as_json: bool = typer.Option(False, "--json", help="Every field of every entry as JSON, for scripts."),
 ) -> None:
-    """Show the datasets, protocols and algorithms banditbench knows, with their papers (or the presets)."""
+    """Show the algorithms, datasets, presets and protocols banditbench knows, one line each with its paper."""
+    kinds = LISTS if what is None else (names.pick("list", what, LISTS),)
+    if as_json:
+        listed = {kind: catalog(kind, defaults=True) for kind in kinds}
+        typer.echo(json.dumps(listed if what is None else listed[kinds[0]], indent=2, default=str))
+        return
+    out = list_console()
+    for kind in kinds:
+        if wide:
+            WIDE_TABLES[kind](out)
+        else:
+            print_compact(out, kind, catalog(kind))
+
+
+def list_console() -> Console:
+    """The terminal's width (or $COLUMNS); 160 columns when neither says, e.g. into a pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=None if sys.stdout.isatty() or columns.isdigit() else 160, highlight=False)
+
+
+def catalog(kind: str, defaults: bool = False) -> list[dict]:
+    """Every entry of one registry as plain values: what ``list --json`` prints and the compact lines show.
+    ``defaults``: add the algorithms' hyper-parameters, which imports every policy class (torch among them)."""
     from banditbench.algos import ALGORITHMS, plugins
     from banditbench.data import DATASETS
     from banditbench.envs import PROTOCOLS
+    from banditbench.presets import PRESETS, SHORT, missing_for
+
+    if kind == "algorithms":
+        plugins.discover()  # installed through the entry-point group banditbench.algorithms
+        return [
+            {
+                "name": a.name,
+                "description": a.description,
+                "paper": a.paper,
+                "role": a.role,
+                "needs": list(a.needs()),
+                "plugin": plugins.ORIGINS.get(a.name),
+                **({"defaults": {k: p.default for k, p in a.parameters().items()}} if defaults else {}),
+            }
+            for a in ALGORITHMS.values()
+        ]
+    if kind == "datasets":
+        return [
+            {
+                "name": d.name,
+                "description": d.description,
+                "paper": d.paper,
+                "protocol": d.protocol,
+                "reads": d.files,
+                "options": {o.flag: o.default for o in d.options},
+            }
+            for d in DATASETS.values()
+        ]
+    if kind == "protocols":
+        return [{"name": p.name, "description": p.description, "paper": p.paper} for p in PROTOCOLS.values()]
+    return [
+        {
+            "name": name,
+            "description": f"{spec['reproduces']}: {spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds",
+            "paper": SHORT[spec["paper"]],
+            "dataset": spec["dataset"],
+            "rounds": spec["rounds"],
+            "seeds": spec["seeds"],
+            "tune_seeds": spec["tune-seeds"],
+            "missing": missing_for(name),
+        }
+        for name, spec in PRESETS.items()
+    ]
+
+
+def print_compact(out: Console, kind: str, entries: list[dict]) -> None:
+    """One entry a line, its name never wrapped and its text wrapped at whole words under itself."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # only a single word wider than the column itself is folded
+    for entry in entries:
+        cited = kind in ("algorithms", "presets") and entry["paper"] not in ("", "baseline")
+        paper = f" ({short_citation(entry['paper'])})" if cited else ""
+        notes = "".join(
+            f"; {note}" for note in (entry.get("plugin"), entry.get("missing") and "not runnable yet") if note
+        )
+        table.add_row(entry["name"], escape(f"{entry['description']}{paper}{notes}"))
+    out.print(f"[bold]{kind.capitalize()}[/] (banditbench list {kind} --wide for details)")
+    out.print(table)
+    out.print()
+
+
+AUTHORS = re.compile(r"([A-Z][\w'-]+)((?:, [A-Z][\w'-]+)*)(?: & ([A-Z][\w'-]+))?( et al\.)?[ ,]")
+
+
+def short_citation(paper: str) -> str:
+    """ "Gentile, Li & Zappella, ICML 2014" → "Gentile et al. 2014"; "Ban & He, NeurIPS 2021" → "Ban & He 2021";
+    a reference in another form is cut after its first year."""
+    year = re.search(r"\b(?:19|20)\d\d\b", paper)
+    if year is None:
+        return paper
+    authors = AUTHORS.match(paper)
+    if authors is None or not (any(authors.groups()[1:]) or authors[0].endswith(",")):  # not an author list
+        return paper[: year.end()]
+    first, middle, last, et_al = authors.groups()
+    if middle or et_al:
+        return f"{first} et al. {year[0]}"
+    return f"{first}{f' & {last}' if last else ''} {year[0]}"
+
+
+def print_algorithms(out: Console) -> None:
+    from banditbench.algos import ALGORITHMS, plugins
 
     def defaults(spec) -> str:
         return ", ".join(
             f"{k}={p.default}" + (f": {p.domain.short()}" if p.domain else "") for k, p in spec.parameters().items()
         )
 
-    if what == "presets":
-        print_presets()
-        return
-    if what == "datasets":
-        print_datasets()
-        return
-    if what is not None:
-        raise UserError(
-            f"unknown list {what!r}; `banditbench list`, `banditbench list datasets` or `banditbench list presets`"
-        )
     found = plugins.discover()  # installed through the entry-point group banditbench.algorithms
-    for title, rows in (
-        ("Datasets", [(d.name, d.description, d.paper, f"protocol: {d.protocol}") for d in DATASETS.values()]),
-        ("Protocols", [(p.name, p.description, p.paper, "") for p in PROTOCOLS.values()]),
-        (
-            "Algorithms",
-            [
-                (a.name, f"{a.description} (capabilities: {', '.join(a.needs())})", a.paper, defaults(a))
-                for a in ALGORITHMS.values()
-                if a.name not in plugins.ORIGINS
-            ],
-        ),
-        (
-            "Plugins",
-            [
-                (name, ALGORITHMS[name].description, ALGORITHMS[name].paper, defaults(ALGORITHMS[name]), origin)
-                if name in ALGORITHMS
-                else (name, "", "", "", origin)
-                for name, origin in found
-            ],
-        ),
-    ):
-        if not rows:
-            continue
-        table = Table(title=title, title_justify="left")
-        for column in (
-            "name",
-            "description",
-            "paper",
-            "defaults" if title in ("Algorithms", "Plugins") else "notes",
-            *(["source"] if title == "Plugins" else []),
-        ):
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+    table = Table(title="Algorithms", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    for column in ("description", "paper", "defaults", *(["plugin from"] if found else [])):
+        table.add_column(column, overflow="fold")
+    for a in ALGORITHMS.values():
+        if a.name not in plugins.ORIGINS:
+            needs = f"{a.description} (capabilities: {', '.join(a.needs())})"
+            table.add_row(a.name, needs, a.paper, defaults(a), *([""] if found else []))
+    for name, origin in found:
+        spec = ALGORITHMS.get(name)
+        table.add_row(name, *((spec.description, spec.paper, defaults(spec)) if spec else ("", "", "")), origin)
+    out.print(table)
 
 
-def print_datasets() -> None:
+def print_protocols(out: Console) -> None:
+    from banditbench.envs import PROTOCOLS
+
+    table = Table(title="Protocols", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    for column in ("description", "paper"):
+        table.add_column(column, overflow="fold")
+    for p in PROTOCOLS.values():
+        table.add_row(p.name, p.description, p.paper)
+    out.print(table)
+
+
+def print_datasets(out: Console) -> None:
     from banditbench.data import DATASETS
 
     table = Table(
@@ -129,16 +220,17 @@ def print_datasets() -> None:
         "--offline, --no-verify, --cache-dir, --data-dir, --force)",
         title_justify="left",
     )
-    for column in ("name", "protocol", "reads", "options (default, domain)"):
+    table.add_column("name", no_wrap=True)
+    for column in ("protocol", "reads", "options (default, domain)"):
         table.add_column(column, overflow="fold")
     for d in DATASETS.values():
         options = "; ".join(f"{o.flag} {o.default} ({o.domain()})" for o in d.options)
         command = "" if d.prepare is not None else " (no prepare command of its own)"
         table.add_row(d.name, d.protocol, (d.files or "") + command, options)
-    console.print(table)
+    out.print(table)
 
 
-def print_presets() -> None:
+def print_presets(out: Console) -> None:
     from banditbench.presets import PRESETS, SHORT, missing_for
 
     table = Table(title="Presets (banditbench run --preset NAME)", title_justify="left")
@@ -153,9 +245,17 @@ def print_presets() -> None:
             f"{spec['dataset']}, T={spec['rounds']}, {spec['seeds']} seeds{tuning}",
             "; ".join(missing_for(name)) or "[green]nothing: ready[/]",
         )
-    console.print(table)
+    out.print(table)
     for paper, short in SHORT.items():
-        console.print(f"{short}: {paper}", highlight=False)
+        out.print(f"{short}: {paper}", highlight=False)
+
+
+WIDE_TABLES = {
+    "algorithms": print_algorithms,
+    "datasets": print_datasets,
+    "presets": print_presets,
+    "protocols": print_protocols,
+}
 
 
 SOURCE = typer.Option(None, "--source", help="Local archive, folder or file (or a URL) to read instead of downloading.")
@@ -663,7 +763,7 @@ def report(
         "md,csv",
         "--format",
         help="Files to write, comma-separated: md, csv, latex, html (one self-contained "
-        "file with the plots), png, svg (plots); 'none' writes nothing.",
+        "file with the plots), png, svg, pdf (plots); 'none' writes nothing.",
     ),
     out: Path | None = typer.Option(
         None,
@@ -684,21 +784,26 @@ def report(
     baselines: str = typer.Option("", "--baselines", help="Algorithms to treat as baselines (overrides the registry)."),
     proposed: str = typer.Option("", "--proposed", help="Algorithms to treat as proposed methods."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems and --check failures."),
+    plot_algos: str = typer.Option("", "--plot-algos", help="Algorithms the regret plot draws \\[default: all]."),
+    band: str = typer.Option(
+        "ci", "--band", help="Regret plot band: ci (mean, 95 % bootstrap), iqr (median, quartiles) or none."
+    ),
+    log_x: bool = typer.Option(False, "--log-x", help="Rounds on a log axis in the regret plot."),
+    style: str = typer.Option("paper", "--style", help="Plot style: paper (a column wide) or slides (large type)."),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
     from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
+    from banditbench.report.plot_options import PlotOptions
     from banditbench.report.stats import TESTS
     from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
     from banditbench.results.folder import refuse_data_folder
 
     chosen = [] if formats.strip() == "none" else _names(formats)
-    unknown = [f for f in chosen if f not in FORMATS]
-    if unknown:
-        raise UserError(f"unknown format {unknown[0]!r}; choose from: {', '.join(FORMATS)}")
-    if test not in TESTS:
-        raise UserError(f"--test must be one of: {', '.join(TESTS)}; got {test!r}")
+    for name in chosen:
+        names.pick("format", name, FORMATS)
+    names.pick("--test", test, TESTS)
     allowed = gate.parse_tolerance(tolerance)
     folders = [user_path(folder) for folder in folders or []]
     out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
@@ -720,12 +825,9 @@ def report(
     for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
         for name in _names(text):
             if name not in results.algorithms:
-                near = difflib.get_close_matches(name, results.algorithms, n=1)
-                hint = f"did you mean {near[0]!r}? " if near else ""
-                raise UserError(
-                    f"{flag} {name}: no such algorithm in these results; {hint}they hold: "
-                    f"{', '.join(results.algorithms)}"
-                )
+                hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
+                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
+    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style).checked(results.algorithms)
     report_ = build_report(results, roles=roles, test=test)
     incomplete = incompleteness(results)
     for exp in results.experiments:
@@ -738,7 +840,8 @@ def report(
     if not quiet:
         for table in to_rich(report_):
             console.print(table)
-    for path in write_report_files(report_, Path(target), chosen, incomplete, results.warnings) if chosen else []:
+    written = write_report_files(report_, Path(target), chosen, incomplete, results.warnings, plot) if chosen else []
+    for path in written:
         if not quiet:
             console.print(f"wrote {path}", highlight=False)
     failed = False
@@ -846,7 +949,7 @@ def incompleteness(results) -> str | None:
 
 
 def write_report_files(
-    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = ()
+    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = (), plot=None
 ) -> list[Path]:
     """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
     a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
@@ -858,7 +961,7 @@ def write_report_files(
         target.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
             staging = Path(staging)
-            written = [p.relative_to(staging) for p in write_files(report_, staging, formats)]
+            written = [p.relative_to(staging) for p in write_files(report_, staging, formats, plot)]
             stale = target / INCOMPLETE
             if warnings and "md" in formats:
                 md = staging / "report.md"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from banditbench import names
 from banditbench.errors import UserError
 from banditbench.runner.grid import merge
 from banditbench.runner.settings import RUN_DEFAULTS, combine, normalise, read_config, table_to_assignments
@@ -908,7 +909,7 @@ def missing_for(name: str) -> list[str]:
 def preset_settings(name: str) -> dict[str, Any]:
     """The run settings of preset ``name``, after checking that everything it needs is registered."""
     if name not in PRESETS:
-        raise UserError(f"unknown preset {name!r}; `banditbench list presets` shows them")
+        raise names.unknown("preset", name, PRESETS, listing="`banditbench list presets` shows them")
     missing = missing_for(name)
     if missing:
         raise UserError(

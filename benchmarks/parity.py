@@ -1,54 +1,54 @@
-"""Parity with the authors' code: their published implementation and ours on the same arm pools, side by side.
+"""Parity with the authors' code: their published implementation and ours on the same instance and draws, with
+negative controls that show the instance can tell implementations apart.
 
-    .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure regret
-        [--algos mcnb,neuucb-one,club] [--rounds 10000] [--runs 10] [--variant default,code,custom]
-        [--ours-params '{"share_with_cluster": false}'] [--out FILE.json]
-    .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --measure speed [--runs 3] [--lockstep S] ...
+    .venv/bin/python benchmarks/parity.py --reference-dir REF --pools DIR --algos club --rounds 3000 --runs 10 \\
+        [--set alpha2=2] [--variant code,default] [--margin 0.05] [--out FILE.json]
+    .venv/bin/python benchmarks/parity.py --reference-dir REF ... --measure speed [--runs 3] [--lockstep S]
+    .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs | --check-docs docs/parity.md]
 
-REF is a local checkout of the authors' repository: banyikun/MCNB at cf79294 (M-CNB, CLUB, LOCB, SCLUB, COFIBA,
-NeuUCB-ONE, NeuUCB-IND; their ``load_movielen_dif_user`` loader: 100 K-means groups, [item, rater] contexts) or
-at 104f710 (Meta-Ban, algorithm ``metaban``; the ``load_yelp_new`` loader: 50 groups, item contexts). DIR holds
-the pools as the Ban-family repositories publish them (``<name>_<U>users_<I>items_entry.npy`` and the two feature
-arrays; Yelp: banyikun/MCNB at 104f710); default REF itself. Nothing of theirs is edited: each of their runs is a
-fresh process whose working folder links the pools under the file names their loader opens, with REF on
-``sys.path``, an empty ``torchvision`` module (imported by their loader, never used), scikit-learn's K-means
-given its 0.24 default ``n_init = 10`` (the version the authors pin), one thread, and numpy / torch / random
-seeded with the run index (their code seeds nothing). The round loop calls their classes in the order of
-their ``run.py``; the regret of a round is max(reward) − reward(chosen), as theirs.
+Three families of the authors' code, each with its own instance:
 
-EE-Net (``--algos eenet``, REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7, DIR = a folder of the MNIST IDX files) runs
-on their MNIST protocol instead: see parity_eenet.py for its shims and for how ours replays the images each of
-their runs drew. Every variant of ours gets BASE below (f2 reads f1's gradient mean-pooled in blocks of 50).
+- the Ban-family repository (``parity_ban.py``; REF = banyikun/MCNB at cf79294 for CLUB, SCLUB, LOCB, COFIBA,
+  NeuUCB-ONE, NeuUCB-IND, M-CNB, or at 104f710 for Meta-Ban) on arm pools in their format (DIR: the authors' own,
+  or a clustered instance written by ``parity_pools.py``); ``--groups`` is the number of K-means groups their M-CNB
+  loader forms (their run.py: 100); Meta-Ban's loader fixes 50;
+- bandpy (``parity_bandpy.py``; REF = hcherkaoui/bandpy at 0c404b6, ``--reference-deps`` the packages it needs
+  beyond ours) for BASS, DynUCB and CMLB, on a synthetic instance built by their generator from ``--instance
+  users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0`` or read from a prepared ``synthetic`` dataset
+  (``--instance-dir``, never overwritten);
+- EE-Net (``parity_eenet.py``; REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7) on their MNIST protocol (DIR: the MNIST
+  IDX files).
 
-Ours runs ``banditbench prepare authors-pools`` on DIR (mode ``mcnb-code`` or ``metaban-code`` to match the
-loader, cached under ``--data-dir``) and then the registered algorithm, one unit per run (seed index = run).
+**Same draws.** Run i of theirs is a fresh process seeded with i. It records what it drew; ours replays exactly
+that: the Ban family's rounds (served user, ten contexts, rewards), bandpy's agents and noisy rewards (our
+environment's stream, which their environment is fed), EE-Net's image order. Every variant and control of ours then
+faces the draws of run i of theirs, so differences are paired run by run, and the share of rounds in which ours
+chose the arm theirs chose (``agreement``) is reported: 100 % is the strongest evidence there is.
 
-``--measure regret``: ``--runs`` runs a side (≥ 10 for a verdict); mean ± sd of the final cumulative regret and of
-the regret at T/10, the difference of means (ours − theirs) with its 95 % Welch CI, both also in % of their
-mean, and Welch's t-test p-value (bandpy: run i of both sides faces the same draws, so the paired CI and
-p-value of the run-by-run differences instead). Verdict "parity" when the difference is within ±3 % and its CI
-inside ±6 %.
+**Settings on both sides.** ``--set NAME=VALUE`` (repeatable; NAME one of our hyper-parameters) goes to every variant
+of ours and to their code wherever their code keeps it (a constructor argument, an attribute, a constant in one of
+their methods: the families' KNOBS); a setting their code does not have is refused with one line, as is a horizon
+beyond a limit of their code. ``--ours-params JSON`` changes ours only, in every variant. Variants of ours
+(``--variant``): ``code``, our named switches that reproduce their code (CODE below), and ``default``, the
+paper's behaviour.
 
-``--jobs N`` runs N pairs (their run and ours) at once, for regret only.
+**The verdict** (``parity_verdict.py``): ours − theirs in final cumulative regret, with its 90 % interval, against
+the declared margin ``--margin`` (a share of their mean, default 5 %): **parity** when ours is equivalent (TOST)
+*and* every control is shown beyond the margin; **not discriminating** when ours is equivalent but some control is
+not; **differs** when ours is shown beyond the margin; **inconclusive** otherwise. The controls (CONTROLS below)
+are learners that should not match theirs: for the clustering algorithms the same index without clustering (one
+pool, or every user alone), for the neural learners the learner untrained and without exploration, for M-CNB and
+Meta-Ban NeuUCB-ONE and NeuUCB-IND (one network, or one per user). Where both sides cluster users, the final number
+of clusters and the pair F1 against the instance's clusters are reported beside.
 
-``--measure speed``: ``--runs`` alternating pairs (theirs, ours, theirs, ours…); per side the median rounds/s
-"steady" (the round loop only, data loaded) and "cold" (the whole fresh process: imports, data, model set-up),
-CPU-seconds per 1000 rounds of the loop, and the ratio ours / theirs. ``--lockstep S`` runs S seeds of ours as one
-lockstep group (the ``lockstep`` engine's batched path) and gives its rates per seed-round.
+``--measure speed``: ``--runs`` alternating pairs (theirs, ours, …); per side the median rounds/s of the round loop's
+second half ("steady", data loaded), of the whole fresh process ("cold"), CPU-seconds per 1000 rounds, and the
+ratios. By default ours runs the ``code`` variant, their loops: the same work; ``--variant default`` times the
+paper's algorithm, different work, and the table says so. ``--lockstep S`` runs S seeds of ours as one lockstep
+group, rates per seed-round.
 
-``--variant`` names the configurations of ours to run against the same runs of theirs: ``default`` (the paper's
-behaviour), ``code`` (the switches of ours that reproduce their code, CODE below), ``custom`` (the defaults updated
-by ``--ours-params``). Results go to the terminal and, with ``--out``, to a JSON file (every run's final regret and
-regret at T/10, the summaries, and the mean per-round regret in 10 windows of the horizon).
-
-``--algos bass,dynucb,cmlb`` compares with hcherkaoui/bandpy (its ``LBC``, ``DynUCB`` and ``CMLB`` controllers)
-on BASS's synthetic setting instead of the arm pools: REF is a bandpy checkout (commit 0c404b6), ``--reference-deps
-DEPS`` a folder with the packages its imports need beyond ours (numba, llvmlite, wget, matrix_factorization; e.g.
-``pip install --target DEPS --no-deps numba llvmlite wget matrix_factorization``), put on the path of their runs
-only; ``--alpha`` sets both sides' exploration scale (default 1); ``--omega`` and ``--instance-seed`` choose the
-instance (``prepare synthetic --centres bass --arm-set fixed``, N = 18, M = 2, K = 10, d = 5, σ = 1). Their
-environment is fed our instance, and run i of both sides faces the same agent of every round and the same noisy
-rewards (our environment's stream of seed index i); see ``benchmarks/parity_bandpy.py``.
+``--table FILE…`` prints the parity table from ``--out`` files; ``--write-docs PAGE`` puts it between the markers
+``<!-- parity-table -->`` and ``<!-- /parity-table -->`` of PAGE, ``--check-docs PAGE`` fails unless PAGE holds it.
 """
 
 from __future__ import annotations
@@ -62,30 +62,21 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loop_clock import LoopClock  # noqa: E402
+import parity_table  # noqa: E402
+import parity_verdict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# our algorithm → (their method name, their loader, our protocol mode)
-REFERENCE = {
-    "mcnb": ("mcnb", "mcnb", "mcnb-code"),
-    "club": ("club", "mcnb", "mcnb-code"),
-    "locb": ("locb", "mcnb", "mcnb-code"),
-    "sclub": ("sclub", "mcnb", "mcnb-code"),
-    "cofiba": ("cofiba", "mcnb", "mcnb-code"),
-    "neuucb-one": ("neuucb_one", "mcnb", "mcnb-code"),
-    "neuucb-ind": ("neuucb_ind", "mcnb", "mcnb-code"),
-    "metaban": ("meta_ban", "metaban", "metaban-code"),
-    # hcherkaoui/bandpy (benchmarks/parity_bandpy.py): their controller, our synthetic instance
-    "bass": ("LBC", "bandpy", "bass-synthetic"),
-    "dynucb": ("DynUCB", "bandpy", "bass-synthetic"),
-    "cmlb": ("CMLB", "bandpy", "bass-synthetic"),
-    "eenet": ("EENet", "mnist", "classification"),  # banyikun/EE-Net-ICLR-2022; see parity_eenet.py
+FAMILY = {
+    **dict.fromkeys(("club", "locb", "sclub", "cofiba", "neuucb-one", "neuucb-ind", "mcnb", "metaban"), "ban"),
+    **dict.fromkeys(("bass", "dynucb", "cmlb"), "bandpy"),
+    "eenet": "eenet",
 }
 NEURALUCB_TRAINING = {"code_training": True, "lr": 1e-3, "schedule": "code"}
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
@@ -103,8 +94,9 @@ CODE = {
     },
     "club": {"reference_ucb": True, "served_pairs_only": True},
     "locb": {"reference_ucb": True},
-    "sclub": {"reference_ucb": True},
-    "cofiba": {"reference_ucb": True, "reference_threshold": True},
+    "sclub": {"reference_ucb": True, "reset_checks": False},
+    # Ban's copy: their UCB term and threshold, pull counts never incremented, an item graph over the K positions
+    "cofiba": {"reference_ucb": True, "reference_threshold": True, "frozen_counts": True, "item_nodes": "slots"},
     # their bonus sqrt(λν·Σ g²/U), U = λ + Σ g² (no 1/m) is ours ν'·sqrt(Σ g²/(m λ' + Σ g²)) with λ' = λ/m, ν' = √(λν)
     # and their training loop: single-sample SGD at 1e-3 on the served user's network, tested at 0-based rounds
     "neuucb-one": {"lam": 1e-5, "nu": 0.01, "bias": True, "init": "torch", **NEURALUCB_TRAINING},
@@ -148,162 +140,179 @@ CODE = {
         "schedule": "code",
     },
 }
-# Settings of the instance that every variant of ours gets: f2 of EE-Net reads the gradient of f1 block-averaged
-# in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
+# Settings of the instance that every variant and control of ours gets: f2 of EE-Net reads the gradient of f1
+# block-averaged in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
 BASE = {"eenet": {"pool": 50}}
-PARITY_MEAN, PARITY_CI = 0.03, 0.06
 
 
-# ----------------------------------------------------------------------------------------------- their side
-def pool_files(pools: Path) -> dict[str, Path]:
-    """The pool arrays of DIR under the names the authors' loaders open (both loaders read 'movie' or 'yelp')."""
+@dataclass(frozen=True)
+class Control:
+    """A learner of ours that should not match theirs: ``algorithm`` with ``params`` on top of its code switches;
+    ``inherits``: it also takes the run's settings (the same algorithm, or the same meaning of the names)."""
+
+    label: str
+    algorithm: str
+    params: dict = field(default_factory=dict)
+    inherits: bool = True
+
+
+# CLUB, SCLUB and LOCB share their code's UCB index: the controls are that index with no clustering, one pool for
+# every user (α₂ so large that no edge is ever cut) or every user alone (α₂ = 0 cuts every edge tested).
+POOLED = Control("pooled LinUCB", "club", {"alpha2": 1e9}, inherits=False)
+ALONE = Control("independent LinUCB", "club", {"alpha2": 0.0, "served_pairs_only": False}, inherits=False)
+UNTRAINED, GREEDY = {"lr": 1e-7}, {"nu": 0.0}
+ONE_NETWORK = Control("NeuUCB-ONE", "neuucb-one", inherits=False)
+NETWORK_EACH = Control("NeuUCB-IND", "neuucb-ind", inherits=False)
+CONTROLS = {
+    "club": (POOLED, ALONE),
+    "sclub": (POOLED, ALONE),
+    "locb": (POOLED, ALONE),
+    # COFIBA's own index and threshold with every edge kept (one pool) or cut (every user alone)
+    "cofiba": (
+        Control("pooled LinUCB", "cofiba", {"alpha2": 1e9}),
+        Control("independent LinUCB", "cofiba", {"alpha2": 0.0}),
+    ),
+    "neuucb-one": (Control("untrained", "neuucb-one", UNTRAINED), Control("no exploration", "neuucb-one", GREEDY)),
+    "neuucb-ind": (Control("untrained", "neuucb-ind", UNTRAINED), Control("no exploration", "neuucb-ind", GREEDY)),
+    "mcnb": (ONE_NETWORK, NETWORK_EACH),
+    "metaban": (ONE_NETWORK, NETWORK_EACH),
+    # EE-Net: both networks untrained; f2, its exploration, untrained (their f1 + 0.1·(f2 − 1) is then f1 shifted)
+    "eenet": (
+        Control("untrained", "eenet", {"lr": 1e-7, "explore_lr": 1e-7}),
+        Control("no exploration", "eenet", {"explore_lr": 1e-7}),
+    ),
+    # bandpy: the same α-LinUCB with no sharing, and one pool for all agents
+    "bass": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
+    "dynucb": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
+    "cmlb": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
+}
+
+
+# ----------------------------------------------------------------------------------------------- settings
+def defaults(algorithm: str) -> dict:
     sys.path.insert(0, str(ROOT))
-    from banditbench.data.authors import find_family
+    from banditbench.algos import ALGORITHMS
 
-    family, paths = find_family(pools, None)
-    entry = paths["entry"].name
-    stem = entry[: -len("_entry.npy")]
-    names = {"entry": entry, "users": f"{stem}_features.npy", "items": paths["items"].name}
-    links = {}
-    for alias in ("movie", "yelp"):
-        for key, name in names.items():
-            links[alias + name[len(family) :]] = paths[key].resolve()
-    return links
+    return ALGORITHMS[algorithm].defaults()
 
 
-def run_reference(reference: Path, pools: Path, method: str, loader: str, rounds: int, seed: int) -> dict:
-    """One run of the authors' code in this (fresh) process; returns the cumulative regret and timings."""
-    start = time.perf_counter()
-    import types
+def instance_settings(algorithm: str, instance: dict) -> dict:
+    """What every run of ours gets on this instance (bandpy: the setting both sides share)."""
+    if FAMILY[algorithm] == "bandpy":
+        return bandpy_side().our_settings(algorithm, instance)
+    return BASE.get(algorithm, {})
 
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[variable] = "1"
-    sys.modules.setdefault("torchvision", types.ModuleType("torchvision"))  # imported by their loader, unused
-    sys.modules["torchvision"].datasets = sys.modules["torchvision"].transforms = None
 
-    import sklearn.cluster
-    import torch
+def variant_params(algorithm: str, variant: str, instance: dict, settings: dict, ours_params: dict) -> dict:
+    """Our hyper-parameters of one variant: the instance's, the code switches (``code``), the settings, ours."""
+    switches = CODE.get(algorithm, {}) if variant == "code" else {}
+    return {**instance_settings(algorithm, instance), **switches, **settings, **ours_params}
 
-    torch.set_num_threads(1)
-    kmeans = sklearn.cluster.KMeans
 
-    class KMeans024(kmeans):  # scikit-learn 0.24, which the authors pin, ran 10 restarts by default
-        def __init__(self, n_clusters=8, **kwargs):
-            kwargs.setdefault("n_init", 10)
-            super().__init__(n_clusters=n_clusters, **kwargs)
+def control_params(algorithm: str, control: Control, instance: dict, settings: dict) -> dict:
+    """A control's hyper-parameters: its code switches, the settings it inherits, then its own."""
+    inherited = {}
+    if control.inherits:
+        inherited = {k: v for k, v in settings.items() if k in defaults(control.algorithm)}
+    if FAMILY[algorithm] == "bandpy":  # bandpy's α is the controls' α-LinUCB scale
+        ours = {**instance_settings(algorithm, instance), **settings}
+        alpha = ours[bandpy_side().OUR_ALPHA[algorithm]]
+        return {"alpha": alpha, "ridge": ours["ridge"]}
+    base = (
+        instance_settings(control.algorithm, instance)
+        if control.algorithm == algorithm
+        else BASE.get(control.algorithm, {})
+    )
+    return {**base, **CODE.get(control.algorithm, {}), **inherited, **control.params}
 
-    sklearn.cluster.KMeans = KMeans024
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="parity-") as work:  # their loaders read the pools from here
-        for name, target in pool_files(pools).items():
-            (Path(work) / name).symlink_to(target)
-        os.chdir(work)
+
+def parse_settings(pairs: list[str]) -> dict:
+    settings = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--set takes NAME=VALUE, got {pair!r}")
         try:
-            return their_loop(reference, method, loader, rounds, seed, start)
-        finally:
-            os.chdir(here)
+            settings[name] = json.loads(text)
+        except json.JSONDecodeError:
+            settings[name] = text
+    return settings
 
 
-def their_loop(reference: Path, method: str, loader: str, rounds: int, seed: int, start: float) -> dict:
-    """Their run.py's loop, in the folder of their pools."""
-    import random
-
-    import torch
-
-    sys.path.insert(0, str(reference))
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    data = __import__("load_data")
-    if loader == "mcnb":
-        env = data.load_movielen_dif_user(100)
+def check_settings(algorithm: str, settings: dict, rounds: int, groups: int | None) -> None:
+    """Refuse with one line what cannot run on both sides: a setting ours lacks or theirs cannot take, a horizon
+    beyond their code's limits, a group count their loader fixes."""
+    unknown = [name for name in settings if name not in defaults(algorithm)]
+    if unknown:
+        raise SystemExit(f"{algorithm} has no hyper-parameter {', '.join(unknown)}")
+    family = FAMILY[algorithm]
+    if family == "ban":
+        parity_ban().check_settings(algorithm, settings, rounds)
+        if algorithm == "metaban" and groups not in (None, parity_ban().METABAN_GROUPS):
+            raise SystemExit(
+                f"--groups {groups}: their Meta-Ban loader always forms {parity_ban().METABAN_GROUPS} groups"
+            )
+    elif family == "bandpy":
+        bandpy_side().check_settings(algorithm, settings)
     else:
-        env = data.load_yelp_new()
-    model = make_reference_model(method, env)
-    regret = np.zeros(rounds)
-    total = 0.0
-    clock = LoopClock(start)
-    for t in range(rounds):
-        if t == rounds // 2:
-            clock.half()
-        user, contexts, rewards = env.step()
-        if method in ("neuucb_one", "neuucb_ind"):
-            arm = model.recommend(user, contexts, t)[0]
-        elif method == "mcnb":
-            arm, group, _ = model.select(user, contexts, t)
-        elif method == "meta_ban":
-            arm, group, _, _ = model.recommend(user, contexts, t)
-        else:
-            arm = model.recommend(user, contexts, t)
-        reward = rewards[arm]
-        total += np.max(rewards) - reward
-        regret[t] = total
-        x = contexts[arm]
-        if method in ("club", "locb"):
-            model.store_info(i=user, x=x, y=reward, t=t)
-            model.update(i=user, t=t)
-        elif method == "cofiba":
-            model.store_info(i=user, x=x, y=reward, t=t)
-            model.update_cluster(i=user, kk=arm, t=t)
-        elif method == "sclub":
-            model.store_info(i=user, x=x, y=reward, t=t, r=reward, br=1.0)
-            model.split(user, t)
-            model.merge(t)
-            model.num_clusters[t] = len(model.clusters)
-        else:
-            if method in ("mcnb", "meta_ban"):
-                model.update(user, x, reward, group)
-            else:
-                model.update(user, x, reward)
-            if (t < 1000 and t % 10 == 0) or t % 100 == 0:  # their schedule
-                if method == "mcnb":
-                    model.train_meta(model.users, t, 1000, model.lr)
-                model.train(user, t)
-    return {"regret": regret.tolist(), **clock.seconds()}
-
-
-def make_reference_model(method: str, env):
-    """The constructor calls of their run.py (M-CNB at cf79294, Meta-Ban at 104f710)."""
-    n, d = env.num_user, env.dim
-    if method == "club":
-        return __import__("club").CLUB(nu=n, d=d)
-    if method == "locb":
-        return __import__("locb").LOCB(nu=n, d=d, gamma=0.2, num_seeds=20, delta=0.1, detect_cluster=0)
-    if method == "sclub":
-        return __import__("sclub").SCLUB(nu=n, d=d)
-    if method == "cofiba":
-        return __import__("cofiba").COFIBA(num_users=n, d=d, num_rounds=10000, L=10)
-    if method == "neuucb_ind":
-        return __import__("neuucb_ind").neuucb_ind(dim=d, n=n, n_arm=10, lr=0.001)
-    if method == "neuucb_one":
-        return __import__("neuucb_one").neuucb_one(d, lamdba=0.001, nu=0.1)
-    if method == "mcnb":
-        return __import__("mcnb").MCNB(dim=d, n=n, n_arm=10, gamma=0.4, lr=0.001, nu=1e-4)
-    if method == "meta_ban":
-        return __import__("meta_ban").meta_ban(dim=d, n=n, n_arm=10, gamma=0.32, lr=0.0001)
-    raise SystemExit(f"no reference method {method!r}")
+        eenet_side().check_settings(settings)
 
 
 # ----------------------------------------------------------------------------------------------- our side
-def prepare_pools(pools: Path, data_dir: Path, mode: str) -> str:
+def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) -> dict:
+    """One run of ours on recorded draws: ``rounds`` holds users [T], arms [T, K, d] (or [K, d] for every round),
+    rewards and expected rewards [T, K]. The policy's seed is the one the runner gives seed index ``seed``."""
     sys.path.insert(0, str(ROOT))
-    from banditbench.data import authors
+    from banditbench.algos import ALGORITHMS
+    from banditbench.envs import Budget
+    from banditbench.envs.round import Round
+    from banditbench.runner.executors import limit_threads
+    from banditbench.runner.seeds import unit_streams
 
-    return authors.prepare(data_dir / mode, source=pools, mode=mode).name
+    limit_threads()
+    users, arms, rewards, expected = (rounds[key] for key in ("users", "arms", "rewards", "expected"))
+    T, K = rewards.shape
+    policy = ALGORITHMS[algorithm].build(
+        n_users=int(rounds["n_users"]),
+        n_arms=K,
+        dim=arms.shape[-1],
+        seed=unit_streams(0, seed)[1],
+        params={**ALGORITHMS[algorithm].defaults(), **params},
+    )
+    chosen = np.zeros(T, np.int64)
+    start = time.perf_counter()
+    for t in range(T):
+        budget = Budget()
+        view = Round(t, int(users[t]), arms[t] if arms.ndim == 3 else arms, rewards[t], expected[t]).view(budget)
+        chosen[t] = policy.select(view, budget)
+        budget.close()
+        policy.update(view, int(chosen[t]), float(rewards[t, chosen[t]]))
+    seconds = time.perf_counter() - start
+    regret = np.cumsum(expected.max(1) - expected[np.arange(T), chosen])
+    return {
+        "regret": regret.tolist(),
+        "chosen": chosen.tolist(),
+        "loop_seconds": seconds,
+        **our_clusters(policy, truth),
+    }
 
 
-def run_ours(
-    data_dir: Path,
-    name: str,
-    algorithm: str,
-    params: dict,
-    rounds: int,
-    seed: int,
-    protocol: str = "recommendation",
-    members: int = 1,
-) -> dict:
-    """One unit of ours, or with ``members`` > 1 that many seeds (seed, seed + 1, …) as one lockstep group, whose
-    times are then given per seed (the regret is the first seed's)."""
+def our_clusters(policy, truth) -> dict:
+    """Our final clusters, scored as theirs are: the count and the pair F1 on the sharing graph, else the labels."""
+    labels = policy.clusters()
+    if labels is None or type(policy).__name__ not in ("CLUB", "SCLUB", "BASS", "DynUCB", "CMLB"):
+        return {}
+    found = {"clusters": len(np.unique(labels))}
+    if truth is not None and len(truth):
+        graph = policy.sharing_graph()
+        found["f1"] = parity_verdict.pair_f1(labels if graph is None else np.asarray(graph), truth)
+    return found
+
+
+def run_ours(data_dir: Path, name: str, algorithm: str, params: dict, rounds: int, seed: int, protocol: str, members=1):
+    """One unit of ours through the runner (the speed measure and EE-Net's replayed MNIST), or with ``members`` > 1
+    that many seeds (seed, seed + 1, …) as one lockstep group, whose times are then given per seed (the regret is
+    the first seed's)."""
     start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
     from banditbench.algos import ALGORITHMS
@@ -328,6 +337,7 @@ def run_ours(
     steady = seconds[rounds // 2 :].sum() + env_per_round * (rounds - rounds // 2)
     return {
         "regret": regret.tolist(),
+        "chosen": result.outcome.column("chosen").to_numpy().tolist(),
         "members": members,
         "loop_seconds": result.wall_seconds / members,
         "cpu_seconds": cpu / members,
@@ -336,79 +346,262 @@ def run_ours(
     }
 
 
-# ----------------------------------------------------------------------------------------------- driver
-def spawn(args: list[str]) -> dict:
+# ----------------------------------------------------------------------------------------------- workers
+def their_worker(job: dict) -> dict:
+    """One run of their code, in this fresh process."""
+    algorithm, family, seed = job["algorithm"], FAMILY[job["algorithm"]], job["seed"]
+    reference, pools = Path(job["reference"]), Path(job["pools"]) if job["pools"] else None
+    if family == "ban":
+        return parity_ban().run(
+            reference,
+            pools,
+            algorithm,
+            job["rounds"],
+            seed,
+            job["groups"],
+            job["ours"],
+            job["settings"],
+            Path(job["record"]),
+        )
+    if family == "bandpy":
+        deps = Path(job["deps"]) if job["deps"] else None
+        return bandpy_side().run_bandpy(
+            reference, deps, Path(job["data_dir"]), algorithm, job["rounds"], seed, job["ours"]
+        )
+    return eenet_side().run_reference(reference, pools, job["rounds"], seed, job["ours"], job["settings"])
+
+
+def our_worker(job: dict) -> dict:
+    """Every variant and control of ours on the draws of one run of theirs, in this fresh process: label → result."""
+    family, seed = FAMILY[job["algorithm"]], job["seed"]
+    answers = {}
+    if family == "eenet":
+        with tempfile.TemporaryDirectory(prefix="parity-eenet-") as folder:
+            name = eenet_side().replay_dataset(Path(job["pools"]), job["order"], Path(folder))
+            for label, (learner, params) in job["learners"].items():
+                answers[label] = run_ours(Path(folder), name, learner, params, job["rounds"], seed, "classification")
+        return {"learners": answers}
+    rounds, truth = recorded_rounds(job)
+    for label, (learner, params) in job["learners"].items():
+        answers[label] = replay(learner, params, rounds, seed, truth)
+        answers[label]["agreement"] = agreement(rounds["arms"], answers[label]["chosen"], job["their_chosen"])
+    return {"learners": answers}
+
+
+def agreement(arms: np.ndarray, ours: list[int], theirs: list[int]) -> float:
+    """The share of rounds in which ours played the arm theirs played, or one with the same context (the Ban pools
+    draw entries with replacement, so two arms of a round can be the same entry: a tie either side may break)."""
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    if arms.ndim == 2:
+        return float(np.mean(ours == theirs))
+    rows = np.arange(len(ours))
+    return float(np.mean((arms[rows, ours] == arms[rows, theirs]).all(axis=1)))
+
+
+def recorded_rounds(job: dict) -> tuple[dict, np.ndarray | None]:
+    """The draws of run ``seed`` of theirs as arrays, and the true cluster of every user (None when unknown)."""
+    if FAMILY[job["algorithm"]] == "ban":
+        record = np.load(job["record"])
+        rewards = record["rewards"]
+        rounds = {"users": record["users"], "arms": record["contexts"], "rewards": rewards, "expected": rewards}
+        truth = record["truth"] if len(record["truth"]) else None
+        rounds["n_users"] = job["n_users"]
+        return rounds, truth
+    side = bandpy_side()
+    data_dir = Path(job["data_dir"])
+    instance = side.instance_arrays(data_dir)
+    users, rewards, expected = side.draws(data_dir, job["seed"], job["rounds"])
+    rounds = {"users": users, "arms": instance["arms"], "rewards": rewards, "expected": expected}
+    rounds["n_users"] = len(instance["labels"])
+    return rounds, instance["labels"]
+
+
+def speed_worker(job: dict) -> dict:
+    """One timed run of ours through the runner, on the prepared instance."""
+    family = FAMILY[job["algorithm"]]
+    ((learner, params),) = job["learners"].values()
+    if family == "eenet":
+        with tempfile.TemporaryDirectory(prefix="parity-eenet-") as folder:
+            name = eenet_side().replay_dataset(Path(job["pools"]), job["order"], Path(folder))
+            return run_ours(
+                Path(folder), name, learner, params, job["rounds"], job["seed"], "classification", job["lockstep"]
+            )
+    protocol = "linear" if family == "bandpy" else "recommendation"
+    name = "synthetic" if family == "bandpy" else job["dataset"]
+    return run_ours(Path(job["data_dir"]), name, learner, params, job["rounds"], job["seed"], protocol, job["lockstep"])
+
+
+def spawn(side: str, job: dict) -> dict:
     """Run one side in a fresh process (cold start, own memory) and read its JSON answer."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as answer:
+    with tempfile.TemporaryDirectory(prefix="parity-job-") as folder:
+        (Path(folder) / "job.json").write_text(json.dumps(job))
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, __file__, *args, "--answer", answer.name],
+            [sys.executable, __file__, "--worker", side, "--job", str(Path(folder) / "job.json")],
             capture_output=True,
             text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},  # nothing into their checkout
         )
         if done.returncode:
-            raise SystemExit(f"{' '.join(args[:4])} failed:\n{done.stderr[-3000:]}")
-        result = json.loads(Path(answer.name).read_text())
-        result["cold_seconds"] = time.perf_counter() - started
-        return result
+            last = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+            if done.returncode == 1 and last[0] and not last[0].startswith("Traceback"):
+                raise SystemExit(last[0])  # a refusal of the worker: its one line
+            raise SystemExit(f"{side} run {job['seed']} of {job['algorithm']} failed:\n{done.stderr[-3000:]}")
+        result = json.loads((Path(folder) / "answer.json").read_text())
+    result["cold_seconds"] = time.perf_counter() - started
+    return result
 
 
-def welch(a: np.ndarray, b: np.ndarray) -> dict:
-    from scipy import stats
-
-    diff = a.mean() - b.mean()
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else np.inf
-    half = stats.t.ppf(0.975, df) * se if se > 0 else 0.0
-    p = stats.ttest_ind(a, b, equal_var=False).pvalue if se > 0 else (1.0 if diff == 0 else 0.0)
-    return {"difference": diff, "ci": [diff - half, diff + half], "p": float(p)}
-
-
-def paired(a: np.ndarray, b: np.ndarray) -> dict:
-    """Mean of the run-by-run differences a − b with its 95 % t interval and the paired t-test's p: the instrument
-    when run i of both sides faced the same draws (the bandpy comparison), where Welch's would count the shared
-    noise twice (ten identical runs a side give Welch an interval of ±17 % around 0)."""
-    from scipy import stats
-
-    diff = a - b
-    diff[np.abs(diff) <= 1e-9 * np.abs(b).max()] = 0.0  # the same trajectory summed in another order
-    se = diff.std(ddof=1) / np.sqrt(len(diff))
-    half = stats.t.ppf(0.975, len(diff) - 1) * se if se > 0 else 0.0
-    p = stats.ttest_rel(a, b).pvalue if se > 0 else (1.0 if diff.mean() == 0 else 0.0)
-    return {"difference": float(diff.mean()), "ci": [diff.mean() - half, diff.mean() + half], "p": float(p)}
+def worker_main(side: str, job_file: Path) -> None:
+    job = json.loads(job_file.read_text())
+    if side == "theirs":
+        result = their_worker(job)
+    elif side == "ours":
+        result = our_worker(job)
+    else:
+        result = speed_worker(job)
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    (job_file.parent / "answer.json").write_text(json.dumps(result))
 
 
-def summarise_regret(ours: list[dict], theirs: list[dict], rounds: int, same_draws: bool = False) -> dict:
-    """Welch's comparison; with ``same_draws`` (run i of both sides on the same draws) the paired one."""
-    at = max(rounds // 10, 1) - 1
-    summary = {}
-    for label, index in (("final", rounds - 1), ("tenth", at)):
-        a = np.array([r["regret"][index] for r in ours])
-        b = np.array([r["regret"][index] for r in theirs])
-        compare = paired if same_draws and len(a) == len(b) else welch
-        test = (
-            compare(a, b)
-            if len(a) > 1 and len(b) > 1
-            else {"difference": a.mean() - b.mean(), "ci": [np.nan] * 2, "p": np.nan}
+def parity_ban():
+    import parity_ban
+
+    return parity_ban
+
+
+def eenet_side():
+    import parity_eenet
+
+    return parity_eenet
+
+
+def bandpy_side():
+    """benchmarks/parity_bandpy.py: the instance, their controllers' runner and the settings of both sides."""
+    import parity_bandpy
+
+    return parity_bandpy
+
+
+# ----------------------------------------------------------------------------------------------- driver
+def learners(algorithm: str, variants: list[str], instance: dict, settings: dict, ours_params: dict) -> dict:
+    """label → (algorithm, parameters) of every variant of ours and every control."""
+    every = {v: (algorithm, variant_params(algorithm, v, instance, settings, ours_params)) for v in variants}
+    for control in CONTROLS[algorithm]:
+        every[f"control: {control.label}"] = (control.algorithm, control_params(algorithm, control, instance, settings))
+    return every
+
+
+def regret_entry(algorithm: str, args, job: dict, instance: dict, settings: dict, ours_params: dict) -> dict:
+    """Run ``--runs`` runs of theirs, each followed by ours on its draws; their figures, ours and the verdicts."""
+    variants = [v.strip() for v in args.variant.split(",") if v.strip()]
+    every = learners(algorithm, variants, instance, settings, ours_params)
+
+    def pair(run: int) -> tuple[dict, dict]:
+        with tempfile.TemporaryDirectory(prefix="parity-record-") as folder:
+            mine_job = {**job, "seed": run, "record": str(Path(folder) / "record.npz")}
+            theirs = spawn("theirs", mine_job)
+            ours_job = {**mine_job, "learners": every, "order": theirs.get("order"), "their_chosen": theirs["chosen"]}
+            ours = spawn("ours", ours_job)["learners"]
+        line = f"{algorithm} run {run}: theirs {theirs['regret'][-1]:.0f} ({theirs['loop_seconds']:.1f} s)"
+        for label, answer in ours.items():
+            line += f"  {label} {answer['regret'][-1]:.0f}"
+        print(line, flush=True)
+        return theirs, ours
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        pairs = list(pool.map(pair, range(args.runs)))
+    theirs = [mine for mine, _ in pairs]
+    entry = {
+        "algorithm": algorithm,
+        "instance": describe_instance(algorithm, args, instance),
+        "rounds": args.rounds,
+        "runs": args.runs,
+        "margin": args.margin,
+        "same_draws": True,
+        "settings": settings,
+        "ours_params": ours_params,
+        "theirs": figures(theirs, args.rounds),
+        "variants": {},
+        "controls": {},
+    }
+    theirs_final = entry["theirs"]["final"]
+    for label, (learner, params) in every.items():
+        runs = [answers[label] for _, answers in pairs]
+        item = {"algorithm": learner, "params": params, **figures(runs, args.rounds)}
+        item["agreement"] = [
+            r["agreement"] if "agreement" in r else float(np.mean(np.array(r["chosen"]) == np.array(mine["chosen"])))
+            for r, mine in zip(runs, theirs)
+        ]
+        item["compare"] = parity_verdict.compare(item["final"], theirs_final, args.margin, paired=True)
+        if label.startswith("control: "):
+            entry["controls"][label[len("control: ") :]] = item
+        else:
+            entry["variants"][label] = item
+    for item in entry["variants"].values():
+        controls = {name: c["compare"] for name, c in entry["controls"].items()}
+        item["verdict"], item["reason"] = parity_verdict.verdict(item["compare"], controls)
+    return entry
+
+
+def figures(runs: list[dict], rounds: int) -> dict:
+    """Per run: the final regret and the final clusters (what the verdict and the table read); over the runs: the
+    mean per-round regret in 10 windows of the horizon (where in the run two sides part)."""
+    edges = np.linspace(0, rounds, 11).astype(int)
+    cumulative = np.array([[0.0, *r["regret"]] for r in runs]).mean(0)
+    found = {
+        "final": [r["regret"][-1] for r in runs],
+        "windows": [
+            round(float((cumulative[b] - cumulative[a]) / max(b - a, 1)), 4) for a, b in zip(edges[:-1], edges[1:])
+        ],
+    }
+    for key in ("clusters", "f1"):
+        if all(key in r for r in runs):
+            found[key] = [r[key] for r in runs]
+    return found
+
+
+def describe_instance(algorithm: str, args, instance: dict) -> str:
+    family = FAMILY[algorithm]
+    if family == "bandpy":
+        if args.instance_dir:
+            return f"prepared synthetic dataset {args.instance_dir}"
+        return "bandpy generator " + ", ".join(f"{k} = {v:g}" for k, v in instance.items())
+    if family == "eenet":
+        return "MNIST, their images replayed"
+    spec = args.pools / "instance.json"
+    pools = json.loads(spec.read_text()) if spec.is_file() else {"pools": args.pools.name}
+    text = ", ".join(f"{k} = {v}" for k, v in pools.items())
+    groups = args.groups or parity_ban().RUN_PY_GROUPS
+    return text + (f", their loader's groups = {groups}" if algorithm != "metaban" else "")
+
+
+def speed_entry(algorithm: str, args, job: dict, instance: dict, settings: dict, ours_params: dict) -> dict:
+    """``--runs`` alternating pairs, one at a time: their run, then one timed run of ours."""
+    variant = args.variant if args.variant_given else "code"
+    if "," in variant:
+        raise SystemExit("--measure speed times one variant of ours: --variant code or --variant default")
+    learner = {variant: (algorithm, variant_params(algorithm, variant, instance, settings, ours_params))}
+    theirs, ours = [], []
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="parity-record-") as folder:
+            mine = spawn("theirs", {**job, "seed": run, "record": str(Path(folder) / "record.npz")})
+        theirs.append(mine)
+        ours.append(
+            spawn(
+                "speed",
+                {**job, "seed": run, "learners": learner, "order": mine.get("order"), "lockstep": args.lockstep},
+            )
         )
-        scale = b.mean() if b.mean() else 1.0
-        summary[label] = {
-            "ours": [a.mean(), a.std(ddof=1) if len(a) > 1 else 0.0],
-            "theirs": [b.mean(), b.std(ddof=1) if len(b) > 1 else 0.0],
-            **test,
-            "test": "paired" if compare is paired else "welch",
-            "difference_pct": 100 * test["difference"] / scale,
-            "ci_pct": [100 * c / scale for c in test["ci"]],
-        }
-    final = summary["final"]
-    summary["verdict"] = (
-        "parity"
-        if abs(final["difference_pct"]) <= 100 * PARITY_MEAN and max(abs(c) for c in final["ci_pct"]) <= 100 * PARITY_CI
-        else "differs"
-    )
-    return summary
+    return {
+        "algorithm": algorithm,
+        "rounds": args.rounds,
+        "runs": args.runs,
+        "variant": variant,
+        "work": "the same work (their loops)" if variant == "code" else "different work (the paper's algorithm)",
+        "lockstep": args.lockstep,
+        **summarise_speed(ours, theirs, args.rounds),
+    }
 
 
 def summarise_speed(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
@@ -430,297 +623,158 @@ def summarise_speed(ours: list[dict], theirs: list[dict], rounds: int) -> dict:
     }
 
 
-def print_regret(algorithm: str, s: dict, runs: int, rounds: int) -> None:
-    for label, at in (("final", rounds), ("T/10", max(rounds // 10, 1))):
-        r = s["final" if label == "final" else "tenth"]
-        print(
-            f"{algorithm:11s} {label:5s} (t={at:>6d}, {runs} runs/side)  ours {r['ours'][0]:8.1f} ± {r['ours'][1]:6.1f}"
-            f"  theirs {r['theirs'][0]:8.1f} ± {r['theirs'][1]:6.1f}  diff {r['difference']:+8.1f} "
-            f"({r['difference_pct']:+.1f} %, 95 % CI {r['ci_pct'][0]:+.1f} … {r['ci_pct'][1]:+.1f} %)  "
-            f"{'paired' if r.get('test') == 'paired' else 'Welch'} p = {r['p']:.3g}"
-        )
-    print(f"{algorithm:11s} verdict: {s['verdict']}")
+def prepare_instance(algorithm: str, args, folder: Path) -> tuple[dict, dict]:
+    """(the job fields every run of ``algorithm`` shares, the instance's description): builds what ours needs in
+    ``folder`` (a fresh temporary folder: nothing prepared elsewhere is overwritten)."""
+    family = FAMILY[algorithm]
+    job = {
+        "algorithm": algorithm,
+        "reference": str(args.reference_dir.resolve()),
+        "pools": str(args.pools.resolve()) if args.pools else None,
+        "rounds": args.rounds,
+        "deps": str(args.reference_deps.resolve()) if args.reference_deps else None,
+    }
+    if family == "bandpy":
+        if args.instance_dir:
+            data_dir = args.instance_dir.resolve()
+            instance = dict(bandpy_side().INSTANCE)
+            instance.update({k: v for k, v in instance_of_dataset(data_dir).items()})
+        else:
+            instance = {**bandpy_side().INSTANCE, **args.instance}
+            data_dir = folder / "instance"
+            bandpy_side().prepare_instance(data_dir, instance)
+        return {**job, "data_dir": str(data_dir)}, instance
+    if family == "eenet":
+        return job, {}
+    groups = parity_ban().METABAN_GROUPS if algorithm == "metaban" else args.groups or parity_ban().RUN_PY_GROUPS
+    job.update(groups=groups, n_users=groups)  # their models' users are the loader's groups
+    if args.measure == "speed":
+        sys.path.insert(0, str(ROOT))
+        from banditbench.data import authors
+
+        mode = "metaban-code" if algorithm == "metaban" else "mcnb-code"
+        prepared = authors.prepare(folder / mode, source=args.pools, mode=mode, groups=groups)
+        job.update(data_dir=str(folder / mode), dataset=prepared.name)
+    return job, {}
+
+
+def instance_of_dataset(data_dir: Path) -> dict:
+    """The instance settings a prepared ``synthetic`` dataset records (read only)."""
+    sys.path.insert(0, str(ROOT))
+    from banditbench.data import load_dataset
+
+    parameters = load_dataset(data_dir, "synthetic").parameters
+    return {k: parameters[k] for k in ("users", "clusters", "dim", "arms", "noise", "omega", "seed") if k in parameters}
+
+
+def settings_for_theirs(algorithm: str, settings: dict, instance: dict) -> dict:
+    """Our resolved code-variant parameters, from which their settings are derived."""
+    return {**defaults(algorithm), **variant_params(algorithm, "code", instance, settings, {})}
+
+
+def parse_instance(text: str | None) -> dict:
+    instance = {}
+    for pair in (text or "").split(","):
+        if pair.strip():
+            name, _, value = pair.partition("=")
+            if name.strip() not in ("users", "clusters", "dim", "arms", "noise", "omega", "seed"):
+                raise SystemExit(f"--instance takes users, clusters, dim, arms, noise, omega, seed; got {name!r}")
+            instance[name.strip()] = (
+                int(value) if name.strip() in ("users", "clusters", "dim", "arms", "seed") else float(value)
+            )
+    return instance
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reference-dir", type=Path, help="local checkout of the authors' repository")
+    p.add_argument("--pools", type=Path, help="folder of the pool arrays (Ban family) or MNIST IDX files (EE-Net)")
+    p.add_argument("--groups", type=int, help="Ban family: K-means groups of their M-CNB loader [their run.py's 100]")
+    p.add_argument(
+        "--reference-deps", type=Path, help="bandpy: folder of the packages their code imports and ours lacks"
+    )
+    p.add_argument("--instance", help="bandpy: users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0 (any of)")
+    p.add_argument("--instance-dir", type=Path, help="bandpy: a --data-dir holding a prepared synthetic dataset")
+    p.add_argument("--measure", choices=("regret", "speed"), default="regret")
+    p.add_argument("--algos", default="club", help=f"comma list of {', '.join(FAMILY)}")
+    p.add_argument("--rounds", type=int, default=3000)
+    p.add_argument("--runs", type=int, default=10, help="runs a side (regret) or alternating pairs (speed)")
+    p.add_argument("--jobs", type=int, default=1, help="regret: runs of theirs (each with ours after it) at once")
+    p.add_argument("--variant", default="code", help="comma list of code (their code's switches) and default (paper)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of both sides")
+    p.add_argument("--ours-params", default="{}", help="JSON hyper-parameters of every variant of ours (ours only)")
+    p.add_argument("--margin", type=float, default=0.05, help="equivalence margin, a share of their mean (0.05)")
+    p.add_argument("--out", type=Path, help="write every run's figures, the comparisons and verdicts as JSON")
+    p.add_argument("--lockstep", type=int, default=1, help="speed: ours runs this many seeds as one lockstep group")
+    p.add_argument("--table", type=Path, nargs="+", help="print the parity table of these --out files")
+    docs = p.add_mutually_exclusive_group()
+    docs.add_argument("--write-docs", type=Path, help="with --table: put it between the parity-table markers of a page")
+    docs.add_argument("--check-docs", type=Path, help="with --table: fail unless a page already holds this table")
+    p.add_argument("--worker", choices=("ours", "theirs", "speed"), help=argparse.SUPPRESS)
+    p.add_argument("--job", type=Path, help=argparse.SUPPRESS)
+    return p
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference-dir", type=Path, help="local checkout of the authors' repository")
-    parser.add_argument("--pools", type=Path, help="folder of the pool arrays [default: --reference-dir]")
-    parser.add_argument(
-        "--reference-deps", type=Path, help="bandpy only: folder of the packages their code imports and ours lacks"
-    )
-    parser.add_argument(
-        "--omega", type=float, default=float(np.pi / 4), help="bandpy only: the angle ω of the instance"
-    )
-    parser.add_argument("--instance-seed", type=int, default=0, help="bandpy only: seed of the instance's arms")
-    parser.add_argument("--alpha", type=float, default=1.0, help="bandpy only: the exploration scale α of both sides")
-    parser.add_argument("--measure", choices=("regret", "speed"), default="regret")
-    parser.add_argument("--algos", default="mcnb,neuucb-one,club", help=f"comma list of {', '.join(REFERENCE)}")
-    parser.add_argument("--rounds", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=10, help="runs a side (regret) or alternating pairs (speed)")
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        help="pairs run at once (regret only: concurrent pairs share the machine, so keep 1 for --measure speed)",
-    )
-    parser.add_argument(
-        "--variant",
-        default="default",
-        help="comma list of default (the paper's behaviour), code (the switches that reproduce "
-        "their code) and custom (defaults + --ours-params); every variant of ours faces the "
-        "same runs of theirs",
-    )
-    parser.add_argument("--ours-params", default="{}", help="JSON hyper-parameters of the custom variant")
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "banditbench-parity",
-        help="where ours keeps the prepared pools",
-    )
-    parser.add_argument("--out", type=Path, help="write every run's figures and the summaries as JSON")
-    parser.add_argument(
-        "--reuse-reference",
-        type=Path,
-        help="an --out file of an earlier regret run with the same "
-        "--rounds: take their runs' figures from it instead of running their code again (runs beyond those it "
-        "holds are run)",
-    )
-    parser.add_argument(
-        "--lockstep",
-        type=int,
-        default=1,
-        help="speed only: ours runs this many seeds as one lockstep group, and its rates are per seed-round",
-    )
-    parser.add_argument("--worker", choices=("ours", "theirs"), help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--params", default="{}", help=argparse.SUPPRESS)
-    parser.add_argument("--answer", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--order", type=Path, help=argparse.SUPPRESS)  # the images their EE-Net run drew
-    args = parser.parse_args()
-
+    p = parser()
+    args = p.parse_args()
     if args.worker:
-        algorithm = args.algos
-        method, loader, mode = REFERENCE[algorithm]
-        if loader == "bandpy":
-            parity_bandpy = bandpy_side()
-            if args.worker == "theirs":
-                result = parity_bandpy.run_bandpy(
-                    args.reference_dir.resolve(),
-                    args.reference_deps,
-                    args.data_dir / mode,
-                    algorithm,
-                    args.rounds,
-                    args.seed,
-                    {"alpha": args.alpha},
-                )
-            else:
-                result = run_ours(
-                    args.data_dir / mode,
-                    "synthetic",
-                    algorithm,
-                    json.loads(args.params),
-                    args.rounds,
-                    args.seed,
-                    "linear",
-                    members=args.lockstep,
-                )
-        elif algorithm == "eenet":
-            import parity_eenet
-
-            if args.worker == "theirs":
-                result = parity_eenet.run_reference(
-                    args.reference_dir.resolve(), args.pools.resolve(), args.rounds, args.seed
-                )
-            else:
-                with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:
-                    order, folder = json.loads(args.order.read_text()), Path(scratch)
-                    name = parity_eenet.replay_dataset(args.pools.resolve(), order, folder)
-                    params = json.loads(args.params)
-                    result = run_ours(
-                        folder, name, algorithm, params, args.rounds, args.seed, "classification", members=args.lockstep
-                    )
-        elif args.worker == "theirs":
-            result = run_reference(
-                args.reference_dir.resolve(), args.pools.resolve(), method, loader, args.rounds, args.seed
-            )
-        else:
-            result = run_ours(
-                args.data_dir / mode,
-                f"authors-{pool_family(args.pools)}",
-                algorithm,
-                json.loads(args.params),
-                args.rounds,
-                args.seed,
-                members=args.lockstep,
-            )
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        args.answer.write_text(json.dumps(result))
-        return
-
+        return worker_main(args.worker, args.job)
+    if args.table:
+        return parity_table.main(args.table, args.write_docs or args.check_docs, check=args.check_docs is not None)
+    args.variant_given = any(a.startswith("--variant") for a in sys.argv[1:])
     if args.reference_dir is None or not args.reference_dir.is_dir():
-        parser.error("--reference-dir must be a local checkout of the authors' code")
-    pools = (args.pools or args.reference_dir).resolve()
-    parity_bandpy = bandpy_side()
+        p.error("--reference-dir must be a local checkout of the authors' code")
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
-    unknown = [a for a in algos if a not in REFERENCE]
+    unknown = [a for a in algos if a not in FAMILY]
+    for wrong, message in (
+        (unknown, f"unknown --algos {', '.join(unknown)} (choose from {', '.join(FAMILY)})"),
+        (args.rounds < 10, "--rounds must be at least 10"),
+        (args.runs < 1 or args.jobs < 1, "--runs and --jobs must be at least 1"),
+        (not 0 < args.margin < 1, "--margin is a share of their mean, between 0 and 1"),
+    ):
+        if wrong:
+            p.error(message)
     if args.measure == "speed" and args.jobs != 1:
-        parser.error("--measure speed times one pair at a time; drop --jobs")
+        p.error("--measure speed times one pair at a time; drop --jobs")
     if args.lockstep < 1 or (args.lockstep > 1 and args.measure != "speed"):
-        parser.error("--lockstep takes a positive number of seeds, and only with --measure speed")
-    if unknown or args.rounds < 10 or args.runs < 1 or args.jobs < 1:
-        parser.error(f"unknown --algos {unknown} (choose from {', '.join(REFERENCE)}), or --rounds < 10 or --runs < 1")
-    for algorithm in algos:
-        if REFERENCE[algorithm][1] == "bandpy":
-            if not (args.reference_dir / "bandpy" / "controllers").is_dir():
-                parser.error(f"{args.reference_dir} is not a bandpy checkout (no bandpy/controllers) for {algorithm}")
-        elif not (args.reference_dir / f"{REFERENCE[algorithm][0]}.py").is_file():
-            parser.error(f"{args.reference_dir} has no {REFERENCE[algorithm][0]}.py for {algorithm}")
-    report = {
-        "rounds": args.rounds,
-        "runs": args.runs,
-        "variant": args.variant,
-        "reference": str(args.reference_dir),
-        "pools": str(pools),
-        "algorithms": {},
-    }
+        p.error("--lockstep takes a positive number of seeds, and only with --measure speed")
     variants = [v.strip() for v in args.variant.split(",") if v.strip()]
-    if not variants or any(v not in ("default", "code", "custom") for v in variants):
-        parser.error("--variant takes a comma list of default, code, custom")
+    if not variants or any(v not in ("default", "code") for v in variants):
+        p.error("--variant takes a comma list of code, default")
+    settings, ours_params = parse_settings(args.set), json.loads(args.ours_params)
+    args.instance = parse_instance(args.instance)
     for algorithm in algos:
-        mode = REFERENCE[algorithm][2]
-        setting = BASE.get(algorithm, {})
-        if REFERENCE[algorithm][1] == "bandpy":
-            parity_bandpy.prepare_instance(args.data_dir / mode, args.omega, args.instance_seed)
-            setting = parity_bandpy.our_settings(algorithm, args.alpha)
-        elif algorithm != "eenet":  # EE-Net's instance is the images their run drew, replayed per run
-            prepare_pools(pools, args.data_dir, mode)
-        params = {
-            "default": setting,
-            "code": {**setting, **CODE.get(algorithm, {})},
-            "custom": {**setting, **json.loads(args.ours_params)},
-        }
-        common = [
-            "--reference-dir",
-            str(args.reference_dir.resolve()),
-            "--pools",
-            str(pools),
-            "--algos",
-            algorithm,
-            "--rounds",
-            str(args.rounds),
-            "--data-dir",
-            str(args.data_dir),
-        ]
-        if args.reference_deps:
-            common += ["--reference-deps", str(args.reference_deps.resolve())]
-        if REFERENCE[algorithm][1] == "bandpy":
-            common += ["--alpha", str(args.alpha)]
-        earlier = reused_runs(args.reuse_reference, algorithm, args.rounds) if args.reuse_reference else []
-
-        def pair(run: int) -> tuple[dict, dict]:  # their run, then each variant of ours on the same instance
-            mine = earlier[run] if run < len(earlier) else spawn(["--worker", "theirs", "--seed", str(run), *common])
-            line = f"{algorithm} run {run}: theirs {mine['regret'][-1]:.0f} ({mine['loop_seconds']:.1f} s)"
-            with tempfile.NamedTemporaryFile("w", prefix="parity-order-", suffix=".json") as order:
-                json.dump(mine.get("order", []), order)
-                order.flush()
-                answers = {
-                    v: spawn(
-                        ["--worker", "ours", "--seed", str(run), *common, "--params", json.dumps(params[v])]
-                        + ["--lockstep", str(args.lockstep)]
-                        + (["--order", order.name] if algorithm == "eenet" else [])
-                    )
-                    for v in variants
-                }
-            for v in variants:
-                line += f"  ours[{v}] {answers[v]['regret'][-1]:.0f} ({answers[v]['loop_seconds']:.1f} s)"
-            print(line, flush=True)
-            return mine, answers
-
-        with ThreadPoolExecutor(args.jobs) as pool:  # alternating: theirs, ours, theirs, ours… (per job)
-            pairs = list(pool.map(pair, range(args.runs)))
-        theirs = [mine for mine, _ in pairs]
-        ours = {v: [answers[v] for _, answers in pairs] for v in variants}
-        tenth = max(args.rounds // 10, 1) - 1
-        entry = {
-            "theirs_final": [r["regret"][-1] for r in theirs],
-            "theirs_tenth": [r["regret"][tenth] for r in theirs],
-            "theirs_seconds": [r["loop_seconds"] for r in theirs],
-            "variants": {},
-            **({"theirs_orders": [r["order"] for r in theirs]} if algorithm == "eenet" else {}),
-        }
-        for v in variants:
-            item = {
-                "params": params[v],
-                "ours_final": [r["regret"][-1] for r in ours[v]],
-                "ours_tenth": [r["regret"][tenth] for r in ours[v]],
-                "ours_seconds": [r["loop_seconds"] for r in ours[v]],
-                # per-round regret of ours and theirs averaged over runs, in 10 windows (the curves' shape)
-                "ours_windows": window_means(ours[v], args.rounds),
-                "theirs_windows": window_means(theirs, args.rounds),
-            }
-            label = f"{algorithm}[{v}]"
-            if args.measure == "regret":
-                same_draws = REFERENCE[algorithm][1] == "bandpy" and not args.reuse_reference
-                item["summary"] = summarise_regret(ours[v], theirs, args.rounds, same_draws)
-                print_regret(label, item["summary"], args.runs, args.rounds)
-            else:
-                item["summary"] = s = summarise_speed(ours[v], theirs, args.rounds)
-                for side in ("ours", "theirs"):
-                    print(
-                        f"{label:11s} {side:6s} steady {s[side]['steady_rounds_per_s']:9.1f} r/s  cold "
-                        f"{s[side]['cold_rounds_per_s']:9.1f} r/s  CPU {s[side]['cpu_s_per_1000']:8.3f} s/1000 rounds"
-                    )
-                print(
-                    f"{label:11s} ours / theirs: steady ×{s['ratio_steady']:.1f}, cold ×{s['ratio_cold']:.1f}, "
-                    f"CPU ×{s['ratio_cpu']:.1f}"
-                )
-            entry["variants"][v] = item
+        check_reference(p, args, algorithm)
+        check_settings(algorithm, settings, args.rounds, args.groups)
+    report = {"reference": str(args.reference_dir), "measure": args.measure, "algorithms": {}}
+    for algorithm in algos:
+        with tempfile.TemporaryDirectory(prefix="parity-instance-") as folder:
+            job, instance = prepare_instance(algorithm, args, Path(folder))
+            job.update(settings=settings, ours=settings_for_theirs(algorithm, settings, instance))
+            measure = regret_entry if args.measure == "regret" else speed_entry
+            entry = measure(algorithm, args, job, instance, settings, ours_params)
+        print(parity_table.summary(entry))
         report["algorithms"][algorithm] = entry
         if args.out:
-            args.out.write_text(json.dumps(report, indent=1, default=float))
+            args.out.write_text(json.dumps(report, default=float) + "\n")
 
 
-def reused_runs(path: Path, algorithm: str, rounds: int) -> list[dict]:
-    """Their runs as an earlier --out file recorded them: final regret, regret at T/10 and the window means."""
-    earlier = json.loads(path.read_text())
-    entry = earlier["algorithms"].get(algorithm)
-    if entry is None or earlier["rounds"] != rounds:
-        raise SystemExit(f"{path} has no {algorithm} runs of {rounds} rounds")
-    windows = next(iter(entry["variants"].values()))["theirs_windows"]
-    runs = []
-    orders = entry.get("theirs_orders", [[]] * len(entry["theirs_final"]))  # EE-Net: the images each run drew
-    for final, tenth, seconds, order in zip(
-        entry["theirs_final"], entry["theirs_tenth"], entry["theirs_seconds"], orders
-    ):
-        regret = np.full(rounds, np.nan)  # only the figures the summaries read, and the windows' cumulative sums
-        edges = np.linspace(0, rounds, 11).astype(int)
-        regret[edges[1:] - 1] = np.cumsum(np.array(windows) * np.diff(edges))
-        regret[max(rounds // 10, 1) - 1], regret[-1] = tenth, final
-        runs.append({"regret": regret.tolist(), "loop_seconds": seconds, "order": order})
-    return runs
-
-
-def window_means(runs: list[dict], rounds: int) -> list[float]:
-    """Mean per-round regret in 10 equal windows of the horizon, averaged over runs."""
-    edges = np.linspace(0, rounds, 11).astype(int)
-    cumulative = np.array([[0.0, *r["regret"]] for r in runs]).mean(0)
-    return [float((cumulative[b] - cumulative[a]) / max(b - a, 1)) for a, b in zip(edges[:-1], edges[1:])]
-
-
-def bandpy_side():
-    """benchmarks/parity_bandpy.py: the instance, their controllers' runner and the settings of both sides."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import parity_bandpy
-
-    return parity_bandpy
-
-
-def pool_family(pools: Path) -> str:
-    sys.path.insert(0, str(ROOT))
-    from banditbench.data.authors import find_family
-
-    return find_family(pools.resolve(), None)[0]
+def check_reference(p: argparse.ArgumentParser, args, algorithm: str) -> None:
+    family = FAMILY[algorithm]
+    if family == "bandpy":
+        if not (args.reference_dir / "bandpy" / "controllers").is_dir():
+            p.error(f"{args.reference_dir} is not a bandpy checkout (no bandpy/controllers) for {algorithm}")
+        if args.instance and args.instance_dir:
+            p.error("--instance builds an instance and --instance-dir reads one: give one of them")
+        return
+    if args.pools is None or not args.pools.is_dir():
+        p.error(f"--pools must be a folder of {'MNIST IDX files' if family == 'eenet' else 'pool arrays'}")
+    expected = "EENet.py" if family == "eenet" else f"{parity_ban().METHODS[algorithm][0]}.py"
+    if not (args.reference_dir / expected).is_file():
+        p.error(f"{args.reference_dir} has no {expected} for {algorithm}")
+    if family == "ban":
+        parity_ban().check_pools(algorithm, args.pools)
 
 
 if __name__ == "__main__":

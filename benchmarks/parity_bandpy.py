@@ -1,7 +1,7 @@
 """The bandpy side of ``parity.py``: BASS, DynUCB and CMLB against hcherkaoui/bandpy on one synthetic instance.
 
-    .venv/bin/python benchmarks/parity.py --reference-dir BANDPY --reference-deps DEPS \\
-        --algos bass,dynucb,cmlb --measure regret|speed [--rounds 10000] [--runs 10] [--omega 0.785] [--instance-seed 0]
+    .venv/bin/python benchmarks/parity.py --reference-dir BANDPY --reference-deps DEPS --algos bass,dynucb,cmlb \\
+        [--instance users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0 | --instance-dir DATA] [--set …]
 
 BANDPY is a checkout of hcherkaoui/bandpy (commit 0c404b6: the folder that holds ``bandpy/controllers``); DEPS a
 folder with the packages its import chain needs and our environment lacks (numba, llvmlite, wget,
@@ -10,21 +10,22 @@ on ``sys.path`` of their runs only; nothing of theirs is edited or installed bes
 
 The instance is ours, fed to their environment. ``prepare synthetic --centres bass --arm-set fixed`` builds
 BASS's synthetic problem with bandpy's own generator (θ_m = e_m or cos ω e_(m−1) + sin ω e_m, K/M fixed arms
-x = θ_m + 0.5‖θ_m‖ξ around each centre), here with BASS's setting N = 18 agents, M = 2 equal clusters, K = 10,
-d = 5, σ = 1. Their ``ClusteredGaussianLinearBandit`` takes that instance's centres, cluster labels and arms
-as constructor arguments (``thetas``, ``theta_idx``, ``arms``, no label shuffling). For run i both sides also
-face the same draws: our environment's stream of seed index i gives the acting agent of every round and the
-noisy reward of every (round, arm); their controller draws its agents from that list (its ``rng`` is replaced
-by an object whose ``integers`` returns the next listed agent, so their selection code runs as written) and
-their environment's ``compute_reward`` returns the listed reward. Regret is their ``no_noise_R_t`` (the
-pseudo-regret of the acting agent, max_k ⟨θ, x_k⟩ − ⟨θ, x_chosen⟩), the same quantity as ours. The one
-protocol difference left is theirs: round 1 plays arm 0 by default (``default_act``); ours plays the argmax
-of an all-zero index there, which is arm 0 too. DynUCB's random initial clusters are a draw as well: their
-controller is given the labels our DynUCB draws for the same run (``initial_labels``).
+x = θ_m + 0.5‖θ_m‖ξ around each centre); ``--instance`` sets its shape (default BASS's setting: N = 18 agents,
+M = 2 equal clusters, K = 10, d = 5, σ = 1, ω = π/4), built in a fresh temporary folder, or ``--instance-dir``
+reads an instance already prepared there (never rewritten). Their ``ClusteredGaussianLinearBandit`` takes its
+centres, cluster labels and arms as constructor arguments (``thetas``, ``theta_idx``, ``arms``, no label
+shuffling). For run i both sides face the same draws: our environment's stream of seed index i gives the acting
+agent of every round and the noisy reward of every (round, arm); their controller draws its agents from that list
+(its ``rng`` is replaced by an object whose ``integers`` returns the next listed agent, so their selection code runs
+as written) and their environment's ``compute_reward`` returns the listed reward. Regret is their ``no_noise_R_t``
+(the pseudo-regret of the acting agent), the same quantity as ours. Round 1 plays arm 0 on their side by default
+(``default_act``); ours plays the argmax of an all-zero index there, which is arm 0 too. DynUCB's random initial
+clusters are a draw as well: their controller is given the labels our DynUCB draws for the same run.
 
-Their controllers take bandpy's class defaults except where BASS's setting fixes a value (one hyper-parameter
-set, the same on both sides, SETTINGS below): α = 1 (the α-LinUCB scale), λ = 1, σ = R = 1, S = 1, δ = 1e-3
-(LBC's default), DynUCB with the true number of clusters, CMLB with Te = 1000, γ = 1, ratio 0.1.
+Settings (KNOBS) are their controllers' constructor arguments, named as ours: α, λ, σ (their R), S and δ for LBC;
+α, λ and the number of clusters for DynUCB; the α-LinUCB scale, λ, Te, γ and the small-cluster ratio for CMLB. Both
+sides get BASS's values (``our_settings``) unless ``--set`` says otherwise; their values are read from our code
+variant's parameters, so the two sides always run one setting.
 """
 
 from __future__ import annotations
@@ -44,35 +45,56 @@ ROOT = Path(__file__).resolve().parents[1]
 # our algorithm → their controller class in bandpy.controllers
 CONTROLLERS = {"bass": "LBC", "dynucb": "DynUCB", "cmlb": "CMLB"}
 # BASS's synthetic setting (§7, App. R; N, K, d and T from bandpy's clustering example, the paper's lost)
-INSTANCE = {"users": 18, "clusters": 2, "dim": 5, "arms": 10, "noise": 1.0, "z": 0.0}
-ALPHA = 1.0
-# the hyper-parameters both sides get: theirs as constructor arguments, ours on top of our defaults
-THEIR_SETTINGS = {
-    "LBC": {"alpha": ALPHA, "lbda": 1.0, "R": INSTANCE["noise"], "S": 1.0, "delta": 1e-3},
-    "DynUCB": {"alpha": ALPHA, "lbda": 1.0, "n_clusters": INSTANCE["clusters"]},
-    "CMLB": {"alpha": ALPHA, "lbda": 1.0, "Te": 1000, "gamma": 1.0, "len_cluster_ratio": 0.1},
-}
-OUR_SETTINGS = {
-    "bass": {"alpha": ALPHA, "ridge": 1.0, "sigma": INSTANCE["noise"], "S": 1.0, "delta": 1e-3},
-    "dynucb": {"alpha": ALPHA, "ridge": 1.0, "n_clusters": INSTANCE["clusters"]},
-    "cmlb": {"ridge": 1.0, "sigma": INSTANCE["noise"]},
+INSTANCE = {"users": 18, "clusters": 2, "dim": 5, "arms": 10, "noise": 1.0, "omega": float(np.pi / 4), "seed": 0}
+# our setting → their controller's constructor argument of the same meaning
+KNOBS = {
+    "bass": {"alpha": "alpha", "ridge": "lbda", "sigma": "R", "S": "S", "delta": "delta"},
+    "dynucb": {"alpha": "alpha", "ridge": "lbda", "n_clusters": "n_clusters"},
+    "cmlb": {
+        "ucb_alpha": "alpha",
+        "ridge": "lbda",
+        "explore_rounds": "Te",
+        "cluster_threshold": "gamma",
+        "p_star": "len_cluster_ratio",
+    },
 }
 # the setting of ours that bandpy's α is: BASS's and DynUCB's α, CMLB's α-LinUCB scale (its bandpy schedule)
 OUR_ALPHA = {"bass": "alpha", "dynucb": "alpha", "cmlb": "ucb_alpha"}
 
 
-def our_settings(algorithm: str, alpha: float = ALPHA) -> dict:
-    """OUR_SETTINGS with bandpy's exploration scale α set on both sides' matching parameter."""
-    return {**OUR_SETTINGS[algorithm], OUR_ALPHA[algorithm]: alpha}
+def our_settings(algorithm: str, instance: dict) -> dict:
+    """The settings both sides get unless told otherwise (BASS's: α = 1, λ = 1, σ = R = the data's noise, S = 1,
+    δ = 1e-3, DynUCB with the true number of clusters, CMLB with Te = 1000 and γ = 1), in our names."""
+    return {
+        "bass": {"alpha": 1.0, "ridge": 1.0, "sigma": instance["noise"], "S": 1.0, "delta": 1e-3},
+        "dynucb": {"alpha": 1.0, "ridge": 1.0, "n_clusters": instance["clusters"]},
+        "cmlb": {"ucb_alpha": 1.0, "ridge": 1.0, "sigma": instance["noise"], "explore_rounds": 1000},
+    }[algorithm]
 
 
-def prepare_instance(data_dir: Path, omega: float, seed: int, instance: dict | None = None) -> Path:
-    """Our prepared dataset ``synthetic`` of BASS's setting (bandpy's generator) under ``data_dir``."""
+def their_settings(algorithm: str, ours: dict) -> dict:
+    """Their constructor arguments from our resolved settings (the code variant's): every knob they have."""
+    return {theirs: ours[name] for name, theirs in KNOBS[algorithm].items() if name in ours}
+
+
+def check_settings(algorithm: str, settings: dict) -> None:
+    """Refuse, with one line, a setting their controller does not take."""
+    missing = [name for name in settings if name not in KNOBS[algorithm]]
+    if missing:
+        raise SystemExit(
+            f"their {CONTROLLERS[algorithm]} (bandpy) has no setting for {', '.join(missing)}: it cannot be passed "
+            f"to their code (settings it has, in our names: {', '.join(KNOBS[algorithm])})"
+        )
+
+
+def prepare_instance(data_dir: Path, instance: dict) -> Path:
+    """Our prepared dataset ``synthetic`` of the instance (bandpy's generator) under ``data_dir``, a fresh folder."""
     sys.path.insert(0, str(ROOT))
     from banditbench.data import synthetic
 
+    shape = {key: instance[key] for key in ("users", "clusters", "dim", "arms", "noise")}
     return synthetic.prepare(
-        data_dir, **(instance or INSTANCE), seed=seed, centres="bass", omega=omega, arm_set="fixed", force=True
+        data_dir, **shape, z=0.0, seed=instance["seed"], centres="bass", omega=instance["omega"], arm_set="fixed"
     )
 
 
@@ -160,21 +182,13 @@ def give_labels(controller, labels: np.ndarray) -> None:
     controller.comps = {m: [i for i, label in enumerate(labels) if label == m] for m in range(controller.n_clusters)}
 
 
-def their_controller(controllers, name: str, arms: list, n_agents: int, seed: int, settings: dict | None = None):
-    kwargs = {**THEIR_SETTINGS.get(name, {}), **(settings or {})}
-    return getattr(controllers, name)(arms=arms, N=n_agents, seed=seed, **kwargs)
+def their_controller(controllers, name: str, arms: list, n_agents: int, seed: int, settings: dict):
+    return getattr(controllers, name)(arms=arms, N=n_agents, seed=seed, **settings)
 
 
-def run_bandpy(
-    reference: Path,
-    deps: Path | None,
-    data_dir: Path,
-    algorithm: str,
-    rounds: int,
-    seed: int,
-    settings: dict | None = None,
-) -> dict:
-    """One run of their controller in this (fresh) process on our instance and draws of seed index ``seed``."""
+def run_bandpy(reference: Path, deps: Path | None, data_dir: Path, algorithm: str, rounds: int, seed: int, ours: dict):
+    """One run of their controller in this (fresh) process on our instance and draws of seed index ``seed``, with
+    the settings derived from ours (our resolved code-variant parameters ``ours``)."""
     start = time.perf_counter()
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[variable] = "1"
@@ -188,25 +202,46 @@ def run_bandpy(
     instance = instance_arrays(data_dir)
     agents, rewards, expected = draws(data_dir, seed, rounds)
     env = their_environment(bandpy_env, instance, rounds, rewards, expected)
+    settings = their_settings(algorithm, ours)
     controller = their_controller(
         controllers, CONTROLLERS[algorithm], env.arms, len(instance["labels"]), seed, settings
     )
     if algorithm == "dynucb":
-        give_labels(controller, initial_labels(data_dir, seed, OUR_SETTINGS["dynucb"]))
+        give_labels(controller, initial_labels(data_dir, seed, ours))
     # their run_one_trial, with the agent list in place of the controller's draws
     env.reset(seed=seed)
     controller.reset(seed=seed)
     controller.rng = ListedAgents(agents)
     clock = LoopClock(start)
-    observation, reward, done, info = env.step(controller.default_act())
-    while not done:
+    chosen = np.zeros(rounds, np.int64)
+    action = controller.default_act()
+    while True:
+        chosen[env.t - 1] = next(iter(action.values()))
         if env.t == rounds // 2 + 1:
             clock.half()
-        observation, reward, done, info = env.step(controller.act(observation, reward, info))
+        observation, reward, done, info = env.step(action)
+        if done:
+            break
+        action = controller.act(observation, reward, info)
     times = clock.seconds()
     served = controller.rng.next
     if served != rounds or not np.array_equal(
         np.asarray(controller.T_i), np.bincount(agents, minlength=len(controller.T_i))
     ):
         raise SystemExit(f"their controller drew {served} agents for {rounds} rounds: not the listed order")
-    return {"regret": np.asarray(env.no_noise_R_t, dtype=float).tolist(), **times}
+    return {
+        "regret": np.asarray(env.no_noise_R_t, dtype=float).tolist(),
+        "chosen": chosen.tolist(),
+        **times,
+        **their_clusters(controller, instance["labels"]),
+    }
+
+
+def their_clusters(controller, truth: np.ndarray) -> dict:
+    """Their final clusters: the count and the pair F1 against the instance's clusters, on LBC's sharing graph or
+    the same-label pairs (their own score, with the true graph they are not given here)."""
+    from parity_verdict import pair_f1
+
+    labels = np.array([controller.agent_labels[f"agent_{i}"] for i in range(len(truth))])
+    shown = np.asarray(controller.graph_A) if type(controller).__name__ == "LBC" else labels
+    return {"clusters": len(np.unique(labels)), "f1": pair_f1(shown, truth)}

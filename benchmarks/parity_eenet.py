@@ -128,8 +128,23 @@ def install_shims(pools: Path) -> None:
         base.next = base.__next__
 
 
-def run_reference(reference: Path, pools: Path, rounds: int, seed: int) -> dict:
-    """One run of their EE-Net in this (fresh) process: cumulative regret, timings and the images drawn."""
+# our setting → their EE_Net constructor argument (EENet_run.py passes lr_1 = 0.01, lr_2 = 0.001, hidden = 100)
+KNOBS = {"lr": "lr_1", "explore_lr": "lr_2", "width": "hidden"}
+
+
+def check_settings(settings: dict) -> None:
+    """Refuse, with one line, a setting their EE_Net constructor does not take."""
+    missing = [name for name in settings if name not in KNOBS]
+    if missing:
+        raise SystemExit(
+            f"their EE_Net (EENet.py) has no setting for {', '.join(missing)}: it cannot be passed to their code "
+            f"(settings it has, in our names: {', '.join(KNOBS)})"
+        )
+
+
+def run_reference(reference: Path, pools: Path, rounds: int, seed: int, ours: dict, settings: dict) -> dict:
+    """One run of their EE-Net in this (fresh) process: cumulative regret, timings, the images drawn and the arms
+    chosen. ``settings`` (our names) reach their constructor through KNOBS, valued from ``ours``."""
     start = time.perf_counter()
     install_shims(pools)
 
@@ -137,15 +152,15 @@ def run_reference(reference: Path, pools: Path, rounds: int, seed: int) -> dict:
 
     torch.set_num_threads(1)
     here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:  # their code writes beside itself
+    with tempfile.TemporaryDirectory(prefix="parity-eenet-") as scratch:  # what their code writes goes, then is removed
         os.chdir(scratch)
         try:
-            return their_loop(reference, pools, rounds, seed, start)
+            return their_loop(reference, pools, rounds, seed, start, ours, settings)
         finally:
             os.chdir(here)
 
 
-def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: float) -> dict:
+def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: float, ours: dict, settings: dict) -> dict:
     """Their EE-Net's loop on the MNIST they load through the shims."""
     import random
 
@@ -158,10 +173,10 @@ def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: floa
     split, x, y = served_images(pools)
     index = {(row.tobytes(), int(label)): i for i, (row, label) in reversed(list(enumerate(zip(x, y))))}
     b = __import__("baselines.load_data", fromlist=["load_mnist_1d"]).load_mnist_1d()
-    model = __import__("EENet").EE_Net(
-        b.dim, b.n_arm, pool_step_size=50, lr_1=0.01, lr_2=0.001, lr_3=0.001, hidden=100, neural_decision_maker=False
-    )
-    regret, order = np.zeros(rounds), np.zeros(rounds, np.int64)
+    arguments = {"pool_step_size": 50, "lr_1": 0.01, "lr_2": 0.001, "lr_3": 0.001, "hidden": 100}
+    arguments.update({KNOBS[name]: ours[name] for name in settings})
+    model = __import__("EENet").EE_Net(b.dim, b.n_arm, **arguments, neural_decision_maker=False)
+    regret, order, chosen = np.zeros(rounds), np.zeros(rounds, np.int64), np.zeros(rounds, np.int64)
     total = 0.0
     clock = LoopClock(start)
     for t in range(rounds):
@@ -169,14 +184,20 @@ def their_loop(reference: Path, pools: Path, rounds: int, seed: int, start: floa
             clock.half()
         context, rewards = b.step()
         order[t] = index[(context[0, :IMAGE].astype(np.float32).tobytes(), int(np.argmax(rewards)))]
-        arm = model.predict(context, t)
+        arm = chosen[t] = model.predict(context, t)
         reward = rewards[arm]
         total += np.max(rewards) - reward
         regret[t] = total
         model.update(context, reward, t)
         if (t < 1000 and t % 10 == 0) or (t >= 1000 and t % 100 == 0):  # their schedule
             model.train(t)
-    return {"regret": regret.tolist(), "order": order.tolist(), "split": split, **clock.seconds()}
+    return {
+        "regret": regret.tolist(),
+        "order": order.tolist(),
+        "chosen": chosen.tolist(),
+        "split": split,
+        **clock.seconds(),
+    }
 
 
 def replay_dataset(pools: Path, order: list[int], folder: Path) -> str:

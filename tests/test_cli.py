@@ -95,8 +95,9 @@ def test_no_help_text_loses_a_bracket_to_rich_markup():
 
 def test_list_shows_every_registry():
     shown = banditbench("list").stdout
-    for name in ("synthetic", "linear", "random", "linucb-one", "linucb-ind", "oracle", "alpha=1.0"):
+    for name in ("synthetic", "linear", "random", "linucb-one", "linucb-ind", "oracle", "bass-synthetic"):
         assert name in shown
+    assert "alpha=1.0" in banditbench("list", "algorithms", "--wide", env={"COLUMNS": "200"}).stdout
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +110,8 @@ def prepared(tmp_path_factory):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--algos", "random,nope"], "unknown algorithm 'nope'; choose from: random, linucb-one"),
-        (["--dataset", "nope"], "unknown dataset 'nope'; choose from: synthetic"),
+        (["--algos", "random,nope"], "unknown algorithm 'nope'; `banditbench list algorithms` shows them all"),
+        (["--dataset", "zzz"], "unknown dataset 'zzz'; `banditbench list datasets` shows them"),
         (["--rounds", "0"], "--rounds must be a positive integer"),
         (["--seeds", "-1"], "--seeds must be a positive integer"),
         (["--budget", "0"], "--budget must be at least 1"),
@@ -178,5 +179,5 @@ def test_report_of_a_folder_without_results(tmp_path):
 
 
 def test_report_refuses_unknown_formats(tmp_path):
-    result = banditbench("report", tmp_path, "--format", "pdf")
-    assert result.returncode == 2 and "unknown format 'pdf'; choose from: md, csv" in result.stderr
+    result = banditbench("report", tmp_path, "--format", "pfd")
+    assert result.returncode == 2 and "unknown format 'pfd'; did you mean pdf?" in result.stderr

@@ -95,7 +95,7 @@ def test_a_new_dataset_is_one_declaration(tmp_path):
         result = CliRunner().invoke(cli.app, ["prepare", "toy", "--rows", "14", "--data-dir", str(tmp_path)])
         assert result.exit_code == 0, result.output
         assert load_dataset(tmp_path, "toy").manifest["sanity"]["samples"] == 14
-        listed = CliRunner().invoke(cli.app, ["list", "datasets"])
+        listed = CliRunner().invoke(cli.app, ["list", "datasets", "--wide"], env={"COLUMNS": "200"})
         assert "toy" in listed.output and "--rows 12 (at least 2)" in listed.output
     finally:  # unregister it again
         DATASETS.pop("toy")

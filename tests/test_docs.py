@@ -106,6 +106,9 @@ def shell_env(tmp_path):
     shim = bin_dir / "banditbench"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m banditbench "$@"\n')
     shim.chmod(0o755)
+    python = bin_dir / "python"  # the Python that has banditbench, for the pages' `python -` blocks
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     env = {key: value for key, value in os.environ.items() if not key.startswith("BANDITBENCH_")}
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
@@ -312,19 +315,21 @@ def reference_hook():
     return module
 
 
-def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_fidelity_page():
+def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
     from banditbench.algos import ALGORITHMS
 
     hook = reference_hook()
-    fidelity = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
+    parity = (ROOT / "docs" / "parity.md").read_text(encoding="utf-8")
     keys = {hook.algorithm_key(name) for name in ALGORITHMS}
-    for heading, _ in hook.FIDELITY.values():  # a renamed section would leave every card without its rows
-        assert keys & set(hook.section_rows(fidelity, heading)), f"no algorithm's row under '## {heading}'"
-    table = "## Parity table\n\n| algorithm | T |\n|---|---|\n| M-CNB (code) | 1 000 |\n\n## Next\n| CLUB | 1 |\n"
-    assert hook.section_rows(table, "Parity table") == {
-        "mcnb": [("| algorithm | T |", "|---|---|", "| M-CNB (code) | 1 000 |")]
+    for heading, _ in hook.PARITY.values():  # a renamed section would leave every card without its rows
+        assert keys & set(hook.section_rows(parity, heading)), f"no algorithm's row under '## {heading}'"
+    page = "## Parity table\n\n| algorithm | T |\n|---|---|\n| M-CNB (code) | 1 |\n| CLUB | 2 |\n| M-CNB, loop | 3 |\n"
+    header = ["| algorithm | T |", "|---|---|"]
+    assert hook.section_rows(page + "\n## Next\n| CLUB | 4 |\n", "Parity table") == {
+        "mcnb": [[*header, "| M-CNB (code) | 1 |", "| M-CNB, loop | 3 |"]],
+        "club": [[*header, "| CLUB | 2 |"]],
     }
-    assert "No parity check." in hook.fidelity_sections("club", table)
+    assert "No parity check." in hook.parity_sections("cofiba", page)
 
 
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).

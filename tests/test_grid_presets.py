@@ -11,6 +11,7 @@ from conftest import banditbench
 from banditbench import presets
 from banditbench.errors import UserError
 from banditbench.presets import resolve
+from banditbench.report.formats import tuned_note
 from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
 from banditbench.runner import grid
@@ -108,6 +109,7 @@ def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path)
     assert record["tuning_seeds"] == [0, 1] and record["report_seeds"] == [0, 1]
     loaded = load_experiment(out)
     assert sorted(loaded.rounds["algorithm"].unique()) == ["linucb-ind", "random"]  # tuning shards not reported
+    assert tuned_note(loaded) == f" Chosen on 2 tuning seeds: linucb-ind alpha = {best}."  # the grid key only
     reported = [read_shard(out / "shards" / f"{uid}.parquet")[1]["unit"] for uid in manifest["units"]]
     assert {u["params"]["alpha"] for u in reported if u["algorithm"] == "linucb-ind"} == {best}
     assert not any(u["tuning"] for u in reported)
@@ -119,6 +121,7 @@ def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_di
     execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
     labels = sorted(load_experiment(out).rounds["algorithm"].unique())
     assert labels == ["linucb-ind[alpha=0.1]", "linucb-ind[alpha=1.0]"]
+    assert tuned_note(load_experiment(out)) == ""
 
 
 def test_experiment_file_then_flags_override_it(tmp_path):

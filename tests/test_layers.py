@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "banditbench"
 
 # Lowest first. A module may import its own layer and every layer before it.
 LAYERS = [
-    ("errors", "lazy", "version", "parent_death", "worker_signals"),
+    ("errors", "names", "lazy", "version", "parent_death", "worker_signals"),
     ("data",),
     ("simulator",),
     ("envs",),
@@ -21,7 +21,7 @@ LAYERS = [
     ("runner",),
     ("presets", "suites"),
     ("report",),
-    ("api", "suite_run"),
+    ("api", "suite_run", "standalone"),
     ("cli", "__main__", "__init__"),
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

@@ -1,6 +1,7 @@
 """CLUB's edge test against the authors' code (Gentile, Li & Zappella 2014, Algorithm 1; Ban's club.py)."""
 
 import numpy as np
+import pytest
 
 from banditbench.algos import ALGORITHMS
 from banditbench.envs import Budget
@@ -28,3 +29,37 @@ def test_served_pairs_only_keeps_them_as_the_authors_code_does():
     policy = serve_user_zero({"served_pairs_only": True})
     assert policy.graph[0, 1] and policy.graph[0, 2]
     assert len(set(policy.label.tolist())) == 1  # never-served users bridge everyone: one cluster
+
+
+def served_on_e1(params: dict, rounds: int = 20):
+    """User 0 has pulled e1 ``rounds`` times with reward 1; e2 is unexplored."""
+    policy = ALGORITHMS["club"].build(n_users=1, n_arms=2, dim=2, seed=np.random.SeedSequence(0), params=params)
+    arms = np.eye(2)
+    for t in range(rounds):
+        view = Round(t, 0, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
+        policy.update(view, 0, 1.0)
+    return policy, Round(rounds, 0, arms, np.zeros(2), np.zeros(2), None).view(Budget())
+
+
+@pytest.mark.parametrize("alpha,explores", [(1.0, True), (0.1, False), (0.0, False)])
+def test_their_index_keeps_our_exploration_scale(alpha, explores):
+    """xᵀθ + α·β(N, t)·xᵀM⁻¹x: at t = 20, θ ≈ 0.95 e1, β ≈ 5.2, so e2's bonus 5.2α beats e1's 0.95 + 0.25α only for
+    α near 1 (α = 1 is their code). The exploration scale is never silently dropped."""
+    policy, view = served_on_e1({"reference_ucb": True, "alpha": alpha})
+    assert policy.select(view, Budget()) == (1 if explores else 0)
+
+
+def test_cofibas_code_threshold_keeps_our_edge_scale():
+    """With ``reference_threshold`` and their frozen counts the edge test is |Δ·x| > α₂·4√d·2, constant: their 4√d
+    at α₂ = 1 keeps every edge, α₂ = 0 cuts the first pair whose estimates differ."""
+    kept = {"reference_threshold": True, "frozen_counts": True}
+    for alpha2, cut in ((1.0, False), (0.0, True)):
+        policy = ALGORITHMS["cofiba"].build(
+            n_users=2, n_arms=2, dim=2, seed=np.random.SeedSequence(0), params={**kept, "alpha2": alpha2}
+        )
+        arms = np.eye(2)
+        for t, user in enumerate((0, 1, 0, 1)):
+            view = Round(t, user, arms, np.array([1.0, 0.0]), np.array([1.0, 0.0]), None).view(Budget())
+            policy.select(view, Budget())
+            policy.update(view, user, float(user == 0))  # user 0 rewarded on e1, user 1 unrewarded on e2
+        assert (len(set(policy.clusters().tolist())) == 2) == cut

@@ -99,26 +99,29 @@ def fake_reference(tmp_path_factory) -> tuple[Path, Path]:
     return root / "ref", mnist
 
 
-def parity_worker(side: str, reference: Path, mnist: Path, rounds: int, out: Path, *extra: str) -> dict:
-    """One run of the harness's worker; the scratch folders it made in the temporary folder are gone after it."""
-    scratch = out.parent / f"tmp-{side}"
+def parity_worker(side: str, reference: Path, mnist: Path, rounds: int, folder: Path, **job) -> dict:
+    """One worker of the harness, in a fresh process as the harness runs it, on a job file; the scratch folders it
+    made in the temporary folder are gone after it."""
+    job = {"algorithm": "eenet", "reference": str(reference), "pools": str(mnist), "rounds": rounds, "seed": 0, **job}
+    job.setdefault("ours", {})
+    job.setdefault("settings", {})
+    (folder / "job.json").write_text(json.dumps(job))
+    scratch = folder / f"tmp-{side}"
     scratch.mkdir()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--worker", side, "--algos", "eenet"]
-        + ["--reference-dir", str(reference), "--pools", str(mnist), "--rounds", str(rounds), "--seed", "0"]
-        + ["--answer", str(out), *extra],
+        [sys.executable, str(ROOT / "benchmarks" / "parity.py"), "--worker", side, "--job", str(folder / "job.json")],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert list(scratch.iterdir()) == []
-    return json.loads(out.read_text())
+    return json.loads((folder / "answer.json").read_text())
 
 
 def test_their_run_records_the_images_it_drew_and_its_regret(fake_reference, tmp_path):
     reference, mnist = fake_reference
-    theirs = parity_worker("theirs", reference, mnist, 25, tmp_path / "theirs.json")
+    theirs = parity_worker("theirs", reference, mnist, 25, tmp_path)
     order = np.array(theirs["order"])
     assert theirs["split"] == "test" and len(set(order)) == 25  # a shuffle without repeats, within one pass
     assert not np.array_equal(order, np.arange(25))
@@ -147,21 +150,12 @@ def test_ours_replays_their_images_in_their_order(fake_reference, tmp_path):
 
 def test_ours_runs_on_the_replayed_instance(fake_reference, tmp_path):
     reference, mnist = fake_reference
-    (tmp_path / "order.json").write_text(json.dumps(list(range(39, 19, -1))))
-    params = json.dumps({"pool": 50, "train_steps": 2, "width": 8, "explore_width": 8})
-    ours = parity_worker(
-        "ours",
-        reference,
-        mnist,
-        20,
-        tmp_path / "ours.json",
-        "--order",
-        str(tmp_path / "order.json"),
-        "--params",
-        params,
-    )
-    regret = np.array(ours["regret"])
+    params = {"pool": 50, "train_steps": 2, "width": 8, "explore_width": 8}
+    order = list(range(39, 19, -1))
+    ours = parity_worker("ours", reference, mnist, 20, tmp_path, order=order, learners={"code": ["eenet", params]})
+    regret = np.array(ours["learners"]["code"]["regret"])
     assert len(regret) == 20 and np.all(np.diff(regret) >= 0) and regret[-1] <= 20
+    assert ours["learners"]["code"]["chosen"][:1] != []  # the arms it chose, for the agreement with theirs
 
 
 def test_block_reduce_shim_pads_with_zeros_like_scikit_image():

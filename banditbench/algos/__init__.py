@@ -298,4 +298,13 @@ for _name, _policy, _role, _fixed, _what in (
         description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)",
     )
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]
+# The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
+# already); a name that stands for several registered variants gets a hint naming each.
+PAPER_NAMES = {
+    "LinUCB": (("linucb-one", "one model shared by all users"), ("linucb-ind", "one model per user")),
+    "NeuralUCB": (("neuucb-one", "one network"), ("neuucb-ind", "one network per user")),
+    "OFUL": (("oful-ind", "one OFUL per user"),),
+    "M-CNB": (("mcnb", "Ban et al., KDD 2024"),),
+}
+
+__all__ = ["ALGORITHMS", "PAPER_NAMES", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]

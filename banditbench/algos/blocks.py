@@ -141,7 +141,7 @@ class BlockRidgeStats(RidgeStats):
         for u in learners.tolist():
             means, quad = self._terms(np.full(len(arms), u), blocks, contexts)
             if reference_code:
-                scores.append(means + reference_beta(self.count[u], self.theta.shape[1], t) * quad)
+                scores.append(means + alpha * reference_beta(self.count[u], self.theta.shape[1], t) * quad)
             else:
                 scores.append(ucb_index(means, quad, alpha, t + 1))
         return np.stack(scores)

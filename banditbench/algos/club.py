@@ -15,8 +15,9 @@ On block-encoded contexts the statistics are kept per block (``blocks.py``).
 Switches (reference-code quirks that change results):
 - ``random_init_graph``: the paper's experiments start from an Erdős–Rényi graph with p = 3 ln n / n
   (Shuai Li's code); False (default) keeps the complete graph of Algorithm 1 (Ban's and bandpy's code).
-- ``reference_ucb``: Ban's/Shuai Li's index xᵀθ + β(N, t)·xᵀM⁻¹x without the square root, with
-  β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1, NaN at t = 0 so the first round plays arm 0.
+- ``reference_ucb``: Ban's/Shuai Li's index xᵀθ + α·β(N, t)·xᵀM⁻¹x without the square root, with
+  β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1, NaN at t = 0 so the first round plays arm 0 (their code has no
+  α: α = 1 is theirs, and another α scales their exploration term rather than being ignored).
 - ``served_pairs_only``: Ban's code tests an edge only when both users have been served; an edge to a user
   without data is never cut, so never-served users bridge everyone and the graph can stay one component.
   Algorithm 1 tests every neighbour (default False).

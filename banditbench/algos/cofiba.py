@@ -38,9 +38,9 @@ Switches (the authors' code; Shuai Li's original and Ban's copy):
 - ``random_init_graph``: user graphs G(n, 3 ln n / n) and item graph G(L, 3 ln L / L) instead of complete graphs.
 - ``new_user_graph="fresh"``: every part of a split item cluster restarts from an initial user graph (the code
   re-draws them all) instead of copying the user graph it split from.
-- ``reference_ucb``: xᵀw̄ + 0.1·xᵀM̄⁻¹x (β = 0.1, no square root, no log t).
-- ``reference_threshold``: both tests against 4√d·(F(T_i) + F(T_ℓ)), F(T) = sqrt((1 + ln(1 + T))/(1 + T)),
-  the same for every item, instead of the item-dependent CB̃.
+- ``reference_ucb``: xᵀw̄ + α·0.1·xᵀM̄⁻¹x (their β = 0.1, no square root, no log t; their code has no α, α = 1).
+- ``reference_threshold``: both tests against α₂·4√d·(F(T_i) + F(T_ℓ)), F(T) = sqrt((1 + ln(1 + T))/(1 + T)),
+  the same for every item, instead of the item-dependent CB̃ (their code's scale is 4√d: α₂ = 1).
 - ``frozen_counts``: T is never incremented (Ban's copy), so with ``reference_threshold`` the threshold stays
   8√d, edges are practically never cut and COFIBA is one global LinUCB.
 - ``item_nodes="slots"``: the item graph is over the K arm positions of a round (Ban's copy), each node's
@@ -75,8 +75,8 @@ NEW_USER_GRAPH = ("copy", "fresh")
 
 def scores(means: np.ndarray, quad: np.ndarray, alpha, t: int, reference_ucb: bool) -> np.ndarray:
     """The select scores of the arms at 0-based round t: w̄ᵀx + CB(x) from the means w̄ᵀx and forms xᵀM̄⁻¹x, or the
-    code's xᵀw̄ + 0.1·xᵀM̄⁻¹x with ``reference_ucb``."""
-    return means + 0.1 * quad if reference_ucb else ucb_index(means, quad, alpha, t + 1)
+    code's xᵀw̄ + 0.1·xᵀM̄⁻¹x with ``reference_ucb`` (scaled by α, 1 in their code)."""
+    return means + alpha * 0.1 * quad if reference_ucb else ucb_index(means, quad, alpha, t + 1)
 
 
 class COFIBA(BuiltAtFirstRound, Policy):
@@ -253,13 +253,13 @@ class COFIBA(BuiltAtFirstRound, Policy):
     def _far(self, predicted: np.ndarray, spread: np.ndarray, i: int, log_t: float) -> np.ndarray:
         """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) and item z (leading axes), given
         w_ℓᵀz and sqrt(zᵀM_ℓ⁻¹z): CB̃_ℓ(z) = α₂·sqrt(zᵀM_ℓ⁻¹z · log(t + 1)), or the code's
-        4√d·F(T_ℓ), equal for all z."""
+        α₂·4√d·F(T_ℓ), equal for all z."""
         gap = np.abs(predicted - predicted[..., i : i + 1])
         if not self.reference_threshold:
             scale = self.alpha2 * np.sqrt(log_t)
             return gap > scale * (spread + spread[..., i : i + 1])
         count = np.zeros(self.n_users) if self.frozen_counts else self.users.count
-        cb = 4 * np.sqrt(self.dim) * club_confidence(count)
+        cb = self.alpha2 * 4 * np.sqrt(self.dim) * club_confidence(count)
         return gap > cb + cb[i]
 
     @classmethod
@@ -438,5 +438,5 @@ class COFIBALockstep(Lockstep):
             scale = self.alpha2[member] * np.sqrt(log_t)
             return gap > scale[:, None] * (spread + spread[rows, i][:, None])
         count = np.zeros_like(predicted) if self.first.frozen_counts else self.users.count[member]
-        cb = 4 * np.sqrt(self.items.shape[2]) * club_confidence(count)
+        cb = self.alpha2[member, None] * 4 * np.sqrt(self.items.shape[2]) * club_confidence(count)
         return gap > cb + cb[rows, i][:, None]

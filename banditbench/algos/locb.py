@@ -11,7 +11,8 @@ with F(m) = sqrt((1 + ln(1 + m)) / (1 + m)); θ_s and N_s are the *seed user's* 
 (the cluster grows around its seed: with the cluster's pooled estimate every cluster, all starting from all
 users, would evolve identically); a seed is finished, its cluster frozen, once F(N_s) ≤ γ/4.
 Defaults γ = 0.2 and 20 seeds as in the authors' runs.
-Switch ``reference_ucb``: the authors' index xᵀθ + β(N, t)·xᵀS⁻¹x without square root (NaN at t = 0).
+Switch ``reference_ucb``: the authors' index xᵀθ + α·β(N, t)·xᵀS⁻¹x without square root (NaN at t = 0; their
+code has no α, α = 1).
 On block-encoded contexts the statistics are kept per block (``blocks.py``).
 """
 

@@ -32,6 +32,8 @@ import re
 import sys
 from importlib import metadata
 
+from banditbench import names
+from banditbench.algos import PAPER_NAMES
 from banditbench.algos.base import ALGORITHMS, ROLES, AlgorithmSpec, Capabilities, Policy
 from banditbench.errors import UserError
 
@@ -58,9 +60,12 @@ def resolve(reference: str | type) -> str:
     for entry in entry_points():
         if entry.name == reference:
             return add_entry_point(entry)
-    raise UserError(
-        f"unknown algorithm {reference!r}; choose from: {', '.join(ALGORITHMS)} "
-        f"(or an installed plugin, or a 'package.module:Class' import path)"
+    return names.pick(
+        "algorithm",
+        reference,
+        ALGORITHMS,
+        aliases=PAPER_NAMES,
+        listing="`banditbench list algorithms` shows them all (or name a plugin's 'package.module:Class')",
     )
 
 

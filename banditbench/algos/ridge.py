@@ -112,9 +112,9 @@ class RidgeStats:
 
     def cluster_ucb(self, learner: int, arms: np.ndarray, alpha: float, t: int, reference_code: bool) -> np.ndarray:
         """The score CLUB, SCLUB and LOCB give arms from one learner's statistics, t the 0-based round:
-        BASS's common α-LinUCB index, or with ``reference_code`` the authors' index (no square root)."""
+        BASS's common α-LinUCB index, or with ``reference_code`` the authors' index (no square root) scaled by α."""
         if reference_code:
-            return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t)
+            return reference_code_scores(self.theta[learner], self.A_inv[learner], arms, self.count[learner], t, alpha)
         return log_ucb_scores(self.theta[learner], self.A_inv[learner], arms, alpha, t + 1)
 
     def cluster_ucb_many(self, learners: np.ndarray, arms: np.ndarray, alpha: float, t: int, reference_code: bool):
@@ -262,8 +262,8 @@ def cluster_ucb_rows(theta, A_inv, count, arms, alpha, t: int, reference_code: b
     """``RidgeStats.cluster_ucb`` of P learners at once, each bit for bit as alone: θ [P, d], A⁻¹ [P, d, d],
     count [P], arms [P, K, d], α [P] → [P, K]."""
     if reference_code:
-        beta = reference_beta(count, theta.shape[1], t)
-        return means_each(theta, arms) + beta[:, None] * quadratic_forms_each(A_inv, arms)
+        beta = np.asarray(alpha)[..., None] * reference_beta(count, theta.shape[1], t)[:, None]
+        return means_each(theta, arms) + beta * quadratic_forms_each(A_inv, arms)
     return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
 
 
@@ -285,10 +285,13 @@ def ucb_index(means, quad, alpha, t: int):
     return means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 1))
 
 
-def reference_code_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int) -> np.ndarray:
-    """The UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code (quirk): xᵀθ + β(N, t)·xᵀA⁻¹x, *no* square
-    root, β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 with t the 0-based round, so NaN at t = 0 (arm 0 played)."""
-    return arms @ theta + reference_beta(count, len(theta), t) * quadratic_forms(A_inv, arms)
+def reference_code_scores(
+    theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int, alpha: float = 1.0
+) -> np.ndarray:
+    """The UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code (quirk): xᵀθ + α·β(N, t)·xᵀA⁻¹x, *no* square
+    root, β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 with t the 0-based round, so NaN at t = 0 (arm 0 played).
+    Their code has no α (α = 1); ours keeps the exploration scale α as a factor so that it is never ignored."""
+    return arms @ theta + alpha * reference_beta(count, len(theta), t) * quadratic_forms(A_inv, arms)
 
 
 def reference_beta(count, dim: int, t: int):

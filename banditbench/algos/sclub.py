@@ -14,8 +14,8 @@ updates its own and j's statistics and becomes checked; then
 Cluster statistics are pooled member statistics (λI + Σ G_u, Σ b_u), rebuilt on a split or merge.
 The split test compares with the cluster's current estimate (as the authors' code does).
 Switches: ``reset_checks=False`` never resets the checks (Ban's copy of the code); ``reference_ucb`` uses the
-authors' index without square root. The authors' S/b aliasing bug (a new singleton sharing its arrays with
-the user, so samples count twice) is not reproduced.
+authors' index without square root, xᵀθ + α·β(N, t)·xᵀA⁻¹x (α = 1 in their code). The authors' S/b aliasing bug
+(a new singleton sharing its arrays with the user, so samples count twice) is not reproduced.
 On block-encoded contexts the statistics are kept per block (``blocks.py``).
 """
 

@@ -8,6 +8,7 @@ import importlib
 import json
 from pathlib import Path
 
+from banditbench import names
 from banditbench.data.prepared import MANIFEST, PreparedDataset, load_dataset
 from banditbench.data.registry import DATASETS, Dataset, Option, register
 from banditbench.errors import UserError
@@ -69,9 +70,11 @@ def check_dataset_name(data_dir: Path, name: str, protocols) -> None:
     protocol = prepared_protocol(data_dir, name)
     if protocol is not None and protocol in protocols:
         return
+    prepared = sorted(p.parent.name for p in data_dir.glob(f"*/{MANIFEST}")) if data_dir.is_dir() else []
+    hint = names.did_you_mean(name, [*DATASETS, *prepared])
     raise UserError(
-        f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}, or a dataset of your own "
-        f"prepared in {data_dir}/ (`banditbench prepare interactions --name {name}`)"
+        f"unknown dataset {name!r}; {hint or '`banditbench list datasets` shows them.'} Data of your own: "
+        f"`banditbench prepare interactions --name {name} --data-dir {data_dir}`"
     )
 
 

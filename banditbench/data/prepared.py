@@ -6,7 +6,6 @@ crash or a bad input never leaves a half-written ``datasets/<name>/`` and never 
 
 from __future__ import annotations
 
-import difflib
 import errno
 import json
 import os
@@ -20,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from banditbench import names
 from banditbench.data.fetch import sha256_of
 from banditbench.data.registry import DATASETS, prepare_hint
 from banditbench.errors import UserError
@@ -199,8 +199,8 @@ def not_prepared(data_dir: Path, name: str) -> str:
         named = "" if folder == name else f" (under the name {folder!r})"
         return f"dataset {name!r} is not prepared in {data_dir}/; run `banditbench {command}{where}` first{named}"
     prepared = sorted(p.parent.name for p in data_dir.glob(f"*/{MANIFEST}")) if data_dir.is_dir() else []
-    close = difflib.get_close_matches(name, [*DATASETS, *prepared], n=3)
-    suggestion = f" (did you mean {' or '.join(close)}?)" if close else ""
+    hint = names.did_you_mean(name, [*DATASETS, *prepared])
+    suggestion = f" ({hint})" if hint else ""
     held = f"; {data_dir}/ holds {', '.join(prepared)}" if prepared else ""
     return (
         f"no dataset {name!r} in {data_dir}/{suggestion}{held}; `banditbench list datasets` shows what prepare builds"

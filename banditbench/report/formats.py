@@ -12,7 +12,7 @@ import numpy as np
 from banditbench.errors import UserError
 from banditbench.report.claims import GAIN_TOLERANCE, MATCH_MARGIN, SPEED_MARGIN, VALUE_MARGIN
 from banditbench.report.stats import ALPHA, MIN_SEEDS, wilcoxon_floor
-from banditbench.report.tables import Report, curves, format_mean_std
+from banditbench.report.tables import PLOT_FORMATS, Report, curves, format_mean_std
 
 DAGGER = "†"
 
@@ -64,6 +64,18 @@ def _column_title(name: str) -> str:
     return name.removesuffix("_seconds").replace("_", " ") + " s/unit"
 
 
+def tuned_note(experiment) -> str:
+    """The grid values each tuned algorithm's tuning seeds chose, which its reported seeds then ran."""
+    if not experiment.tuned:
+        return ""
+    grids = experiment.config["algorithms"]
+    cells = "; ".join(
+        f"{algo} {', '.join(f'{k} = {cell[k]}' for k, v in grids[algo].items() if isinstance(v, list))}"
+        for algo, cell in experiment.tuned.items()
+    )
+    return f" Chosen on {experiment.config.get('tune_seeds')} tuning seeds: {cells}."
+
+
 def sections(report: Report) -> list[Section]:
     results, summary = report.results, report.summary
     test = "paired t-test" if report.test == "t" else "Wilcoxon signed-rank test"
@@ -81,7 +93,7 @@ def sections(report: Report) -> list[Section]:
             f"over seeds and 95 % percentile bootstrap interval of the mean. "
             f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
             f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
-        )
+        ) + tuned_note(next(e for e in results.experiments if e.dataset == dataset))
         has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
         lines = []
         for row in rows.itertuples():
@@ -456,8 +468,9 @@ def to_rich(report: Report) -> list:
     return shown
 
 
-def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
-    """Write the chosen formats into ``out``; return the files written."""
+def write_files(report: Report, out: Path, formats: list[str], plot=None) -> list[Path]:
+    """Write the chosen formats into ``out``; return the files written. ``plot``: the regret figure's
+    ``banditbench.report.plots.PlotOptions`` (None: every algorithm, bootstrap bands, paper style)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -482,11 +495,12 @@ def write_files(report: Report, out: Path, formats: list[str]) -> list[Path]:
             save("paper_vs_here.csv", report.paper.to_csv(index=False))
     if "latex" in formats:
         save("report.tex", to_latex(report))
-    if "png" in formats or "svg" in formats or "html" in formats:
+    images = [f for f in PLOT_FORMATS if f in formats]
+    if images or "html" in formats:
         from banditbench.report.plots import svg_figures, write_plots  # matplotlib: a second to import
 
-    if "png" in formats or "svg" in formats:
-        written += write_plots(report, out / "plots", [f for f in ("png", "svg") if f in formats])
+    if images:
+        written += write_plots(report, out / "plots", images, plot)
     if "html" in formats:
-        save("report.html", to_html(report, svg_figures(report)))
+        save("report.html", to_html(report, svg_figures(report, plot)))
     return written

@@ -56,6 +56,7 @@ class LoadedExperiment:
     problems: list[str] = field(default_factory=list)  # broken shards, named: the report refuses them
     ctr_optimum: float = CTR_OPTIMUM
     planned: int = 0  # report units the manifest's config plans, those of algorithms still tuning included
+    tuned: dict = field(default_factory=dict)  # algorithm → the grid cell its tuning seeds chose
 
     @property
     def missing(self) -> list[str]:
@@ -184,6 +185,7 @@ def load_experiment(folder: Path, *, allow_mixed: bool = False) -> LoadedExperim
         problems,
         max(optima),
         planned=len(planned) + pending,
+        tuned={algo: record["chosen"] for algo, record in (manifest.get("tuning") or {}).items()},
     )
 
 

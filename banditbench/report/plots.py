@@ -1,6 +1,10 @@
 """Figures (matplotlib, Agg backend, no display needed): cumulative regret or CTR vs rounds with 95 % bands, one
 panel per dataset; runtime vs final regret (M-CNB paper, Figure 5); number of clusters over time.
 
+Every algorithm keeps one colour, line style and marker in every figure, so curves stay apart in print and in
+grey scale. :class:`PlotOptions` picks the algorithms, the band (mean with the bootstrap band, or median with
+the interquartile range), a log round axis and a style for papers or slides.
+
 Output is deterministic: a fixed SVG id salt, no date or software stamp in the files' metadata."""
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
 import numpy as np  # noqa: E402
 
+from banditbench.report.plot_options import STYLES, PlotOptions  # noqa: E402
 from banditbench.report.suite import profile_figure, winloss_figure  # noqa: E402
 from banditbench.report.tables import Report, curves  # noqa: E402
 
@@ -26,12 +31,31 @@ STYLE = {
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
-METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
+METADATA = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+}
+LINE_STYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+MARKS_PER_CURVE = 8  # markers on a curve: enough to tell lines apart, few enough not to hide them
+
+
+def _looks(algorithms: list[str]) -> dict[str, dict]:
+    """Colour, line style and marker of each algorithm: the three cycle at different lengths."""
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    return {
+        a: {
+            "color": palette[i % len(palette)],
+            "linestyle": LINE_STYLES[i % len(LINE_STYLES)],
+            "marker": MARKERS[i % len(MARKERS)],
+        }
+        for i, a in enumerate(algorithms)
+    }
 
 
 def _colours(algorithms: list[str]) -> dict[str, tuple]:
-    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
-    return {a: palette[i % len(palette)] for i, a in enumerate(algorithms)}
+    return {a: look["color"] for a, look in _looks(algorithms).items()}
 
 
 def _thin(frame):
@@ -42,47 +66,80 @@ def _thin(frame):
     return frame.iloc[keep]
 
 
-def _panels(n: int):
+def _panels(n: int, size: tuple[float, float] | None = None):
     columns = min(n, 3)
     rows = -(-n // columns)
-    width, height = (6.4, 4.0) if columns == 1 else (4.4, 3.4)
+    width, height = size or ((6.4, 4.0) if columns == 1 else (4.4, 3.4))
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
 
 
-def regret_figure(report: Report):
+def regret_figure(report: Report, options: PlotOptions | None = None):
+    """Cumulative regret (or CTR) against rounds, one panel per dataset, one line per algorithm with its band."""
     results = report.results
-    colours = _colours(results.algorithms)
-    table = curves(results)
-    fig, axes = _panels(len(results.datasets))
-    for ax, dataset in zip(axes, results.datasets):
-        metric = "cumulative_ctr" if results.kinds[dataset] == "ctr" else "cumulative_regret"
-        for algorithm in results.algorithms:
-            line = _thin(table[(table["dataset"] == dataset) & (table["algorithm"] == algorithm)])
-            if line.empty:
-                continue
-            t = line["t"].to_numpy() + 1
-            ax.plot(t, line[f"{metric}_mean"], color=colours[algorithm], label=algorithm, linewidth=1.4)
-            if line[f"{metric}_ci_low"].notna().any():
-                ax.fill_between(
-                    t,
-                    line[f"{metric}_ci_low"],
-                    line[f"{metric}_ci_high"],
-                    color=colours[algorithm],
-                    alpha=0.2,
-                    linewidth=0,
-                )
-        ax.set_title(dataset)
-        ax.set_xlabel("round")
-        ax.set_ylabel("cumulative CTR" if metric == "cumulative_ctr" else "cumulative regret")
-        ax.grid(alpha=0.3)
-    for ax in axes[: len(results.datasets)]:  # each panel names its own algorithms (datasets may differ in them)
-        ax.legend(frameon=False, fontsize=8)
-    fig.suptitle("Cumulative regret or CTR: mean over seeds, 95 % bootstrap band")
-    fig.tight_layout()
+    options = (options or PlotOptions()).checked(results.algorithms)
+    drawn = list(options.algorithms or results.algorithms)
+    looks = _looks(results.algorithms)
+    rc, size = STYLES[options.style]
+    with plt.rc_context(rc):
+        fig, axes = _panels(len(results.datasets), size)
+        table = None if options.band == "iqr" else curves(results)
+        for ax, dataset in zip(axes, results.datasets):
+            ctr = results.kinds[dataset] == "ctr"
+            metric = "cumulative_ctr" if ctr else "cumulative_regret"
+            lines = _centre_and_band(results, table, dataset, drawn, metric, options.band)
+            for algorithm, (t, centre, low, high) in lines.items():
+                step = max(1, len(t) // MARKS_PER_CURVE)
+                mark_from = drawn.index(algorithm) * step // len(drawn)  # markers of two lines never coincide
+                ax.plot(t, centre, label=algorithm, markevery=(mark_from, step), **looks[algorithm])
+                if low is not None:
+                    ax.fill_between(t, low, high, color=looks[algorithm]["color"], alpha=0.18, linewidth=0)
+            ax.set_title(dataset)
+            ax.set_xlabel("round t (log scale)" if options.log_x else "round t")
+            ax.set_ylabel("cumulative click-through rate" if ctr else "cumulative regret")
+            if options.log_x:
+                ax.set_xscale("log")
+            ax.grid(alpha=0.3)
+            ax.legend(frameon=False, fontsize="small")  # each panel names its own algorithms
+        fig.suptitle(_regret_title(results, options))
+        fig.tight_layout()
     return fig
+
+
+def _regret_title(results, options: PlotOptions) -> str:
+    kinds = {results.kinds[d] for d in results.datasets}
+    what = " and ".join(["Cumulative regret"] * ("regret" in kinds) + ["Cumulative CTR"] * ("ctr" in kinds))
+    seeds = results.rounds.groupby(["dataset", "algorithm"])["seed"].nunique().max()
+    band = {
+        "ci": f"mean of {seeds} seeds, 95 % bootstrap band",
+        "iqr": f"median of {seeds} seeds, interquartile band",
+        "none": f"mean of {seeds} seeds",
+    }[options.band]
+    return f"{what} ({band})"
+
+
+def _centre_and_band(results, table, dataset: str, algorithms: list[str], metric: str, band: str) -> dict:
+    """algorithm → (rounds, centre, band low or None, band high or None), thinned to MAX_POINTS; ``table``: the
+    report's curves (mean and bootstrap band), unused for the median and interquartile band."""
+    lines = {}
+    if band == "iqr":
+        rows = results.rounds[results.rounds["dataset"] == dataset]
+        for algorithm in algorithms:
+            by_t = rows[rows["algorithm"] == algorithm].groupby("t")[metric]
+            if by_t.ngroups:
+                q = _thin(by_t.quantile([0.25, 0.5, 0.75]).unstack())
+                lines[algorithm] = (q.index.to_numpy() + 1, q[0.5], q[0.25], q[0.75])
+        return lines
+    for algorithm in algorithms:
+        line = _thin(table[(table["dataset"] == dataset) & (table["algorithm"] == algorithm)])
+        if line.empty:
+            continue
+        banded = band == "ci" and line[f"{metric}_ci_low"].notna().any()
+        low, high = (line[f"{metric}_ci_{side}"] if banded else None for side in ("low", "high"))
+        lines[algorithm] = (line["t"].to_numpy() + 1, line[f"{metric}_mean"], low, high)
+    return lines
 
 
 def runtime_figure(report: Report):
@@ -191,10 +248,10 @@ FIGURES = (
 )
 
 
-def _figures(report: Report):
+def _figures(report: Report, options: PlotOptions | None = None):
     with plt.rc_context(STYLE):
         for name, make, caption in FIGURES:
-            fig = make(report)
+            fig = make(report, options) if make is regret_figure else make(report)
             if fig is not None:
                 yield name, fig, caption
 
@@ -204,10 +261,10 @@ def _save(fig, target, kind: str) -> None:
         fig.savefig(target, format=kind, metadata=METADATA[kind])
 
 
-def write_plots(report: Report, out: Path, kinds: list[str]) -> list[Path]:
+def write_plots(report: Report, out: Path, kinds: list[str], options: PlotOptions | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, fig, _ in _figures(report):
+    for name, fig, _ in _figures(report, options):
         for kind in kinds:
             written.append(out / f"{name}.{kind}")
             _save(fig, written[-1], kind)
@@ -215,10 +272,10 @@ def write_plots(report: Report, out: Path, kinds: list[str]) -> list[Path]:
     return written
 
 
-def svg_figures(report: Report) -> list[tuple[str, str]]:
+def svg_figures(report: Report, options: PlotOptions | None = None) -> list[tuple[str, str]]:
     """(caption, inline SVG markup) of every figure, for the self-contained HTML report."""
     figures = []
-    for _, fig, caption in _figures(report):
+    for _, fig, caption in _figures(report, options):
         buffer = io.StringIO()
         _save(fig, buffer, "svg")
         plt.close(fig)

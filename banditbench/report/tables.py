@@ -15,6 +15,7 @@ from banditbench.suites import read_suite_record
 
 __all__ = [
     "FORMATS",
+    "PLOT_FORMATS",
     "Report",
     "build_report",
     "format_mean_std",
@@ -25,7 +26,8 @@ __all__ = [
     "regret_table",
 ]
 
-FORMATS = ("md", "csv", "latex", "html", "png", "svg")
+PLOT_FORMATS = ("png", "svg", "pdf")
+FORMATS = ("md", "csv", "latex", "html", *PLOT_FORMATS)
 RANDOM = "random"  # the uniformly random policy: regret is also shown relative to it when it ran
 
 

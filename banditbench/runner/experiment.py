@@ -14,7 +14,6 @@ it reports). The tuning scores and the choice are recorded in ``manifest.json``.
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 from collections.abc import Callable
@@ -25,7 +24,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from banditbench.algos import ALGORITHMS
+from banditbench import names
+from banditbench.algos import ALGORITHMS, PAPER_NAMES
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.data.prepared import physical_memory
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
@@ -115,9 +115,9 @@ def plan(
     check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
-        near = difflib.get_close_matches(unknown[0], list(ALGORITHMS), n=1)
-        hint = f"did you mean {near[0]!r}? " if near else ""
-        raise UserError(f"unknown algorithm {unknown[0]!r}; {hint}choose from: {', '.join(ALGORITHMS)}")
+        raise names.unknown(
+            "algorithm", unknown[0], ALGORITHMS, aliases=PAPER_NAMES, listing="`banditbench list algorithms` shows all"
+        )
     if not algorithms:
         raise UserError("--algos is empty; name at least one algorithm")
     if len(set(algorithms)) != len(algorithms):
@@ -320,8 +320,10 @@ def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
     defaults = getattr(PROTOCOLS[protocol].environment, "SETTINGS", {})
     unknown = [name for name in given if name not in defaults]
     if unknown:
+        hint = names.did_you_mean(unknown[0], defaults)
         raise UserError(
-            f"--env {unknown[0]}: protocol {protocol!r} has no such setting; it has: {', '.join(defaults) or 'none'}"
+            f"--env {unknown[0]}: protocol {protocol!r} has no such setting; "
+            + (hint if hint else f"it has: {', '.join(defaults) or 'none'}")
         )
     return {
         name: grid.cast(protocol, name, given.get(name, default), default, flag="--env")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from banditbench import names
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.domains import Domain
 from banditbench.errors import UserError
@@ -37,8 +38,8 @@ def merge(*layers: Assignments) -> Assignments:
     """Later layers override earlier ones, hyper-parameter by hyper-parameter."""
     merged: Assignments = {}
     for layer in layers:
-        for algo, names in layer.items():
-            merged.setdefault(algo, {}).update(names)
+        for algo, values in layer.items():
+            merged.setdefault(algo, {}).update(values)
     return merged
 
 
@@ -82,7 +83,8 @@ def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[s
     """Every algorithm's hyper-parameters, defaults filled in; a grid keeps its list of values."""
     for algo in assignments:
         if algo not in algorithms:
-            raise UserError(f"--set {algo}.…: {algo!r} is not among --algos")
+            hint = names.did_you_mean(algo, algorithms)
+            raise UserError(f"--set {algo}.…: {algo!r} is not among --algos" + (f"; {hint}" if hint else ""))
     resolved = {}
     for algo in algorithms:
         defaults = ALGORITHMS[algo].defaults()
@@ -90,7 +92,8 @@ def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[s
         params: dict[str, Any] = dict(defaults)
         for name, values in assignments.get(algo, {}).items():
             if name not in defaults:
-                raise UserError(f"{algo} has no hyper-parameter {name!r}; it has: {', '.join(defaults) or 'none'}")
+                hint = names.did_you_mean(name, defaults) or f"it has: {', '.join(defaults) or 'none'}"
+                raise UserError(f"{algo} has no hyper-parameter {name!r}; {hint}")
             values = [cast(algo, name, v, defaults[name], domain=domains.get(name)) for v in values]
             if len(set(map(repr, values))) != len(values):
                 raise UserError(f"--set {algo}.{name} lists a value twice")

@@ -68,8 +68,8 @@ def cli_page() -> str:
 # ----------------------------------------------------------------------------------------- algorithm cards
 
 
-#: Card section → the section of docs/fidelity.md whose tables give an algorithm's rows, and what it says without.
-FIDELITY = {
+#: Card section → the section of docs/parity.md whose tables give an algorithm's rows, and what it says without.
+PARITY = {
     "Parity with the authors' code": ("Parity table", "No parity check."),
     "Speed beside the authors' code": ("Speed on the same instance", "No speed measurement beside the authors' code."),
 }
@@ -80,12 +80,12 @@ def algorithm_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def section_rows(text: str, heading: str) -> dict[str, list[tuple[str, ...]]]:
-    """The rows of the tables under ``## heading`` by the algorithm in their first cell (a parenthesis after the
-    name is ignored), each with its table's header and separator lines."""
+def section_rows(text: str, heading: str) -> dict[str, list[list[str]]]:
+    """The tables under ``## heading`` cut down, for each algorithm named in a first cell (before a parenthesis or a
+    comma), to their header, separator and that algorithm's rows."""
     text = "\n" + text  # a heading on the first line too
     section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0] if f"\n## {heading}\n" in text else ""
-    found: dict[str, list[tuple[str, ...]]] = {}
+    found: dict[str, list[list[str]]] = {}
     header: list[str] = []
     for previous, line in zip(["", *section.splitlines()], section.splitlines()):
         if not line.startswith("|"):
@@ -95,26 +95,29 @@ def section_rows(text: str, heading: str) -> dict[str, list[tuple[str, ...]]]:
         elif len(header) == 1:
             header.append(line)
         else:
-            name = line.strip("| ").split("|")[0].split(" (")[0]
-            found.setdefault(algorithm_key(name), []).append((*header, line))
+            first_cell = line.strip("| ").split("|")[0]
+            tables = found.setdefault(algorithm_key(re.split(r" \(|,", first_cell)[0]), [])
+            if not tables or tables[-1][:2] != header:
+                tables.append(list(header))
+            tables[-1].append(line)
     return found
 
 
-def fidelity_sections(name: str, fidelity: str) -> list[str]:
-    """The card's sections of parity and speed: the algorithm's rows of docs/fidelity.md, or that it has none."""
+def parity_sections(name: str, parity: str) -> list[str]:
+    """The card's sections of parity and speed: the algorithm's rows of docs/parity.md, or that it has none."""
     lines = []
-    for title, (heading, absent) in FIDELITY.items():
-        rows = section_rows(fidelity, heading).get(algorithm_key(name), [])
+    for title, (heading, absent) in PARITY.items():
+        tables = section_rows(parity, heading).get(algorithm_key(name), [])
         lines += ["", f"## {title}", ""]
-        for table in rows:
+        for table in tables:
             lines += [*table, ""]
         anchor = re.sub(r"[^a-z0-9]+", "-", heading.lower())
-        lines.append(f"From [Fidelity](../../fidelity.md#{anchor})." if rows else absent)
+        lines.append(f"From [Parity with the authors' code](../../parity.md#{anchor})." if tables else absent)
     return lines
 
 
-def algorithm_card(name: str, fidelity: str) -> str:
-    """One algorithm's card: its declaration, its class's description, and its rows of docs/fidelity.md."""
+def algorithm_card(name: str, parity: str) -> str:
+    """One algorithm's card: its declaration, its class's description, and its rows of docs/parity.md."""
     spec = ALGORITHMS[name]
     lines = [f"# {name}", "", plain(spec.description) + ".", "", f"**Paper:** {spec.paper}. **Role:** {spec.role}.", ""]
     # the class's own docstring, else its module's (a module that holds one policy describes it there)
@@ -134,7 +137,7 @@ def algorithm_card(name: str, fidelity: str) -> str:
     lines += [
         f"| {key.replace('_', ' ')} | {'yes' if value else 'no'} |" for key, value in vars(spec.capabilities).items()
     ]
-    lines += fidelity_sections(name, fidelity)
+    lines += parity_sections(name, parity)
     presets = [f"[{preset}](../presets/{preset}.md)" for preset, spec in PRESETS.items() if name in spec["algos"]]
     lines += ["", "## Presets that run it", "", ", ".join(presets) + "." if presets else "None."]
     lines += ["", f"On a prepared dataset of its protocol: `banditbench run --algos {name} --dataset DATASET`.", ""]
@@ -219,10 +222,10 @@ def index_page(kind: str, summaries: dict[str, str]) -> str:
 
 def pages(docs_dir: Path) -> dict[str, str]:
     """Every generated page by its path under the docs folder."""
-    fidelity = (docs_dir / "fidelity.md").read_text(encoding="utf-8") if (docs_dir / "fidelity.md").is_file() else ""
+    parity = (docs_dir / "parity.md").read_text(encoding="utf-8") if (docs_dir / "parity.md").is_file() else ""
     found = {"reference/cli.md": cli_page()}
     for kind, registry, card, summary in (
-        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, fidelity), lambda spec: spec.description),
+        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, parity), lambda spec: spec.description),
         ("datasets", DATASETS, dataset_card, lambda dataset: dataset.description),
         ("presets", PRESETS, preset_card, lambda spec: spec["reproduces"]),
     ):

@@ -1,0 +1,35 @@
+"""How the regret figure is drawn, checked before any result is read (no matplotlib import here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from banditbench import names
+
+# Per style: matplotlib rc settings and the size of one panel in inches
+STYLES = {
+    "paper": ({"font.size": 9, "lines.linewidth": 1.3, "lines.markersize": 4}, (4.4, 3.2)),
+    "slides": ({"font.size": 14, "lines.linewidth": 2.4, "lines.markersize": 7}, (6.4, 4.8)),
+}
+BANDS = ("ci", "iqr", "none")
+
+
+@dataclass(frozen=True)
+class PlotOptions:
+    """``algorithms``: the ones drawn, in the report's order (None: all); ``band``: "ci" (mean over seeds with
+    the 95 % percentile bootstrap band), "iqr" (median with the interquartile range) or "none"; ``log_x``: rounds
+    on a log axis; ``style``: "paper" or "slides"."""
+
+    algorithms: tuple[str, ...] | None = None
+    band: str = "ci"
+    log_x: bool = False
+    style: str = "paper"
+
+    def checked(self, known: list[str]) -> PlotOptions:
+        """These options with each name resolved against ``known`` algorithms, or a one-line error."""
+        names.pick("band", self.band, BANDS)
+        names.pick("style", self.style, STYLES)
+        if self.algorithms is None:
+            return self
+        chosen = {names.pick("algorithm in these results", a, known) for a in self.algorithms}
+        return PlotOptions(tuple(a for a in known if a in chosen), self.band, self.log_x, self.style)
