@@ -161,14 +161,14 @@ def run(
     A preset runs only on the data it declares (banditbench/presets.py), unless ``allow_stand_in``; ``prepare=True``
     first prepares that data where it is missing, downloading it or reading ``source``.
 
-    The others are the flags of ``banditbench run``: ``rounds`` T and ``seeds`` S per unit, ``seed`` the master
-    seed every unit's seed is spawned from, ``budget`` the arms a policy may score per round, ``tune_seeds`` the
-    tuning seeds (disjoint from the reported ones) that pick each grid's best cell, on the first ``tune_rounds``
-    rounds (0: the whole horizon); ``data_dir`` the folder of prepared datasets; ``overwrite`` replaces an existing
-    results folder, ``resume`` finishes an interrupted one; ``backend`` "local" or "ray" (``address``: the Ray
-    cluster to join, ``gpus_per_unit``: the GPUs each Ray task asks for); ``checkpoint_every`` saves each unit's
-    state every N rounds; ``device`` ("cpu", "cuda" or "auto") sets every algorithm's that has one; ``engine``
-    "units" or "lockstep".
+    The others are the flags of ``banditbench run``: ``rounds`` T per unit, ``seeds`` S per algorithm, ``seed``
+    the master seed every unit's seed is spawned from, ``budget`` the arms a policy may score per round,
+    ``tune_seeds`` the tuning seeds (disjoint from the reported ones) that pick each grid's best cell, on the first
+    ``tune_rounds`` rounds (0: the whole horizon); ``data_dir`` the folder of prepared datasets; ``overwrite``
+    replaces an existing results folder, ``resume`` finishes an interrupted one; ``backend`` "local" or "ray"
+    (``address``: the Ray cluster to join, ``gpus_per_unit``: the GPUs each Ray task asks for);
+    ``checkpoint_every`` saves each unit's state every N rounds; ``device`` ("cpu", "cuda" or "auto") sets the
+    device of every algorithm that has one; ``engine`` "units" or "lockstep".
 
     Returns the run's Results. Raises UserError, one line and before any unit runs, for an unknown algorithm,
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without

@@ -39,7 +39,8 @@ def undocumented(function) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(public_callables()))
 def test_public_api_docstrings_name_every_parameter_the_return_value_and_the_error(name):
-    assert not undocumented(public_callables()[name]), f"banditbench.{name}: {undocumented(public_callables()[name])}"
+    missing = undocumented(public_callables()[name])
+    assert not missing, f"banditbench.{name}'s docstring lacks: {', '.join(missing)}"
 
 
 def test_an_incomplete_docstring_is_reported():

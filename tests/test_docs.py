@@ -3,7 +3,8 @@
 Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``shell`` (or
 ``console``) are shown and not run, but every ``banditbench`` command in them must name an existing
 subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the
-registry's defaults, and the site must build with ``mkdocs build --strict``.
+registry's defaults, and the site must build with ``mkdocs build --strict``, with a generated card for every
+registered algorithm, dataset and preset and no broken internal link.
 """
 
 from __future__ import annotations
