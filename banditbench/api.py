@@ -70,7 +70,10 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     ``variant="100k"``), plus, for data read from raw files, ``source`` (a local archive, folder or URL),
     ``offline``, ``verify``, ``cache_dir`` and ``max_extract_gb`` (the largest archive member to unpack).
     Each is checked against its declared domain before anything is read or written
-    (banditbench/data/registry.py)."""
+    (banditbench/data/registry.py). ``force``: prepare again over an existing prepared dataset.
+
+    Returns the prepared dataset's folder. Raises UserError, one line, for an unknown dataset or option, a value
+    outside its domain, or raw files that cannot be found or verified."""
     from banditbench.data import DATASETS
     from banditbench.data.fetch import extract_limit
 
@@ -157,6 +160,19 @@ def run(
     (runner/engines.py).
     A preset runs only on the data it declares (banditbench/presets.py), unless ``allow_stand_in``; ``prepare=True``
     first prepares that data where it is missing, downloading it or reading ``source``.
+
+    The others are the flags of ``banditbench run``: ``rounds`` T per unit, ``seeds`` S per algorithm, ``seed``
+    the master seed every unit's seed is spawned from, ``budget`` the arms a policy may score per round,
+    ``tune_seeds`` the tuning seeds (disjoint from the reported ones) that pick each grid's best cell, on the first
+    ``tune_rounds`` rounds (0: the whole horizon); ``data_dir`` the folder of prepared datasets; ``overwrite``
+    replaces an existing results folder, ``resume`` finishes an interrupted one; ``backend`` "local" or "ray"
+    (``address``: the Ray cluster to join, ``gpus_per_unit``: the GPUs each Ray task asks for);
+    ``checkpoint_every`` saves each unit's state every N rounds; ``device`` ("cpu", "cuda" or "auto") sets the
+    device of every algorithm that has one; ``engine`` "units" or "lockstep".
+
+    Returns the run's Results. Raises UserError, one line and before any unit runs, for an unknown algorithm,
+    dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
+    ``overwrite`` or ``resume``).
     """
     names = None if algos is None else algorithm_names(algos)
     flags = {
@@ -532,7 +548,11 @@ FORMATS = ("md", "csv", "latex", "html")
 class Results:
     """One results folder, read lazily. ``frame()`` per round, ``summary()`` final regret with 95 %
     intervals, ``curves()`` mean cumulative regret per round, ``plot()`` a figure, ``report()`` the tables
-    as Markdown, CSV, LaTeX or HTML text."""
+    as Markdown, CSV, LaTeX or HTML text.
+
+    ``folders``: one or more results folders (``load``); ``temporary``: a folder removed when this object is,
+    for ``run(out=None)``; ``allow_mixed``: report folders run with different settings side by side. Raises
+    UserError when no folder is given, a folder does not exist, or one of its result files is broken."""
 
     def __init__(self, *folders: str | Path, temporary: str | None = None, allow_mixed: bool = False):
         if not folders:
@@ -609,10 +629,11 @@ class Results:
     def plot(
         self, algos: Iterable[str] | str | None = None, band: str = "ci", log_x: bool = False, style: str = "paper"
     ):
-        """The cumulative regret (or CTR) curves, one panel per dataset: a matplotlib Figure. ``algos``: the
-        algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
+        """Returns the cumulative regret (or CTR) curves, one panel per dataset, as a matplotlib Figure. ``algos``:
+        the algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
         "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; as ``banditbench report``'s
-        --plot-algos, --band, --log-x and --style."""
+        --plot-algos, --band, --log-x and --style. Raises UserError for an algorithm not in these results or
+        another band or style."""
         from banditbench.report.plot_options import PlotOptions
         from banditbench.report.plots import regret_figure
 
@@ -622,7 +643,8 @@ class Results:
         return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style))
 
     def report(self, format: str = "md") -> str:
-        """The report's tables as text: ``md``, ``csv`` (the summary), ``latex`` or ``html`` (with figures)."""
+        """Returns the report's tables as text in ``format``: "md", "csv" (the summary), "latex" or "html" (with
+        figures). Raises UserError for another format."""
         from banditbench.report import formats
 
         report = self._built()
@@ -639,7 +661,8 @@ class Results:
         raise names.unknown("format", format, FORMATS)
 
     def save(self, path: str | Path) -> Results:
-        """Copy the results folder to ``path`` (which must not exist) and return the Results read from there."""
+        """Copy the results folder to ``path`` (which must not exist) and return the Results read from there.
+        Raises UserError when ``path`` exists or these results come from several folders."""
         if len(self.folders) > 1:
             raise UserError("save copies one results folder; these results come from several")
         path = user_path(path)
@@ -651,7 +674,9 @@ class Results:
 
 def load(*paths: str | Path, allow_mixed: bool = False) -> Results:
     """The results in one or more folders written by ``run`` or ``banditbench run`` (several folders: e.g. one
-    per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``)."""
+    per dataset, reported side by side as ``banditbench report A B`` does; ``allow_mixed`` as ``--allow-mixed``).
+
+    ``paths``: the folders. Returns their Results. Raises UserError as :class:`Results` does."""
     return Results(*paths, allow_mixed=allow_mixed)
 
 
@@ -661,7 +686,8 @@ def claims(*sources: str | Path, test: str = "t"):
     folders run with a preset, or evidence files written by ``banditbench claims … --save-evidence``; none gives the
     inventory alone. ``test``: the paired test of the stated comparisons, "t" or "wilcoxon". Returns a
     ``banditbench.report.scorecard.Scorecard``: ``exhibits`` and ``rows`` as DataFrames, ``counts``, and
-    ``to_text()``, ``to_markdown()``, ``to_json()``."""
+    ``to_text()``, ``to_markdown()``, ``to_json()``. Raises UserError for another ``test`` or a source that is
+    neither a results folder nor an evidence file."""
     from banditbench.report.scorecard import read_runs, scorecard
     from banditbench.report.stats import TESTS
 
@@ -672,8 +698,13 @@ def claims(*sources: str | Path, test: str = "t"):
 def policy(name: str, /, *, dim: int, n_users: int, n_arms: int, seed: int = 0, **params: Any):
     """A registered policy (``"club"``, ``"linucb-ind"``, a plugin's name or import path) for use outside any
     simulation: ``select(user, arms)`` returns the index of the arm to show, ``update(user, arms, chosen,
-    reward)`` learns from the outcome. ``params``: its hyper-parameters, checked against their domains; ``seed``
-    makes its random choices reproducible. See banditbench/standalone.py."""
+    reward)`` learns from the outcome. ``name``: the policy; ``dim``: the length of an arm's feature row;
+    ``n_users``: the users it keeps state for (ids 0 … n_users − 1); ``n_arms``: the most rows ``arms`` may have;
+    ``params``: its hyper-parameters, checked against their domains; ``seed`` makes its random choices
+    reproducible. See banditbench/standalone.py.
+
+    Returns the policy. Raises UserError for an unknown name, a policy that needs slates, user features or a
+    simulation's hidden rewards, a size that is not a positive integer, or a hyper-parameter outside its domain."""
     from banditbench.standalone import StandalonePolicy
 
     return StandalonePolicy(name, dim=dim, n_users=n_users, n_arms=n_arms, seed=seed, **params)

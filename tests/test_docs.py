@@ -3,11 +3,13 @@
 Fenced blocks tagged ``bash`` are run, page by page, in a fresh folder. Blocks tagged ``shell`` (or
 ``console``) are shown and not run, but every ``banditbench`` command in them must name an existing
 subcommand, options it takes, and registered presets and algorithms. The algorithm tables must match the
-registry's defaults, and the site must build with ``mkdocs build --strict``.
+registry's defaults, and the site must build with ``mkdocs build --strict``, with a generated card for every
+registered algorithm, dataset and preset and no broken internal link.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -66,6 +68,7 @@ def test_readme_test_command_is_the_one_ci_runs():
 def test_readme_links_every_page_of_the_site():
     nav = re.findall(r"^\s*-\s[^:#]*:\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    nav = [page for page in nav if (ROOT / "docs" / page).is_file()]  # not those the build writes (reference/)
     assert nav, "no pages found in mkdocs.yml's nav"
     assert not [page for page in nav if f"(docs/{page})" not in readme], "pages the README does not link"
 
@@ -278,11 +281,10 @@ def test_algorithm_tables_list_every_registered_algorithm_with_its_defaults():
 # ------------------------------------------------------------------------------------------ the site
 
 
-def test_the_site_builds_without_warnings(tmp_path):
-    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
-    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+def build_site(folder: Path) -> None:
+    """The site built strictly: a warning (a page left out of the navigation, a broken Markdown link) fails it."""
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -290,4 +292,95 @@ def test_the_site_builds_without_warnings(tmp_path):
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert (tmp_path / "site" / "index.html").is_file()
+
+
+def missing_cards(site: Path) -> list[str]:
+    """The registered algorithms, datasets and presets without a generated card, and cards of unregistered ones."""
+    from banditbench.algos import ALGORITHMS
+    from banditbench.data import DATASETS
+    from banditbench.presets import PRESETS
+
+    problems = [] if (site / "reference" / "cli" / "index.html").is_file() else ["no command-line reference"]
+    for kind, registry in (("algorithms", ALGORITHMS), ("datasets", DATASETS), ("presets", PRESETS)):
+        cards = {path.parent.name for path in (site / "reference" / kind).glob("*/index.html")}
+        problems += [f"{kind}: no card for {name}" for name in sorted(set(registry) - cards)]
+        problems += [f"{kind}: a card for the unregistered {name}" for name in sorted(cards - set(registry))]
+    return problems
+
+
+def reference_hook():
+    """The mkdocs hook that writes the reference pages (docs/hooks/reference.py), imported from its file."""
+    spec = importlib.util.spec_from_file_location("reference_hook", ROOT / "docs" / "hooks" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
+    from banditbench.algos import ALGORITHMS
+
+    hook = reference_hook()
+    parity = (ROOT / "docs" / "parity.md").read_text(encoding="utf-8")
+    keys = {hook.algorithm_key(name) for name in ALGORITHMS}
+    for heading, _ in hook.PARITY.values():  # a renamed section would leave every card without its rows
+        assert keys & set(hook.section_rows(parity, heading)), f"no algorithm's row under '## {heading}'"
+    page = "## Parity table\n\n| algorithm | T |\n|---|---|\n| M-CNB (code) | 1 |\n| CLUB | 2 |\n| M-CNB, loop | 3 |\n"
+    header = ["| algorithm | T |", "|---|---|"]
+    assert hook.section_rows(page + "\n## Next\n| CLUB | 4 |\n", "Parity table") == {
+        "mcnb": [[*header, "| M-CNB (code) | 1 |", "| M-CNB, loop | 3 |"]],
+        "club": [[*header, "| CLUB | 2 |"]],
+    }
+    assert "No parity check." in hook.parity_sections("cofiba", page)
+
+
+# One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).
+def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_broken_link(tmp_path):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    from site_links import broken_links
+
+    build_site(tmp_path / "site")
+    site = tmp_path / "site"
+    home = re.sub(r"\s*(<|>)\s*", r"\1", (site / "index.html").read_text(encoding="utf-8"))
+    kinds = ("Tutorial", "How-to guides", "Reference", "Explanation")
+    assert not [kind for kind in kinds if f">{kind}<" not in home], "the navigation lacks a kind of page"
+    assert not missing_cards(site), "\n".join(missing_cards(site))
+    broken = broken_links(site)
+    assert not broken, "broken links:\n" + "\n".join(broken[:40])
+
+
+def test_a_missing_card_and_a_stale_card_are_reported(tmp_path):
+    from banditbench.algos import ALGORITHMS
+    from banditbench.data import DATASETS
+    from banditbench.presets import PRESETS
+
+    first = next(iter(ALGORITHMS))
+    pages = [
+        "cli",
+        *(
+            f"{kind}/{name}"
+            for kind, names in (("algorithms", ALGORITHMS), ("datasets", DATASETS), ("presets", [*PRESETS, "gone"]))
+            for name in names
+        ),
+    ]
+    for page in pages:
+        if page != f"algorithms/{first}":
+            (tmp_path / "reference" / page).mkdir(parents=True)
+            (tmp_path / "reference" / page / "index.html").write_text("card")
+    assert missing_cards(tmp_path) == [f"algorithms: no card for {first}", "presets: a card for the unregistered gone"]
+
+
+def test_the_link_checker_finds_a_missing_page_and_a_missing_anchor(tmp_path):
+    from site_links import broken_links
+
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<h1 id="top">Home</h1><a href="guide/">ok</a><a href="#top">ok</a><a href="https://example.org/x">ok</a>'
+        '<a href="guide/#setup">ok</a><a href="gone/">gone</a><a href="guide/#nowhere">bad anchor</a>'
+    )
+    (tmp_path / "guide" / "index.html").write_text('<h2 id="setup">Setup</h2><img src="../img/missing.png">')
+    assert sorted(broken_links(tmp_path)) == [
+        "guide/index.html: ../img/missing.png (no such file)",
+        "index.html: gone/ (no such file)",
+        "index.html: guide/#nowhere (no such anchor)",
+    ]
