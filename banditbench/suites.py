@@ -5,8 +5,9 @@ A suite turns one benchmark question into the field's answer over many problems,
 runs one experiment per member under the suite's folder (``OUT/DATASET/``), with the run's algorithms, rounds and
 seeds; ``banditbench report OUT`` then ranks the algorithms across the members.
 
-Built in: ``papers`` (the datasets of the five papers' presets), ``uci`` (every UCI set the registry knows) and
-``openml-cc18`` (the 72 datasets of the OpenML-CC18 benchmark, Bischl et al. 2021, by OpenML dataset id). A suite
+Built in: ``papers`` (the datasets of the five papers' presets), ``uci`` (every UCI set the registry knows),
+``showdown`` (the problems of Riquelme, Tucker & Snoek's Showdown, 2018) and ``openml-cc18`` (the 72 datasets of the
+OpenML-CC18 benchmark, Bischl et al. 2021, by OpenML dataset id). A suite
 file is TOML::
 
     name = "small-uci"
@@ -76,11 +77,12 @@ OPENML_CC18 = (
 
 def papers_suite() -> Suite:
     """Each dataset a paper's preset runs on, once, with the protocol settings of its first preset."""
-    from banditbench.presets import PRESETS
+    from banditbench.presets import PAPERS, PRESETS
 
     members: dict[str, Member] = {}
     for spec in PRESETS.values():
-        members.setdefault(spec["dataset"], Member(spec["dataset"], dict(spec["env"])))
+        if spec["paper"] in PAPERS:  # not the Showdown's or the logs' presets
+            members.setdefault(spec["dataset"], Member(spec["dataset"], dict(spec["env"])))
     return Suite("papers", "The datasets of the five papers' presets.", tuple(members.values()))
 
 
@@ -90,12 +92,19 @@ def uci_suite() -> Suite:
     return Suite("uci", "Every UCI classification set banditbench prepares.", tuple(Member(n) for n in UCI_SETS))
 
 
+def showdown_suite() -> Suite:
+    from banditbench.data import DATASETS
+
+    problems = tuple(Member(name) for name in DATASETS if name.startswith("showdown-"))
+    return Suite("showdown", "The problems of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018).", problems)
+
+
 def openml_cc18_suite() -> Suite:
     members = tuple(Member(f"openml-{i}") for i in OPENML_CC18)
     return Suite("openml-cc18", "The 72 classification datasets of OpenML-CC18 (Bischl et al. 2021).", members)
 
 
-BUILT_IN = {"papers": papers_suite, "uci": uci_suite, "openml-cc18": openml_cc18_suite}
+BUILT_IN = {"papers": papers_suite, "uci": uci_suite, "showdown": showdown_suite, "openml-cc18": openml_cc18_suite}
 
 
 def load_suite(name: str) -> Suite:

@@ -268,6 +268,7 @@ def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) ->
     from banditbench.envs.round import Round
     from banditbench.runner.executors import limit_threads
     from banditbench.runner.seeds import unit_streams
+    from banditbench.runner.unit import UnitPolicies
 
     limit_threads()
     users, arms, rewards, expected = (rounds[key] for key in ("users", "arms", "rewards", "expected"))
@@ -279,32 +280,34 @@ def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) ->
         seed=unit_streams(0, seed)[1],
         params={**ALGORITHMS[algorithm].defaults(), **params},
     )
+    group = policy if ALGORITHMS[algorithm].takes_members else UnitPolicies([policy])  # a group of one member
     chosen = np.zeros(T, np.int64)
     start = time.perf_counter()
     for t in range(T):
         budget = Budget()
         view = Round(t, int(users[t]), arms[t] if arms.ndim == 3 else arms, rewards[t], expected[t]).view(budget)
-        chosen[t] = policy.select(view, budget)
+        chosen[t] = group.select([view], [budget])[0]
         budget.close()
-        policy.update(view, int(chosen[t]), float(rewards[t, chosen[t]]))
+        group.update([view], [int(chosen[t])], [float(rewards[t, chosen[t]])])
     seconds = time.perf_counter() - start
     regret = np.cumsum(expected.max(1) - expected[np.arange(T), chosen])
     return {
         "regret": regret.tolist(),
         "chosen": chosen.tolist(),
         "loop_seconds": seconds,
-        **our_clusters(policy, truth),
+        **our_clusters(policy, group, truth),
     }
 
 
-def our_clusters(policy, truth) -> dict:
-    """Our final clusters, scored as theirs are: the count and the pair F1 on the sharing graph, else the labels."""
-    labels = policy.clusters()
+def our_clusters(policy, group, truth) -> dict:
+    """Our final clusters (``group``'s only member's), scored as theirs are: the count and the pair F1 on the sharing
+    graph, else the labels."""
+    labels = group.clusters(0)
     if labels is None or type(policy).__name__ not in ("CLUB", "SCLUB", "BASS", "DynUCB", "CMLB"):
         return {}
     found = {"clusters": len(np.unique(labels))}
     if truth is not None and len(truth):
-        graph = policy.sharing_graph()
+        graph = group.sharing_graph(0)
         found["f1"] = parity_verdict.pair_f1(labels if graph is None else np.asarray(graph), truth)
     return found
 

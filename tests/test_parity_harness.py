@@ -213,16 +213,16 @@ class CLUB:
 
     def recommend(self, i, items, t):
         self.view = Round(t, i, items, np.zeros(len(items)), np.zeros(len(items))).view(Budget())
-        self.arm = self.policy.select(self.view, Budget())
+        self.arm = self.policy.select([self.view], [Budget()])[0]  # a group of one member
         return self.arm
 
     def store_info(self, i, x, y, t):
         self.reward = y
 
     def update(self, i, t):
-        self.policy.update(self.view, self.arm, self.reward)
-        self.cluster_inds = self.policy.label
-        self.G = nx.from_numpy_array(self.policy.graph.astype(int))
+        self.policy.update([self.view], [self.arm], [self.reward])
+        self.cluster_inds = self.policy.label[0]
+        self.G = nx.from_numpy_array(self.policy.graph[0].astype(int))
 """
 CODE_SWITCHES = {"reference_ucb": True, "served_pairs_only": True}
 GROUPS, ROUNDS, RUNS = 6, 300, 4

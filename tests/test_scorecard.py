@@ -43,21 +43,21 @@ def runs(tmp_path_factory):
     ]
 
 
-def test_the_inventory_alone_fits_80_columns_and_names_all_31(capsys):
+def test_the_inventory_alone_fits_80_columns_and_names_all_32(capsys):
     shown = banditbench_here("claims", capsys=capsys)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert max(map(len, lines)) <= 80
-    assert lines[0].startswith("31 tables and figures with results in 5 papers: 19 covered by a preset (0")
-    assert "(0 decided, 0 inconclusive, 19 not run here), 12 not reproduced." in " ".join(lines[:3])
-    assert sum(line.startswith(("  Table ", "  Fig. ")) for line in lines) == 31
+    assert lines[0].startswith("32 tables and figures with results in 6 papers: 20 covered by a preset (0")
+    assert "(0 decided, 0 inconclusive, 20 not run here), 12 not reproduced." in " ".join(lines[:3])
+    assert sum(line.startswith(("  Table ", "  Fig. ", "  README")) for line in lines) == 32
     as_json = json.loads(banditbench_here("claims", "--json", capsys=capsys).stdout)
     assert as_json["counts"] == {
-        "exhibits": 31,
-        "covered": 19,
+        "exhibits": 32,
+        "covered": 20,
         "decided": 0,
         "inconclusive": 0,
-        "not run": 19,
+        "not run": 20,
         "not reproduced": 12,
     }
 
@@ -82,7 +82,7 @@ def test_stored_runs_and_their_evidence_give_the_same_scorecard(runs, tmp_path, 
     assert again.returncode == 0 and again.stdout == text
     terminal = banditbench_here("claims", evidence, capsys=capsys).stdout
     assert max(map(len, terminal.splitlines())) <= 80
-    assert "(0 decided, 2 inconclusive, 17 not run here)" in " ".join(terminal.splitlines()[:3])
+    assert "(0 decided, 2 inconclusive, 18 not run here)" in " ".join(terminal.splitlines()[:3])
     exhibits = json.loads(banditbench_here("claims", evidence, "--json", capsys=capsys).stdout)["exhibits"]
     table4 = next(e for e in exhibits if e["paper"].startswith("Cherkaoui") and e["exhibit"] == "Table 4")
     assert table4["status"] == "inconclusive" and {r["kind"] for r in table4["rows"]} == {"value", "ordering", "best"}
@@ -94,7 +94,7 @@ def test_into_rewrites_only_the_marked_block(runs, tmp_path, capsys):
     done = banditbench_here("claims", *runs, "--format", "md", "--into", page, capsys=capsys)
     assert done.returncode == 0, done.stderr
     text = page.read_text()
-    assert text.startswith("# Fidelity\n\nbefore\n\n" + BEGIN + "\n**31 tables") and text.endswith(f"{END}\n\nafter\n")
+    assert text.startswith("# Fidelity\n\nbefore\n\n" + BEGIN + "\n**32 tables") and text.endswith(f"{END}\n\nafter\n")
     assert "old scorecard" not in text and text.count(BEGIN) == 1
 
 

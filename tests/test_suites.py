@@ -49,6 +49,14 @@ def test_built_in_suites_name_every_uci_set_the_cc18_datasets_and_each_papers_da
     assert cc18.members[0].prepare_command() == "banditbench prepare openml --id 3"
     papers = load_suite("papers").datasets
     assert len(papers) == len(set(papers)) and {"synthetic", "movielens", "mnist"} <= set(papers)
+    assert not {"obd", "showdown-mushroom"} & set(papers)  # the logs' and the Showdown's presets are no paper's
+    assert set(load_suite("showdown").datasets) == {
+        "showdown-wheel",
+        "showdown-mushroom",
+        "showdown-statlog",
+        "showdown-covertype",
+        "showdown-adult",
+    }
 
 
 def test_a_suite_file_declares_members_with_settings_and_a_tuning_split(tmp_path):
@@ -77,7 +85,7 @@ def test_a_bad_suite_file_is_refused_in_one_line(tmp_path, text, error):
 
 
 def test_an_unknown_suite_name_lists_the_built_ins():
-    with pytest.raises(UserError, match="neither a built-in \\(papers, uci, openml-cc18\\)"):
+    with pytest.raises(UserError, match="neither a built-in \\(papers, uci, showdown, openml-cc18\\)"):
         load_suite("ucl")
 
 
