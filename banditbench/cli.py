@@ -555,7 +555,9 @@ def run(
     ),
     preset: str | None = typer.Option(None, "--preset", help="A paper's experiment (see `banditbench list presets`)."),
     suite: str | None = typer.Option(
-        None, "--suite", help="Run on every dataset of a suite: papers, uci, showdown, openml-cc18, or a suite file (TOML)."
+        None,
+        "--suite",
+        help="Run on every dataset of a suite: papers, uci, showdown, openml-cc18, or a suite file (TOML).",
     ),
     tune_on: str | None = typer.Option(
         None, "--tune-on", help="With --suite: members that choose each algorithm's grid cell, then not reported."
