@@ -17,7 +17,7 @@ from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs.round import ArmPool, Budget, RoundView
 from banditbench.errors import UserError
 from banditbench.runner import grid
-from banditbench.runner.unit import UnitPolicies
+from banditbench.runner.unit import group_of_one
 
 
 class StandalonePolicy:
@@ -39,7 +39,7 @@ class StandalonePolicy:
         policy = spec.build(
             n_users=self.n_users, n_arms=self.n_arms, dim=self.dim, seed=np.random.SeedSequence(seed), params=cell
         )
-        self.policy = policy if spec.takes_members else UnitPolicies([policy])  # a group of one member
+        self.policy = group_of_one(policy)
         self.t = 0
         self._last: tuple[int, np.ndarray, RoundView, Budget] | None = None
 

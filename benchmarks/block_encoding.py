@@ -45,8 +45,8 @@ def play(
     import torch
 
     from banditbench.algos import ALGORITHMS
-    from banditbench.algos.base import MemberPolicy
     from banditbench.envs import PROTOCOLS, Budget
+    from banditbench.runner.unit import group_of_one
 
     env = PROTOCOLS["classification"].environment(dataset, np.random.SeedSequence(1))
     policy = ALGORITHMS[algorithm].build(
@@ -58,15 +58,11 @@ def play(
         theta[0, -1] = torch.nextafter(theta[0, -1], torch.tensor(np.inf))
     choices, reward = [], 0.0
     wall, cpu = time.perf_counter(), time.process_time()
-    members = isinstance(policy, MemberPolicy)  # a group of one, which takes its members' views as a list
+    group = group_of_one(policy)
     for rnd in env.rounds(rounds):
         view = rnd.view(Budget())
-        if members:
-            chosen = policy.select([view], [Budget()])[0]
-            policy.update([view], [chosen], [float(rnd.rewards[chosen])])
-        else:
-            chosen = policy.select(view, Budget())
-            policy.update(view, chosen, float(rnd.rewards[chosen]))
+        chosen = group.select([view], [Budget()])[0]
+        group.update([view], [chosen], [float(rnd.rewards[chosen])])
         choices.append(chosen)
         reward += float(rnd.rewards[chosen])
     return np.array(choices), time.perf_counter() - wall, time.process_time() - cpu, reward

@@ -268,7 +268,7 @@ def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) ->
     from banditbench.envs.round import Round
     from banditbench.runner.executors import limit_threads
     from banditbench.runner.seeds import unit_streams
-    from banditbench.runner.unit import UnitPolicies
+    from banditbench.runner.unit import group_of_one
 
     limit_threads()
     users, arms, rewards, expected = (rounds[key] for key in ("users", "arms", "rewards", "expected"))
@@ -280,7 +280,7 @@ def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) ->
         seed=unit_streams(0, seed)[1],
         params={**ALGORITHMS[algorithm].defaults(), **params},
     )
-    group = policy if ALGORITHMS[algorithm].takes_members else UnitPolicies([policy])  # a group of one member
+    group = group_of_one(policy)
     chosen = np.zeros(T, np.int64)
     start = time.perf_counter()
     for t in range(T):

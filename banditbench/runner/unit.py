@@ -227,6 +227,12 @@ class UnitPolicies:
         self.policies[m].load_state_dict(state)
 
 
+def group_of_one(policy: Policy | MemberPolicy) -> MemberPolicy | UnitPolicies:
+    """One unit's policy behind the member contract, for code that steps a policy outside a run: a ``MemberPolicy``
+    (of one member) as it is, a ``Policy`` written for one unit behind ``UnitPolicies``."""
+    return policy if isinstance(policy, MemberPolicy) else UnitPolicies([policy])
+
+
 def build_group(lanes: list[Lane]) -> MemberPolicy | UnitPolicies:
     """The policy of a group's members, each built from its unit's seed and hyper-parameters: one ``MemberPolicy``,
     or one ``Policy`` per member behind ``UnitPolicies``."""
