@@ -318,7 +318,6 @@ for _suffix, _per_user, _capabilities, _whom in (
         description=f"Bayesian linear regression {_whom}: exact normal-inverse-gamma posterior draws",
     )
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "Capabilities", "Parameter", "Policy", "register"]
 
 # The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
 # already); a name that stands for several registered variants gets a hint naming each.
