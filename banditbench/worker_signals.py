@@ -13,7 +13,8 @@ temporary folder, which the run's process removes only when it exits normally) s
 process started the server from its main thread, it names itself in ``BANDITBENCH_POOL_PARENT``, and the server
 asks Linux to send it SIGTERM the moment that process ends (``PR_SET_PDEATHSIG``; the kernel signals, so it
 works under any load). On that signal the server removes the socket's ``pymp-*`` folder and exits at once; its
-workers, which ask for SIGKILL when the server ends (runner/executors.py), follow within the same instant.
+workers follow within the same instant: each asks for SIGKILL on the server's end as its first act after the fork,
+before it reads its start-up data from the run (a worker killed while starting would otherwise live on).
 """
 
 import os
@@ -38,7 +39,18 @@ def _server_ends(signum, frame) -> None:
     os._exit(0)  # no interpreter teardown: the workers end with this process
 
 
+def _worker_ends_with_server() -> None:
+    global _forking_server
+    if _forking_server:  # a child of the server, not a process one of its workers forked
+        _forking_server = False
+        die_with_parent(signal.SIGKILL, _server)
+        if os.getppid() != _server:  # the server ended between the fork and the request
+            os._exit(1)
+
+
 _server = os.getpid()
+_forking_server = True  # fork copies it: True in the server's children only until their hook clears it
+os.register_at_fork(after_in_child=_worker_ends_with_server)
 _parent = os.environ.get(PARENT_VARIABLE)
 if _parent == str(os.getppid()):
     signal.signal(signal.SIGTERM, _server_ends)

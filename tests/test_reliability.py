@@ -463,6 +463,30 @@ def test_kill_9_leaves_no_worker_fork_server_or_resource_tracker(data_dir, tmp_p
     wait_for(lambda: session_processes(process.pid) == [], timeout=10)
 
 
+SERVER_THAT_ENDS = """
+import os, time
+import banditbench.worker_signals  # this process plays a pool's fork server
+started, ready = os.pipe()
+if os.fork() == 0:  # a worker still starting, before the pool's initializer has run
+    if os.fork() == 0:  # a process the worker forks is the worker's own, not bound to the server
+        os._exit(7)
+    print("helper", os.waitstatus_to_exitcode(os.wait()[1]), flush=True)
+    os.write(ready, b"!")
+    time.sleep(600)
+os.read(started, 1)
+os._exit(0)
+"""
+
+
+def test_a_fork_servers_worker_ends_with_the_server_from_its_first_instruction():
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER_THAT_ENDS], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    out, _ = server.communicate(timeout=60)  # the pipe closes when the worker, which holds it, has ended
+    assert out.split() == ["helper", "7"]
+    wait_for(lambda: session_processes(server.pid) == [], timeout=10)
+
+
 def test_a_closed_stdout_pipe_ends_the_report_quietly(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")
     process = command("report", tmp_path / "a", "--format", "none")

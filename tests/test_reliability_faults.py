@@ -64,6 +64,16 @@ def test_runs_killed_at_random_moments_resume_to_identical_shards_and_leave_no_p
         wait_for(lambda: session_processes(resumed.pid) == [], timeout=15)
 
 
+def describe_process(pid: int) -> str:
+    """A process's command line and state, for a failure message."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        state, parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return "ended"
+    return f"state {state}, parent {parent}: {command[:160]}"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_a_killed_run_leaves_no_process_after_a_second_under_load_and_no_pymp_folder(kill, data_dir, tmp_path):
@@ -85,7 +95,8 @@ def test_a_killed_run_leaves_no_process_after_a_second_under_load_and_no_pymp_fo
         ended = time.monotonic()
         while session_processes(process.pid) and time.monotonic() < ended + 1.0:
             time.sleep(0.01)
-        assert session_processes(process.pid) == []
+        left = {pid: describe_process(pid) for pid in session_processes(process.pid)}
+        assert left == {}, f"alive {time.monotonic() - ended:.2f} s after the run ended"
         assert list(temporary.iterdir()) == []
     finally:
         for hog in busy:

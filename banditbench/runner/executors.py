@@ -139,6 +139,8 @@ def die_with(parent: int) -> None:
     def watch() -> None:
         try:
             handle = os.pidfd_open(parent)
+        except ProcessLookupError:  # the run ended while this worker was starting
+            os._exit(1)
         except (AttributeError, OSError):  # no pidfd (not Linux, or an old kernel): poll
             while True:
                 time.sleep(1.0)
