@@ -168,3 +168,77 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
     assert {v.algorithm: v.value for v in printed.values} == {"blr-one": 5235 - 4365, "random": 5235 + 4930}
     assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
+
+
+GROUPS = (0, 2, 5)  # the file's occupation codes: actions 0, 1, 2
+
+
+def census_file(folder, people: int = 30, extra: str = ""):
+    """A coded census table in the published layout: whole-number codes, the occupation group repeated as dAge
+    (so that a prepared row's context tells its group), the case id counting from 1."""
+    codes = np.random.default_rng(0).integers(0, 3, size=(people, len(showdown.CENSUS_COLUMNS)))
+    codes[:, 0] = np.arange(1, people + 1)
+    group = np.array(GROUPS)[np.arange(people) % 3]
+    for name in ("dOccup", "dAge"):
+        codes[:, showdown.CENSUS_COLUMNS.index(name)] = group
+    lines = [",".join(showdown.CENSUS_COLUMNS), *(",".join(map(str, row)) for row in codes)]
+    folder.mkdir(exist_ok=True)
+    (folder / showdown.CENSUS_FILE).write_text("\n".join(lines) + "\n" + extra)
+    return folder
+
+
+def test_census_samples_people_one_hot_and_pays_one_for_their_occupation_group(tmp_path):
+    raw = census_file(tmp_path / "raw")
+    showdown.prepare_census(tmp_path / "ds", contexts=12, seed=4, source=str(raw), offline=True, verify=False)
+    dataset = load_dataset(tmp_path / "ds", "showdown-census")
+    x, rewards, means = table(dataset)
+    assert rewards.shape == (12, 3) and rewards.sum(axis=1).tolist() == [1] * 12
+    np.testing.assert_array_equal(means, rewards)
+    # dAge, the first attribute, repeats the group: its one-hot block (3 columns) names each row's action
+    assert set(rewards.argmax(axis=1)) == {0, 1, 2}
+    np.testing.assert_array_equal(x[:, :3].argmax(axis=1), rewards.argmax(axis=1))
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
+    varying = x.std(axis=0) > 0
+    np.testing.assert_allclose(x.std(axis=0)[varying], 1)
+    # 67 attributes (case id and occupation left out), one column per code a sampled person holds
+    assert 67 < x.shape[1] <= 67 * 3
+    rows = dataset.manifest["sanity"]["rows"]
+    assert rows == {"read": 30, "kept": 12, "dropped": {"not in the --contexts sample": 18}}
+
+
+def test_census_samples_by_seed(tmp_path):
+    raw = census_file(tmp_path / "raw")
+    prepared = {}
+    for folder, seed in (("a", 1), ("b", 1), ("c", 2)):
+        showdown.prepare_census(tmp_path / folder, contexts=10, seed=seed, source=str(raw), offline=True, verify=False)
+        prepared[folder] = load_dataset(tmp_path / folder, "showdown-census").table("rows")
+    assert prepared["a"].equals(prepared["b"]) and not prepared["a"].equals(prepared["c"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "contexts", "verify", "message"),
+    [
+        ("", 31, False, "--contexts 31 is more than the 30 rows of .*USCensus1990.data.txt$"),
+        ("", 10, True, r"USCensus1990.data.txt: row count mismatch, expected 2,458,286 lines .* found 31 lines"),
+        ("7,1,2\n", 10, False, r"USCensus1990.data.txt, line 32: 3 fields, expected 69"),
+        ("31" + ",1" * 67 + ",-1\n", 10, False, r"USCensus1990.data.txt, line 32: dYrsserv -1 is below 0"),
+        ("31" + ",1.5" * 68 + "\n", 10, False, r"USCensus1990.data.txt, line 32: dAge 1.5 is not a whole number"),
+    ],
+)
+def test_a_bad_census_file_is_refused_in_one_line_and_nothing_is_written(tmp_path, extra, contexts, verify, message):
+    raw = census_file(tmp_path / "raw", extra=extra)
+    with pytest.raises(UserError, match=message) as error:
+        showdown.prepare_census(tmp_path / "ds", contexts=contexts, source=str(raw), offline=True, verify=verify)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "ds" / "showdown-census").exists()
+
+
+def test_a_census_file_with_other_columns_is_refused_by_its_header(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / showdown.CENSUS_FILE).write_text("caseid,dAge\n1,2\n")
+    refused = "USCensus1990.data.txt: cannot read it as the coded US Census 1990 table.*header is caseid,dAge, expected"
+    with pytest.raises(UserError, match=refused):
+        showdown.prepare_census(tmp_path / "ds", source=str(raw), offline=True, verify=False)
+    with pytest.raises(UserError, match="--contexts must be between 1 and 150000"):
+        api.prepare("showdown-census", data_dir=tmp_path, contexts=200_000, source=str(raw))

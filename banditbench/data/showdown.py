@@ -13,6 +13,15 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
 - ``showdown-adult``: the rows without a missing attribute; the occupation is the action (14 of them), the
   numeric attributes and the one-hot categorical ones (the income class among them) are the context, standardised
   as statlog's; reward 1 for the row's occupation.
+- ``showdown-census``: the coded US Census 1990 table; ``--contexts`` people drawn without replacement from
+  ``--seed`` (the Showdown shuffles the rows and keeps the first ones, at most 150 000). The occupation group
+  (dOccup) is the action, the case id is dropped and every other attribute is one-hot over the codes the sample
+  holds, then standardised as statlog's; reward 1 for the person's group. The actions are the whole file's groups,
+  so a group the sample lacks stays an action that never pays (the Showdown numbers the sample's groups).
+
+Neither UCI nor the Showdown's mirror publishes checksums: the census file must have UCI's row count (2 458 285
+people after the header, unless ``--no-verify``) and the 69 column names, every value is checked where it is
+read, and the sha256 of what was read is recorded.
 
 The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
 ``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
@@ -31,6 +40,7 @@ from banditbench.data.fetch import Download, RawFiles, RawSpec, raw_files
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.data.sanity import rows_report
+from banditbench.errors import UserError
 
 PAPER = "Riquelme, Tucker & Snoek, ICLR 2018 (Deep Bayesian Bandits Showdown)"
 PROTOCOL = "rewards-table"
@@ -145,8 +155,9 @@ def standardised(x: np.ndarray) -> np.ndarray:
     return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
 
 
-def one_hot_rewards(labels: np.ndarray) -> np.ndarray:
-    rewards = np.zeros((len(labels), int(labels.max()) + 1))
+def one_hot_rewards(labels: np.ndarray, actions: int | None = None) -> np.ndarray:
+    """Reward 1 for the row's class and 0 for every other of ``actions`` (the classes seen, when None)."""
+    rewards = np.zeros((len(labels), actions or int(labels.max()) + 1))
     rewards[np.arange(len(labels)), labels] = 1.0
     return rewards
 
@@ -177,16 +188,29 @@ def prepare_uci(
     else:
         x, rewards = standardised(x), one_hot_rewards(y)
         means = rewards
+    return write_problem(folder, parameters, x, rewards, means, raw, force)
+
+
+def write_problem(
+    folder: Path,
+    parameters: dict,
+    x: np.ndarray,
+    rewards: np.ndarray,
+    means: np.ndarray,
+    raw: RawFiles,
+    force: bool,
+) -> Path:
+    """The problem's table and manifest: the raw files read, the rows read and those a reader dropped (by reason)."""
     return write_dataset(
         folder,
-        f"showdown-{name}",
+        folder.name,
         {TABLE: rewards_table(x, rewards, means)},
         parameters,
         protocol=PROTOCOL,
         raw_files=raw.records,
         counts=counts_of(x, means),
         force=force,
-        rows=rows_report(len(y) + sum(raw.dropped.values()), raw.dropped),
+        rows=rows_report(len(x) + sum(raw.dropped.values()), raw.dropped),
         verification=raw.verification,
     )
 
@@ -230,6 +254,86 @@ def declare_uci(name: str) -> Dataset:
     )
 
 
+# ---------------------------------------------------------------- census
+
+
+# The coded US Census 1990 table (UCI; Meek, Thiesson & Heckerman 2002): a header naming 69 columns, then one line
+# per person of whole-number codes. UCI's page gives its row count; no checksum is published.
+CENSUS_COLUMNS = (
+    "caseid", "dAge", "dAncstry1", "dAncstry2", "iAvail", "iCitizen", "iClass", "dDepart", "iDisabl1", "iDisabl2",
+    "iEnglish", "iFeb55", "iFertil", "dHispanic", "dHour89", "dHours", "iImmigr", "dIncome1", "dIncome2", "dIncome3",
+    "dIncome4", "dIncome5", "dIncome6", "dIncome7", "dIncome8", "dIndustry", "iKorean", "iLang1", "iLooking",
+    "iMarital", "iMay75880", "iMeans", "iMilitary", "iMobility", "iMobillim", "dOccup", "iOthrserv", "iPerscare",
+    "dPOB", "dPoverty", "dPwgt1", "iRagechld", "dRearning", "iRelat1", "iRelat2", "iRemplpar", "iRiders", "iRlabor",
+    "iRownchld", "dRpincome", "iRPOB", "iRrelchld", "iRspouse", "iRvetserv", "iSchool", "iSept80", "iSex",
+    "iSubfam1", "iSubfam2", "iTmpabsnt", "dTravtime", "iVietnam", "dWeek89", "iWork89", "iWorklwk", "iWWII",
+    "iYearsch", "iYearwrk", "dYrsserv",
+)  # fmt: skip
+CENSUS_FILE = "USCensus1990.data.txt"
+CENSUS_ROWS = 2_458_285
+CENSUS_ACTION, CENSUS_KEY = "dOccup", "caseid"  # the occupation group is the action; the case id is no attribute
+CENSUS_MOST = 150_000  # the Showdown's sampler takes at most this many census rows
+UCI_STATIC = "https://archive.ics.uci.edu/static/public/"
+SHOWDOWN_MIRROR = "https://storage.googleapis.com/bandits_datasets/"
+
+
+def census_spec() -> RawSpec:
+    zipped = Download(UCI_STATIC + "116/us+census+data+1990.zip", "us+census+data+1990.zip")
+    names = (CENSUS_FILE, f"{CENSUS_FILE}.gz")
+    return RawSpec("census", (zipped,), {"data": names}, member_rows={n: CENSUS_ROWS + 1 for n in names})
+
+
+def read_census(path: Path) -> pd.DataFrame:
+    """Every row of the coded table, each value checked to be a whole number ≥ 0 (read as float32: exact for
+    the largest case id, and a quarter of int64's memory for 2.5 million rows)."""
+    expected = f"the coded US Census 1990 table: a header of {len(CENSUS_COLUMNS)} names ({CENSUS_KEY}, dAge, …), then "
+    expected += "comma-separated whole numbers"
+    columns = list(CENSUS_COLUMNS)
+    frame = rows.read_fields(path, expected, columns, header=CENSUS_COLUMNS, dtype=np.float32, na_values=[""])
+    for name in columns:
+        rows.numbers(frame[name], path, name, header=1, low=0, step=1)
+    return frame
+
+
+def census_sample(frame: pd.DataFrame, contexts: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """``contexts`` rows drawn without replacement, as the Showdown's shuffle-then-head does: their attributes
+    one-hot over the values the sample holds, their occupation group's index among the whole file's groups, and
+    the number of groups (the actions)."""
+    groups = np.unique(frame[CENSUS_ACTION].to_numpy())
+    sample = frame.iloc[rng.choice(len(frame), size=contexts, replace=False)]
+    attributes = sample.drop(columns=[CENSUS_ACTION, CENSUS_KEY]).astype(np.int64)
+    onehot = pd.get_dummies(attributes, columns=list(attributes.columns))
+    labels = np.searchsorted(groups, sample[CENSUS_ACTION].to_numpy())
+    return onehot.to_numpy(np.float64), labels, len(groups)
+
+
+def prepare_census(
+    data_dir: Path,
+    *,
+    contexts: int = 2000,
+    seed: int = 0,
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """``showdown-census``: a seeded sample of ``contexts`` people, every attribute one-hot and standardised as
+    statlog's, reward 1 for the person's occupation group."""
+    parameters = {"contexts": contexts, "seed": seed, "verify": verify}
+    folder = Path(data_dir) / "showdown-census"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(census_spec(), source, offline, cache, verify) as raw:
+        frame = read_census(raw["data"])
+        if contexts > len(frame):
+            raise UserError(f"--contexts {contexts} is more than the {len(frame):,} rows of {raw['data']}")
+        x, labels, groups = census_sample(frame, contexts, np.random.default_rng(seed))
+        raw.dropped["not in the --contexts sample"] = len(frame) - contexts
+    rewards = one_hot_rewards(labels, groups)
+    return write_problem(folder, parameters, standardised(x), rewards, rewards, raw, force)
+
+
 register(
     Dataset(
         "showdown-wheel",
@@ -255,3 +359,27 @@ register(
 )
 for _name in SOURCES:
     register(declare_uci(_name))
+register(
+    Dataset(
+        "showdown-census",
+        "UCI US Census 1990 (coded), a seeded sample of people, the occupation group as action (9), every other "
+        "attribute one-hot and standardised (reward 1 for the person's group)",
+        PAPER,
+        PROTOCOL,
+        prepare_census,
+        (
+            Option(
+                "contexts",
+                int,
+                2000,
+                "People (rows) to sample; the Showdown takes at most 150 000.",
+                minimum=1,
+                maximum=CENSUS_MOST,
+            ),
+            Option("seed", int, 0, "Seed of the sample.", minimum=0),
+        ),
+        raw=census_spec,
+        files=f"{CENSUS_FILE}(.gz), or UCI's us+census+data+1990.zip; the Showdown's copy: --source "
+        f"{SHOWDOWN_MIRROR}{CENSUS_FILE}",
+    )
+)
