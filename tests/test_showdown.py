@@ -242,3 +242,48 @@ def test_a_census_file_with_other_columns_is_refused_by_its_header(tmp_path):
         showdown.prepare_census(tmp_path / "ds", source=str(raw), offline=True, verify=False)
     with pytest.raises(UserError, match="--contexts must be between 1 and 150000"):
         api.prepare("showdown-census", data_dir=tmp_path, contexts=200_000, source=str(raw))
+
+
+def jester_file(folder, ratings) -> str:
+    folder.mkdir(exist_ok=True)
+    np.save(folder / showdown.JESTER_FILE, ratings)
+    return str(folder)
+
+
+def test_jester_shows_32_jokes_ratings_and_pays_the_rating_of_the_recommended_joke(tmp_path):
+    ratings = np.round(np.random.default_rng(0).uniform(-10, 10, size=(50, 40)), 2)
+    source = jester_file(tmp_path / "raw", ratings)
+    showdown.prepare_jester(tmp_path / "ds", source=source, offline=True, verify=False)
+    dataset = load_dataset(tmp_path / "ds", "showdown-jester")
+    x, rewards, means = table(dataset)
+    np.testing.assert_array_equal(x, ratings[:, :32])
+    np.testing.assert_array_equal(rewards, ratings[:, 32:])
+    np.testing.assert_array_equal(means, rewards)  # a rating is known, not drawn: the regret is exact
+    counts = dataset.manifest["counts"]
+    assert (counts["rows"], counts["features"], counts["actions"]) == (50, 32, 8)
+    assert [counts[f"best_action_{a}"] for a in range(8)] == np.bincount(
+        ratings[:, 32:].argmax(axis=1), minlength=8
+    ).tolist()
+
+
+@pytest.mark.parametrize(
+    ("ratings", "verify", "message"),
+    [
+        (np.zeros((5, 39)), False, r"holds an array of shape \(5, 39\), expected \(users, 40 jokes\)"),
+        (
+            np.where(np.eye(5, 40) > 0, 99.0, 1.0),
+            False,
+            "user 1, joke 1: rating 99 is outside Jester's scale -10 to 10",
+        ),
+        (np.full((5, 40), np.nan), False, "user 1, joke 1: rating nan is outside"),
+        (np.array([{"a": 1}] * 40, dtype=object).reshape(1, 40), False, "cannot read it as a NumPy .npy array"),
+        (np.full((5, 40), "x"), False, "holds <U1 values, expected ratings"),
+        (np.zeros((5, 40)), True, "row count mismatch, expected 19,181 users .*, found 5"),
+    ],
+)
+def test_a_bad_jester_file_is_refused_in_one_line_and_nothing_is_written(tmp_path, ratings, verify, message):
+    source = jester_file(tmp_path / "raw", ratings)
+    with pytest.raises(UserError, match=f"{showdown.JESTER_FILE}: {message}") as error:
+        showdown.prepare_jester(tmp_path / "ds", source=source, offline=True, verify=verify)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "ds" / "showdown-jester").exists()

@@ -18,10 +18,14 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
   (dOccup) is the action, the case id is dropped and every other attribute is one-hot over the codes the sample
   holds, then standardised as statlog's; reward 1 for the person's group. The actions are the whole file's groups,
   so a group the sample lacks stays an action that never pays (the Showdown numbers the sample's groups).
+- ``showdown-jester``: the dense subset of the Jester ratings (19 181 users who rated all 40 jokes); a user's
+  ratings of the first 32 jokes are the context and recommending one of the last 8 pays its rating, so every
+  action's reward is known and the regret exact. The Showdown's example script shuffles the 40 jokes once before
+  the split; here it is fixed, as its sampler's default.
 
 Neither UCI nor the Showdown's mirror publishes checksums: the census file must have UCI's row count (2 458 285
-people after the header, unless ``--no-verify``) and the 69 column names, every value is checked where it is
-read, and the sha256 of what was read is recorded.
+people after the header, unless ``--no-verify``) and the 69 column names, the Jester array the 19 181 × 40 shape
+its name announces; every value is checked where it is read, and the sha256 of what was read is recorded.
 
 The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
 ``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
@@ -36,7 +40,7 @@ import pandas as pd
 
 from banditbench.data import rows
 from banditbench.data.classification import FAMILIES, UCI
-from banditbench.data.fetch import Download, RawFiles, RawSpec, raw_files
+from banditbench.data.fetch import UNVERIFIED, Download, RawFiles, RawSpec, mismatch, raw_files, reading
 from banditbench.data.prepared import up_to_date, write_dataset
 from banditbench.data.registry import Dataset, Option, register
 from banditbench.data.sanity import rows_report
@@ -334,6 +338,66 @@ def prepare_census(
     return write_problem(folder, parameters, standardised(x), rewards, rewards, raw, force)
 
 
+# ---------------------------------------------------------------- jester
+
+
+# The dense subset of the Jester joke ratings (Goldberg, Roeder, Gupta & Perkins 2001) the Showdown serves: one row
+# per user who rated all 40 jokes, ratings on Jester's continuous scale from −10 to +10.
+JESTER_FILE = "jester_data_40jokes_19181users.npy"
+JESTER_USERS, JESTER_JOKES = 19_181, 40
+JESTER_CONTEXT = 32  # the first 32 jokes are the context, the last 8 the actions
+JESTER_LOWEST, JESTER_HIGHEST = -10.0, 10.0
+
+
+def jester_spec() -> RawSpec:
+    return RawSpec("jester", (Download(SHOWDOWN_MIRROR + JESTER_FILE, JESTER_FILE),), {"data": (JESTER_FILE,)})
+
+
+def read_jester(raw: RawFiles) -> np.ndarray:
+    """The ratings [users, 40], each a finite number within Jester's scale; refused unless the file holds the
+    19 181 users its name announces (``--no-verify`` accepts another count)."""
+    path = raw["data"]
+    with reading(path, "a NumPy .npy array of ratings, one row per user and one column per joke"):
+        ratings = np.load(path, allow_pickle=False)
+    if not isinstance(ratings, np.ndarray) or ratings.ndim != 2 or ratings.shape[1] != JESTER_JOKES:
+        shape = getattr(ratings, "shape", "an archive of arrays")
+        raise UserError(f"{path}: holds an array of shape {shape}, expected (users, {JESTER_JOKES} jokes)")
+    if not (np.issubdtype(ratings.dtype, np.integer) or np.issubdtype(ratings.dtype, np.floating)):
+        raise UserError(f"{path}: holds {ratings.dtype} values, expected ratings (numbers)")
+    ratings = ratings.astype(np.float64)
+    outside = ~np.isfinite(ratings) | (ratings < JESTER_LOWEST) | (ratings > JESTER_HIGHEST)
+    if outside.any():
+        user, joke = np.argwhere(outside)[0]
+        raise UserError(
+            f"{path}: user {user + 1}, joke {joke + 1}: rating {ratings[user, joke]:g} is outside Jester's scale "
+            f"{JESTER_LOWEST:g} to {JESTER_HIGHEST:g} (the dense subset has no unrated joke)"
+        )
+    if raw.verification != UNVERIFIED and len(ratings) != JESTER_USERS:
+        raise mismatch(path, f"{JESTER_USERS:,} users (the file's name)", f"{len(ratings):,}", "row count")
+    return ratings
+
+
+def prepare_jester(
+    data_dir: Path,
+    *,
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """``showdown-jester``: a user's ratings of the first 32 jokes are the context; recommending one of the last 8
+    pays the user's rating of it, known for every joke, so the best action and the regret are exact."""
+    parameters = {"verify": verify}
+    folder = Path(data_dir) / "showdown-jester"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(jester_spec(), source, offline, cache, verify) as raw:
+        ratings = read_jester(raw)
+    x, rewards = ratings[:, :JESTER_CONTEXT], ratings[:, JESTER_CONTEXT:]
+    return write_problem(folder, parameters, x, rewards, rewards, raw, force)
+
+
 register(
     Dataset(
         "showdown-wheel",
@@ -381,5 +445,17 @@ register(
         raw=census_spec,
         files=f"{CENSUS_FILE}(.gz), or UCI's us+census+data+1990.zip; the Showdown's copy: --source "
         f"{SHOWDOWN_MIRROR}{CENSUS_FILE}",
+    )
+)
+register(
+    Dataset(
+        "showdown-jester",
+        "Jester's dense subset, 19 181 users × 40 jokes: the ratings of the first 32 jokes as context, the last 8 as "
+        "actions (reward the user's rating of the joke, −10 to 10)",
+        PAPER,
+        PROTOCOL,
+        prepare_jester,
+        raw=jester_spec,
+        files=f"{JESTER_FILE} (the Showdown's copy, downloaded)",
     )
 )
