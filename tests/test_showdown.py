@@ -287,3 +287,58 @@ def test_a_bad_jester_file_is_refused_in_one_line_and_nothing_is_written(tmp_pat
         showdown.prepare_jester(tmp_path / "ds", source=source, offline=True, verify=verify)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "ds" / "showdown-jester").exists()
+
+
+def stock_file(folder, changes, extra: str = "") -> str:
+    """The Showdown's layout: a first line it skips, then a day per line of space-separated price changes."""
+    folder.mkdir(exist_ok=True)
+    days = "\n".join(" ".join(f"{v:.6f}" for v in day) for day in changes)
+    (folder / showdown.STOCK_FILE).write_text(f"{len(changes)} {changes.shape[1]}\n{days}\n{extra}")
+    return str(folder)
+
+
+CHANGES = np.round(np.random.default_rng(0).normal(0, 1, size=(300, 21)), 6)
+
+
+def test_financial_portfolios_are_unit_norm_linear_in_the_day_plus_their_own_noise(tmp_path):
+    source = stock_file(tmp_path / "raw", CHANGES)
+    showdown.prepare_financial(tmp_path / "ds", seed=5, source=source, offline=True, verify=False)
+    x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-financial"))
+    np.testing.assert_array_equal(x, CHANGES)  # the first line is skipped, the days kept as they are
+    weights = np.linalg.lstsq(x, means, rcond=None)[0]  # exact: 300 days of 21 independent stocks
+    np.testing.assert_allclose(x @ weights, means, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(weights, axis=0), 1.0)
+    assert weights.shape == (21, 8) and np.abs(weights).max() <= 1.0
+    sigma = np.asarray(showdown.PORTFOLIO_NOISE)
+    np.testing.assert_allclose(sigma, np.arange(1, 9) / 100)
+    noise = (rewards - means) / sigma
+    assert stats.kstest(noise.ravel(), "norm").pvalue > 1e-3
+    np.testing.assert_allclose((rewards - means).std(axis=0), sigma, rtol=0.15)  # 300 draws each: ±4 % per σ
+
+
+def test_financial_portfolios_are_drawn_by_seed(tmp_path):
+    source = stock_file(tmp_path / "raw", CHANGES)
+    tables = {}
+    for folder, seed in (("a", 1), ("b", 1), ("c", 2)):
+        showdown.prepare_financial(tmp_path / folder, seed=seed, source=source, offline=True, verify=False)
+        tables[folder] = load_dataset(tmp_path / folder, "showdown-financial").table("rows")
+    assert tables["a"].equals(tables["b"]) and not tables["a"].filter(like="mean_").equals(
+        tables["c"].filter(like="mean_")
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "verify", "message"),
+    [
+        ("1 2 3\n", False, "line 302: 3 fields, expected 21"),
+        ("x" + " 1" * 20 + "\n", False, "line 302: stock 1 'x' is not a number"),
+        ("1" * 1 + " 1" * 19 + " inf\n", False, "line 302: stock 21 inf is not a finite number"),
+        ("", True, "row count mismatch, expected 3,713 days .*, found 300"),
+    ],
+)
+def test_a_bad_stock_file_is_refused_in_one_line_and_nothing_is_written(tmp_path, extra, verify, message):
+    source = stock_file(tmp_path / "raw", CHANGES, extra)
+    with pytest.raises(UserError, match=f"{showdown.STOCK_FILE}(, |: ){message}") as error:
+        showdown.prepare_financial(tmp_path / "ds", source=source, offline=True, verify=verify)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "ds" / "showdown-financial").exists()

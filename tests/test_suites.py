@@ -58,6 +58,7 @@ def test_built_in_suites_name_every_uci_set_the_cc18_datasets_and_each_papers_da
         "showdown-adult",
         "showdown-census",
         "showdown-jester",
+        "showdown-financial",
     }
 
 

@@ -22,10 +22,15 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
   ratings of the first 32 jokes are the context and recommending one of the last 8 pays its rating, so every
   action's reward is known and the regret exact. The Showdown's example script shuffles the 40 jokes once before
   the split; here it is fixed, as its sampler's default.
+- ``showdown-financial``: the Showdown's 3 713 trading days, each day's price changes of 21 stocks as the context
+  (not normalised); 8 synthetic portfolios are the actions. As its stock sampler: portfolio a's weights β_a are
+  drawn once (here from ``--seed``), uniform on [−1, 1]²¹ and scaled to unit norm, and it pays ⟨β_a, x⟩ + N(0, σ_a²)
+  with σ_a = 0.01·a for a = 1…8, the noise levels its example script passes.
 
-Neither UCI nor the Showdown's mirror publishes checksums: the census file must have UCI's row count (2 458 285
+Neither UCI nor the Showdown's mirror publishes checksums. The census file must have UCI's row count (2 458 285
 people after the header, unless ``--no-verify``) and the 69 column names, the Jester array the 19 181 × 40 shape
-its name announces; every value is checked where it is read, and the sha256 of what was read is recorded.
+its name announces, the stock file 3 713 days of 21 numbers; every value is checked where it is read, and the
+sha256 of what was read is recorded.
 
 The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
 ``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
@@ -398,6 +403,68 @@ def prepare_jester(
     return write_problem(folder, parameters, x, rewards, rewards, raw, force)
 
 
+# ---------------------------------------------------------------- financial
+
+
+# The Showdown's stock contexts: a first line it skips, then one line per trading day of 21 whitespace-separated
+# numbers, the day's price change of each stock. Its sampler reads at most 3 713 days, the file's length.
+STOCK_FILE = "raw_stock_contexts"
+STOCKS, TRADING_DAYS = 21, 3713
+PORTFOLIO_NOISE = tuple(0.01 * (a + 1) for a in range(8))  # σ_a of portfolio a's reward, as its example script sets
+
+
+def stock_spec() -> RawSpec:
+    return RawSpec("financial", (Download(SHOWDOWN_MIRROR + STOCK_FILE, STOCK_FILE),), {"data": (STOCK_FILE,)})
+
+
+def read_stocks(raw: RawFiles) -> np.ndarray:
+    """The days' price changes [days, 21], each a finite number; refused unless there are 3 713 days
+    (``--no-verify`` accepts another count)."""
+    path = raw["data"]
+    expected = f"a first line, then lines of {STOCKS} whitespace-separated numbers"
+    with reading(path, expected):
+        lines = path.read_bytes().split(b"\n")
+    # the first line emptied rather than dropped, so that a refused value names the file's own line
+    text = b"\n".join([b"", *(b",".join(line.split()) for line in lines[1:])])
+    names = [f"stock {j + 1}" for j in range(STOCKS)]
+    frame = rows.read_fields(path, expected, names, text=text)
+    changes = np.column_stack([rows.numbers(frame[name], path, name, header=1) for name in names])
+    if raw.verification != UNVERIFIED and len(changes) != TRADING_DAYS:
+        raise mismatch(path, f"{TRADING_DAYS:,} days (the Showdown's)", f"{len(changes):,}", "row count")
+    return changes
+
+
+def portfolios(changes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Realised and expected rewards [days, 8] of the Showdown's synthetic portfolios: each action's weights β_a are
+    drawn once, uniform on [−1, 1]^21 and scaled to unit norm; it pays ⟨β_a, x⟩ + N(0, σ_a²)."""
+    weights = rng.uniform(-1.0, 1.0, size=(STOCKS, len(PORTFOLIO_NOISE)))
+    weights /= np.linalg.norm(weights, axis=0)
+    means = changes @ weights
+    return means + rng.standard_normal(means.shape) * np.asarray(PORTFOLIO_NOISE), means
+
+
+def prepare_financial(
+    data_dir: Path,
+    *,
+    seed: int = 0,
+    verify: bool = True,
+    source: str | None = None,
+    offline: bool = False,
+    cache: Path | None = None,
+    force: bool = False,
+) -> Path:
+    """``showdown-financial``: a day's 21 price changes are the context, the 8 portfolios of ``--seed`` the
+    actions."""
+    parameters = {"seed": seed, "verify": verify}
+    folder = Path(data_dir) / "showdown-financial"
+    if up_to_date(folder, parameters, force):
+        return folder
+    with raw_files(stock_spec(), source, offline, cache, verify) as raw:
+        changes = read_stocks(raw)
+    rewards, means = portfolios(changes, np.random.default_rng(seed))
+    return write_problem(folder, parameters, changes, rewards, means, raw, force)
+
+
 register(
     Dataset(
         "showdown-wheel",
@@ -457,5 +524,18 @@ register(
         prepare_jester,
         raw=jester_spec,
         files=f"{JESTER_FILE} (the Showdown's copy, downloaded)",
+    )
+)
+register(
+    Dataset(
+        "showdown-financial",
+        "the Showdown's 3 713 trading days of 21 stocks' price changes as context, 8 synthetic portfolios as actions "
+        "(reward a seeded unit-norm linear function of the day plus N(0, σ_a²), σ_a = 0.01·a)",
+        PAPER,
+        PROTOCOL,
+        prepare_financial,
+        (Option("seed", int, 0, "Seed of the portfolios' weights and the reward noise.", minimum=0),),
+        raw=stock_spec,
+        files=f"{STOCK_FILE} (the Showdown's copy, downloaded)",
     )
 )
