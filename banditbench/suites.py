@@ -93,9 +93,12 @@ def uci_suite() -> Suite:
 
 
 def showdown_suite() -> Suite:
+    """Every problem of the Showdown, each with the preparation parameters of its preset where it has one."""
     from banditbench.data import DATASETS
+    from banditbench.presets import PRESETS, SHOWDOWN
 
-    problems = tuple(Member(name) for name in DATASETS if name.startswith("showdown-"))
+    data = {spec["dataset"]: spec["data"] for spec in PRESETS.values() if spec["paper"] == SHOWDOWN}
+    problems = tuple(Member(n, data=dict(data.get(n, {}))) for n in DATASETS if n.startswith("showdown-"))
     return Suite("showdown", "The problems of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018).", problems)
 
 

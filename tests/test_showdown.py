@@ -78,7 +78,8 @@ def test_mushroom_eats_for_five_and_poison_costs_thirty_five_half_the_time(tmp_p
     x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-mushroom"))
     poisonous = np.arange(600) % 3 == 0
     assert x.shape[0] == 600 and np.all(x.sum(axis=1) == 22)  # one-hot, not normalised
-    np.testing.assert_array_equal(rewards[:, 0], 0) and np.testing.assert_array_equal(means[:, 0], 0)
+    np.testing.assert_array_equal(rewards[:, 0], 0)
+    np.testing.assert_array_equal(means[:, 0], 0)
     np.testing.assert_array_equal(rewards[~poisonous, 1], 5)
     np.testing.assert_array_equal(means[:, 1], np.where(poisonous, -15.0, 5.0))
     assert set(rewards[poisonous, 1]) == {5.0, -35.0}
@@ -170,6 +171,17 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
 
+@pytest.mark.parametrize("problem", ["census", "jester", "financial"])
+def test_each_real_problem_has_a_preset_that_says_why_it_prints_no_paper_numbers(problem):
+    from banditbench import presets
+
+    spec = presets.PRESETS[f"showdown-{problem}"]
+    assert spec["dataset"] == f"showdown-{problem}" and spec["protocol"] == "rewards-table"
+    assert "random" in spec["algos"] and presets.missing_for(f"showdown-{problem}") == []
+    assert not spec["printed"].values and not spec["printed"].claims
+    assert "not entered" in spec["printed"].stand_in
+
+
 GROUPS = (0, 2, 5)  # the file's occupation codes: actions 0, 1, 2
 
 
@@ -207,12 +219,11 @@ def test_census_samples_people_one_hot_and_pays_one_for_their_occupation_group(t
 
 
 def test_census_samples_by_seed(tmp_path):
-    raw = census_file(tmp_path / "raw")
-    prepared = {}
-    for folder, seed in (("a", 1), ("b", 1), ("c", 2)):
-        showdown.prepare_census(tmp_path / folder, contexts=10, seed=seed, source=str(raw), offline=True, verify=False)
-        prepared[folder] = load_dataset(tmp_path / folder, "showdown-census").table("rows")
-    assert prepared["a"].equals(prepared["b"]) and not prepared["a"].equals(prepared["c"])
+    frame = showdown.read_census(census_file(tmp_path) / showdown.CENSUS_FILE)
+    first, again, other = (showdown.census_sample(frame, 10, np.random.default_rng(s)) for s in (1, 1, 2))
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[1], again[1])
+    assert first[0].shape != other[0].shape or not np.array_equal(first[0], other[0])
 
 
 @pytest.mark.parametrize(
@@ -264,6 +275,9 @@ def test_jester_shows_32_jokes_ratings_and_pays_the_rating_of_the_recommended_jo
     assert [counts[f"best_action_{a}"] for a in range(8)] == np.bincount(
         ratings[:, 32:].argmax(axis=1), minlength=8
     ).tolist()
+    showdown.prepare_jester(tmp_path / "ten", context_jokes=30, source=source, offline=True, verify=False)
+    x, rewards, _ = table(load_dataset(tmp_path / "ten", "showdown-jester"))
+    assert x.shape == (50, 30) and rewards.shape == (50, 10)
 
 
 @pytest.mark.parametrize(
@@ -316,15 +330,11 @@ def test_financial_portfolios_are_unit_norm_linear_in_the_day_plus_their_own_noi
     np.testing.assert_allclose((rewards - means).std(axis=0), sigma, rtol=0.15)  # 300 draws each: ±4 % per σ
 
 
-def test_financial_portfolios_are_drawn_by_seed(tmp_path):
-    source = stock_file(tmp_path / "raw", CHANGES)
-    tables = {}
-    for folder, seed in (("a", 1), ("b", 1), ("c", 2)):
-        showdown.prepare_financial(tmp_path / folder, seed=seed, source=source, offline=True, verify=False)
-        tables[folder] = load_dataset(tmp_path / folder, "showdown-financial").table("rows")
-    assert tables["a"].equals(tables["b"]) and not tables["a"].filter(like="mean_").equals(
-        tables["c"].filter(like="mean_")
-    )
+def test_financial_portfolios_are_drawn_by_seed():
+    first, again, other = (showdown.portfolios(CHANGES, np.random.default_rng(s)) for s in (1, 1, 2))
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[1], again[1])
+    assert not np.allclose(first[1], other[1])
 
 
 @pytest.mark.parametrize(
@@ -342,3 +352,25 @@ def test_a_bad_stock_file_is_refused_in_one_line_and_nothing_is_written(tmp_path
         showdown.prepare_financial(tmp_path / "ds", source=source, offline=True, verify=verify)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "ds" / "showdown-financial").exists()
+
+
+def prepared_problem(tmp_path, problem: str):
+    raw, data = tmp_path / "raw", tmp_path / "ds"
+    if problem == "census":
+        showdown.prepare_census(data, contexts=20, source=str(census_file(raw)), offline=True, verify=False)
+    elif problem == "jester":
+        ratings = np.round(np.random.default_rng(1).uniform(-10, 10, size=(40, 40)), 2)
+        showdown.prepare_jester(data, source=jester_file(raw, ratings), offline=True, verify=False)
+    else:
+        showdown.prepare_financial(data, source=stock_file(raw, CHANGES[:40]), offline=True, verify=False)
+    return load_dataset(data, f"showdown-{problem}")
+
+
+@pytest.mark.parametrize("problem", ["census", "jester", "financial"])
+def test_the_thompson_learners_run_on_each_real_problem_and_the_oracle_has_no_regret(tmp_path, problem):
+    dataset = prepared_problem(tmp_path, problem)
+    for algorithm in ("lints-one", "blr-one"):
+        outcome = run_unit(Unit(dataset.name, "rewards-table", algorithm, {}, 0, 0, 60, None), dataset).outcome
+        assert len(outcome) == 60 and (outcome["regret"].to_numpy() >= -1e-12).all()
+    oracle = run_unit(Unit(dataset.name, "rewards-table", "oracle", {}, 0, 0, 60, None), dataset).outcome
+    np.testing.assert_array_equal(oracle["regret"].to_numpy(), 0.0)

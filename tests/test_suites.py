@@ -62,6 +62,15 @@ def test_built_in_suites_name_every_uci_set_the_cc18_datasets_and_each_papers_da
     }
 
 
+def test_the_showdown_suite_prepares_each_problem_as_its_preset_does():
+    members = {m.dataset: m for m in load_suite("showdown").members}
+    census = "banditbench prepare showdown-census --contexts 2000 --seed 0"
+    assert members["showdown-census"].prepare_command() == census
+    assert members["showdown-wheel"].data == {"contexts": 2000, "seed": 0}
+    assert members["showdown-jester"].data == {"context_jokes": 32}
+    assert members["showdown-statlog"].data == {}  # no preset: whatever is prepared
+
+
 def test_a_suite_file_declares_members_with_settings_and_a_tuning_split(tmp_path):
     path = write(tmp_path / "s.toml", 'tune-on = ["synthetic"]\n' + SUITE + '[member.data]\nsplit = "train"\n')
     suite = read_suite_file(path)

@@ -350,7 +350,7 @@ def prepare_census(
 # per user who rated all 40 jokes, ratings on Jester's continuous scale from −10 to +10.
 JESTER_FILE = "jester_data_40jokes_19181users.npy"
 JESTER_USERS, JESTER_JOKES = 19_181, 40
-JESTER_CONTEXT = 32  # the first 32 jokes are the context, the last 8 the actions
+JESTER_CONTEXT = 32  # the Showdown's context_dim: the first 32 jokes are the context, the last 8 the actions
 JESTER_LOWEST, JESTER_HIGHEST = -10.0, 10.0
 
 
@@ -385,21 +385,23 @@ def read_jester(raw: RawFiles) -> np.ndarray:
 def prepare_jester(
     data_dir: Path,
     *,
+    context_jokes: int = JESTER_CONTEXT,
     verify: bool = True,
     source: str | None = None,
     offline: bool = False,
     cache: Path | None = None,
     force: bool = False,
 ) -> Path:
-    """``showdown-jester``: a user's ratings of the first 32 jokes are the context; recommending one of the last 8
-    pays the user's rating of it, known for every joke, so the best action and the regret are exact."""
-    parameters = {"verify": verify}
+    """``showdown-jester``: a user's ratings of the first ``context_jokes`` jokes (32) are the context; recommending
+    one of the others (8) pays the user's rating of it, known for every joke, so the best action and the regret are
+    exact."""
+    parameters = {"context_jokes": context_jokes, "verify": verify}
     folder = Path(data_dir) / "showdown-jester"
     if up_to_date(folder, parameters, force):
         return folder
     with raw_files(jester_spec(), source, offline, cache, verify) as raw:
         ratings = read_jester(raw)
-    x, rewards = ratings[:, :JESTER_CONTEXT], ratings[:, JESTER_CONTEXT:]
+    x, rewards = ratings[:, :context_jokes], ratings[:, context_jokes:]
     return write_problem(folder, parameters, x, rewards, rewards, raw, force)
 
 
@@ -522,6 +524,16 @@ register(
         PAPER,
         PROTOCOL,
         prepare_jester,
+        (
+            Option(
+                "context_jokes",
+                int,
+                JESTER_CONTEXT,
+                "Jokes whose ratings are the context (the first ones); the others are the actions.",
+                minimum=1,
+                maximum=JESTER_JOKES - 1,
+            ),
+        ),
         raw=jester_spec,
         files=f"{JESTER_FILE} (the Showdown's copy, downloaded)",
     )
