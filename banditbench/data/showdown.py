@@ -495,8 +495,8 @@ for _name in SOURCES:
 register(
     Dataset(
         "showdown-census",
-        "UCI US Census 1990 (coded), a seeded sample of people, the occupation group as action (9), every other "
-        "attribute one-hot and standardised (reward 1 for the person's group)",
+        "UCI US Census 1990 (coded), a seeded sample of people, the occupation group as action (9 in the "
+        "Showdown), every other attribute one-hot and standardised (reward 1 for the person's group)",
         PAPER,
         PROTOCOL,
         prepare_census,
