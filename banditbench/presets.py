@@ -855,15 +855,14 @@ preset(
     "0.99). 2000 rows are our choice.",
     printed=PaperSide(
         "cumulative regret after 2000 rounds",
-        stand_in="the δ-sweep table's numbers are not entered: the paper's table was not at hand when the preset "
-        "was written",
+        stand_in="the δ-sweep table's numbers are not entered: they await transcription from the paper's table",
     ),
 )
 # The Showdown's other real problems: its cumulative-regret table (normalised to Uniform) covers them, but its numbers
 # are not entered, so these presets print no paper side beyond the reason.
 _SHOWDOWN_TABLE_MISSING = (
-    "the paper's cumulative-regret table (normalised to Uniform) is not entered: its numbers were not at hand when the "
-    "preset was written"
+    "the paper's cumulative-regret table (normalised to Uniform) is not entered: its numbers await transcription from "
+    "the paper"
 )
 for _problem, _data, _notes in (
     ("census", {"contexts": 2000, "seed": 0}, "the coded US Census 1990 table: 2000 people sampled without replacement "
