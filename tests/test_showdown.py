@@ -54,6 +54,15 @@ def test_a_prepared_wheel_draws_uniform_contexts_and_rewards_around_their_means(
     assert stats.kstest(noise.ravel(), "norm").pvalue > 1e-3
 
 
+def test_the_authors_small_reward_noise_is_an_option_that_leaves_the_large_reward_at_the_papers(tmp_path):
+    showdown.prepare_wheel(tmp_path, delta=0.7, contexts=3000, seed=1, small_sigma=0.05)
+    x, rewards, means = table(load_dataset(tmp_path, "showdown-wheel"))
+    large = means == showdown.WHEEL_LARGE
+    assert stats.kstest(((rewards - means) / 0.05)[~large], "norm").pvalue > 1e-3
+    assert stats.kstest(((rewards - means) / showdown.WHEEL_SIGMA)[large], "norm").pvalue > 1e-3
+    assert stats.kstest(((rewards - means) / showdown.WHEEL_SIGMA)[~large], "norm").pvalue < 1e-3
+
+
 def test_wheel_rounds_show_the_row_to_every_action_and_the_best_action_is_its_regions(tmp_path):
     showdown.prepare_wheel(tmp_path, delta=0.5, contexts=400, seed=0)
     dataset = load_dataset(tmp_path, "showdown-wheel")

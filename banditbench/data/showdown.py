@@ -4,7 +4,8 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
 - ``showdown-wheel``: contexts uniform on the unit disc; five actions. Inside the radius δ every action a₁…a₄
   pays N(1.0, σ²) and a₅ pays N(1.2, σ²), so a₅ is optimal; outside it, the action of the context's quadrant
   (a₁: x₁ > 0, x₂ > 0; a₂: x₁ > 0, x₂ ≤ 0; a₃: x₁ ≤ 0, x₂ > 0; a₄: x₁ ≤ 0, x₂ ≤ 0) pays N(50, σ²) instead,
-  σ = 0.01; the boundary ‖x‖ = δ counts as outside. Large δ hides the high-reward region from an explorer.
+  σ = 0.01 (the authors' example script draws the small rewards with σ = 0.05: ``--small-sigma 0.05``); the
+  boundary ‖x‖ = δ counts as outside. Large δ hides the high-reward region from an explorer.
 - ``showdown-mushroom``: the 22 attributes one-hot (117 features, not normalised); action 0 is "don't eat" (0),
   action 1 "eat": +5 for an edible mushroom, for a poisonous one +5 or −35 with probability ½ each (mean −15).
 - ``showdown-statlog`` (the shuttle training file, 43 500 rows) and ``showdown-covertype`` (581 012 rows): each
@@ -103,15 +104,22 @@ def wheel_means(x: np.ndarray, delta: float) -> np.ndarray:
     return means
 
 
-def prepare_wheel(data_dir: Path, *, delta: float, contexts: int, seed: int, force: bool = False) -> Path:
+def prepare_wheel(
+    data_dir: Path, *, delta: float, contexts: int, seed: int, small_sigma: float = WHEEL_SIGMA, force: bool = False
+) -> Path:
+    """``small_sigma``: the noise of the small rewards (1.0 and 1.2); the paper's σ = 0.01 for every reward, its
+    authors' example script 0.05 for the small ones and 0.01 for the large one."""
     parameters = {"delta": delta, "contexts": contexts, "seed": seed}
+    if small_sigma != WHEEL_SIGMA:  # the paper's setting keeps the manifests it always had
+        parameters["small_sigma"] = small_sigma
     folder = Path(data_dir) / "showdown-wheel"
     if up_to_date(folder, parameters, force):
         return folder
     rng = np.random.default_rng(seed)
     x = unit_disc(contexts, rng)
     means = wheel_means(x, delta)
-    rewards = means + WHEEL_SIGMA * rng.standard_normal(means.shape)
+    sigma = np.where(means == WHEEL_LARGE, WHEEL_SIGMA, small_sigma)
+    rewards = means + sigma * rng.standard_normal(means.shape)
     tables = {TABLE: rewards_table(x, rewards, means)}
     return write_dataset(
         folder, "showdown-wheel", tables, parameters, protocol=PROTOCOL, counts=counts_of(x, means), force=force
@@ -485,6 +493,13 @@ register(
             ),
             Option("contexts", int, 2000, "Rows (contexts) to draw.", minimum=1),
             Option("seed", int, 0, "Seed of the contexts and reward draws.", minimum=0),
+            Option(
+                "small_sigma",
+                float,
+                WHEEL_SIGMA,
+                "Noise σ of the small rewards (1.0, 1.2): the paper's 0.01, or 0.05 as the authors' example script.",
+                minimum=0.0,
+            ),
         ),
         reads_raw=False,
         files="none: generated",
