@@ -336,7 +336,8 @@ def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).
 def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_broken_link(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
-    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
+    for plugin in ("material", "mkdocs_jupyter"):
+        pytest.importorskip(plugin, reason=f"{plugin} is not installed (pip install -e '.[docs]')")
     from site_links import broken_links
 
     build_site(tmp_path / "site")
@@ -345,6 +346,8 @@ def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_brok
     kinds = ("Tutorial", "How-to guides", "Reference", "Explanation")
     assert not [kind for kind in kinds if f">{kind}<" not in home], "the navigation lacks a kind of page"
     assert not missing_cards(site), "\n".join(missing_cards(site))
+    tutorial = (site / "quickstart" / "index.html").read_text(encoding="utf-8")
+    assert "data:image/png" in tutorial and "regret_mean" in tutorial, "the tutorial lacks its plot or its table"
     broken = broken_links(site)
     assert not broken, "broken links:\n" + "\n".join(broken[:40])
 
