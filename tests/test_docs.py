@@ -308,6 +308,20 @@ def missing_cards(site: Path) -> list[str]:
     return problems
 
 
+def undocumented_api(site: Path, modules: dict[str, list[str]]) -> list[str]:
+    """The public modules without a page, and the members their page does not document (mkdocstrings gives each
+    documented object an element id of its full name)."""
+    problems = []
+    for module, members in modules.items():
+        page = site / "reference" / "python" / module / "index.html"
+        if not page.is_file():
+            problems.append(f"no page for {module}")
+            continue
+        ids = set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+        problems += [f"{module}.{name} is not documented" for name in members if f"{module}.{name}" not in ids]
+    return problems
+
+
 def reference_hook():
     """The mkdocs hook that writes the reference pages (docs/hooks/reference.py), imported from its file."""
     spec = importlib.util.spec_from_file_location("reference_hook", ROOT / "docs" / "hooks" / "reference.py")
@@ -336,7 +350,7 @@ def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).
 def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_broken_link(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
-    for plugin in ("material", "mkdocs_jupyter"):
+    for plugin in ("material", "mkdocs_jupyter", "mkdocstrings_handlers.python"):
         pytest.importorskip(plugin, reason=f"{plugin} is not installed (pip install -e '.[docs]')")
     from site_links import broken_links
 
@@ -346,6 +360,7 @@ def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_brok
     kinds = ("Tutorial", "How-to guides", "Reference", "Explanation")
     assert not [kind for kind in kinds if f">{kind}<" not in home], "the navigation lacks a kind of page"
     assert not missing_cards(site), "\n".join(missing_cards(site))
+    assert not undocumented_api(site, reference_hook().API), "\n".join(undocumented_api(site, reference_hook().API))
     tutorial = (site / "quickstart" / "index.html").read_text(encoding="utf-8")
     assert "data:image/png" in tutorial and "regret_mean" in tutorial, "the tutorial lacks its plot or its table"
     broken = broken_links(site)
@@ -371,6 +386,19 @@ def test_a_missing_card_and_a_stale_card_are_reported(tmp_path):
             (tmp_path / "reference" / page).mkdir(parents=True)
             (tmp_path / "reference" / page / "index.html").write_text("card")
     assert missing_cards(tmp_path) == [f"algorithms: no card for {first}", "presets: a card for the unregistered gone"]
+
+
+def test_the_api_reference_covers_the_public_api_and_a_gap_is_reported(tmp_path):
+    modules = reference_hook().API
+    assert "run" in modules["banditbench.api"] and "Policy" in modules["banditbench.algos.base"]
+    assert "__version__" not in modules["banditbench.api"]  # a value, not a documented object
+    page = tmp_path / "reference" / "python" / "banditbench.api" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<h2 id="banditbench.api.run">run</h2>')
+    assert undocumented_api(tmp_path, {"banditbench.api": ["run", "load"], "banditbench.errors": ["UserError"]}) == [
+        "banditbench.api.load is not documented",
+        "no page for banditbench.errors",
+    ]
 
 
 def test_the_link_checker_finds_a_missing_page_and_a_missing_anchor(tmp_path):

@@ -2,11 +2,13 @@
 
 Pages (none committed): ``reference/cli.md``, every command and option of the typer app; one card per registered
 algorithm under ``reference/algorithms/``, per dataset under ``reference/datasets/`` and per preset under
-``reference/presets/``, each kind with an index page. The cards join the navigation under their index.
+``reference/presets/``; one page per public Python module under ``reference/python/``, which mkdocstrings fills
+from the docstrings. Each kind has an index page, and its pages join the navigation under it.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -15,12 +17,39 @@ import click
 import typer
 from mkdocs.structure.files import File
 
+import banditbench
 from banditbench.algos import ALGORITHMS
 from banditbench.cli import app
 from banditbench.data import DATASETS
 from banditbench.presets import INVENTORY, PRESETS, covering
 
-REGISTRIES = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS}
+#: Modules a plug-in imports beside ``banditbench.__all__``: the policy contract, the hyper-parameters' domains and the
+#: error a user is shown.
+EXTENSION_MODULES = ("banditbench.algos.base", "banditbench.algos.domains", "banditbench.errors")
+
+
+def api_members() -> dict[str, list[str]]:
+    """The public modules, each with the names its page documents: the names of ``banditbench.__all__`` under the
+    module that defines them, then every public class and function of the modules a plug-in imports."""
+    found: dict[str, list[str]] = {}
+    for name in banditbench.__all__:
+        module = getattr(getattr(banditbench, name), "__module__", None)  # None: a value, such as __version__
+        if module:
+            found.setdefault(module, []).append(name)
+    for module_name in EXTENSION_MODULES:
+        defined = vars(importlib.import_module(module_name)).items()
+        found[module_name] = [
+            name
+            for name, value in defined
+            if not name.startswith("_")
+            and (inspect.isclass(value) or inspect.isfunction(value))
+            and value.__module__ == module_name
+        ]
+    return found
+
+
+API = api_members()
+REGISTRIES = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS, "python": API}
 
 
 def plain(text: object) -> str:
@@ -212,12 +241,22 @@ def preset_card(name: str) -> str:
     return "\n".join([*lines, ""])
 
 
+# ------------------------------------------------------------------------------------------ the Python API
+
+
+def api_page(module: str) -> str:
+    """A module's page: its docstring and its public members' signatures and docstrings, which mkdocstrings reads."""
+    members = [f"        - {name}" for name in API[module]]
+    return "\n".join([f"# `{module}`", "", f"::: {module}", "    options:", "      members:", *members, ""])
+
+
 # -------------------------------------------------------------------------------------------- mkdocs hooks
 
 
 def index_page(kind: str, summaries: dict[str, str]) -> str:
     entries = (f"- [{name}]({name}.md): {plain(summary)}" for name, summary in summaries.items())
-    return "\n".join([f"# {kind.capitalize()}", "", *entries, ""])
+    title = "Python API" if kind == "python" else kind.capitalize()
+    return "\n".join([f"# {title}", "", *entries, ""])
 
 
 def pages(docs_dir: Path) -> dict[str, str]:
@@ -225,11 +264,17 @@ def pages(docs_dir: Path) -> dict[str, str]:
     parity = (docs_dir / "parity.md").read_text(encoding="utf-8") if (docs_dir / "parity.md").is_file() else ""
     found = {"reference/cli.md": cli_page()}
     for kind, registry, card, summary in (
-        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, parity), lambda spec: spec.description),
-        ("datasets", DATASETS, dataset_card, lambda dataset: dataset.description),
-        ("presets", PRESETS, preset_card, lambda spec: spec["reproduces"]),
+        (
+            "algorithms",
+            ALGORITHMS,
+            lambda name: algorithm_card(name, parity),
+            lambda name: ALGORITHMS[name].description,
+        ),
+        ("datasets", DATASETS, dataset_card, lambda name: DATASETS[name].description),
+        ("presets", PRESETS, preset_card, lambda name: PRESETS[name]["reproduces"]),
+        ("python", API, api_page, lambda name: first_paragraph(importlib.import_module(name).__doc__)),
     ):
-        found[f"reference/{kind}/index.md"] = index_page(kind, {name: summary(v) for name, v in registry.items()})
+        found[f"reference/{kind}/index.md"] = index_page(kind, {name: summary(name) for name in registry})
         found.update({f"reference/{kind}/{name}.md": card(name) for name in registry})
     return found
 
