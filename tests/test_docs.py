@@ -347,6 +347,27 @@ def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
     assert "No parity check." in hook.parity_sections("cofiba", page)
 
 
+def test_preset_cards_take_their_times_from_the_pages_that_measured_them_and_say_when_none_did():
+    hook = reference_hook()
+    reproducing = "| preset | reproduces | time |\n|---|---|---|\n"
+    reproducing += "| `a`, `b` | Fig. 1 | measured 5 min |\n| `c` | Fig. 2 | as above |\n"
+    reproducing += "| `d` | Fig. 3 | see [GPU](performance.md#on-a-gpu) |\n"
+    performance = (
+        "- **A**: 2-core x86 VM\n- **G**: a GPU machine, 16 CPU cores\n\n| what | figure | machine | command |\n"
+        "|---|---|---|---|\n| whole `a` preset | 40 s | A | `x.py` |\n| whole `b` preset | 9 s | G | `x.py` |\n"
+    )
+    times = hook.preset_times(reproducing, performance)
+    assert [time.split(" (")[0] for time in times["a"]] == ["measured 5 min", "whole `a` preset: 40 s"]
+    assert [time.split(" (")[0] for time in times["c"]] == ["measured 5 min"]  # "as above"
+    assert len(times["b"]) == 1  # the 16-core machine's figure is left out
+    assert times["d"][0].startswith("see [GPU](../../performance.md#on-a-gpu)")  # a link from the card's folder
+    assert "## Expected time on a 2-core CPU\n\nNot measured." in hook.preset_card(next(iter(hook.PRESETS)), [])
+    real = hook.preset_times(
+        *((ROOT / "docs" / page).read_text(encoding="utf-8") for page in ("reproducing.md", "performance.md"))
+    )
+    assert {"bass-synthetic", "mcnb-movielens", "ghosh-synthetic"} <= set(real)  # a renamed column would lose them
+
+
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).
 def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_broken_link(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
