@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from site_links import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
@@ -373,7 +374,7 @@ def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_brok
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
     for plugin in ("material", "mkdocs_jupyter", "mkdocstrings_handlers.python"):
         pytest.importorskip(plugin, reason=f"{plugin} is not installed (pip install -e '.[docs]')")
-    from site_links import broken_links
+    from site_links import broken_links, rendered_problems
 
     build_site(tmp_path / "site")
     site = tmp_path / "site"
@@ -386,6 +387,10 @@ def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_brok
     assert "data:image/png" in tutorial and "regret_mean" in tutorial, "the tutorial lacks its plot or its table"
     broken = broken_links(site)
     assert not broken, "broken links:\n" + "\n".join(broken[:40])
+    if CHROMIUM:  # the home page and a card as a browser shows them
+        shown = ("index.html", "reference/algorithms/club/index.html")
+        problems = [problem for page in shown for problem in rendered_problems(site, site / page)]
+        assert not problems, "\n".join(problems)
 
 
 def test_a_missing_card_and_a_stale_card_are_reported(tmp_path):
@@ -420,6 +425,33 @@ def test_the_api_reference_covers_the_public_api_and_a_gap_is_reported(tmp_path)
         "banditbench.api.load is not documented",
         "no page for banditbench.errors",
     ]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+def test_headless_chromium_reports_a_script_error_a_missing_heading_and_a_link_broken_by_a_script(tmp_path):
+    from site_links import rendered_problems
+
+    (tmp_path / "index.html").write_text(
+        '<html><body><h2 id="top">Home</h2><a href="#top">ok</a><script>'
+        'let a = document.createElement("a"); a.href = "gone.html"; document.body.appendChild(a);'
+        'throw new Error("boom")</script></body></html>'
+    )
+    problems = rendered_problems(tmp_path, tmp_path / "index.html")
+    assert len(problems) == 3 and "Uncaught Error: boom" in problems[0]
+    assert problems[1:] == ["index.html: no heading", "index.html: gone.html (no such file)"]
+
+
+def test_the_docstrings_rest_becomes_markdown():
+    spec = importlib.util.spec_from_file_location("docstrings", ROOT / "docs" / "hooks" / "docstrings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (
+        "Raises :class:`~banditbench.errors.UserError` (:func:`banditbench.run`).\n\n>>> import x\n>>> x.y()\n\nDone."
+    )
+    assert module.markdown(text) == (
+        "Raises `UserError` (`banditbench.run`).\n\n```pycon\n>>> import x\n>>> x.y()\n```\n\nDone."
+    )
+    assert module.markdown(">>> 1 + 1") == "```pycon\n>>> 1 + 1\n```"
 
 
 def test_the_link_checker_finds_a_missing_page_and_a_missing_anchor(tmp_path):
