@@ -16,6 +16,7 @@ from banditbench.data import load_dataset
 from banditbench.errors import UserError
 from banditbench.report.board import write_board
 from tests.conftest import banditbench_here
+from tests.site_links import CHROMIUM
 
 
 class Page(HTMLParser):
@@ -105,9 +106,6 @@ def test_the_board_refuses_a_folder_that_is_not_a_board_and_keeps_an_old_board_w
         write_board([suite_results / "results", broken], site)
     assert (site / "index.html").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken", "notes", "site"]  # no staging folder left
-
-
-CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")

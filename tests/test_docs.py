@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from site_links import CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
@@ -197,7 +198,7 @@ def test_shown_commands_name_existing_subcommands_options_presets_and_algorithms
             if name == "--preset":
                 assert value in PRESETS, f"{where}: no preset {value!r}"
             if name == "--algos":
-                unknown = set(value.split(",")) - set(ALGORITHMS)
+                unknown = {name for name in value.split(",") if ":" not in name} - set(ALGORITHMS)  # or import paths
                 assert not unknown, f"{where}: unknown algorithms {sorted(unknown)}"
 
 
@@ -308,6 +309,20 @@ def missing_cards(site: Path) -> list[str]:
     return problems
 
 
+def undocumented_api(site: Path, modules: dict[str, list[str]]) -> list[str]:
+    """The public modules without a page, and the members their page does not document (mkdocstrings gives each
+    documented object an element id of its full name)."""
+    problems = []
+    for module, members in modules.items():
+        page = site / "reference" / "python" / module / "index.html"
+        if not page.is_file():
+            problems.append(f"no page for {module}")
+            continue
+        ids = set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+        problems += [f"{module}.{name} is not documented" for name in members if f"{module}.{name}" not in ids]
+    return problems
+
+
 def reference_hook():
     """The mkdocs hook that writes the reference pages (docs/hooks/reference.py), imported from its file."""
     spec = importlib.util.spec_from_file_location("reference_hook", ROOT / "docs" / "hooks" / "reference.py")
@@ -333,11 +348,33 @@ def test_algorithm_cards_find_their_parity_and_speed_rows_in_the_parity_page():
     assert "No parity check." in hook.parity_sections("cofiba", page)
 
 
+def test_preset_cards_take_their_times_from_the_pages_that_measured_them_and_say_when_none_did():
+    hook = reference_hook()
+    reproducing = "| preset | reproduces | time |\n|---|---|---|\n"
+    reproducing += "| `a`, `b` | Fig. 1 | measured 5 min |\n| `c` | Fig. 2 | as above |\n"
+    reproducing += "| `d` | Fig. 3 | see [GPU](performance.md#on-a-gpu) |\n"
+    performance = (
+        "- **A**: 2-core x86 VM\n- **G**: a GPU machine, 16 CPU cores\n\n| what | figure | machine | command |\n"
+        "|---|---|---|---|\n| whole `a` preset | 40 s | A | `x.py` |\n| whole `b` preset | 9 s | G | `x.py` |\n"
+    )
+    times = hook.preset_times(reproducing, performance)
+    assert [time.split(" (")[0] for time in times["a"]] == ["measured 5 min", "whole `a` preset: 40 s"]
+    assert [time.split(" (")[0] for time in times["c"]] == ["measured 5 min"]  # "as above"
+    assert len(times["b"]) == 1  # the 16-core machine's figure is left out
+    assert times["d"][0].startswith("see [GPU](../../performance.md#on-a-gpu)")  # a link from the card's folder
+    assert "## Expected time on a 2-core CPU\n\nNot measured." in hook.preset_card(next(iter(hook.PRESETS)), [])
+    real = hook.preset_times(
+        *((ROOT / "docs" / page).read_text(encoding="utf-8") for page in ("reproducing.md", "performance.md"))
+    )
+    assert {"bass-synthetic", "mcnb-movielens", "ghosh-synthetic"} <= set(real)  # a renamed column would lose them
+
+
 # One test, so that the site is built once (a module fixture would be built once per pytest-xdist worker).
 def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_broken_link(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
-    pytest.importorskip("material", reason="mkdocs-material is not installed (pip install -e '.[docs]')")
-    from site_links import broken_links
+    for plugin in ("material", "mkdocs_jupyter", "mkdocstrings_handlers.python"):
+        pytest.importorskip(plugin, reason=f"{plugin} is not installed (pip install -e '.[docs]')")
+    from site_links import broken_links, rendered_problems
 
     build_site(tmp_path / "site")
     site = tmp_path / "site"
@@ -345,8 +382,15 @@ def test_the_site_builds_strictly_with_four_kinds_of_page_every_card_and_no_brok
     kinds = ("Tutorial", "How-to guides", "Reference", "Explanation")
     assert not [kind for kind in kinds if f">{kind}<" not in home], "the navigation lacks a kind of page"
     assert not missing_cards(site), "\n".join(missing_cards(site))
+    assert not undocumented_api(site, reference_hook().API), "\n".join(undocumented_api(site, reference_hook().API))
+    tutorial = (site / "quickstart" / "index.html").read_text(encoding="utf-8")
+    assert "data:image/png" in tutorial and "regret_mean" in tutorial, "the tutorial lacks its plot or its table"
     broken = broken_links(site)
     assert not broken, "broken links:\n" + "\n".join(broken[:40])
+    if CHROMIUM:  # the home page and a card as a browser shows them
+        shown = ("index.html", "reference/algorithms/club/index.html")
+        problems = [problem for page in shown for problem in rendered_problems(site, site / page)]
+        assert not problems, "\n".join(problems)
 
 
 def test_a_missing_card_and_a_stale_card_are_reported(tmp_path):
@@ -368,6 +412,46 @@ def test_a_missing_card_and_a_stale_card_are_reported(tmp_path):
             (tmp_path / "reference" / page).mkdir(parents=True)
             (tmp_path / "reference" / page / "index.html").write_text("card")
     assert missing_cards(tmp_path) == [f"algorithms: no card for {first}", "presets: a card for the unregistered gone"]
+
+
+def test_the_api_reference_covers_the_public_api_and_a_gap_is_reported(tmp_path):
+    modules = reference_hook().API
+    assert "run" in modules["banditbench.api"] and "Policy" in modules["banditbench.algos.base"]
+    assert "__version__" not in modules["banditbench.api"]  # a value, not a documented object
+    page = tmp_path / "reference" / "python" / "banditbench.api" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<h2 id="banditbench.api.run">run</h2>')
+    assert undocumented_api(tmp_path, {"banditbench.api": ["run", "load"], "banditbench.errors": ["UserError"]}) == [
+        "banditbench.api.load is not documented",
+        "no page for banditbench.errors",
+    ]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+def test_headless_chromium_reports_a_script_error_a_missing_heading_and_a_link_broken_by_a_script(tmp_path):
+    from site_links import rendered_problems
+
+    (tmp_path / "index.html").write_text(
+        '<html><body><h2 id="top">Home</h2><a href="#top">ok</a><script>'
+        'let a = document.createElement("a"); a.href = "gone.html"; document.body.appendChild(a);'
+        'throw new Error("boom")</script></body></html>'
+    )
+    problems = rendered_problems(tmp_path, tmp_path / "index.html")
+    assert len(problems) == 3 and "Uncaught Error: boom" in problems[0]
+    assert problems[1:] == ["index.html: no heading", "index.html: gone.html (no such file)"]
+
+
+def test_the_docstrings_rest_becomes_markdown():
+    spec = importlib.util.spec_from_file_location("docstrings", ROOT / "docs" / "hooks" / "docstrings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (
+        "Raises :class:`~banditbench.errors.UserError` (:func:`banditbench.run`).\n\n>>> import x\n>>> x.y()\n\nDone."
+    )
+    assert module.markdown(text) == (
+        "Raises `UserError` (`banditbench.run`).\n\n```pycon\n>>> import x\n>>> x.y()\n```\n\nDone."
+    )
+    assert module.markdown(">>> 1 + 1") == "```pycon\n>>> 1 + 1\n```"
 
 
 def test_the_link_checker_finds_a_missing_page_and_a_missing_anchor(tmp_path):

@@ -10,6 +10,7 @@ from conftest import banditbench
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos import domains as d
+from banditbench.algos.base import AlgorithmSpec
 from banditbench.errors import UserError
 from banditbench.runner import grid
 
@@ -26,6 +27,49 @@ def test_every_hyper_parameter_has_a_domain_that_holds_its_default(name):
     assert not missing, f"{name}: no domain for {missing}"
     outside = [key for key, p in parameters.items() if not p.domain.contains(p.default)]
     assert not outside, f"{name}: defaults outside their domains: {outside}"
+
+
+def bad_switches(spec) -> list[str]:
+    """The switches to the authors' code that select nothing: no such hyper-parameter, a value outside its domain or
+    its default."""
+    parameters = spec.parameters()
+    problems = [  # a switch names a hyper-parameter of the class that declares it (a subclass may drop it)
+        f"{key} is no hyper-parameter"
+        for kind in spec.policy.__mro__
+        for key in vars(kind).get("authors_code", {})
+        if not any(key in vars(other).get("domains", {}) for other in kind.__mro__)
+    ]
+    for key, (value, what) in spec.authors_code().items():
+        if not parameters[key].domain.contains(value):
+            problems.append(f"{key}={value!r} is outside {parameters[key].domain.describe()}")
+        elif value == parameters[key].default:
+            problems.append(f"{key}={value!r} is the default, the paper's")
+        if not what:
+            problems.append(f"{key}: says nothing of what it changes")
+    return problems
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_every_switch_to_the_authors_code_selects_another_value_of_its_domain(name):
+    assert not bad_switches(ALGORITHMS[name]), f"{name}: {bad_switches(ALGORITHMS[name])}"
+
+
+def test_switches_are_inherited_and_a_bad_one_is_reported():
+    assert set(ALGORITHMS["neurallinear"].authors_code()) == {"bias", "init", "schedule"}  # the shared network's
+    assert {"code_training", "schedule"} <= set(ALGORITHMS["mcnb"].authors_code())
+    assert ALGORITHMS["club"].authors_code()["random_init_graph"][0] is True
+    assert "reset_checks" in ALGORITHMS["sclub"].authors_code() and not ALGORITHMS["linucb-ind"].authors_code()
+
+    class Broken(ALGORITHMS["club"].policy):
+        authors_code = {"reference_ucb": (False, "the default"), "ridge": (-1.0, ""), "not_a_parameter": (1, "x")}
+
+    spec = AlgorithmSpec("broken", Broken, "Nobody 2026", "a test")
+    assert bad_switches(spec) == [
+        "not_a_parameter is no hyper-parameter",
+        "ridge=-1.0 is outside a finite real number > 0",
+        "ridge: says nothing of what it changes",
+        "reference_ucb=False is the default, the paper's",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""examples/quickstart.ipynb runs from top to bottom on the shared MovieLens-100K folder (skipped without it)."""
+"""examples/quickstart.ipynb, the site's tutorial: it runs from top to bottom on the shared MovieLens-100K folder
+(skipped without it), and the copy in the repository keeps the outputs the site shows."""
 
 from __future__ import annotations
 
@@ -36,3 +37,27 @@ def test_quickstart_notebook_runs_and_shows_its_results(tmp_path, monkeypatch):
     assert any("image/png" in o.get("data", {}) for cell in outputs for o in cell)  # the plotted curves
     assert "eps-greedy[epsilon=0.05]" in text and "eps-greedy[epsilon=0.2]" in text
     assert (tmp_path / "datasets" / "movielens" / "manifest.json").is_file()
+
+
+def missing_outputs(notebook) -> list[str]:
+    """What the tutorial page would lack: a code cell (after the set-up cell) without output, an error shown, a table,
+    a plot."""
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    outputs = [output for cell in cells for output in cell.get("outputs", [])]
+    problems = [f"cell {n} has no output" for n, cell in enumerate(cells[1:], 2) if not cell.get("outputs")]
+    problems += [f"an error: {output.get('ename')}" for output in outputs if output.get("output_type") == "error"]
+    if not any("text/html" in output.get("data", {}) for output in outputs):
+        problems.append("no table")
+    if not any("image/png" in output.get("data", {}) for output in outputs):
+        problems.append("no plot")
+    return problems
+
+
+def test_the_stored_notebook_shows_every_cell_s_output_a_table_and_a_plot():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert not missing_outputs(notebook), "rerun: jupyter nbconvert --to notebook --execute --inplace " + str(NOTEBOOK)
+    cleared = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in cleared.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [] if "plot()" in cell.source or "summary()" in cell.source else cell.outputs
+    assert missing_outputs(cleared)[-1] == "no plot" and "no table" in missing_outputs(cleared)

@@ -35,6 +35,10 @@ class Policy(Stateful):
     #: The values each hyper-parameter may take (banditbench/algos/domains.py), beside the constructor's defaults.
     domains: dict[str, Domain] = {}
 
+    #: Switches to the authors' code: hyper-parameter → (the value that selects the authors' code over the paper's
+    #: default, what it changes). The reference's card of the algorithm lists them.
+    authors_code: dict[str, tuple[Any, str]] = {}
+
     #: Hyper-parameters whose values may differ between the members of a group (as ``MemberPolicy.member_params``):
     #: its ``Lockstep`` keeps them per member, so the grid cells that differ only in them run together with their seeds.
     member_params: tuple[str, ...] = ()
@@ -134,6 +138,7 @@ class MemberPolicy(MemberStateful):
     #: As ``Policy.timing_columns``, with ``last_timings[name]`` one value per member.
     timing_columns: tuple[str, ...] = ()
     domains: dict[str, Domain] = {}
+    authors_code: dict[str, tuple[Any, str]] = {}  # as ``Policy.authors_code``
     #: Hyper-parameters that may take one value per member: the grid cells that differ only in them form one group.
     member_params: tuple[str, ...] = ()
     #: a member's place in its group (another grouping changes it), and this round's arms ``read_arms`` keeps
@@ -273,6 +278,15 @@ class AlgorithmSpec:
         declared: dict[str, Domain] = {}
         for kind in reversed(self.policy.__mro__):
             declared.update(vars(kind).get("domains", {}))
+        return {name: declared[name] for name in self.defaults() if name in declared}
+
+    def authors_code(self) -> dict[str, tuple[Any, str]]:
+        """The switches to the authors' code, from the classes' ``authors_code`` (a subclass's wins): each settable
+        hyper-parameter whose value selects the authors' code over the paper's default, with that value and what it
+        changes."""
+        declared: dict[str, tuple[Any, str]] = {}
+        for kind in reversed(self.policy.__mro__):
+            declared.update(vars(kind).get("authors_code", {}))
         return {name: declared[name] for name in self.defaults() if name in declared}
 
     def parameters(self) -> dict[str, Parameter]:

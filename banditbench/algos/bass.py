@@ -110,6 +110,13 @@ class BASS(MemberPolicy):
         "radius_convention": d.Choice(CONVENTIONS),
         "bandpy_clock": d.FLAG,
     }
+    authors_code = {
+        "radius_convention": (
+            "bandpy",
+            "Σ = γβV⁻¹ (bandpy's LBC) instead of γ²β²V⁻¹: an effective radius √β, which separates users much earlier",
+        ),
+        "bandpy_clock": (True, "their round clock, one round behind ours in the log(t + 1) of the index (bandpy)"),
+    }
     transient = ("ridge_eye",)  # λI, for every member
 
     def __init__(

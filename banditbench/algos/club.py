@@ -44,6 +44,22 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
         "reference_ucb": d.FLAG,
         "served_pairs_only": d.FLAG,
     }
+    authors_code = {
+        "random_init_graph": (
+            True,
+            "an Erdős–Rényi start graph with p = 3 ln n / n (Shuai Li's code) instead of the complete graph of "
+            "Algorithm 1",
+        ),
+        "reference_ucb": (
+            True,
+            "the index without the square root, xᵀθ + α·β(N, t)·xᵀA⁻¹x, NaN at t = 0 (their code has no α: α = 1)",
+        ),
+        "served_pairs_only": (
+            True,
+            "an edge is tested only when both users have been served (Ban's code), so users never served keep the"
+            " graph connected",
+        ),
+    }
     transient = ("confidence",)  # a table of CB's values, grown on demand
 
     def __init__(

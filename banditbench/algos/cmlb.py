@@ -73,6 +73,14 @@ class CMLB(MemberPolicy):
         "cluster_threshold": d.POSITIVE,
         "bandpy_clock": d.FLAG,
     }
+    authors_code = {
+        "bandpy_schedule": (
+            True,
+            "bandpy's CMLB: α-LinUCB on each user's own samples for the first rounds, then one clustering by an "
+            "absolute distance threshold",
+        ),
+        "bandpy_clock": (True, "their round clock, one round behind ours in the log(t + 1) of the index (bandpy)"),
+    }
 
     def __init__(
         self,

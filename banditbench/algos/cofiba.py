@@ -93,6 +93,30 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         "reference_threshold": d.FLAG,
         "frozen_counts": d.FLAG,
     }
+    authors_code = {
+        "random_init_graph": (
+            True,
+            "user graphs G(n, 3 ln n / n) and item graph G(L, 3 ln L / L) instead of complete graphs",
+        ),
+        "new_user_graph": (
+            "fresh",
+            "every part of a split item cluster restarts from an initial user graph instead of a copy of the one "
+            "it split from",
+        ),
+        "reference_ucb": (True, "the index xᵀw̄ + α·0.1·xᵀM̄⁻¹x: their β = 0.1, no square root, no log t"),
+        "reference_threshold": (
+            True,
+            "both tests against α₂·4√d·(F(T_i) + F(T_ℓ)), the same for every item, instead of the item-dependent bound",
+        ),
+        "frozen_counts": (
+            True,
+            "the counts T never grow (Ban's copy): with reference_threshold, edges are practically never cut",
+        ),
+        "item_nodes": (
+            "slots",
+            "the item graph is over the K arm positions of a round (Ban's copy) instead of a pool of contexts",
+        ),
+    }
 
     def __init__(
         self,

@@ -49,6 +49,16 @@ class DynUCB(MemberPolicy):
         "refresh_on_move": d.FLAG,
         "bandpy_clock": d.FLAG,
     }
+    authors_code = {
+        "centroid": (
+            "mean",
+            "a cluster's θ is the mean of its members' estimates (the authors' Java code) instead of the pooled "
+            "ridge estimate",
+        ),
+        "reference_ucb": (True, "the GNB baseline code's index xᵀθ_c + α·xᵀA_c⁻¹x, without square root or log"),
+        "refresh_on_move": (True, "a cluster's statistics are recomputed only when a user joins or leaves it (bandpy)"),
+        "bandpy_clock": (True, "their round clock, one round behind ours in the log(t + 1) of the index (bandpy)"),
+    }
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
+    NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
@@ -95,6 +96,20 @@ class EENet(Policy):
         "decision_width": d.COUNT,
         "decision_warmup": d.STEPS,
         "decision_lr": d.POSITIVE,
+    }
+    authors_code = {
+        **NETWORK_CODE,
+        "code_decision": (
+            True,
+            "their decision rule at HEAD: the shifted f2 label r − f1 + 1, arm = argmax f1 + w·(f2 − 1), extra "
+            "labels while t < 1000",
+        ),
+        "code_training": (
+            True,
+            "their training loop: single-sample steps over passes of the history, at most 2 000 steps, until the "
+            "error is small",
+        ),
+        "explore_conv": (True, "their f2 network: a one-channel Conv1d over the gradient features before the MLP"),
     }
 
     def __init__(

@@ -36,6 +36,12 @@ class LOCB(BuiltAtFirstRound, MemberPolicy):
         "ridge": d.POSITIVE,
         "reference_ucb": d.FLAG,
     }
+    authors_code = {
+        "reference_ucb": (
+            True,
+            "the index xᵀθ + α·β(N, t)·xᵀS⁻¹x without the square root, NaN at t = 0 (α = 1 in their code)",
+        ),
+    }
     transient = ("confidence",)  # a table of F's values, grown on demand
 
     def __init__(

@@ -54,6 +54,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
+    NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
@@ -116,6 +117,22 @@ class MCNB(Policy):
         "code_threshold": d.FLAG,
         "code_training": d.FLAG,
         "share_with_cluster": d.FLAG,
+    }
+    authors_code = {
+        **NETWORK_CODE,
+        "meta_every_10th_in_place": (True, "adapt only when t % 10 == 0, cumulatively in place across arms"),
+        "group_cap": (True, "a group is capped at n/5 members drawn with replacement, plus the served user"),
+        "code_exploration": (True, "U = f(x; Θ) + sqrt(code_nu)·‖g(x; Θ)‖ + code_nu·sqrt(1/count)"),
+        "meta_pooled_training": (True, "on scheduled rounds Θ also trains with Adam on all users' data"),
+        "code_threshold": (True, "the cluster test |diff| < γ instead of ≤ (ν − 1)γ/ν"),
+        "code_training": (
+            True,
+            "their training loops: single-sample Adam passes over the served user's history, at most 500 steps",
+        ),
+        "share_with_cluster": (
+            False,
+            "a user's data and count grow only on the rounds it is served (the code at HEAD)",
+        ),
     }
 
     def __init__(

@@ -48,6 +48,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
+    NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
@@ -86,6 +87,20 @@ class MetaBan(Policy):
         "share_data_with_group": d.FLAG,
         "user_start": d.Choice(USER_STARTS),
         "code_training": d.FLAG,
+    }
+    authors_code = {
+        **NETWORK_CODE,
+        "group_mode": (
+            "last_arm",
+            "one group a round, from the last arm (the January 2022 code; union: the February 2022 code)",
+        ),
+        "ucb": ("grad_norm", "U = f(x; Θ) + sqrt(λν)·‖g(x; Θ)‖ with λν = code_lam_nu"),
+        "share_data_with_group": (True, "the round's sample is appended to every member of the chosen arm's group"),
+        "user_start": ("meta", "a user's learner starts from the meta network Θ_t each time it trains"),
+        "code_training": (
+            True,
+            "their training loops: single-sample Adam passes for Θ every round and for the served user's learner",
+        ),
     }
 
     def __init__(

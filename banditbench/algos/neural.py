@@ -46,6 +46,16 @@ NETWORK_DOMAINS = {
     "threads": d.COUNT,
 }
 
+#: The authors' code in the network settings every neural bandit shares (``Policy.authors_code``).
+NETWORK_CODE = {
+    "bias": (True, "biases in every layer, as the authors' networks have"),
+    "init": ("torch", "nn.Linear's default U(±1/sqrt(fan_in)) instead of W_l ~ N(0, 2/m)"),
+    "schedule": (
+        "code",
+        "the Ban-family runners' training test on the 0-based t: t % 10 == 0 below 1000, then t % 100 == 0",
+    ),
+}
+
 
 def resolve_device(name: str) -> torch.device:
     if name not in DEVICES:

@@ -30,6 +30,7 @@ from banditbench.algos.base import Lockstep, Policy
 from banditbench.algos.graphs import dense_components
 from banditbench.algos.neural import (
     MLP,
+    NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     History,
@@ -105,6 +106,7 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
 class NeuralLinear(Policy):
     member_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
+    authors_code = NETWORK_CODE
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import Policy
 from banditbench.algos.neural import (
     MLP,
+    NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
@@ -71,6 +72,17 @@ class NeuralUCB(Policy):
         "max_covariance_gb": d.POSITIVE,
         "train_served_only": d.FLAG,
         "code_training": d.FLAG,
+    }
+    authors_code = {
+        **NETWORK_CODE,
+        "train_served_only": (
+            True,
+            "only the served user's network trains on a scheduled round, not every user whose history grew",
+        ),
+        "code_training": (
+            True,
+            "their training loop: single-sample SGD at lr on the served user's network, at most 500 steps, no penalty",
+        ),
     }
 
     def __init__(

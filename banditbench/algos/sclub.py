@@ -39,6 +39,13 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         "reset_checks": d.FLAG,
         "reference_ucb": d.FLAG,
     }
+    authors_code = {
+        "reset_checks": (False, "the split checks are never reset (Ban's copy of the code)"),
+        "reference_ucb": (
+            True,
+            "the index without the square root, xᵀθ + α·β(N, t)·xᵀA⁻¹x, NaN at t = 0 (their code has no α: α = 1)",
+        ),
+    }
     transient = ("confidence",)  # a table of F's values, grown on demand
 
     def __init__(

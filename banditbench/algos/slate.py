@@ -108,6 +108,12 @@ class SlatePolicy(Policy):
     transient = ("catalogue",)  # the problem's, set again by ``start``
 
     domains = {"dynamic_topics": d.FLAG, "topic_groups": d.Choice(TOPIC_GROUPS), "topic_min_size": d.Optional(d.COUNT)}
+    authors_code = {
+        "topic_groups": (
+            "code",
+            "groups grow while under p items, and a topic larger than a group still needs is sub-sampled",
+        ),
+    }
 
     def __init__(
         self,

@@ -2,11 +2,13 @@
 
 Pages (none committed): ``reference/cli.md``, every command and option of the typer app; one card per registered
 algorithm under ``reference/algorithms/``, per dataset under ``reference/datasets/`` and per preset under
-``reference/presets/``, each kind with an index page. The cards join the navigation under their index.
+``reference/presets/``; one page per public Python module under ``reference/python/``, which mkdocstrings fills
+from the docstrings. Each kind has an index page, and its pages join the navigation under it.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -15,12 +17,39 @@ import click
 import typer
 from mkdocs.structure.files import File
 
+import banditbench
 from banditbench.algos import ALGORITHMS
 from banditbench.cli import app
 from banditbench.data import DATASETS
 from banditbench.presets import INVENTORY, PRESETS, covering
 
-REGISTRIES = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS}
+#: Modules a plug-in imports beside ``banditbench.__all__``: the policy contract, the hyper-parameters' domains and the
+#: error a user is shown.
+EXTENSION_MODULES = ("banditbench.algos.base", "banditbench.algos.domains", "banditbench.errors")
+
+
+def api_members() -> dict[str, list[str]]:
+    """The public modules, each with the names its page documents: the names of ``banditbench.__all__`` under the
+    module that defines them, then every public class and function of the modules a plug-in imports."""
+    found: dict[str, list[str]] = {}
+    for name in banditbench.__all__:
+        module = getattr(getattr(banditbench, name), "__module__", None)  # None: a value, such as __version__
+        if module:
+            found.setdefault(module, []).append(name)
+    for module_name in EXTENSION_MODULES:
+        defined = vars(importlib.import_module(module_name)).items()
+        found[module_name] = [
+            name
+            for name, value in defined
+            if not name.startswith("_")
+            and (inspect.isclass(value) or inspect.isfunction(value))
+            and value.__module__ == module_name
+        ]
+    return found
+
+
+API = api_members()
+REGISTRIES = {"algorithms": ALGORITHMS, "datasets": DATASETS, "presets": PRESETS, "python": API}
 
 
 def plain(text: object) -> str:
@@ -116,6 +145,18 @@ def parity_sections(name: str, parity: str) -> list[str]:
     return lines
 
 
+def switches_table(spec) -> list[str]:
+    """The hyper-parameters whose values select the authors' code over the paper's default, as the class declares."""
+    switches = spec.authors_code()
+    if not switches:
+        return ["None: the paper's behaviour is the only one."]
+    defaults = spec.defaults()
+    lines = ["| switch | paper (default) | authors' code | what it changes |", "|---|---|---|---|"]
+    for key, (value, what) in switches.items():
+        lines.append(f"| `{key}` | {cell(defaults[key])} | {cell(value)} | {plain(what)} |")
+    return lines
+
+
 def algorithm_card(name: str, parity: str) -> str:
     """One algorithm's card: its declaration, its class's description, and its rows of docs/parity.md."""
     spec = ALGORITHMS[name]
@@ -133,6 +174,7 @@ def algorithm_card(name: str, parity: str) -> str:
         lines.append("None: the name fixes everything.")
     if spec.fixed:
         lines += ["", "Fixed by the name: " + ", ".join(f"`{k}={v}`" for k, v in spec.fixed.items()) + "."]
+    lines += ["", "## Switches to the authors' code", "", *switches_table(spec)]
     lines += ["", "## Capabilities", "", "| capability | declared |", "|---|---|"]
     lines += [
         f"| {key.replace('_', ' ')} | {'yes' if value else 'no'} |" for key, value in vars(spec.capabilities).items()
@@ -191,7 +233,32 @@ def dataset_card(name: str) -> str:
 # -------------------------------------------------------------------------------------------- preset cards
 
 
-def preset_card(name: str) -> str:
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every Markdown table row of a page (header and separator rows included)."""
+    return [
+        [c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")
+    ]
+
+
+def preset_times(reproducing: str, performance: str) -> dict[str, list[str]]:
+    """What docs/reproducing.md (its time column) and docs/performance.md (its summary rows measured on a 2-core
+    machine) say of each preset's running time, by preset."""
+    found: dict[str, list[str]] = {}
+    source, time = "([Reproducing the papers](../../reproducing.md#presets-and-expected-times))", ""
+    for cells in (cells for cells in table_rows(reproducing) if len(cells) >= 3 and cells[0].startswith("`")):
+        # "as above": the row before's; a link of the page is relative to docs/, two folders above the card
+        time = time if cells[2] == "as above" else re.sub(r"\]\((?![a-z]+:|#)", "](../../", cells[2])
+        for preset in re.findall(r"`([a-z0-9-]+)`", cells[0]):
+            found.setdefault(preset, []).append(f"{time} {source}")
+    two_cores = set(re.findall(r"^- \*\*(.+?)\*\*: 2-core", performance, re.M))
+    for what, figure, machine, *_ in (cells for cells in table_rows(performance) if len(cells) >= 4):
+        if set(machine.split(", ")) <= two_cores:
+            for preset in re.findall(r"`([a-z0-9-]+)` preset", what):
+                found.setdefault(preset, []).append(f"{what}: {figure} ([Performance](../../performance.md#summary))")
+    return found
+
+
+def preset_card(name: str, times: list[str]) -> str:
     spec = PRESETS[name]
     data = ", ".join(f"`{key}={value}`" for key, value in spec["data"].items()) or "the dataset's defaults"
     lines = [f"# {name}", "", f"Reproduces {spec['reproduces']}; {spec['paper']}.", ""]
@@ -206,10 +273,21 @@ def preset_card(name: str) -> str:
     lines.append("| algorithms | " + ", ".join(f"[{a}](../algorithms/{a}.md)" for a in spec["algos"]) + " |")
     if spec["notes"]:
         lines += ["", plain(spec["notes"])]
+    lines += ["", "## Expected time on a 2-core CPU", ""]
+    lines += [f"- {time}" for time in times] or ["Not measured."]
     exhibits = [exhibit for exhibit in INVENTORY if name in covering(exhibit)]
     lines += ["", "## Exhibits of the paper it judges", ""]
     lines += [f"- {exhibit.name}: {plain(exhibit.shows)}." for exhibit in exhibits] or ["None."]
     return "\n".join([*lines, ""])
+
+
+# ------------------------------------------------------------------------------------------ the Python API
+
+
+def api_page(module: str) -> str:
+    """A module's page: its docstring and its public members' signatures and docstrings, which mkdocstrings reads."""
+    members = [f"        - {name}" for name in API[module]]
+    return "\n".join([f"# `{module}`", "", f"::: {module}", "    options:", "      members:", *members, ""])
 
 
 # -------------------------------------------------------------------------------------------- mkdocs hooks
@@ -217,19 +295,35 @@ def preset_card(name: str) -> str:
 
 def index_page(kind: str, summaries: dict[str, str]) -> str:
     entries = (f"- [{name}]({name}.md): {plain(summary)}" for name, summary in summaries.items())
-    return "\n".join([f"# {kind.capitalize()}", "", *entries, ""])
+    title = "Python API" if kind == "python" else kind.capitalize()
+    return "\n".join([f"# {title}", "", *entries, ""])
 
 
 def pages(docs_dir: Path) -> dict[str, str]:
     """Every generated page by its path under the docs folder."""
-    parity = (docs_dir / "parity.md").read_text(encoding="utf-8") if (docs_dir / "parity.md").is_file() else ""
+    parity, reproducing, performance = (
+        (docs_dir / page).read_text(encoding="utf-8") if (docs_dir / page).is_file() else ""
+        for page in ("parity.md", "reproducing.md", "performance.md")
+    )
+    times = preset_times(reproducing, performance)
     found = {"reference/cli.md": cli_page()}
     for kind, registry, card, summary in (
-        ("algorithms", ALGORITHMS, lambda name: algorithm_card(name, parity), lambda spec: spec.description),
-        ("datasets", DATASETS, dataset_card, lambda dataset: dataset.description),
-        ("presets", PRESETS, preset_card, lambda spec: spec["reproduces"]),
+        (
+            "algorithms",
+            ALGORITHMS,
+            lambda name: algorithm_card(name, parity),
+            lambda name: ALGORITHMS[name].description,
+        ),
+        ("datasets", DATASETS, dataset_card, lambda name: DATASETS[name].description),
+        (
+            "presets",
+            PRESETS,
+            lambda name: preset_card(name, times.get(name, [])),
+            lambda name: PRESETS[name]["reproduces"],
+        ),
+        ("python", API, api_page, lambda name: first_paragraph(importlib.import_module(name).__doc__)),
     ):
-        found[f"reference/{kind}/index.md"] = index_page(kind, {name: summary(v) for name, v in registry.items()})
+        found[f"reference/{kind}/index.md"] = index_page(kind, {name: summary(name) for name in registry})
         found.update({f"reference/{kind}/{name}.md": card(name) for name in registry})
     return found
 
