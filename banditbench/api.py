@@ -146,6 +146,7 @@ def run(
     allow_stand_in: bool | None = None,
     prepare: bool = False,
     source: str | Path | None = None,
+    environment=None,
 ) -> Results:
     """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
 
@@ -159,7 +160,9 @@ def run(
     ``jobs=None``: one worker per core. ``engine="lockstep"`` runs the seeds of lockstep algorithms together
     (runner/engines.py).
     A preset runs only on the data it declares (banditbench/presets.py), unless ``allow_stand_in``; ``prepare=True``
-    first prepares that data where it is missing, downloading it or reading ``source``.
+    first prepares that data where it is missing, downloading it or reading ``source``. ``environment``: a
+    :class:`~banditbench.environment.Environment` (a DataFrame or a reward function) to run on, in place of
+    ``dataset`` and ``data_dir``.
 
     The others are the flags of ``banditbench run``: ``rounds`` T per unit, ``seeds`` S per algorithm, ``seed``
     the master seed every unit's seed is spawned from, ``budget`` the arms a policy may score per round,
@@ -174,6 +177,10 @@ def run(
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
     ``overwrite`` or ``resume``).
     """
+    if environment is not None:  # a DataFrame or a reward function, staged as a prepared dataset
+        if dataset is not None or data_dir is not None:
+            raise UserError("run takes environment= or dataset= and data_dir=, not both")
+        dataset, data_dir = environment.name, environment.data_dir
     names = None if algos is None else algorithm_names(algos)
     flags = {
         "dataset": dataset,
