@@ -32,7 +32,7 @@ import pandas as pd
 
 from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
-from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
+from banditbench.envs import BudgetExceeded
 from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.results.folder import check_output
@@ -41,7 +41,6 @@ from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
-from banditbench.runner.seeds import unit_streams
 from banditbench.runner.settings import DEFAULT_BENCHMARK
 
 __all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
@@ -490,62 +489,62 @@ def default_results_folder(settings: dict[str, Any]) -> Path:
 
 # ---- the policy contract, tried before the run --------------------------------------------------------------
 def check_contract(experiment: Experiment, name: str) -> None:
-    """Build ``name`` for the experiment's problem and play a few rounds of its own environment (the
-    first seed's streams); a broken rule of the policy contract is one line naming it."""
-    spec = ALGORITHMS[name]
+    """Build ``name`` for the experiment's problem and play the first CONTRACT_ROUNDS rounds of its first seed through
+    the runner's own round loop (runner/unit.py), so that it accepts exactly what a run accepts; a broken rule of the
+    policy contract is one line naming it."""
+    from banditbench.results.units import Unit
+    from banditbench.runner.choices import BrokenContract
+    from banditbench.runner.unit import play, start_lanes
+
     config = experiment.config
-    env_seed, policy_seed = unit_streams(config["master_seed"], 0)
-    info = PROTOCOLS[config["protocol"]]
-    params = grid.cells(config["algorithms"][name])[0]  # the first cell of its grid
-    if info.slate:
-        env = info.environment(experiment.dataset, env_seed, config.get("env", {}), config["budget"])
-    else:
-        env = info.environment(experiment.dataset, env_seed)
+    first_cell = grid.cells(config["algorithms"][name])[0]
+    unit = Unit(
+        config["dataset"],
+        config["protocol"],
+        name,
+        first_cell,
+        config["master_seed"],
+        0,
+        min(CONTRACT_ROUNDS, config["rounds"]),
+        config["budget"],
+        env=config.get("env", {}),
+    )
     broken = f"{name} breaks the policy contract:"
     try:
-        policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=params)
+        lanes, group, _ = start_lanes([unit], experiment.dataset, None)
     except TypeError as e:
         raise UserError(
             f"{broken} its constructor must take the keywords n_users, n_arms, dim and seed besides "
             f"its hyper-parameters ({e})"
         ) from None
-    if info.slate:
-        policy.start(env.problem)
-    for rnd in env.rounds(CONTRACT_ROUNDS):
-        budget = Budget(config["budget"])
-        view = rnd.view(env.catalogue, budget) if info.slate else (rnd if policy.privileged else rnd.view(budget))
-        try:
-            chosen = policy.select(view, budget)
-        except BudgetExceeded as e:
-            raise UserError(f"{broken} select() exceeded the budget ({e})") from None
-        budget.close()
-        if info.slate:
-            from banditbench.runner.slate import check_slate
+    try:
+        play(lanes, Watched(group), 0, None, None)
+    except BrokenContract as e:
+        raise UserError(f"{broken} {e.rule}") from None
+    except BudgetExceeded as e:
+        raise UserError(f"{broken} select() exceeded the budget ({e})") from None
+    except UpdateFailed as e:
+        raise UserError(f"{broken} update(view, chosen, reward) failed: {e}") from None
 
-            try:
-                chosen = check_slate(chosen, env.slate_size, env.n_arms, name)
-            except (RuntimeError, TypeError, ValueError) as e:
-                raise UserError(
-                    f"{broken} select() must return a slate of {env.slate_size} distinct item ids ({e})"
-                ) from None
-            feedback = env.feedback(rnd, chosen)[0]
-        else:
-            arms = len(rnd.arms)
-            if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
-                shape = f" of shape {chosen.shape}" if isinstance(chosen, np.ndarray) else ""
-                raise UserError(
-                    f"{broken} select() must return one arm index (an int), got "
-                    f"{type(chosen).__name__}{shape}: {chosen!r}"
-                )
-            if not 0 <= chosen < arms:
-                raise UserError(
-                    f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
-                )
-            feedback = rnd.reward if info.logged else float(rnd.rewards[chosen])  # a log has its logged reward only
+
+class UpdateFailed(Exception):
+    """A policy's update raised, said as ``Type: message``."""
+
+
+class Watched:
+    """A group's policy whose update failures are told apart from the round loop's own (for check_contract)."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def __getattr__(self, name: str):
+        return getattr(self.group, name)
+
+    def update(self, views, chosen, rewards) -> None:
         try:
-            policy.update(view, chosen, feedback)
+            self.group.update(views, chosen, rewards)
         except Exception as e:
-            raise UserError(f"{broken} update(view, chosen, reward) failed: {type(e).__name__}: {e}") from None
+            raise UpdateFailed(f"{type(e).__name__}: {e}") from None
 
 
 # ---- results -----------------------------------------------------------------------------------------------
