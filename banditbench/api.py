@@ -633,20 +633,26 @@ class Results:
         return curves(self._load())
 
     def plot(
-        self, algos: Iterable[str] | str | None = None, band: str = "ci", log_x: bool = False, style: str = "paper"
+        self,
+        algos: Iterable[str] | str | None = None,
+        band: str = "ci",
+        log_x: bool = False,
+        style: str = "paper",
+        panels: str = "dataset",
     ):
         """Returns the cumulative regret (or CTR) curves, one panel per dataset, as a matplotlib Figure. ``algos``:
         the algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
-        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; as ``banditbench report``'s
-        --plot-algos, --band, --log-x and --style. Raises UserError for an algorithm not in these results or
-        another band or style."""
+        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; ``panels``: "dataset" or "family"
+        (a panel per algorithm family of each dataset: clustering of bandits, linear, neural, baselines); as
+        ``banditbench report``'s --plot-algos, --band, --log-x, --style and --panels. Raises UserError for an
+        algorithm not in these results or another band, style or panels."""
         from banditbench.report.plot_options import PlotOptions
         from banditbench.report.plots import regret_figure
 
         if isinstance(algos, str):
             algos = [name.strip() for name in algos.split(",") if name.strip()]
         chosen = None if algos is None else tuple(algos)
-        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style))
+        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style, panels))
 
     def report(self, format: str = "md") -> str:
         """Returns the report's tables as text in ``format``: "md", "csv" (the summary), "latex" or "html" (with

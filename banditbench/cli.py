@@ -792,6 +792,9 @@ def report(
     ),
     log_x: bool = typer.Option(False, "--log-x", help="Rounds on a log axis in the regret plot."),
     style: str = typer.Option("paper", "--style", help="Plot style: paper (a column wide) or slides (large type)."),
+    panels: str = typer.Option(
+        "dataset", "--panels", help="Regret plot panels: one per dataset, or per dataset and algorithm family."
+    ),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
@@ -829,7 +832,7 @@ def report(
             if name not in results.algorithms:
                 hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
                 raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
-    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style).checked(results.algorithms)
+    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style, panels).checked(results.algorithms)
     report_ = build_report(results, roles=roles, test=test)
     incomplete = incompleteness(results)
     for exp in results.experiments:
