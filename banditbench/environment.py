@@ -74,7 +74,7 @@ class Environment:
         ``frame`` that is not a DataFrame, or a file option (``source``), since the table is the source."""
         if not isinstance(frame, pd.DataFrame):
             raise UserError(f"from_dataframe takes a pandas DataFrame, got {type(frame).__name__}")
-        given = sorted(set(options) & {*api.SOURCE_OPTIONS, "name"})
+        given = sorted(set(options) & set(api.SOURCE_OPTIONS))
         if given:
             raise UserError(f"from_dataframe reads the DataFrame itself; it takes no {given[0]}= option")
         check_name(name)
@@ -120,10 +120,12 @@ class Environment:
 
         Returns the Environment. Raises UserError for a ``reward_fn`` that is not callable, fails or returns
         something other than a finite number, fewer than 1 user or 2 arms, both or neither of ``arms`` and
-        ``n_arms``, or a negative or non-finite ``noise``."""
+        ``n_arms``, a negative or non-finite ``noise``, or a ``seed`` that is not a non-negative integer."""
         check_name(name)
         if not callable(reward_fn):
             raise UserError(f"reward_fn must be a function of (context, arm), got {type(reward_fn).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise UserError(f"seed must be a non-negative integer, got {seed!r}")
         users = as_rows(contexts, "contexts")
         features = arm_features(arms, n_arms, users.shape[1] if dim is None else dim, seed)
         if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not (0 <= noise < math.inf):
@@ -141,7 +143,7 @@ class Environment:
             "agents": len(users),  # every user takes part in every run
             "noise": float(noise),
             "pulling": "async",
-            "seed": seed,
+            "seed": int(seed),
             "rewards_sha256": hashlib.sha256(expected.tobytes() + features.tobytes()).hexdigest(),
         }
         temporary = tempfile.mkdtemp(prefix="banditbench-environment-")

@@ -119,6 +119,7 @@ def test_the_staged_folder_lives_as_long_as_the_environment(tmp_path, monkeypatc
         (lambda: bb.Environment.from_function(lambda c, x: 0.0, np.eye(3), n_arms=4, arms=np.eye(3)), "one of the two"),
         (lambda: bb.Environment.from_function(lambda c, x: 0.0, np.eye(3), n_arms=1), "at least 2 arms"),
         (lambda: bb.Environment.from_function(lambda c, x: 0.0, np.eye(3), n_arms=4, noise=-1), "noise must be"),
+        (lambda: bb.Environment.from_function(lambda c, x: 0.0, np.eye(3), n_arms=4, seed=-1), "seed must be"),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_no_folder(build, message, tmp_path, monkeypatch):
