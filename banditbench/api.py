@@ -32,7 +32,8 @@ import pandas as pd
 
 from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
-from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
+from banditbench.data.prepared import MANIFEST
+from banditbench.envs import BudgetExceeded
 from banditbench.errors import Interrupted, UserError
 from banditbench.presets import resolve
 from banditbench.results.folder import check_output
@@ -41,8 +42,8 @@ from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
-from banditbench.runner.seeds import unit_streams
 from banditbench.runner.settings import DEFAULT_BENCHMARK
+from banditbench.suites import SUITE_FILE, Member, Suite, load_suite, with_tuning, write_suite_record
 
 __all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
 
@@ -146,6 +147,9 @@ def run(
     allow_stand_in: bool | None = None,
     prepare: bool = False,
     source: str | Path | None = None,
+    environment=None,
+    suite: str | Path | None = None,
+    tune_on: str | list[str] | None = None,
 ) -> Results:
     """Run every (algorithm × grid cell × seed) unit and return the :class:`Results`.
 
@@ -159,7 +163,10 @@ def run(
     ``jobs=None``: one worker per core. ``engine="lockstep"`` runs the seeds of lockstep algorithms together
     (runner/engines.py).
     A preset runs only on the data it declares (banditbench/presets.py), unless ``allow_stand_in``; ``prepare=True``
-    first prepares that data where it is missing, downloading it or reading ``source``.
+    first prepares that data where it is missing, downloading it or reading ``source``. ``environment``: a
+    :class:`~banditbench.environment.Environment` (a DataFrame or a reward function) to run on, in place of
+    ``dataset`` and ``data_dir``. ``suite``: a built-in suite's name or a suite file, every algorithm run on each of
+    its prepared members (``run --suite``), ``tune_on`` its members that choose each grid's cell (``--tune-on``).
 
     The others are the flags of ``banditbench run``: ``rounds`` T per unit, ``seeds`` S per algorithm, ``seed``
     the master seed every unit's seed is spawned from, ``budget`` the arms a policy may score per round,
@@ -174,6 +181,10 @@ def run(
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
     ``overwrite`` or ``resume``).
     """
+    if environment is not None:  # a DataFrame or a reward function, staged as a prepared dataset
+        if dataset is not None or data_dir is not None:
+            raise UserError("run takes environment= or dataset= and data_dir=, not both")
+        dataset, data_dir = environment.name, environment.data_dir
     names = None if algos is None else algorithm_names(algos)
     flags = {
         "dataset": dataset,
@@ -195,6 +206,12 @@ def run(
         "engine": engine,
         "allow-stand-in": allow_stand_in,
     }
+    if suite is not None:
+        given = {"config": config, "preset": preset, "prepare_data": prepare}
+        common = {"data_dir": data_dir, "overwrite": overwrite, "resume": resume, "device": device}
+        return run_suite(os.fspath(suite), flags, tune_on=tune_on, **given, **common)[0]
+    if tune_on is not None:
+        raise UserError("--tune-on goes with --suite: it names members of the suite")
     if is_default_benchmark(flags, config, preset):
         return run_default_benchmark(
             flags, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, prepare_data=prepare
@@ -481,64 +498,207 @@ def default_results_folder(settings: dict[str, Any]) -> Path:
     return Path("results") / f"{settings['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
+# ---- suites: one experiment per member -----------------------------------------------------------------------
+def run_suite(
+    name: str,
+    flags: dict[str, Any],
+    *,
+    tune_on: str | list[str] | None = None,
+    data_dir: str | Path | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    device: str | None = None,
+    default_out=None,
+    hooks: Hooks | None = None,
+    config: str | Path | None = None,
+    preset: str | None = None,
+    prepare_data: bool = False,
+) -> tuple[Results, list[tuple[list, Any]], Suite, list[str]]:
+    """``run --suite NAME``: every algorithm of ``flags`` on every prepared member of suite ``name`` (a built-in or a
+    suite file), each member its own experiment in ``OUT/DATASET/`` (the runner, engines, executors and ``--resume``
+    of a single run), ``OUT/suite.json`` recording the suite, the members that ran and those missing. Every member
+    whose data is prepared is planned and checked before anything is written; a missing member is named with the
+    command that prepares it and the others run (it fails only when none is prepared). ``tune_on``: the Bake-off's
+    tuning members (banditbench/suite_run.py). Without an ``out`` anywhere, ``default_out`` names the folder, or a
+    temporary folder is used, removed with the returned Results. ``config``, ``preset`` and ``prepare_data`` are
+    refused: the suite names its datasets.
+    Returns the reported members' Results, per member the units that ran and the experiment, the suite and the
+    missing members."""
+    from banditbench.suite_run import choose_configurations  # reads results: the report layer, imported when used
+
+    hooks = hooks or Hooks()
+    if config is not None or preset is not None or prepare_data:
+        raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
+    if flags.get("dataset"):
+        raise UserError("--suite and --dataset exclude each other: the suite names its datasets")
+    data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
+    suite = load_suite(name)
+    if tune_on is not None:
+        suite = with_tuning(suite, tune_on, "--tune-on")
+    present, missing = _prepared_members(suite, data_dir, hooks)
+    tuning = [m for m in present if m.dataset in suite.tune_on]
+    reported = [m for m in present if m.dataset not in suite.tune_on]
+    if suite.tune_on and flags.get("tune-seeds"):
+        raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
+    if suite.tune_on and not tuning:
+        raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
+    if not reported:
+        raise UserError(f"every prepared member of suite {suite.name} is a tuning member; none is left to report")
+    parent = _suite_folder(suite, flags, default_out)
+    if parent is not None and parent.is_dir() and any(parent.iterdir()) and not (parent / SUITE_FILE).is_file():
+        raise UserError(f"--out {parent} holds files but no suite's results; choose another --out")
+    plan_member = _planner(flags, data_dir, device, hooks)
+    planned = [plan_member(m) for m in tuning + reported]  # every member checked before anything is written
+    temporary = None
+    if parent is None:
+        temporary = tempfile.mkdtemp(prefix=f"banditbench-{suite.name}-")
+        parent = Path(temporary) / "results"
+    try:
+        for member, part in zip(tuning + reported, planned):
+            check_output(
+                _folder(parent, member, tuning),
+                part.experiment.config,
+                overwrite=overwrite,
+                resume=resume,
+                data_dir=data_dir,
+            )
+        write_suite_record(parent, suite, [m.dataset for m in present], missing)
+        write = _writer(parent, data_dir, overwrite, resume, hooks)
+        done, chosen = [], []
+        if tuning:
+            done += [write(part, _folder(parent, m, tuning)) for m, part in zip(tuning, planned)]
+            experiments = [part.experiment for part in planned[: len(tuning)]]
+            chosen = choose_configurations([_folder(parent, m, tuning) for m in tuning], experiments)
+            write_suite_record(parent, suite, [m.dataset for m in present], missing, tuned=chosen)
+            fixed = {t.algorithm: {k: [v] for k, v in t.chosen.items()} for t in chosen}
+            planned[len(tuning) :] = [plan_member(m, fixed) for m in reported]
+        done += [write(part, parent / m.dataset) for m, part in zip(reported, planned[len(tuning) :])]
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return Results(*[parent / m.dataset for m in reported], temporary=temporary), done, suite, missing
+
+
+def _prepared_members(suite: Suite, data_dir: Path, hooks: Hooks) -> tuple[list[Member], list[str]]:
+    """The members prepared in ``data_dir`` and the names of the others, each warned about with the command that
+    prepares it; none prepared is a UserError naming the first commands."""
+    present = [m for m in suite.members if (data_dir / m.dataset / MANIFEST).is_file()]
+    missing = [m.dataset for m in suite.members if m not in present]
+    if not present:
+        commands = "; ".join(m.prepare_command() for m in suite.members[:5])
+        more = f" (and {len(suite.members) - 5} more)" if len(suite.members) > 5 else ""
+        raise UserError(f"no member of suite {suite.name} is prepared in {data_dir}/; prepare them: {commands}{more}")
+    for member in suite.members:
+        if member.dataset in missing:
+            (hooks.warn or warnings.warn)(
+                f"suite {suite.name}: {member.dataset} is not prepared in {data_dir}/, skipped; "
+                f"prepare it with `{member.prepare_command()}`"
+            )
+    return present, missing
+
+
+def _suite_folder(suite: Suite, flags: dict[str, Any], default_out) -> Path | None:
+    """The folder ``out`` or ``default_out`` names, or None (a temporary one) where neither does."""
+    if flags.get("out"):
+        return user_path(flags["out"])
+    return None if default_out is None else default_out({"dataset": suite.name})
+
+
+def _folder(parent: Path, member: Member, tuning: list[Member]) -> Path:
+    from banditbench.suite_run import TUNING
+
+    return parent / TUNING / member.dataset if member in tuning else parent / member.dataset
+
+
+def _planner(flags: dict[str, Any], data_dir: Path, device: str | None, hooks: Hooks):
+    """Plan one member: the run's flags over the member's dataset and protocol settings; ``fixed`` replaces the
+    grids of the tuned algorithms by their chosen cells."""
+
+    def plan_member(member: Member, fixed: dict[str, dict[str, list]] | None = None) -> Planned:
+        layer = {**flags, "dataset": None, "out": None}
+        if fixed:
+            given = layer.get("set") or []
+            given = grid.parse_assignments(given) if isinstance(given, list) else given
+            layer["set"] = grid.merge(given, fixed)
+        base = {"dataset": member.dataset, "env": member.env}
+        declared = {"dataset": member.dataset, "parameters": member.data, "by": "the suite"} if member.data else None
+        return plan_experiment(layer, data_dir=data_dir, device=device, hooks=hooks, base=base, declared=declared)
+
+    return plan_member
+
+
+def _writer(parent: Path, data_dir: Path, overwrite: bool, resume: bool, hooks: Hooks):
+    def write(part: Planned, out: Path) -> tuple[list, Any]:
+        try:
+            ran = write_experiment(part, out, data_dir=data_dir, overwrite=overwrite, resume=resume, hooks=hooks)
+        except Interrupted as stop:  # resume the whole suite, from its folder
+            units = part.experiment.tuning_units + part.experiment.units
+            finished = sum(shard_path(out, u).exists() for u in part.experiment.units)
+            raise Interrupted(units, parent, stop.staged, done=finished) from None
+        return ran, part.experiment
+
+    return write
+
+
 # ---- the policy contract, tried before the run --------------------------------------------------------------
 def check_contract(experiment: Experiment, name: str) -> None:
-    """Build ``name`` for the experiment's problem and play a few rounds of its own environment (the
-    first seed's streams); a broken rule of the policy contract is one line naming it."""
-    spec = ALGORITHMS[name]
+    """Build ``name`` for the experiment's problem and play the first CONTRACT_ROUNDS rounds of its first seed through
+    the runner's own round loop (runner/unit.py), so that it accepts exactly what a run accepts; a broken rule of the
+    policy contract is one line naming it."""
+    from banditbench.results.units import Unit
+    from banditbench.runner.choices import BrokenContract
+    from banditbench.runner.unit import play, start_lanes
+
     config = experiment.config
-    env_seed, policy_seed = unit_streams(config["master_seed"], 0)
-    info = PROTOCOLS[config["protocol"]]
-    params = grid.cells(config["algorithms"][name])[0]  # the first cell of its grid
-    if info.slate:
-        env = info.environment(experiment.dataset, env_seed, config.get("env", {}), config["budget"])
-    else:
-        env = info.environment(experiment.dataset, env_seed)
+    first_cell = grid.cells(config["algorithms"][name])[0]
+    unit = Unit(
+        config["dataset"],
+        config["protocol"],
+        name,
+        first_cell,
+        config["master_seed"],
+        0,
+        min(CONTRACT_ROUNDS, config["rounds"]),
+        config["budget"],
+        env=config.get("env", {}),
+    )
     broken = f"{name} breaks the policy contract:"
     try:
-        policy = spec.build(n_users=env.n_users, n_arms=env.n_arms, dim=env.dim, seed=policy_seed, params=params)
+        lanes, group, _ = start_lanes([unit], experiment.dataset, None)
     except TypeError as e:
         raise UserError(
             f"{broken} its constructor must take the keywords n_users, n_arms, dim and seed besides "
             f"its hyper-parameters ({e})"
         ) from None
-    if info.slate:
-        policy.start(env.problem)
-    for rnd in env.rounds(CONTRACT_ROUNDS):
-        budget = Budget(config["budget"])
-        view = rnd.view(env.catalogue, budget) if info.slate else (rnd if policy.privileged else rnd.view(budget))
-        try:
-            chosen = policy.select(view, budget)
-        except BudgetExceeded as e:
-            raise UserError(f"{broken} select() exceeded the budget ({e})") from None
-        budget.close()
-        if info.slate:
-            from banditbench.runner.slate import check_slate
+    try:
+        play(lanes, Watched(group), 0, None, None)
+    except BrokenContract as e:
+        raise UserError(f"{broken} {e.rule}") from None
+    except BudgetExceeded as e:
+        raise UserError(f"{broken} select() exceeded the budget ({e})") from None
+    except UpdateFailed as e:
+        raise UserError(f"{broken} update(view, chosen, reward) failed: {e}") from None
 
-            try:
-                chosen = check_slate(chosen, env.slate_size, env.n_arms, name)
-            except (RuntimeError, TypeError, ValueError) as e:
-                raise UserError(
-                    f"{broken} select() must return a slate of {env.slate_size} distinct item ids ({e})"
-                ) from None
-            feedback = env.feedback(rnd, chosen)[0]
-        else:
-            arms = len(rnd.arms)
-            if isinstance(chosen, (bool, np.bool_)) or not isinstance(chosen, (int, np.integer)):
-                shape = f" of shape {chosen.shape}" if isinstance(chosen, np.ndarray) else ""
-                raise UserError(
-                    f"{broken} select() must return one arm index (an int), got "
-                    f"{type(chosen).__name__}{shape}: {chosen!r}"
-                )
-            if not 0 <= chosen < arms:
-                raise UserError(
-                    f"{broken} select() chose arm {chosen}, outside the round's pool of {arms} arms (0..{arms - 1})"
-                )
-            feedback = rnd.reward if info.logged else float(rnd.rewards[chosen])  # a log has its logged reward only
+
+class UpdateFailed(Exception):
+    """A policy's update raised, said as ``Type: message``."""
+
+
+class Watched:
+    """A group's policy whose update failures are told apart from the round loop's own (for check_contract)."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def __getattr__(self, name: str):
+        return getattr(self.group, name)
+
+    def update(self, views, chosen, rewards) -> None:
         try:
-            policy.update(view, chosen, feedback)
+            self.group.update(views, chosen, rewards)
         except Exception as e:
-            raise UserError(f"{broken} update(view, chosen, reward) failed: {type(e).__name__}: {e}") from None
+            raise UpdateFailed(f"{type(e).__name__}: {e}") from None
 
 
 # ---- results -----------------------------------------------------------------------------------------------
@@ -627,20 +787,26 @@ class Results:
         return curves(self._load())
 
     def plot(
-        self, algos: Iterable[str] | str | None = None, band: str = "ci", log_x: bool = False, style: str = "paper"
+        self,
+        algos: Iterable[str] | str | None = None,
+        band: str = "ci",
+        log_x: bool = False,
+        style: str = "paper",
+        panels: str = "dataset",
     ):
         """Returns the cumulative regret (or CTR) curves, one panel per dataset, as a matplotlib Figure. ``algos``:
         the algorithms drawn (default all); ``band``: "ci" (mean, 95 % bootstrap band), "iqr" (median, quartiles) or
-        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; as ``banditbench report``'s
-        --plot-algos, --band, --log-x and --style. Raises UserError for an algorithm not in these results or
-        another band or style."""
+        "none"; ``log_x``: rounds on a log axis; ``style``: "paper" or "slides"; ``panels``: "dataset" or "family"
+        (a panel per algorithm family of each dataset: clustering of bandits, linear, neural, baselines); as
+        ``banditbench report``'s --plot-algos, --band, --log-x, --style and --panels. Raises UserError for an
+        algorithm not in these results or another band, style or panels."""
         from banditbench.report.plot_options import PlotOptions
         from banditbench.report.plots import regret_figure
 
         if isinstance(algos, str):
             algos = [name.strip() for name in algos.split(",") if name.strip()]
         chosen = None if algos is None else tuple(algos)
-        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style))
+        return regret_figure(self._built(), PlotOptions(chosen, band, log_x, style, panels))
 
     def report(self, format: str = "md") -> str:
         """Returns the report's tables as text in ``format``: "md", "csv" (the summary), "latex" or "html" (with

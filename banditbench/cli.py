@@ -60,18 +60,20 @@ DATA_DIR = typer.Option(
 )
 
 
-LISTS = ("algorithms", "datasets", "presets", "protocols")
+LISTS = ("algorithms", "datasets", "presets", "protocols", "suites")
 
 
 @app.command("list")
 def list_registries(
     what: str | None = typer.Argument(
-        None, help="algorithms, datasets, presets (the papers' experiments) or protocols \\[default: all four]."
+        None,
+        help="algorithms, datasets, presets (the papers' experiments), protocols or suites (run --suite) "
+        "\\[default: all five].",
     ),
     wide: bool = typer.Option(False, "--wide", help="Full tables: defaults, options, files read, what is missing."),
     as_json: bool = typer.Option(False, "--json", help="Every field of every entry as JSON, for scripts."),
 ) -> None:
-    """Show the algorithms, datasets, presets and protocols banditbench knows, one line each with its paper."""
+    """Show the algorithms, datasets, presets, protocols and suites banditbench knows, one line each with its paper."""
     kinds = LISTS if what is None else (names.pick("list", what, LISTS),)
     if as_json:
         listed = {kind: catalog(kind, defaults=True) for kind in kinds}
@@ -127,6 +129,19 @@ def catalog(kind: str, defaults: bool = False) -> list[dict]:
         ]
     if kind == "protocols":
         return [{"name": p.name, "description": p.description, "paper": p.paper} for p in PROTOCOLS.values()]
+    if kind == "suites":
+        from banditbench.suites import BUILT_IN
+
+        suites = [make() for make in BUILT_IN.values()]
+        return [
+            {
+                "name": s.name,
+                "description": f"{s.description} ({len(s.members)} datasets)",
+                "datasets": s.datasets,
+                "tune_on": list(s.tune_on),
+            }
+            for s in suites
+        ]
     return [
         {
             "name": name,
@@ -250,11 +265,22 @@ def print_presets(out: Console) -> None:
         out.print(f"{short}: {paper}", highlight=False)
 
 
+def print_suites(out: Console) -> None:
+    table = Table(title="Suites (banditbench run --suite NAME, or a suite file)", title_justify="left")
+    table.add_column("name", no_wrap=True)
+    for column in ("description", "datasets"):
+        table.add_column(column, overflow="fold")
+    for entry in catalog("suites"):
+        table.add_row(entry["name"], entry["description"], ", ".join(entry["datasets"]))
+    out.print(table)
+
+
 WIDE_TABLES = {
     "algorithms": print_algorithms,
     "datasets": print_datasets,
     "presets": print_presets,
     "protocols": print_protocols,
+    "suites": print_suites,
 }
 
 
@@ -713,12 +739,9 @@ def run(
 
 def run_suite_command(suite: str, tune_on: str | None, flags: dict, config, preset, common: dict):
     """``run --suite``: every member as its own experiment under the suite's folder."""
-    from banditbench.suite_run import run_suite
+    from banditbench.api import run_suite
 
-    if config is not None or preset is not None or common["prepare_data"]:
-        raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
-    common = {k: v for k, v in common.items() if k != "prepare_data"}
-    results, parts, chosen, missing = run_suite(suite, flags, tune_on=tune_on, **common)
+    results, parts, chosen, missing = run_suite(suite, flags, tune_on=tune_on, config=config, preset=preset, **common)
     if missing:
         console.print(f"suite {chosen.name}: {len(parts)} member(s) run; not prepared, skipped: {', '.join(missing)}")
     return results, parts, results.folder.parent
@@ -792,6 +815,9 @@ def report(
     ),
     log_x: bool = typer.Option(False, "--log-x", help="Rounds on a log axis in the regret plot."),
     style: str = typer.Option("paper", "--style", help="Plot style: paper (a column wide) or slides (large type)."),
+    panels: str = typer.Option(
+        "dataset", "--panels", help="Regret plot panels: one per dataset, or per dataset and algorithm family."
+    ),
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
@@ -829,7 +855,7 @@ def report(
             if name not in results.algorithms:
                 hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
                 raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
-    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style).checked(results.algorithms)
+    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style, panels).checked(results.algorithms)
     report_ = build_report(results, roles=roles, test=test)
     incomplete = incompleteness(results)
     for exp in results.experiments:

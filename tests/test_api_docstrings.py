@@ -12,13 +12,15 @@ import banditbench
 
 
 def public_callables() -> dict[str, object]:
-    """The functions of ``__all__``, the Results class (its constructor's parameters are documented on the class)
-    and the Results methods that take parameters."""
+    """The functions of ``__all__``, the Results class (its constructor's parameters are documented on the class),
+    the Results methods that take parameters and the Environment's constructors."""
     found = {name: getattr(banditbench, name) for name in banditbench.__all__ if callable(getattr(banditbench, name))}
     results = found["Results"]
     for name, member in vars(results).items():
         if inspect.isfunction(member) and not name.startswith("_") and len(inspect.signature(member).parameters) > 1:
             found[f"Results.{name}"] = member
+    for name in ("from_dataframe", "from_function"):
+        found[f"Environment.{name}"] = getattr(banditbench.Environment, name)
     return found
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import banditbench as bb
-from banditbench import suite_run
+from banditbench import api
 from banditbench.data import load_dataset
 from banditbench.errors import UserError
 from banditbench.report.board import write_board
@@ -53,7 +53,7 @@ def suite_results(tmp_path_factory):
     suite = root / "s.toml"
     suite.write_text('name = "tiny"\n[[member]]\ndataset = "synthetic"\n[[member]]\ndataset = "synthetic-cosine"\n')
     flags = {"algos": "random,linucb-one", "rounds": 30, "seeds": 2, "jobs": 1, "out": str(root / "results")}
-    suite_run.run_suite(str(suite), flags, data_dir=root / "datasets")
+    api.run_suite(str(suite), flags, data_dir=root / "datasets")
     return root
 
 

@@ -21,7 +21,7 @@ LAYERS = [
     ("runner",),
     ("presets", "suites"),
     ("report",),
-    ("api", "suite_run", "standalone"),
+    ("api", "suite_run", "standalone", "environment"),
     ("cli", "__main__", "__init__"),
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

@@ -242,6 +242,15 @@ def policy(name: str, select, base=Policy, **attributes) -> type:
             "got ndarray of shape (2,)",
         ),
         (
+            policy("booly", lambda self, view, budget: True),
+            "booly breaks the policy contract: select() must return one arm index (an int), got bool: True",
+        ),
+        (
+            policy("failing", lambda self, view, budget: 0, update=lambda self, view, chosen, reward: 1 / 0),
+            "failing breaks the policy contract: update(view, chosen, reward) failed: "
+            "ZeroDivisionError: division by zero",
+        ),
+        (
             policy("outside", lambda self, view, budget: len(view.arms)),
             "outside breaks the policy contract: select() chose arm 10, outside the round's pool of 10 arms (0..9)",
         ),
@@ -285,6 +294,17 @@ def test_a_broken_contract_is_one_line_naming_the_rule_and_writes_nothing(algori
         bb.run(algos=algorithm, dataset="synthetic", data_dir=data_dir, rounds=50, seeds=1, budget=3, out=out)
     message = str(caught.value)
     assert message.startswith(rule) and "\n" not in message
+    assert not out.exists()
+
+
+def test_a_choice_broken_after_the_checked_rounds_stops_the_run_in_the_same_words(data_dir, tmp_path):
+    late = policy("late", lambda self, view, budget: 0 if view.t < 10 else -1)
+    out = tmp_path / "out"
+    with pytest.raises(UserError) as caught:
+        bb.run(algos=late, dataset="synthetic", data_dir=data_dir, rounds=20, seeds=1, out=out)
+    assert str(caught.value) == (
+        "late breaks the policy contract at round 10: select() chose arm -1, outside the round's pool of 10 arms (0..9)"
+    )
     assert not out.exists()
 
 

@@ -3,6 +3,7 @@ named, Bake-off tuning on held-out members, and the cross-dataset report on cons
 
 from __future__ import annotations
 
+import gc
 import json
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 
 import banditbench as bb
-from banditbench import suite_run
+from banditbench import api, cli, suite_run
 from banditbench.errors import UserError
 from banditbench.report import stats
 from banditbench.report.suite import normalised_regret, performance_profile, win_counts
@@ -141,7 +142,7 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     out = tmp_path / "bakeoff"
     flags = {"algos": "random,linucb-ind", "rounds": 40, "seeds": 2, "set": ["linucb-ind.alpha=0.01,3"], "jobs": 1}
     with pytest.warns(UserWarning, match="letter is not prepared"):  # the Python API warns where the CLI prints
-        results, _, suite, missing = suite_run.run_suite(
+        results, _, suite, missing = api.run_suite(
             str(write(tmp_path / "s.toml", SUITE)), {**flags, "out": str(out)}, tune_on="synthetic-cosine",
             data_dir=two_datasets,
         )  # fmt: skip
@@ -158,9 +159,47 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     assert chosen["alpha"] == record["chosen"]["alpha"] == float(best.split("=")[1].rstrip("]"))
     assert "Configurations chosen on synthetic-cosine" in results.report("md")
     with pytest.raises(UserError, match="two tuning rules"), pytest.warns(UserWarning):
-        suite_run.run_suite(
+        api.run_suite(
             str(tmp_path / "s.toml"), {**flags, "tune-seeds": 2}, tune_on="synthetic-cosine", data_dir=two_datasets
         )
+
+
+def test_the_api_runs_a_suite_in_a_folder_that_lives_as_long_as_its_results(two_datasets, tmp_path, monkeypatch):
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    suite = write(tmp_path / "s.toml", SUITE)
+    with pytest.warns(UserWarning, match="letter is not prepared"):
+        results = bb.run(suite=suite, algos="random,linucb-one", rounds=20, seeds=1, data_dir=two_datasets)
+    report = results.tables
+    assert report.suite["suite"] == "tiny" and list(report.results.datasets) == ["synthetic", "synthetic-cosine"]
+    assert results.algorithms == ["random", "linucb-one"]
+    del results, report
+    gc.collect()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"suite": "uci", "preset": "bass-synthetic"}, "takes no --config, --preset or --prepare"),
+        ({"suite": "uci", "dataset": "synthetic"}, "--suite and --dataset exclude each other"),
+        ({"tune_on": "letter", "dataset": "synthetic"}, "--tune-on goes with --suite"),
+    ],
+)
+def test_the_api_refuses_what_run_suite_refuses(arguments, message, tmp_path):
+    with pytest.raises(UserError, match=message):
+        bb.run(algos="random", data_dir=tmp_path, **arguments)
+
+
+def test_list_names_the_built_in_suites_and_their_datasets(capsys):
+    listed = banditbench_here("list", "suites", "--json", capsys=capsys)
+    assert listed.returncode == 0, listed.stderr
+    suites = {entry["name"]: entry for entry in json.loads(listed.stdout)}
+    assert list(suites) == ["papers", "uci", "showdown", "openml-cc18"]
+    assert suites["uci"]["datasets"] == load_suite("uci").datasets
+    compact = banditbench_here("list", "suites", capsys=capsys).stdout
+    assert "Suites (banditbench list suites --wide for details)" in compact and "openml-cc18" in compact.split()
+    assert "suites" in cli.LISTS  # and so in the default listing of every registry
 
 
 # ---- the cross-dataset report, on constructed results ----------------------------------------------------------

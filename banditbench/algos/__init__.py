@@ -4,8 +4,9 @@ A class is named by its import path (``".linucb:LinUCB"``, relative to this pack
 when used (banditbench/lazy.py), so that a worker running linucb never imports torch or scikit-learn;
 keep it so when you add a line.
 
-``role`` marks what the papers compare: "baseline" methods and the "proposed" ones whose improvement over the
-best baseline the report states. ``capabilities`` (banditbench/algos/base.py, ``Capabilities``) says what the
+``family`` (one word: clustering, linear, neural or baseline) is the panel a regret plot by family draws the
+algorithm in. ``role`` marks what the papers compare: "baseline" methods and the "proposed" ones whose improvement
+over the best baseline the report states. ``capabilities`` (banditbench/algos/base.py, ``Capabilities``) says what the
 algorithm needs from a run (slates, a budget it can plan within, the user id, user features, a device), so that
 the runner never needs to know a name. Hyper-parameters, their defaults and their domains live on the class.
 """
@@ -29,6 +30,7 @@ register(
     ".random_policy:RandomPolicy",
     paper="baseline",
     role="baseline",
+    family="baseline",
     capabilities=SHARED,
     description="uniformly random arm; scores nothing",
 )
@@ -39,6 +41,7 @@ register(
     description="one LinUCB shared by all users",
     per_user=False,
     role="baseline",
+    family="linear",
     capabilities=SHARED,
 )
 register(
@@ -48,6 +51,7 @@ register(
     description="one independent LinUCB per user",
     per_user=True,
     role="baseline",
+    family="linear",
 )
 register(
     "oracle",
@@ -55,6 +59,7 @@ register(
     paper="baseline",
     description="knows the expected rewards; regret 0",
     role="baseline",
+    family="baseline",
     capabilities=SHARED,
 )
 
@@ -64,6 +69,7 @@ register(
     ".club:CLUB",
     paper="Gentile, Li & Zappella, ICML 2014",
     role="baseline",
+    family="clustering",
     description="user graph, edges cut by the parameter-distance test, clusters = connected components",
 )
 register(
@@ -71,6 +77,7 @@ register(
     ".sclub:SCLUB",
     paper="Li, Chen, Li & Leung, IJCAI 2019",
     role="baseline",
+    family="clustering",
     description="set-based clusters that split users off and merge close clusters",
 )
 register(
@@ -78,6 +85,7 @@ register(
     ".cofiba:COFIBA",
     paper="Li, Karatzoglou & Gentile, SIGIR 2016",
     role="baseline",
+    family="clustering",
     description="a user graph per item cluster, items clustered by the user neighbourhoods they induce",
 )
 register(
@@ -85,6 +93,7 @@ register(
     ".locb:LOCB",
     paper="Ban & He, NeurIPS 2021",
     role="baseline",
+    family="clustering",
     description="overlapping local clusters grown around random seed users",
 )
 register(
@@ -92,6 +101,7 @@ register(
     ".dynucb:DynUCB",
     paper="Nguyen & Lauw, CIKM 2014",
     role="baseline",
+    family="clustering",
     description="k clusters with pooled LinUCBs; the served user moves to the nearest cluster",
 )
 register(
@@ -99,6 +109,7 @@ register(
     ".bass:BASS",
     paper="Cherkaoui, Barlier & Colin, ICML 2025",
     role="proposed",
+    family="clustering",
     description="neighbourhood sample sharing, edges cut by the relaxed ellipsoid separation test",
     capabilities=NOISE_AWARE,
 )
@@ -107,6 +118,7 @@ register(
     ".cmlb:CMLB",
     paper=GHOSH2021,
     role="proposed",
+    family="clustering",
     description="explore, threshold-graph clusters, collaborate on averaged rewards",
     capabilities=NOISE_AWARE,
 )
@@ -115,6 +127,7 @@ register(
     ".sclb:SCLB",
     paper=GHOSH2021,
     role="proposed",
+    family="clustering",
     description="CMLB restarted in doubling phases with shrinking thresholds",
     capabilities=NOISE_AWARE,
 )
@@ -123,6 +136,7 @@ register(
     ".oful:IndependentOFUL",
     paper="Abbasi-Yadkori, Pál & Szepesvári, NeurIPS 2011",
     role="baseline",
+    family="linear",
     description="one OFUL per user, self-normalised radius (Ghosh et al. 2021's independent baseline)",
     capabilities=NOISE_AWARE,
 )
@@ -131,6 +145,7 @@ register(
     ".pmlb:PMLB",
     paper=GHOSH2021,
     role="proposed",
+    family="clustering",
     description="common OFUL on averaged rewards, then personal offsets",
     capabilities=NOISE_AWARE,
 )
@@ -144,6 +159,7 @@ register(
     per_user=False,
     user_features=False,
     role="baseline",
+    family="neural",
     capabilities=Capabilities(user_id=False, device=True),
 )
 register(
@@ -154,6 +170,7 @@ register(
     per_user=True,
     user_features=False,
     role="baseline",
+    family="neural",
     capabilities=NEURAL,
 )
 register(
@@ -164,6 +181,7 @@ register(
     per_user=False,
     user_features=True,
     role="baseline",
+    family="neural",
     capabilities=Capabilities(user_id=False, device=True),
 )
 register(
@@ -171,6 +189,7 @@ register(
     ".eenet:EENet",
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
     role="baseline",
+    family="neural",
     capabilities=Capabilities(user_id=False, device=True),
     description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
 )
@@ -179,6 +198,7 @@ register(
     ".neurallinear:NeuralLinear",
     paper="NeuralLinear baseline of M-CNB, KDD 2024 (Zahavy & Mannor 2019)",
     role="baseline",
+    family="neural",
     capabilities=NEURAL,
     description="shared network's last hidden layer as embedding, CLUB (clustered LinUCB) on top",
 )
@@ -187,6 +207,7 @@ register(
     ".metaban:MetaBan",
     paper="Ban, Qi, Wei & He, arXiv 2201.13395, 2022",
     role="proposed",
+    family="neural",
     capabilities=NEURAL,
     description="Meta-Ban: per-arm inferred user groups, meta-learner adapted per arm, gradient UCB",
 )
@@ -195,6 +216,7 @@ register(
     ".mcnb:MCNB",
     paper="Ban, Qi, Wei, Liu & He, KDD 2024",
     role="proposed",
+    family="neural",
     capabilities=NEURAL,
     description="M-CNB: per-arm inferred user clusters, meta-learner adapted per arm, gradient UCB",
 )
@@ -206,6 +228,7 @@ register(
     ".slate_random:SlateRandom",
     paper=TWOSTAGE,
     role="baseline",
+    family="baseline",
     two_stage=False,
     capabilities=replace(SLATE, user_id=False),
     description="Random: m items uniform from the iteration's sampled candidates; scores nothing",
@@ -215,16 +238,18 @@ register(
     ".slate_random:SlateRandom",
     paper=TWOSTAGE,
     role="baseline",
+    family="baseline",
     two_stage=True,
     capabilities=replace(SLATE, user_id=False),
     description="2-Random: m topics uniform, then one item uniform from each; scores nothing",
 )
 
-for _name, _policy, _role, _fixed, _what in (
+for _name, _policy, _role, _family, _fixed, _what in (
     (
         "glm-ucb",
         ".slate_glm:GLMUCB",
         "baseline",
+        "linear",
         {},
         "GLM: per-user GLM-UCB (Eq. 2) on LSA bag-of-words title features",
     ),
@@ -232,6 +257,7 @@ for _name, _policy, _role, _fixed, _what in (
         "n-glm-ucb",
         ".slate_glm:NeuralGLMUCB",
         "baseline",
+        "neural",
         {"link": "logistic"},
         "N-GLM: per-user GLM-UCB (Eq. 2) on the neural item vectors",
     ),
@@ -239,6 +265,7 @@ for _name, _policy, _role, _fixed, _what in (
         "n-linucb",
         ".slate_glm:NeuralGLMUCB",
         "baseline",
+        "neural",
         {"link": "identity"},
         "N-LinUCB (authors' code only): per-user LinUCB on the neural item vectors",
     ),
@@ -246,6 +273,7 @@ for _name, _policy, _role, _fixed, _what in (
         "n-greedy",
         ".slate_neural:NeuralGreedy",
         "baseline",
+        "neural",
         {},
         "N-Greedy: the two-tower model's scores, no exploration",
     ),
@@ -253,6 +281,7 @@ for _name, _policy, _role, _fixed, _what in (
         "n-dropout-ucb",
         ".slate_neural:NeuralDropoutUCB",
         "baseline",
+        "neural",
         {},
         "N-Dropout: mean + β·std over 5 MC-dropout passes",
     ),
@@ -260,6 +289,7 @@ for _name, _policy, _role, _fixed, _what in (
         "s-n-galm-ucb",
         ".slate_glm:SNGALM",
         "proposed",
+        "neural",
         {},
         "S-N-GALM: shared additive GLM-UCB on item and user vectors (Eq. 3)",
     ),
@@ -267,6 +297,7 @@ for _name, _policy, _role, _fixed, _what in (
         "s-n-gblm-ucb",
         ".slate_glm:SNGBLM",
         "proposed",
+        "neural",
         {},
         "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)",
     ),
@@ -276,6 +307,7 @@ for _name, _policy, _role, _fixed, _what in (
         _policy,
         paper=TWOSTAGE,
         role=_role,
+        family=_family,
         description=_what + " (one-stage)",
         two_stage=False,
         capabilities=SLATE,
@@ -286,6 +318,7 @@ for _name, _policy, _role, _fixed, _what in (
         _policy,
         paper=TWOSTAGE,
         role=_role,
+        family=_family,
         two_stage=True,
         capabilities=SLATE,
         **_fixed,
@@ -304,6 +337,7 @@ for _suffix, _per_user, _capabilities, _whom in (
         ".thompson:LinTS",
         paper=AGRAWAL2013,
         role="baseline",
+        family="linear",
         capabilities=_capabilities,
         description=f"LinTS {_whom}: θ̃ ~ N(θ̂, v²A⁻¹)",
         per_user=_per_user,
@@ -313,6 +347,7 @@ for _suffix, _per_user, _capabilities, _whom in (
         ".thompson:BayesianLinearRegression",
         paper=SHOWDOWN,
         role="baseline",
+        family="linear",
         capabilities=_capabilities,
         per_user=_per_user,
         description=f"Bayesian linear regression {_whom}: exact normal-inverse-gamma posterior draws",

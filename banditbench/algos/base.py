@@ -253,6 +253,8 @@ class AlgorithmSpec:
     #: "baseline" or "proposed": the report states each proposed method's improvement over the best baseline.
     role: str = "proposed"
     capabilities: Capabilities = field(default_factory=Capabilities)
+    #: One of FAMILIES: the panel a regret plot by family draws it in.
+    family: str = "other"
 
     @property
     def policy(self) -> type[Policy]:
@@ -341,6 +343,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {}
 
 
 ROLES = ("baseline", "proposed")
+# Families of algorithms, as the papers group them: clustering of bandits (CLUB and its successors, the multi-agent
+# bandits of Ghosh et al.), one linear model per user or for all, neural models, and the reference policies; "other"
+# for a plug-in that declares none.
+FAMILIES = ("clustering", "linear", "neural", "baseline", "other")
 
 
 def register(
@@ -351,18 +357,22 @@ def register(
     description: str,
     role: str = "proposed",
     capabilities: Capabilities | None = None,
+    family: str = "other",
     **fixed: Any,
 ) -> AlgorithmSpec:
     """``policy``: the class, or where to import it from when first used (``".linucb:LinUCB"``, relative
     to banditbench.algos, or ``"package.module:Class"``). ``capabilities`` defaults to a per-user one-arm
-    policy; the ``two_stage`` and ``user_features`` settings fixed by the name are reflected in it."""
+    policy; the ``two_stage`` and ``user_features`` settings fixed by the name are reflected in it. ``family``: one
+    of FAMILIES."""
     if name in ALGORITHMS:
         raise ValueError(f"algorithm {name!r} registered twice")
     if role not in ROLES:
         raise ValueError(f"algorithm {name!r}: role must be one of {ROLES}, got {role!r}")
+    if family not in FAMILIES:
+        raise ValueError(f"algorithm {name!r}: family must be one of {FAMILIES}, got {family!r}")
     capabilities = replace(
         capabilities or Capabilities(),
         **{key: bool(fixed[key]) for key in ("two_stage", "user_features") if key in fixed},
     )
-    spec = ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role, capabilities)
+    spec = ALGORITHMS[name] = AlgorithmSpec(name, policy, paper, description, dict(fixed), role, capabilities, family)
     return spec

@@ -9,6 +9,7 @@ A plugin class declares itself with class attributes next to the ordinary policy
         paper = "Sutton & Barto 2018, §2.2"
         description = "ε-greedy on per-arm mean rewards"   # default: the docstring's first line
         role = "baseline"                   # or "proposed" (the default)
+        family = "linear"                   # optional: clustering, linear, neural, baseline [default: other]
         capabilities = ...                  # optional: what it needs from a run, as a registered algorithm declares
 
         def __init__(self, *, epsilon: float = 0.1, n_users, n_arms, dim, seed): ...
@@ -34,7 +35,7 @@ from importlib import metadata
 
 from banditbench import names
 from banditbench.algos import PAPER_NAMES
-from banditbench.algos.base import ALGORITHMS, ROLES, AlgorithmSpec, Capabilities, Policy
+from banditbench.algos.base import ALGORITHMS, FAMILIES, ROLES, AlgorithmSpec, Capabilities, Policy
 from banditbench.errors import UserError
 
 GROUP = "banditbench.algorithms"
@@ -141,6 +142,9 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
     role = getattr(policy, "role", "proposed")
     if role not in ROLES:
         raise UserError(f"{name}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    family = getattr(policy, "family", "other")
+    if family not in FAMILIES:
+        raise UserError(f"{name}: family must be one of {', '.join(FAMILIES)}, got {family!r}")
     doc = (policy.__doc__ or "").strip().splitlines()
     description = getattr(policy, "description", None) or (doc[0] if doc else title)
     # What the class declares it needs, as registered ones do; else read from its slate flag and defaults
@@ -148,9 +152,8 @@ def add(policy: type, origin: str, *, source: type | str) -> str:
     if declared is None:
         takes_device = "device" in inspect.signature(policy.__init__).parameters
         declared = Capabilities(slate=bool(getattr(policy, "slate", False)), device=takes_device)
-    ALGORITHMS[name] = AlgorithmSpec(
-        name, source, getattr(policy, "paper", None) or "plugin", description, role=role, capabilities=declared
-    )
+    paper = getattr(policy, "paper", None) or "plugin"
+    ALGORITHMS[name] = AlgorithmSpec(name, source, paper, description, role=role, capabilities=declared, family=family)
     ORIGINS[name] = origin
     return name
 

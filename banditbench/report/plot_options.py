@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from banditbench import names
 
@@ -12,24 +12,28 @@ STYLES = {
     "slides": ({"font.size": 14, "lines.linewidth": 2.4, "lines.markersize": 7}, (6.4, 4.8)),
 }
 BANDS = ("ci", "iqr", "none")
+PANELS = ("dataset", "family")  # one panel per dataset, or per dataset and algorithm family
 
 
 @dataclass(frozen=True)
 class PlotOptions:
     """``algorithms``: the ones drawn, in the report's order (None: all); ``band``: "ci" (mean over seeds with
     the 95 % percentile bootstrap band), "iqr" (median with the interquartile range) or "none"; ``log_x``: rounds
-    on a log axis; ``style``: "paper" or "slides"."""
+    on a log axis; ``style``: "paper" or "slides"; ``panels``: "dataset" (one panel each) or "family" (one panel per
+    algorithm family of each dataset: clustering of bandits, linear, neural, baselines)."""
 
     algorithms: tuple[str, ...] | None = None
     band: str = "ci"
     log_x: bool = False
     style: str = "paper"
+    panels: str = "dataset"
 
     def checked(self, known: list[str]) -> PlotOptions:
         """These options with each name resolved against ``known`` algorithms, or a one-line error."""
         names.pick("band", self.band, BANDS)
         names.pick("style", self.style, STYLES)
+        names.pick("panels", self.panels, PANELS)
         if self.algorithms is None:
             return self
         chosen = {names.pick("algorithm in these results", a, known) for a in self.algorithms}
-        return PlotOptions(tuple(a for a in known if a in chosen), self.band, self.log_x, self.style)
+        return replace(self, algorithms=tuple(a for a in known if a in chosen))

@@ -1,5 +1,6 @@
 """Figures (matplotlib, Agg backend, no display needed): cumulative regret or CTR vs rounds with 95 % bands, one
-panel per dataset; runtime vs final regret (M-CNB paper, Figure 5); number of clusters over time.
+panel per dataset (or per dataset and algorithm family); runtime vs final regret (M-CNB paper, Figure 5); number
+of clusters over time.
 
 Every algorithm keeps one colour, line style and marker in every figure, so curves stay apart in print and in
 grey scale. :class:`PlotOptions` picks the algorithms, the band (mean with the bootstrap band, or median with
@@ -18,6 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the headless backend)
 import numpy as np  # noqa: E402
 
+from banditbench.algos import ALGORITHMS  # noqa: E402
+from banditbench.algos.base import FAMILIES  # noqa: E402
 from banditbench.report.plot_options import STYLES, PlotOptions  # noqa: E402
 from banditbench.report.suite import profile_figure, winloss_figure  # noqa: E402
 from banditbench.report.tables import Report, curves  # noqa: E402
@@ -66,8 +69,8 @@ def _thin(frame):
     return frame.iloc[keep]
 
 
-def _panels(n: int, size: tuple[float, float] | None = None):
-    columns = min(n, 3)
+def _panels(n: int, size: tuple[float, float] | None = None, columns: int | None = None):
+    columns = min(n, columns or 3)
     rows = -(-n // columns)
     width, height = size or ((6.4, 4.0) if columns == 1 else (4.4, 3.4))
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
@@ -77,35 +80,76 @@ def _panels(n: int, size: tuple[float, float] | None = None):
 
 
 def regret_figure(report: Report, options: PlotOptions | None = None):
-    """Cumulative regret (or CTR) against rounds, one panel per dataset, one line per algorithm with its band."""
+    """Cumulative regret (or CTR) against rounds, one line per algorithm with its band, one panel per dataset or, with
+    ``panels="family"``, per dataset and algorithm family (a row of panels per dataset, sharing its regret axis)."""
     results = report.results
     options = (options or PlotOptions()).checked(results.algorithms)
     drawn = list(options.algorithms or results.algorithms)
     looks = _looks(results.algorithms)
     rc, size = STYLES[options.style]
+    panels = regret_panels(results.datasets, drawn, options.panels)
     with plt.rc_context(rc):
-        fig, axes = _panels(len(results.datasets), size)
+        per_row = len(panels) // len(results.datasets) if options.panels == "family" else None
+        fig, axes = _panels(len(panels), size, per_row)
         table = None if options.band == "iqr" else curves(results)
-        for ax, dataset in zip(axes, results.datasets):
+        for ax, (dataset, title, members) in zip(axes, panels):
             ctr = results.kinds[dataset] == "ctr"
             metric = "cumulative_ctr" if ctr else "cumulative_regret"
-            lines = _centre_and_band(results, table, dataset, drawn, metric, options.band)
+            lines = _centre_and_band(results, table, dataset, members, metric, options.band)
             for algorithm, (t, centre, low, high) in lines.items():
                 step = max(1, len(t) // MARKS_PER_CURVE)
                 mark_from = drawn.index(algorithm) * step // len(drawn)  # markers of two lines never coincide
                 ax.plot(t, centre, label=algorithm, markevery=(mark_from, step), **looks[algorithm])
                 if low is not None:
                     ax.fill_between(t, low, high, color=looks[algorithm]["color"], alpha=0.18, linewidth=0)
-            ax.set_title(dataset)
+            ax.set_title(title)
             ax.set_xlabel("round t (log scale)" if options.log_x else "round t")
             ax.set_ylabel("cumulative click-through rate" if ctr else "cumulative regret")
             if options.log_x:
                 ax.set_xscale("log")
             ax.grid(alpha=0.3)
             ax.legend(frameon=False, fontsize="small")  # each panel names its own algorithms
+        for dataset in results.datasets:  # one scale per dataset, so that its family panels compare at a glance
+            row = [ax for ax, panel in zip(axes, panels) if panel[0] == dataset]
+            limits = [ax.get_ylim() for ax in row]
+            for ax in row:
+                ax.set_ylim(min(low for low, _ in limits), max(high for _, high in limits))
         fig.suptitle(_regret_title(results, options))
         fig.tight_layout()
     return fig
+
+
+FAMILY_TITLES = {
+    "clustering": "clustering of bandits",
+    "linear": "linear bandits",
+    "neural": "neural bandits",
+    "baseline": "baselines",
+    "other": "other algorithms",
+}
+
+
+def family_of(algorithm: str) -> str:
+    """The declared family of an algorithm as the results name it (``eps-greedy[epsilon=0.05]``: its grid cell); an
+    algorithm this process does not know (a plug-in not imported) is "other"."""
+    spec = ALGORITHMS.get(algorithm.split("[")[0])
+    return "other" if spec is None else spec.family
+
+
+def regret_panels(datasets: list[str], drawn: list[str], by: str) -> list[tuple[str, str, list[str]]]:
+    """(dataset, title, algorithms) of each panel: one per dataset, or one per dataset and family present."""
+    if by == "dataset":
+        return [(dataset, dataset, drawn) for dataset in datasets]
+    families = {algorithm: family_of(algorithm) for algorithm in drawn}
+    present = [family for family in FAMILIES if family in families.values()]
+    return [
+        (
+            dataset,
+            FAMILY_TITLES[family] if len(datasets) == 1 else f"{dataset}: {FAMILY_TITLES[family]}",
+            [algorithm for algorithm in drawn if families[algorithm] == family],
+        )
+        for dataset in datasets
+        for family in present
+    ]
 
 
 def _regret_title(results, options: PlotOptions) -> str:

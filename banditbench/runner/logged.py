@@ -23,6 +23,7 @@ from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.results.units import Unit
+from banditbench.runner.choices import arm_index
 
 INTEGERS = ("user", "chosen", "logged")
 FLAGS = ("matched", "kept")
@@ -55,8 +56,8 @@ class LoggedRounds:
     def view(self, event, budget):
         return event.view(budget)
 
-    def choice(self, selected):
-        return selected
+    def choice(self, selected, event):
+        return arm_index(selected, len(event.arms))
 
     def feedback(self, event, chosen) -> float:
         self.matched = chosen == event.logged

@@ -17,13 +17,7 @@ import pyarrow as pa
 from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS
 from banditbench.results.units import Unit
-
-
-def check_slate(slate, m: int, n_items: int, algorithm: str) -> np.ndarray:
-    slate = np.asarray(slate, dtype=np.int64)
-    if slate.shape != (m,) or len(np.unique(slate)) != m or slate.min() < 1 or slate.max() > n_items:
-        raise RuntimeError(f"{algorithm} returned {slate.tolist()}; a slate is {m} distinct item ids in 1..{n_items}")
-    return slate
+from banditbench.runner.choices import slate_of
 
 
 class SlateRounds:
@@ -57,8 +51,8 @@ class SlateRounds:
     def view(self, rnd, budget):
         return rnd.view(self.env.catalogue, budget)
 
-    def choice(self, selected) -> np.ndarray:
-        return check_slate(selected, self.m, self.env.n_arms, self.unit.algorithm)
+    def choice(self, selected, rnd) -> np.ndarray:
+        return slate_of(selected, self.m, self.env.n_arms, self.unit.algorithm)
 
     def feedback(self, rnd, slate):
         clicks, self.expected_clicks = self.env.feedback(rnd, slate)

@@ -26,6 +26,7 @@ from banditbench.envs.round import Rounds, RoundViews
 from banditbench.errors import UserError
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints, restore_rng
+from banditbench.runner.choices import BrokenChoice, BrokenContract, arm_index
 from banditbench.runner.diagnostics import clustering_scores
 from banditbench.runner.logged import LoggedRounds
 from banditbench.runner.seeds import unit_streams
@@ -65,8 +66,8 @@ class ArmRounds:
     def view(self, rnd, budget: Budget):
         return rnd if self.privileged else rnd.view(budget)
 
-    def choice(self, selected):
-        return selected
+    def choice(self, selected, rnd):
+        return arm_index(selected, len(rnd.arms))
 
     def feedback(self, rnd, chosen) -> float:
         return float(rnd.rewards[chosen])
@@ -318,7 +319,7 @@ class EachRound:
         chosen, observed = [], []
         for kind, rnd, budget, arm in zip(self.kinds, self.rounds, budgets, selected):
             budget.close()
-            arm = kind.choice(arm)
+            arm = kind.choice(arm, rnd)
             chosen.append(arm)
             observed.append(kind.feedback(rnd, arm))
         return chosen, observed
@@ -455,7 +456,10 @@ def play(
         t0 = clock()
         selected = group.select(views, budgets)
         t1 = clock()
-        chosen, observed = rounds.feedback(selected, budgets)
+        try:
+            chosen, observed = rounds.feedback(selected, budgets)
+        except BrokenChoice as e:
+            raise BrokenContract(units[0].algorithm, t, str(e)) from None
         if rounds.revealed():  # a log's skipped event teaches the policy nothing (runner/logged.py)
             group.update(views, chosen, observed)
         update_seconds[t] = clock() - t1
