@@ -2,7 +2,8 @@
 
 The ``banditbench`` command is a thin layer over these functions, so both share one code path: the same
 settings (preset < config file < arguments), the same checks before anything is written, the same
-one-line :class:`~banditbench.errors.UserError` messages (raised here, never a ``SystemExit``).
+one-line :class:`~banditbench.errors.UserError` messages (raised here, never a ``SystemExit``), which name a
+setting by its keyword here (``rounds``) and by its flag on the command line (``--rounds``).
 
 >>> import banditbench
 >>> banditbench.prepare("synthetic", users=20, clusters=2, dim=5, arms=10, data_dir="datasets")
@@ -22,7 +23,7 @@ import tempfile
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import pandas as pd
 from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.envs import PROTOCOLS, Budget, BudgetExceeded
-from banditbench.errors import Interrupted, UserError
+from banditbench.errors import Interrupted, SettingError, UserError
 from banditbench.presets import resolve
 from banditbench.results.folder import check_output
 from banditbench.results.shards import shard_path
@@ -42,7 +43,7 @@ from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
-from banditbench.runner.settings import DEFAULT_BENCHMARK
+from banditbench.runner.settings import DEFAULT_BENCHMARK, RunSettings
 
 __all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
 
@@ -174,27 +175,26 @@ def run(
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
     ``overwrite`` or ``resume``).
     """
-    names = None if algos is None else algorithm_names(algos)
-    flags = {
-        "dataset": dataset,
-        "algos": names,
-        "rounds": rounds,
-        "seeds": seeds,
-        "tune-seeds": tune_seeds,
-        "tune-rounds": tune_rounds,
-        "seed": seed,
-        "budget": budget,
-        "set": params,
-        "env": env,
-        "out": None if out is None else str(out),
-        "jobs": jobs,
-        "backend": backend,
-        "address": address,
-        "gpus-per-unit": gpus_per_unit,
-        "checkpoint-every": checkpoint_every,
-        "engine": engine,
-        "allow-stand-in": allow_stand_in,
-    }
+    flags = RunSettings(
+        dataset=dataset,
+        algos=None if algos is None else algorithm_names(algos),
+        rounds=rounds,
+        seeds=seeds,
+        tune_seeds=tune_seeds,
+        tune_rounds=tune_rounds,
+        seed=seed,
+        budget=budget,
+        params=params,
+        env=env,
+        out=None if out is None else str(out),
+        jobs=jobs,
+        backend=backend,
+        address=address,
+        gpus_per_unit=gpus_per_unit,
+        checkpoint_every=checkpoint_every,
+        engine=engine,
+        allow_stand_in=allow_stand_in,
+    )
     if is_default_benchmark(flags, config, preset):
         return run_default_benchmark(
             flags, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, prepare_data=prepare
@@ -232,7 +232,7 @@ def on_cuda(experiment: Experiment) -> bool:
 
 
 def run_experiment(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     config: str | Path | None = None,
     preset: str | None = None,
@@ -240,13 +240,13 @@ def run_experiment(
     overwrite: bool = False,
     resume: bool = False,
     device: str | None = None,
-    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    default_out: Callable[[RunSettings], Path] | None = None,
     hooks: Hooks | None = None,
     prepare_data: bool = False,
     source: str | Path | None = None,
 ) -> tuple[Results, list, Experiment]:
     """What ``run`` and ``banditbench run`` share: resolve the settings, plan and check everything, then
-    write. ``flags``: the run's settings by flag name (None where not given). Without an ``out`` anywhere,
+    write. ``flags``: the settings given (None where not given). Without an ``out`` anywhere,
     ``default_out(settings)`` names the folder, or a temporary folder is used. Returns the Results, the
     units that ran and the experiment. ``prepare_data``: prepare the data the run needs first (``--prepare``),
     reading ``source`` where given."""
@@ -263,12 +263,12 @@ def run_experiment(
         source=source,
     )
     s, temporary = planned.settings, None
-    if s["out"]:
-        out = user_path(s["out"])
+    if s.out:
+        out = user_path(s.out)
     elif default_out is not None:
         out = default_out(s)
     else:
-        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
+        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s.dataset}-")
         out = Path(temporary) / "results"
     try:
         ran = write_experiment(planned, out, data_dir=data_dir, overwrite=overwrite, resume=resume, hooks=hooks)
@@ -279,19 +279,19 @@ def run_experiment(
     return Results(out, temporary=temporary), ran, planned.experiment
 
 
-def is_default_benchmark(flags: dict[str, Any], config: str | Path | None, preset: str | None) -> bool:
+def is_default_benchmark(flags: RunSettings, config: str | Path | None, preset: str | None) -> bool:
     """Whether a run names none of dataset, algorithms, preset and experiment file: the default benchmark."""
-    return config is None and preset is None and not flags.get("dataset") and not flags.get("algos")
+    return config is None and preset is None and not flags.dataset and not flags.algos
 
 
 def run_default_benchmark(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     data_dir: str | Path | None = None,
     overwrite: bool = False,
     resume: bool = False,
     device: str | None = None,
-    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    default_out: Callable[[RunSettings], Path] | None = None,
     hooks: Hooks | None = None,
     prepare_data: bool = False,
 ) -> tuple[Results, list[tuple[list, Experiment]]]:
@@ -306,14 +306,14 @@ def run_default_benchmark(
         for part in DEFAULT_BENCHMARK
     ]
     first, temporary = planned[0].settings, None
-    if first["out"]:
-        parent = Path(first["out"])
+    if first.out:
+        parent = Path(first.out)
     elif default_out is not None:
-        parent = default_out({**first, "dataset": "default"})
+        parent = default_out(replace(first, dataset="default"))
     else:
         temporary = tempfile.mkdtemp(prefix="banditbench-default-")
         parent = Path(temporary) / "results"
-    outs = [parent / p.settings["dataset"] for p in planned]
+    outs = [parent / p.settings.dataset for p in planned]
     for part, out in zip(planned, outs):
         check_output(out, part.experiment.config, overwrite=overwrite, resume=resume, data_dir=data_dir)
     done = []
@@ -338,14 +338,14 @@ def run_default_benchmark(
 class Planned:
     """One experiment resolved, planned and checked, before anything is written."""
 
-    settings: dict[str, Any]
+    settings: RunSettings
     experiment: Experiment
     executor: Any
     config: Path | None
 
 
 def plan_experiment(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     data_dir: Path,
     config: str | Path | None = None,
@@ -363,45 +363,29 @@ def plan_experiment(
     config = None if config is None else user_path(config)
     s = resolve(flags, config, preset, base=base)
     if declared is not None:
-        s["prepared-with"] = declared
-    s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
-    if s["checkpoint-every"] < 0:
-        raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
-    check_engine(s["engine"])
+        s = replace(s, prepared_with=declared)
+    s = replace(s, algos=[plugins.resolve(a) for a in s.algos])  # a preset's or config file's plugins, by path or name
+    if s.checkpoint_every < 0:
+        raise SettingError("{checkpoint_every} must be zero or positive, got {value}", value=s.checkpoint_every)
+    check_engine(s.engine)
     if source is not None and not prepare_data:
         raise UserError("--source goes with --prepare: it names the raw files of the data to prepare")
     if prepare_data:
         path = prepare_declared(data_dir, s, source)
         if path is not None and hooks.on_prepared is not None:
             hooks.on_prepared(path)
-    experiment = plan(
-        data_dir=data_dir,
-        dataset=s["dataset"],
-        algorithms=s["algos"],
-        rounds=s["rounds"],
-        seeds=s["seeds"],
-        master_seed=s["seed"],
-        budget=s["budget"],
-        params=s["set"],
-        tune_seeds=s["tune-seeds"],
-        tune_rounds=s["tune-rounds"],
-        protocol=s["protocol"],
-        device=device,
-        env=s["env"],
-        declared_data=s.get("prepared-with"),
-        allow_stand_in=s["allow-stand-in"],
-    )
+    experiment = plan(s, data_dir=data_dir, device=device)
     if hooks.warn is not None:  # what prepare found suspicious in the data, repeated where the results are made
         for line in experiment.dataset.manifest.get("warnings", []):
-            hooks.warn(f"dataset {s['dataset']}: {line}")
-    executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
+            hooks.warn(f"dataset {s.dataset}: {line}")
+    executor = make_executor(s.backend, s.jobs, s.address, s.gpus_per_unit)
     if executor.sharing_a_gpu > 1 and on_cuda(experiment):
         (hooks.warn or warnings.warn)(
             f"{executor.sharing_a_gpu} worker processes take turns on each GPU, which ran mcnb-movielens's networks "
             "about 20× slower on an H100 than on its CPU (docs/performance.md, 'On a GPU'); use --device cpu for "
             "these small networks, or one process per GPU (--jobs 1, or Ray with --gpus-per-unit 1)"
         )
-    for name in s["algos"]:
+    for name in s.algos:
         if name in plugins.ORIGINS:
             check_contract(experiment, name)
             if not isinstance(ALGORITHMS[name].source, str) and getattr(executor, "jobs", 1) != 1:
@@ -409,7 +393,7 @@ def plan_experiment(
                     f"{name} is a class that worker processes cannot import (defined in __main__, "
                     "a notebook, or inside a function); use jobs=1 or move it into a module"
                 )
-    check_sizes(experiment, executor.workers, s["engine"])
+    check_sizes(experiment, executor.workers, s.engine)
     return Planned(s, experiment, executor, config)
 
 
@@ -426,14 +410,14 @@ def write_experiment(
             target,
             out,
             executor=planned.executor,
-            checkpoint_every=s["checkpoint-every"],
-            engine=s["engine"],
+            checkpoint_every=s.checkpoint_every,
+            engine=s.engine,
             settings={
-                **s,
+                **s.record(),
                 "config": None if config is None else str(config),
                 "data": experiment.dataset.manifest.get("parameters", {}),
                 "stand_in": experiment.stand_in,
-                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS},
+                "plugins": {a: plugins.ORIGINS[a] for a in s.algos if a in plugins.ORIGINS},
             },
             on_plan=hooks.on_plan,
             on_unit_start=hooks.on_unit_start,
@@ -444,7 +428,7 @@ def write_experiment(
         raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) from None
 
 
-def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Path | None) -> Path | None:
+def prepare_declared(data_dir: Path, settings: RunSettings, source: str | Path | None) -> Path | None:
     """``--prepare``: build the dataset a run needs, with the parameters its preset declares (the dataset's defaults
     without a preset), unless it is prepared already; return its folder, or None when there was nothing to do.
     Data prepared otherwise is never replaced: it is refused with the command that replaces it, or run as a
@@ -453,13 +437,13 @@ def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Pat
     from banditbench.data.prepared import MANIFEST
     from banditbench.runner import declared_data
 
-    declared = settings.get("prepared-with") or {}
-    name = settings["dataset"]
+    declared = settings.prepared_with or {}
+    name = settings.dataset
     needs = declared.get("parameters", {}) if declared.get("dataset") == name else {}
     folder = Path(data_dir) / name
     if (folder / MANIFEST).is_file():
         differ = declared_data.differences(name, needs, declared_data.prepared_parameters(load_dataset(data_dir, name)))
-        if differ and not settings["allow-stand-in"]:
+        if differ and not settings.allow_stand_in:
             command = declared_data.prepare_command(name, needs, data_dir, replace=True)
             raise UserError(
                 f"--prepare would replace {folder}, prepared with {declared_data.listing(differ, 'prepared')}; "
@@ -476,9 +460,9 @@ def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Pat
     return prepare(name, data_dir=data_dir, **options)
 
 
-def default_results_folder(settings: dict[str, Any]) -> Path:
+def default_results_folder(settings: RunSettings) -> Path:
     """The CLI's ``results/DATASET-TIMESTAMP``."""
-    return Path("results") / f"{settings['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path("results") / f"{settings.dataset}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 # ---- the policy contract, tried before the run --------------------------------------------------------------

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from banditbench import names
-from banditbench.errors import Interrupted, UserError
+from banditbench.errors import Interrupted, SettingError, UserError
 
 app = typer.Typer(
     name="banditbench",
@@ -648,27 +648,28 @@ def run(
         run_experiment,
     )
     from banditbench.report.formats import to_rich
+    from banditbench.runner.settings import RunSettings
 
-    flags = {
-        "dataset": dataset,
-        "algos": algos,
-        "rounds": rounds,
-        "seeds": seeds,
-        "tune-seeds": tune_seeds,
-        "tune-rounds": tune_rounds,
-        "seed": seed,
-        "budget": parse_budget(budget),
-        "set": assignments,
-        "env": env,
-        "out": None if out is None else str(out),
-        "jobs": jobs,
-        "backend": backend,
-        "address": address,
-        "gpus-per-unit": gpus_per_unit,
-        "checkpoint-every": checkpoint_every,
-        "engine": engine,
-        "allow-stand-in": allow_stand_in or None,
-    }
+    flags = RunSettings(
+        dataset=dataset,
+        algos=algos,
+        rounds=rounds,
+        seeds=seeds,
+        tune_seeds=tune_seeds,
+        tune_rounds=tune_rounds,
+        seed=seed,
+        budget=parse_budget(budget),
+        params=assignments,
+        env=env,
+        out=None if out is None else str(out),
+        jobs=jobs,
+        backend=backend,
+        address=address,
+        gpus_per_unit=gpus_per_unit,
+        checkpoint_every=checkpoint_every,
+        engine=engine,
+        allow_stand_in=allow_stand_in or None,
+    )
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -711,7 +712,7 @@ def run(
         console.print(first[dataset])
 
 
-def run_suite_command(suite: str, tune_on: str | None, flags: dict, config, preset, common: dict):
+def run_suite_command(suite: str, tune_on: str | None, flags, config, preset, common: dict):
     """``run --suite``: every member as its own experiment under the suite's folder."""
     from banditbench.suite_run import run_suite
 
@@ -991,7 +992,8 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except UserError as e:
-        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+        message = e.naming(flag) if isinstance(e, SettingError) else str(e)
+        Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except Interrupted as e:
         Console(stderr=True).print(interrupted(e), highlight=False, soft_wrap=True)
@@ -1016,6 +1018,13 @@ def main() -> None:
         Console(stderr=True).print("interrupted", highlight=False)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def flag(setting: str) -> str:
+    """The flag of a run setting (``tune_seeds`` → ``--tune-seeds``), as error lines name it."""
+    from banditbench.runner.settings import setting_key
+
+    return f"--{setting_key(setting)}"
 
 
 def entry() -> None:

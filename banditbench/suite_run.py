@@ -16,7 +16,7 @@ reported member. The choice reads only the tuning members' results; the reported
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from banditbench.report.load import load_results
 from banditbench.results.folder import check_output
 from banditbench.results.shards import shard_path
 from banditbench.runner import grid
+from banditbench.runner.settings import RunSettings
 from banditbench.suites import SUITE_FILE, Member, Suite, load_suite, with_tuning, write_suite_record
 
 TUNING = "tuning"  # OUT/tuning/DATASET: the tuning members' runs, below the folders a report reads
@@ -56,7 +57,7 @@ class Tuned:
 
 def run_suite(
     name: str,
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     tune_on: str | None = None,
     data_dir: str | Path | None = None,
@@ -70,7 +71,7 @@ def run_suite(
     Returns the reported members' Results, per member the units that ran and the experiment, the suite and the
     missing members."""
     hooks = hooks or Hooks()
-    if flags.get("dataset"):
+    if flags.dataset:
         raise UserError("--suite and --dataset exclude each other: the suite names its datasets")
     data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     suite = load_suite(name)
@@ -90,7 +91,7 @@ def run_suite(
             )
     tuning = [m for m in present if m.dataset in suite.tune_on]
     reported = [m for m in present if m.dataset not in suite.tune_on]
-    if suite.tune_on and flags.get("tune-seeds"):
+    if suite.tune_on and flags.tune_seeds:
         raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
     if suite.tune_on and not tuning:
         raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
@@ -122,28 +123,28 @@ def run_suite(
     return Results(*[parent / m.dataset for m in reported]), done, suite, missing
 
 
-def _suite_folder(suite: Suite, flags: dict[str, Any], default_out) -> Path:
-    if flags.get("out"):
-        return user_path(flags["out"])
+def _suite_folder(suite: Suite, flags: RunSettings, default_out) -> Path:
+    if flags.out:
+        return user_path(flags.out)
     if default_out is None:
         raise UserError("a suite needs an output folder: give out (--out)")
-    return default_out({"dataset": suite.name})
+    return default_out(RunSettings(dataset=suite.name))
 
 
 def _folder(parent: Path, member: Member, tuning: list[Member]) -> Path:
     return parent / TUNING / member.dataset if member in tuning else parent / member.dataset
 
 
-def _planner(flags: dict[str, Any], data_dir: Path, device: str | None, hooks: Hooks):
+def _planner(flags: RunSettings, data_dir: Path, device: str | None, hooks: Hooks):
     """Plan one member: the run's flags over the member's dataset and protocol settings; ``fixed`` replaces the
     grids of the tuned algorithms by their chosen cells."""
 
     def plan(member: Member, fixed: dict[str, dict[str, list]] | None = None) -> Planned:
-        layer = {**flags, "dataset": None, "out": None}
+        layer = replace(flags, dataset=None, out=None)
         if fixed:
-            given = layer.get("set") or []
+            given = layer.params or []
             given = grid.parse_assignments(given) if isinstance(given, list) else given
-            layer["set"] = grid.merge(given, fixed)
+            layer = replace(layer, params=grid.merge(given, fixed))
         base = {"dataset": member.dataset, "env": member.env}
         declared = {"dataset": member.dataset, "parameters": member.data, "by": "the suite"} if member.data else None
         return plan_experiment(layer, data_dir=data_dir, device=device, hooks=hooks, base=base, declared=declared)
