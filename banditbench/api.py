@@ -555,19 +555,17 @@ class Results:
 
     def _load(self):
         if self._loaded is None:
-            from banditbench.report.tables import load_results
+            from banditbench.report.make import load_checked
 
-            loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
-            if loaded.problems:  # as `banditbench report`: no numbers from a folder with a broken shard
-                raise UserError(f"{len(loaded.problems)} broken result file(s): {'; '.join(loaded.problems)}")
-            self._loaded = loaded
+            self._loaded = load_checked(self.folders, self.allow_mixed)  # no numbers from a folder with a broken shard
         return self._loaded
 
     def _built(self):
-        if self._report is None:
-            from banditbench.report.tables import build_report
+        if self._report is None:  # `banditbench report`'s function, writing nothing
+            from banditbench.report.make import ReportOptions, make_report
 
-            self._report = build_report(self._load())
+            options = ReportOptions(allow_mixed=self.allow_mixed)
+            self._report = make_report(self.folders, options, results=self._load()).report
         return self._report
 
     def __repr__(self) -> str:

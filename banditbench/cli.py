@@ -10,7 +10,6 @@ import re
 import shlex
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -796,74 +795,57 @@ def report(
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
-    from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
+    from banditbench.report.make import BrokenResults, ReportOptions, make_report
     from banditbench.report.plot_options import PlotOptions
-    from banditbench.report.stats import TESTS
-    from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
-    from banditbench.results.folder import refuse_data_folder
 
-    chosen = [] if formats.strip() == "none" else _names(formats)
-    for name in chosen:
-        names.pick("format", name, FORMATS)
-    names.pick("--test", test, TESTS)
-    allowed = gate.parse_tolerance(tolerance)
-    folders = [user_path(folder) for folder in folders or []]
     out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
-    saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
-    folders = folders or [latest_experiment(Path("results"))]
-    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    if chosen:
-        refuse_data_folder(target, "--out" if out else "the report's folder")
-    results = load_results(folders, allow_mixed=allow_mixed)
+    options = ReportOptions(
+        formats=() if formats.strip() == "none" else tuple(_names(formats)),
+        out=out,
+        check=check,
+        tolerance=tolerance,
+        save_baseline=save_baseline,
+        allow_mixed=allow_mixed,
+        test=test,
+        baselines=tuple(_names(baselines)),
+        proposed=tuple(_names(proposed)),
+        plot=PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style),
+    )
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    if results.problems:  # every shard is verified before any file is written
-        for problem in results.problems:
+    try:
+        made = make_report([user_path(folder) for folder in folders or []], options)
+    except BrokenResults as broken:  # every shard is verified before any file is written
+        for problem in broken.problems:
             errors.print(f"error: {problem}")
         raise UserError(
-            f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
+            f"{len(broken.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
             "with the run's settings to run their units again; nothing was written"
-        )
-    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
-    for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
-        for name in _names(text):
-            if name not in results.algorithms:
-                hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
-                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
-    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style).checked(results.algorithms)
-    report_ = build_report(results, roles=roles, test=test)
-    incomplete = incompleteness(results)
-    for exp in results.experiments:
-        if exp.missing:
-            errors.print(f"warning: {exp.folder}: {len(exp.missing)} units not finished: {', '.join(exp.missing)}")
-    for warning in results.warnings:
+        ) from None
+    for warning in made.warnings:
         errors.print(f"warning: {warning}")
-    if incomplete:
-        errors.print(f"warning: {incomplete}")
     if not quiet:
-        for table in to_rich(report_):
+        for table in to_rich(made.report):
             console.print(table)
-    written = write_report_files(report_, Path(target), chosen, incomplete, results.warnings, plot) if chosen else []
-    for path in written:
-        if not quiet:
+        for path in made.written:
             console.print(f"wrote {path}", highlight=False)
-    failed = False
-    if check is not None:
-        outcome = gate.check(report_, saved, allowed)
-        for line in outcome.failures:
+    print_gate(made, check, quiet)
+    if made.outcome is not None and made.outcome.failures:
+        sys.exit(1)
+
+
+def print_gate(made, check: Path | None, quiet: bool) -> None:
+    """The CI gate's lines: every regression, and unless ``quiet`` what passed and the baseline saved."""
+    if made.outcome is not None:
+        for line in made.outcome.failures:
             console.print(f"REGRESSION {line}", highlight=False, soft_wrap=True)
         if not quiet:
-            for line in outcome.notes:
+            for line in made.outcome.notes:
                 console.print(f"ok {line}", highlight=False, soft_wrap=True)
-            if not outcome.failures:
+            if not made.outcome.failures:
                 console.print(f"check passed against {check}", highlight=False)
-        failed = bool(outcome.failures)
-    if save_baseline is not None:
-        path = gate.save_baseline(report_, save_baseline)
-        if not quiet:
-            console.print(f"wrote baseline {path}", highlight=False)
-    if failed:
-        sys.exit(1)
+    if made.baseline is not None and not quiet:
+        console.print(f"wrote baseline {made.baseline}", highlight=False)
 
 
 @app.command()
@@ -934,57 +916,6 @@ def claims(
         console.print(f"wrote {path}", highlight=False)
     if into is None and out is None:
         print(text, end="")
-
-
-INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
-
-
-def incompleteness(results) -> str | None:
-    """One line saying which experiments are reported on fewer units than their manifest's config planned."""
-    parts = [
-        f"{len(exp.timing)} of {exp.planned} planned units in {exp.folder}"
-        for exp in results.experiments
-        if len(exp.timing) < exp.planned
-    ]
-    if not parts:
-        return None
-    return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
-
-
-def write_report_files(
-    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = (), plot=None
-) -> list[Path]:
-    """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
-    a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
-    line and in INCOMPLETE.txt beside the CSV files; ``warnings`` (the data's, the aggregation's) head report.md."""
-    from banditbench.report.formats import write_files
-    from banditbench.results.shards import disk_full
-
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
-            staging = Path(staging)
-            written = [p.relative_to(staging) for p in write_files(report_, staging, formats, plot)]
-            stale = target / INCOMPLETE
-            if warnings and "md" in formats:
-                md = staging / "report.md"
-                head = "".join(f"> warning: {line}\n" for line in warnings)
-                md.write_text(head + "\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
-            if incomplete:
-                if "md" in formats:
-                    md = staging / "report.md"
-                    md.write_text(f"> **{incomplete}**\n\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
-                if "csv" in formats:
-                    (staging / INCOMPLETE).write_text(incomplete + "\n", encoding="utf-8")
-                    written.append(Path(INCOMPLETE))
-            for name in written:
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / name, target / name)
-            if not incomplete and "csv" in formats:
-                stale.unlink(missing_ok=True)
-    except OSError as e:
-        raise disk_full(e, target) or UserError(f"cannot write the report to {target}: {e.strerror}") from None
-    return [target / name for name in written]
 
 
 def main() -> None:
