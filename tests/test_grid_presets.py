@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from banditbench.presets import resolve
 from banditbench.report.formats import tuned_note
 from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
+from banditbench.results.units import Unit, params_hash
 from banditbench.runner import grid
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
@@ -36,6 +38,15 @@ def planned(data_dir, **settings):
 
 def stream_states(units):
     return {tuple(unit_streams(u.master_seed, u.seed_index, u.tuning)[0].generate_state(4)) for u in units}
+
+
+def test_a_unit_told_its_algorithms_defaults_is_named_without_a_hash_and_they_stay_out_of_its_identity():
+    defaults = {"alpha": 1.0, "ridge": 1.0}
+    plain = Unit("synthetic", "linear", "linucb-ind", defaults, 0, 3, 100, None, defaults=dict(defaults))
+    tuned = Unit("synthetic", "linear", "linucb-ind", {"alpha": 0.1, "ridge": 1.0}, 0, 3, 100, None, defaults=defaults)
+    assert plain.id == "linucb-ind-seed3" and tuned.id == f"linucb-ind-{params_hash(tuned.params)}-seed3"
+    assert "defaults" not in plain.config() and plain == replace(plain, defaults={})  # naming, not identity
+    assert replace(plain, defaults={}).id == f"linucb-ind-{params_hash(defaults)}-seed3"
 
 
 def test_a_2x2_grid_on_3_seeds_is_12_units_with_stable_ids_and_seeds(data_dir):

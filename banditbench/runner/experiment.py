@@ -85,6 +85,7 @@ class Experiment:
                 c["budget"],
                 tuning=tuning,
                 env=c.get("env", {}),
+                defaults=ALGORITHMS[algorithm].defaults(),
             )
             for i in range(seeds)
         ]
