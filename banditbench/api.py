@@ -174,6 +174,8 @@ def run(
     Returns the run's Results. Raises UserError, one line and before any unit runs, for an unknown algorithm,
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
     ``overwrite`` or ``resume``).
+
+    Over 80 lines only by its keywords and this page on them: the body gathers them into one RunSettings.
     """
     flags = RunSettings(
         dataset=dataset,

@@ -463,7 +463,6 @@ def simulator_train(
     force: bool = typer.Option(False, "--force", help="Replace an existing simulator."),
 ) -> None:
     """Train the click model with the IPS-weighted logistic loss, print held-out metrics, save it next to the data."""
-    from banditbench.simulator.metrics import QUANTILES
     from banditbench.simulator.train import TrainSettings, train_simulator
 
     settings = TrainSettings(
@@ -484,16 +483,30 @@ def simulator_train(
         threads=threads,
     )
 
-    def progress(r: dict) -> None:
-        console.print(
-            ("towers without IPS, for the propensity model: " if r.get("stage") == "encoders" else "")
-            + f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
-            f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
-            f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
-            highlight=False,
-        )
+    done = train_simulator(data_dir, dataset, settings, force=force, progress=print_epoch)
+    print_trained(done, settings)
+    console.print(
+        f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
+        f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
+        highlight=False,
+    )
 
-    done = train_simulator(data_dir, dataset, settings, force=force, progress=progress)
+
+def print_epoch(r: dict) -> None:
+    """One line per training epoch of the simulator (the propensity model's towers say so)."""
+    console.print(
+        ("towers without IPS, for the propensity model: " if r.get("stage") == "encoders" else "")
+        + f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
+        f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
+        f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
+        highlight=False,
+    )
+
+
+def print_trained(done: dict, settings) -> None:
+    """The trained simulator's held-out metrics: AUC, probability quantiles, threshold, propensities."""
+    from banditbench.simulator.metrics import QUANTILES
+
     m = done["metrics"]
     console.print(
         f"best epoch {done['best_epoch']}: AUC per impression {m['auc_mean_per_impression']:.4f} "
@@ -540,11 +553,6 @@ def simulator_train(
             f"{lm['heldout_users']} validation users), floor {lm['floor']}",
             highlight=False,
         )
-    console.print(
-        f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
-        f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
-        highlight=False,
-    )
 
 
 @app.command()
@@ -638,7 +646,10 @@ def run(
     ),
     data_dir: Path = DATA_DIR,
 ) -> None:
-    """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
+    """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table.
+    \f
+    Over 80 lines only by its options, one typer declaration per flag: the run itself is the API's
+    ``run_experiment`` (or the default benchmark's, or the suite's), and this body only shows its progress."""
     from banditbench.api import (
         Hooks,
         default_results_folder,

@@ -485,12 +485,9 @@ def execute(
     target = Path(target)
     executor = executor or LocalExecutor(jobs=1)
     checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
-    execution = {
-        "executor": executor.describe(),
-        "engine": check_engine(engine),
-        "checkpoint_every": checkpoint_every,
-        "settings": settings,
-    }
+    engine = check_engine(engine)
+    execution = {"executor": executor.describe(), "engine": engine, "checkpoint_every": checkpoint_every}
+    execution["settings"] = settings
     ran: list[Unit] = []
     sha = experiment.dataset.manifest_sha256
 
@@ -533,7 +530,7 @@ def execute(
         if checkpoints is not None:
             shutil.rmtree(checkpoints.folder, ignore_errors=True)
     except BaseException:
-        if output is not None:  # a failed --overwrite leaves the old results as they were
+        if output is not None:  # a failed overwrite leaves the old results as they were
             output.discard()
         raise
     if output is not None:
