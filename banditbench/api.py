@@ -2,7 +2,8 @@
 
 The ``banditbench`` command is a thin layer over these functions, so both share one code path: the same
 settings (preset < config file < arguments), the same checks before anything is written, the same
-one-line :class:`~banditbench.errors.UserError` messages (raised here, never a ``SystemExit``).
+one-line :class:`~banditbench.errors.UserError` messages (raised here, never a ``SystemExit``), which name a
+setting by its keyword here (``rounds``) and by its flag on the command line (``--rounds``).
 
 >>> import banditbench
 >>> banditbench.prepare("synthetic", users=20, clusters=2, dim=5, arms=10, data_dir="datasets")
@@ -22,7 +23,7 @@ import tempfile
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from banditbench import names
 from banditbench.algos import ALGORITHMS, plugins
 from banditbench.data.prepared import MANIFEST
 from banditbench.envs import BudgetExceeded
-from banditbench.errors import Interrupted, UserError
+from banditbench.errors import Interrupted, SettingError, UserError
 from banditbench.presets import resolve
 from banditbench.results.folder import check_output
 from banditbench.results.shards import shard_path
@@ -42,7 +43,7 @@ from banditbench.runner import grid
 from banditbench.runner.engines import check_engine
 from banditbench.runner.executors import make_executor
 from banditbench.runner.experiment import Experiment, check_sizes, execute, plan, prepare_output
-from banditbench.runner.settings import DEFAULT_BENCHMARK
+from banditbench.runner.settings import DEFAULT_BENCHMARK, RunSettings
 from banditbench.suites import SUITE_FILE, Member, Suite, load_suite, with_tuning, write_suite_record
 
 __all__ = ["Hooks", "Results", "check_contract", "claims", "load", "prepare", "run", "run_experiment"]
@@ -180,32 +181,33 @@ def run(
     Returns the run's Results. Raises UserError, one line and before any unit runs, for an unknown algorithm,
     dataset or preset, a hyper-parameter outside its domain, or a results folder that exists (without
     ``overwrite`` or ``resume``).
+
+    Over 80 lines only by its keywords and this page on them: the body gathers them into one RunSettings.
     """
     if environment is not None:  # a DataFrame or a reward function, staged as a prepared dataset
         if dataset is not None or data_dir is not None:
             raise UserError("run takes environment= or dataset= and data_dir=, not both")
         dataset, data_dir = environment.name, environment.data_dir
-    names = None if algos is None else algorithm_names(algos)
-    flags = {
-        "dataset": dataset,
-        "algos": names,
-        "rounds": rounds,
-        "seeds": seeds,
-        "tune-seeds": tune_seeds,
-        "tune-rounds": tune_rounds,
-        "seed": seed,
-        "budget": budget,
-        "set": params,
-        "env": env,
-        "out": None if out is None else str(out),
-        "jobs": jobs,
-        "backend": backend,
-        "address": address,
-        "gpus-per-unit": gpus_per_unit,
-        "checkpoint-every": checkpoint_every,
-        "engine": engine,
-        "allow-stand-in": allow_stand_in,
-    }
+    flags = RunSettings(
+        dataset=dataset,
+        algos=None if algos is None else algorithm_names(algos),
+        rounds=rounds,
+        seeds=seeds,
+        tune_seeds=tune_seeds,
+        tune_rounds=tune_rounds,
+        seed=seed,
+        budget=budget,
+        params=params,
+        env=env,
+        out=None if out is None else str(out),
+        jobs=jobs,
+        backend=backend,
+        address=address,
+        gpus_per_unit=gpus_per_unit,
+        checkpoint_every=checkpoint_every,
+        engine=engine,
+        allow_stand_in=allow_stand_in,
+    )
     if suite is not None:
         given = {"config": config, "preset": preset, "prepare_data": prepare}
         common = {"data_dir": data_dir, "overwrite": overwrite, "resume": resume, "device": device}
@@ -249,7 +251,7 @@ def on_cuda(experiment: Experiment) -> bool:
 
 
 def run_experiment(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     config: str | Path | None = None,
     preset: str | None = None,
@@ -257,13 +259,13 @@ def run_experiment(
     overwrite: bool = False,
     resume: bool = False,
     device: str | None = None,
-    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    default_out: Callable[[RunSettings], Path] | None = None,
     hooks: Hooks | None = None,
     prepare_data: bool = False,
     source: str | Path | None = None,
 ) -> tuple[Results, list, Experiment]:
     """What ``run`` and ``banditbench run`` share: resolve the settings, plan and check everything, then
-    write. ``flags``: the run's settings by flag name (None where not given). Without an ``out`` anywhere,
+    write. ``flags``: the settings given (None where not given). Without an ``out`` anywhere,
     ``default_out(settings)`` names the folder, or a temporary folder is used. Returns the Results, the
     units that ran and the experiment. ``prepare_data``: prepare the data the run needs first (``--prepare``),
     reading ``source`` where given."""
@@ -280,12 +282,12 @@ def run_experiment(
         source=source,
     )
     s, temporary = planned.settings, None
-    if s["out"]:
-        out = user_path(s["out"])
+    if s.out:
+        out = user_path(s.out)
     elif default_out is not None:
         out = default_out(s)
     else:
-        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s['dataset']}-")
+        temporary = tempfile.mkdtemp(prefix=f"banditbench-{s.dataset}-")
         out = Path(temporary) / "results"
     try:
         ran = write_experiment(planned, out, data_dir=data_dir, overwrite=overwrite, resume=resume, hooks=hooks)
@@ -296,19 +298,19 @@ def run_experiment(
     return Results(out, temporary=temporary), ran, planned.experiment
 
 
-def is_default_benchmark(flags: dict[str, Any], config: str | Path | None, preset: str | None) -> bool:
+def is_default_benchmark(flags: RunSettings, config: str | Path | None, preset: str | None) -> bool:
     """Whether a run names none of dataset, algorithms, preset and experiment file: the default benchmark."""
-    return config is None and preset is None and not flags.get("dataset") and not flags.get("algos")
+    return config is None and preset is None and not flags.dataset and not flags.algos
 
 
 def run_default_benchmark(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     data_dir: str | Path | None = None,
     overwrite: bool = False,
     resume: bool = False,
     device: str | None = None,
-    default_out: Callable[[dict[str, Any]], Path] | None = None,
+    default_out: Callable[[RunSettings], Path] | None = None,
     hooks: Hooks | None = None,
     prepare_data: bool = False,
 ) -> tuple[Results, list[tuple[list, Experiment]]]:
@@ -323,14 +325,14 @@ def run_default_benchmark(
         for part in DEFAULT_BENCHMARK
     ]
     first, temporary = planned[0].settings, None
-    if first["out"]:
-        parent = Path(first["out"])
+    if first.out:
+        parent = Path(first.out)
     elif default_out is not None:
-        parent = default_out({**first, "dataset": "default"})
+        parent = default_out(replace(first, dataset="default"))
     else:
         temporary = tempfile.mkdtemp(prefix="banditbench-default-")
         parent = Path(temporary) / "results"
-    outs = [parent / p.settings["dataset"] for p in planned]
+    outs = [parent / p.settings.dataset for p in planned]
     for part, out in zip(planned, outs):
         check_output(out, part.experiment.config, overwrite=overwrite, resume=resume, data_dir=data_dir)
     done = []
@@ -355,14 +357,14 @@ def run_default_benchmark(
 class Planned:
     """One experiment resolved, planned and checked, before anything is written."""
 
-    settings: dict[str, Any]
+    settings: RunSettings
     experiment: Experiment
     executor: Any
     config: Path | None
 
 
 def plan_experiment(
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     data_dir: Path,
     config: str | Path | None = None,
@@ -380,45 +382,29 @@ def plan_experiment(
     config = None if config is None else user_path(config)
     s = resolve(flags, config, preset, base=base)
     if declared is not None:
-        s["prepared-with"] = declared
-    s["algos"] = [plugins.resolve(a) for a in s["algos"]]  # a preset's or config file's plugins, by path or name
-    if s["checkpoint-every"] < 0:
-        raise UserError(f"--checkpoint-every must be zero or positive, got {s['checkpoint-every']}")
-    check_engine(s["engine"])
+        s = replace(s, prepared_with=declared)
+    s = replace(s, algos=[plugins.resolve(a) for a in s.algos])  # a preset's or config file's plugins, by path or name
+    if s.checkpoint_every < 0:
+        raise SettingError("{checkpoint_every} must be zero or positive, got {value}", value=s.checkpoint_every)
+    check_engine(s.engine)
     if source is not None and not prepare_data:
         raise UserError("--source goes with --prepare: it names the raw files of the data to prepare")
     if prepare_data:
         path = prepare_declared(data_dir, s, source)
         if path is not None and hooks.on_prepared is not None:
             hooks.on_prepared(path)
-    experiment = plan(
-        data_dir=data_dir,
-        dataset=s["dataset"],
-        algorithms=s["algos"],
-        rounds=s["rounds"],
-        seeds=s["seeds"],
-        master_seed=s["seed"],
-        budget=s["budget"],
-        params=s["set"],
-        tune_seeds=s["tune-seeds"],
-        tune_rounds=s["tune-rounds"],
-        protocol=s["protocol"],
-        device=device,
-        env=s["env"],
-        declared_data=s.get("prepared-with"),
-        allow_stand_in=s["allow-stand-in"],
-    )
+    experiment = plan(s, data_dir=data_dir, device=device)
     if hooks.warn is not None:  # what prepare found suspicious in the data, repeated where the results are made
         for line in experiment.dataset.manifest.get("warnings", []):
-            hooks.warn(f"dataset {s['dataset']}: {line}")
-    executor = make_executor(s["backend"], s["jobs"], s["address"], s["gpus-per-unit"])
+            hooks.warn(f"dataset {s.dataset}: {line}")
+    executor = make_executor(s.backend, s.jobs, s.address, s.gpus_per_unit)
     if executor.sharing_a_gpu > 1 and on_cuda(experiment):
         (hooks.warn or warnings.warn)(
             f"{executor.sharing_a_gpu} worker processes take turns on each GPU, which ran mcnb-movielens's networks "
             "about 20× slower on an H100 than on its CPU (docs/performance.md, 'On a GPU'); use --device cpu for "
             "these small networks, or one process per GPU (--jobs 1, or Ray with --gpus-per-unit 1)"
         )
-    for name in s["algos"]:
+    for name in s.algos:
         if name in plugins.ORIGINS:
             check_contract(experiment, name)
             if not isinstance(ALGORITHMS[name].source, str) and getattr(executor, "jobs", 1) != 1:
@@ -426,7 +412,7 @@ def plan_experiment(
                     f"{name} is a class that worker processes cannot import (defined in __main__, "
                     "a notebook, or inside a function); use jobs=1 or move it into a module"
                 )
-    check_sizes(experiment, executor.workers, s["engine"])
+    check_sizes(experiment, executor.workers, s.engine)
     return Planned(s, experiment, executor, config)
 
 
@@ -443,14 +429,14 @@ def write_experiment(
             target,
             out,
             executor=planned.executor,
-            checkpoint_every=s["checkpoint-every"],
-            engine=s["engine"],
+            checkpoint_every=s.checkpoint_every,
+            engine=s.engine,
             settings={
-                **s,
+                **s.record(),
                 "config": None if config is None else str(config),
                 "data": experiment.dataset.manifest.get("parameters", {}),
                 "stand_in": experiment.stand_in,
-                "plugins": {a: plugins.ORIGINS[a] for a in s["algos"] if a in plugins.ORIGINS},
+                "plugins": {a: plugins.ORIGINS[a] for a in s.algos if a in plugins.ORIGINS},
             },
             on_plan=hooks.on_plan,
             on_unit_start=hooks.on_unit_start,
@@ -461,7 +447,7 @@ def write_experiment(
         raise Interrupted(experiment.tuning_units + experiment.units, out, getattr(target, "staged", False)) from None
 
 
-def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Path | None) -> Path | None:
+def prepare_declared(data_dir: Path, settings: RunSettings, source: str | Path | None) -> Path | None:
     """``--prepare``: build the dataset a run needs, with the parameters its preset declares (the dataset's defaults
     without a preset), unless it is prepared already; return its folder, or None when there was nothing to do.
     Data prepared otherwise is never replaced: it is refused with the command that replaces it, or run as a
@@ -470,13 +456,13 @@ def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Pat
     from banditbench.data.prepared import MANIFEST
     from banditbench.runner import declared_data
 
-    declared = settings.get("prepared-with") or {}
-    name = settings["dataset"]
+    declared = settings.prepared_with or {}
+    name = settings.dataset
     needs = declared.get("parameters", {}) if declared.get("dataset") == name else {}
     folder = Path(data_dir) / name
     if (folder / MANIFEST).is_file():
         differ = declared_data.differences(name, needs, declared_data.prepared_parameters(load_dataset(data_dir, name)))
-        if differ and not settings["allow-stand-in"]:
+        if differ and not settings.allow_stand_in:
             command = declared_data.prepare_command(name, needs, data_dir, replace=True)
             raise UserError(
                 f"--prepare would replace {folder}, prepared with {declared_data.listing(differ, 'prepared')}; "
@@ -493,15 +479,15 @@ def prepare_declared(data_dir: Path, settings: dict[str, Any], source: str | Pat
     return prepare(name, data_dir=data_dir, **options)
 
 
-def default_results_folder(settings: dict[str, Any]) -> Path:
+def default_results_folder(settings: RunSettings) -> Path:
     """The CLI's ``results/DATASET-TIMESTAMP``."""
-    return Path("results") / f"{settings['dataset']}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path("results") / f"{settings.dataset}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 # ---- suites: one experiment per member -----------------------------------------------------------------------
 def run_suite(
     name: str,
-    flags: dict[str, Any],
+    flags: RunSettings,
     *,
     tune_on: str | list[str] | None = None,
     data_dir: str | Path | None = None,
@@ -529,7 +515,7 @@ def run_suite(
     hooks = hooks or Hooks()
     if config is not None or preset is not None or prepare_data:
         raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
-    if flags.get("dataset"):
+    if flags.dataset:
         raise UserError("--suite and --dataset exclude each other: the suite names its datasets")
     data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     suite = load_suite(name)
@@ -538,7 +524,7 @@ def run_suite(
     present, missing = _prepared_members(suite, data_dir, hooks)
     tuning = [m for m in present if m.dataset in suite.tune_on]
     reported = [m for m in present if m.dataset not in suite.tune_on]
-    if suite.tune_on and flags.get("tune-seeds"):
+    if suite.tune_on and flags.tune_seeds:
         raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
     if suite.tune_on and not tuning:
         raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
@@ -598,11 +584,11 @@ def _prepared_members(suite: Suite, data_dir: Path, hooks: Hooks) -> tuple[list[
     return present, missing
 
 
-def _suite_folder(suite: Suite, flags: dict[str, Any], default_out) -> Path | None:
+def _suite_folder(suite: Suite, flags: RunSettings, default_out) -> Path | None:
     """The folder ``out`` or ``default_out`` names, or None (a temporary one) where neither does."""
-    if flags.get("out"):
-        return user_path(flags["out"])
-    return None if default_out is None else default_out({"dataset": suite.name})
+    if flags.out:
+        return user_path(flags.out)
+    return None if default_out is None else default_out(RunSettings(dataset=suite.name))
 
 
 def _folder(parent: Path, member: Member, tuning: list[Member]) -> Path:
@@ -611,16 +597,16 @@ def _folder(parent: Path, member: Member, tuning: list[Member]) -> Path:
     return parent / TUNING / member.dataset if member in tuning else parent / member.dataset
 
 
-def _planner(flags: dict[str, Any], data_dir: Path, device: str | None, hooks: Hooks):
+def _planner(flags: RunSettings, data_dir: Path, device: str | None, hooks: Hooks):
     """Plan one member: the run's flags over the member's dataset and protocol settings; ``fixed`` replaces the
     grids of the tuned algorithms by their chosen cells."""
 
     def plan_member(member: Member, fixed: dict[str, dict[str, list]] | None = None) -> Planned:
-        layer = {**flags, "dataset": None, "out": None}
+        layer = replace(flags, dataset=None, out=None)
         if fixed:
-            given = layer.get("set") or []
+            given = layer.params or []
             given = grid.parse_assignments(given) if isinstance(given, list) else given
-            layer["set"] = grid.merge(given, fixed)
+            layer = replace(layer, params=grid.merge(given, fixed))
         base = {"dataset": member.dataset, "env": member.env}
         declared = {"dataset": member.dataset, "parameters": member.data, "by": "the suite"} if member.data else None
         return plan_experiment(layer, data_dir=data_dir, device=device, hooks=hooks, base=base, declared=declared)
@@ -731,19 +717,17 @@ class Results:
 
     def _load(self):
         if self._loaded is None:
-            from banditbench.report.tables import load_results
+            from banditbench.report.make import load_checked
 
-            loaded = load_results(self.folders, allow_mixed=self.allow_mixed)
-            if loaded.problems:  # as `banditbench report`: no numbers from a folder with a broken shard
-                raise UserError(f"{len(loaded.problems)} broken result file(s): {'; '.join(loaded.problems)}")
-            self._loaded = loaded
+            self._loaded = load_checked(self.folders, self.allow_mixed)  # no numbers from a folder with a broken shard
         return self._loaded
 
     def _built(self):
-        if self._report is None:
-            from banditbench.report.tables import build_report
+        if self._report is None:  # `banditbench report`'s function, writing nothing
+            from banditbench.report.make import ReportOptions, make_report
 
-            self._report = build_report(self._load())
+            options = ReportOptions(allow_mixed=self.allow_mixed)
+            self._report = make_report(self.folders, options, results=self._load()).report
         return self._report
 
     def __repr__(self) -> str:

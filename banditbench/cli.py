@@ -10,7 +10,6 @@ import re
 import shlex
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from banditbench import names
-from banditbench.errors import Interrupted, UserError
+from banditbench.errors import Interrupted, SettingError, UserError
 
 app = typer.Typer(
     name="banditbench",
@@ -490,7 +489,6 @@ def simulator_train(
     force: bool = typer.Option(False, "--force", help="Replace an existing simulator."),
 ) -> None:
     """Train the click model with the IPS-weighted logistic loss, print held-out metrics, save it next to the data."""
-    from banditbench.simulator.metrics import QUANTILES
     from banditbench.simulator.train import TrainSettings, train_simulator
 
     settings = TrainSettings(
@@ -511,16 +509,30 @@ def simulator_train(
         threads=threads,
     )
 
-    def progress(r: dict) -> None:
-        console.print(
-            ("towers without IPS, for the propensity model: " if r.get("stage") == "encoders" else "")
-            + f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
-            f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
-            f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
-            highlight=False,
-        )
+    done = train_simulator(data_dir, dataset, settings, force=force, progress=print_epoch)
+    print_trained(done, settings)
+    console.print(
+        f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
+        f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
+        highlight=False,
+    )
 
-    done = train_simulator(data_dir, dataset, settings, force=force, progress=progress)
+
+def print_epoch(r: dict) -> None:
+    """One line per training epoch of the simulator (the propensity model's towers say so)."""
+    console.print(
+        ("towers without IPS, for the propensity model: " if r.get("stage") == "encoders" else "")
+        + f"epoch {r['epoch']}: train loss {r['train_loss']:.4f}, validation AUC per impression "
+        f"{r['auc_mean_per_impression']:.4f}, global {r['auc_global']:.4f}, log-loss "
+        f"{r['log_loss']:.4f} ({r['seconds']:.0f} s)",
+        highlight=False,
+    )
+
+
+def print_trained(done: dict, settings) -> None:
+    """The trained simulator's held-out metrics: AUC, probability quantiles, threshold, propensities."""
+    from banditbench.simulator.metrics import QUANTILES
+
     m = done["metrics"]
     console.print(
         f"best epoch {done['best_epoch']}: AUC per impression {m['auc_mean_per_impression']:.4f} "
@@ -567,11 +579,6 @@ def simulator_train(
             f"{lm['heldout_users']} validation users), floor {lm['floor']}",
             highlight=False,
         )
-    console.print(
-        f"saved the simulator in {Path(data_dir) / dataset / 'simulator'} ("
-        f"{done['timing']['wall_seconds']:.0f} s wall, {done['timing']['cpu_seconds']:.0f} s CPU)",
-        highlight=False,
-    )
 
 
 @app.command()
@@ -665,7 +672,10 @@ def run(
     ),
     data_dir: Path = DATA_DIR,
 ) -> None:
-    """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table."""
+    """Run every (algorithm × grid cell × seed) unit, write one Parquet shard per unit, print the regret table.
+    \f
+    Over 80 lines only by its options, one typer declaration per flag: the run itself is the API's
+    ``run_experiment`` (or the default benchmark's, or the suite's), and this body only shows its progress."""
     from banditbench.api import (
         Hooks,
         default_results_folder,
@@ -674,27 +684,28 @@ def run(
         run_experiment,
     )
     from banditbench.report.formats import to_rich
+    from banditbench.runner.settings import RunSettings
 
-    flags = {
-        "dataset": dataset,
-        "algos": algos,
-        "rounds": rounds,
-        "seeds": seeds,
-        "tune-seeds": tune_seeds,
-        "tune-rounds": tune_rounds,
-        "seed": seed,
-        "budget": parse_budget(budget),
-        "set": assignments,
-        "env": env,
-        "out": None if out is None else str(out),
-        "jobs": jobs,
-        "backend": backend,
-        "address": address,
-        "gpus-per-unit": gpus_per_unit,
-        "checkpoint-every": checkpoint_every,
-        "engine": engine,
-        "allow-stand-in": allow_stand_in or None,
-    }
+    flags = RunSettings(
+        dataset=dataset,
+        algos=algos,
+        rounds=rounds,
+        seeds=seeds,
+        tune_seeds=tune_seeds,
+        tune_rounds=tune_rounds,
+        seed=seed,
+        budget=parse_budget(budget),
+        params=assignments,
+        env=env,
+        out=None if out is None else str(out),
+        jobs=jobs,
+        backend=backend,
+        address=address,
+        gpus_per_unit=gpus_per_unit,
+        checkpoint_every=checkpoint_every,
+        engine=engine,
+        allow_stand_in=allow_stand_in or None,
+    )
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -737,7 +748,7 @@ def run(
         console.print(first[dataset])
 
 
-def run_suite_command(suite: str, tune_on: str | None, flags: dict, config, preset, common: dict):
+def run_suite_command(suite: str, tune_on: str | None, flags, config, preset, common: dict):
     """``run --suite``: every member as its own experiment under the suite's folder."""
     from banditbench.api import run_suite
 
@@ -821,74 +832,57 @@ def report(
 ) -> None:
     """Tables with confidence intervals and paired tests, plots, and a CI check over one or more results folders."""
     from banditbench.api import user_path
-    from banditbench.report import check as gate
     from banditbench.report.formats import to_rich
+    from banditbench.report.make import BrokenResults, ReportOptions, make_report
     from banditbench.report.plot_options import PlotOptions
-    from banditbench.report.stats import TESTS
-    from banditbench.report.tables import FORMATS, build_report, latest_experiment, load_results
-    from banditbench.results.folder import refuse_data_folder
 
-    chosen = [] if formats.strip() == "none" else _names(formats)
-    for name in chosen:
-        names.pick("format", name, FORMATS)
-    names.pick("--test", test, TESTS)
-    allowed = gate.parse_tolerance(tolerance)
-    folders = [user_path(folder) for folder in folders or []]
     out, check, save_baseline = (None if path is None else user_path(path) for path in (out, check, save_baseline))
-    saved = gate.load_baseline(check) if check is not None else None  # a bad baseline fails before any output
-    folders = folders or [latest_experiment(Path("results"))]
-    target = out or (folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders])))
-    if chosen:
-        refuse_data_folder(target, "--out" if out else "the report's folder")
-    results = load_results(folders, allow_mixed=allow_mixed)
+    options = ReportOptions(
+        formats=() if formats.strip() == "none" else tuple(_names(formats)),
+        out=out,
+        check=check,
+        tolerance=tolerance,
+        save_baseline=save_baseline,
+        allow_mixed=allow_mixed,
+        test=test,
+        baselines=tuple(_names(baselines)),
+        proposed=tuple(_names(proposed)),
+        plot=PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style, panels),
+    )
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    if results.problems:  # every shard is verified before any file is written
-        for problem in results.problems:
+    try:
+        made = make_report([user_path(folder) for folder in folders or []], options)
+    except BrokenResults as broken:  # every shard is verified before any file is written
+        for problem in broken.problems:
             errors.print(f"error: {problem}")
         raise UserError(
-            f"{len(results.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
+            f"{len(broken.problems)} broken result file(s); run `banditbench run --out FOLDER --resume` "
             "with the run's settings to run their units again; nothing was written"
-        )
-    roles = {**{name: "baseline" for name in _names(baselines)}, **{name: "proposed" for name in _names(proposed)}}
-    for flag, text in (("--baselines", baselines), ("--proposed", proposed)):
-        for name in _names(text):
-            if name not in results.algorithms:
-                hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
-                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
-    plot = PlotOptions(tuple(_names(plot_algos)) or None, band, log_x, style, panels).checked(results.algorithms)
-    report_ = build_report(results, roles=roles, test=test)
-    incomplete = incompleteness(results)
-    for exp in results.experiments:
-        if exp.missing:
-            errors.print(f"warning: {exp.folder}: {len(exp.missing)} units not finished: {', '.join(exp.missing)}")
-    for warning in results.warnings:
+        ) from None
+    for warning in made.warnings:
         errors.print(f"warning: {warning}")
-    if incomplete:
-        errors.print(f"warning: {incomplete}")
     if not quiet:
-        for table in to_rich(report_):
+        for table in to_rich(made.report):
             console.print(table)
-    written = write_report_files(report_, Path(target), chosen, incomplete, results.warnings, plot) if chosen else []
-    for path in written:
-        if not quiet:
+        for path in made.written:
             console.print(f"wrote {path}", highlight=False)
-    failed = False
-    if check is not None:
-        outcome = gate.check(report_, saved, allowed)
-        for line in outcome.failures:
+    print_gate(made, check, quiet)
+    if made.outcome is not None and made.outcome.failures:
+        sys.exit(1)
+
+
+def print_gate(made, check: Path | None, quiet: bool) -> None:
+    """The CI gate's lines: every regression, and unless ``quiet`` what passed and the baseline saved."""
+    if made.outcome is not None:
+        for line in made.outcome.failures:
             console.print(f"REGRESSION {line}", highlight=False, soft_wrap=True)
         if not quiet:
-            for line in outcome.notes:
+            for line in made.outcome.notes:
                 console.print(f"ok {line}", highlight=False, soft_wrap=True)
-            if not outcome.failures:
+            if not made.outcome.failures:
                 console.print(f"check passed against {check}", highlight=False)
-        failed = bool(outcome.failures)
-    if save_baseline is not None:
-        path = gate.save_baseline(report_, save_baseline)
-        if not quiet:
-            console.print(f"wrote baseline {path}", highlight=False)
-    if failed:
-        sys.exit(1)
+    if made.baseline is not None and not quiet:
+        console.print(f"wrote baseline {made.baseline}", highlight=False)
 
 
 @app.command()
@@ -961,63 +955,13 @@ def claims(
         print(text, end="")
 
 
-INCOMPLETE = "INCOMPLETE.txt"  # beside the CSV files of a report built from fewer units than planned
-
-
-def incompleteness(results) -> str | None:
-    """One line saying which experiments are reported on fewer units than their manifest's config planned."""
-    parts = [
-        f"{len(exp.timing)} of {exp.planned} planned units in {exp.folder}"
-        for exp in results.experiments
-        if len(exp.timing) < exp.planned
-    ]
-    if not parts:
-        return None
-    return f"incomplete: {'; '.join(parts)}; means and tests use fewer seeds than planned"
-
-
-def write_report_files(
-    report_, target: Path, formats: list[str], incomplete: str | None, warnings: list[str] = (), plot=None
-) -> list[Path]:
-    """Write the report into a temporary folder inside ``target``, then rename each finished file into place:
-    a failure (a full disk) leaves no empty or partial file. An incomplete report says so in report.md's first
-    line and in INCOMPLETE.txt beside the CSV files; ``warnings`` (the data's, the aggregation's) head report.md."""
-    from banditbench.report.formats import write_files
-    from banditbench.results.shards import disk_full
-
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".report.", dir=target) as staging:
-            staging = Path(staging)
-            written = [p.relative_to(staging) for p in write_files(report_, staging, formats, plot)]
-            stale = target / INCOMPLETE
-            if warnings and "md" in formats:
-                md = staging / "report.md"
-                head = "".join(f"> warning: {line}\n" for line in warnings)
-                md.write_text(head + "\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
-            if incomplete:
-                if "md" in formats:
-                    md = staging / "report.md"
-                    md.write_text(f"> **{incomplete}**\n\n" + md.read_text(encoding="utf-8"), encoding="utf-8")
-                if "csv" in formats:
-                    (staging / INCOMPLETE).write_text(incomplete + "\n", encoding="utf-8")
-                    written.append(Path(INCOMPLETE))
-            for name in written:
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / name, target / name)
-            if not incomplete and "csv" in formats:
-                stale.unlink(missing_ok=True)
-    except OSError as e:
-        raise disk_full(e, target) or UserError(f"cannot write the report to {target}: {e.strerror}") from None
-    return [target / name for name in written]
-
-
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
         code = app(standalone_mode=False)
     except UserError as e:
-        Console(stderr=True).print(f"[red]error:[/] {e}", highlight=False, soft_wrap=True)
+        message = e.naming(flag) if isinstance(e, SettingError) else str(e)
+        Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except Interrupted as e:
         Console(stderr=True).print(interrupted(e), highlight=False, soft_wrap=True)
@@ -1042,6 +986,13 @@ def main() -> None:
         Console(stderr=True).print("interrupted", highlight=False)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def flag(setting: str) -> str:
+    """The flag of a run setting (``tune_seeds`` → ``--tune-seeds``), as error lines name it."""
+    from banditbench.runner.settings import setting_key
+
+    return f"--{setting_key(setting)}"
 
 
 def entry() -> None:

@@ -22,7 +22,14 @@ from typing import Any
 from banditbench import names
 from banditbench.errors import UserError
 from banditbench.runner.grid import merge
-from banditbench.runner.settings import RUN_DEFAULTS, combine, normalise, read_config, table_to_assignments
+from banditbench.runner.settings import (
+    RUN_DEFAULTS,
+    RunSettings,
+    combine,
+    normalise,
+    read_config,
+    table_to_assignments,
+)
 
 MCNB = "Ban, Qi, Wei, Liu & He, Meta Clustering of Neural Bandits, KDD 2024"
 METABAN = "Ban, Qi, Wei & He, Neural Collaborative Filtering Bandits via Meta Learning (Meta-Ban), 2022"
@@ -1045,8 +1052,8 @@ def preset_settings(name: str) -> dict[str, Any]:
 
 
 def resolve(
-    flags: dict[str, Any], config: Path | None = None, preset: str | None = None, base: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    flags: RunSettings, config: Path | None = None, preset: str | None = None, base: dict[str, Any] | None = None
+) -> RunSettings:
     """The settings of ``banditbench run``: defaults < ``base`` (a default benchmark's part) or the preset
     (``--preset`` or the file's ``preset``) < the ``--config`` file < the flags given. ``flags``: only the flags
     given (None or [] for the others)."""
@@ -1054,7 +1061,7 @@ def resolve(
     preset = preset or file_layer.pop("preset", None)  # --preset wins over the file's
     file_layer.pop("preset", None)
     layers = [preset_settings(preset)] if preset else [normalise(base, "default benchmark")] if base else []
-    layers += [file_layer, normalise({k: v for k, v in flags.items() if v not in (None, [])}, "flags")]
+    layers += [file_layer, normalise(flags.layer(), "flags")]
     chosen = next((layer["algos"] for layer in reversed(layers[1:]) if "algos" in layer), None)
     if preset and chosen is not None:  # --algos narrows a preset: its grid keeps the algorithms left
         layers[0]["set"] = {algo: names for algo, names in layers[0]["set"].items() if algo in chosen}
@@ -1068,4 +1075,4 @@ def resolve(
         and settings["tune-rounds"] > settings["rounds"]
     ):
         settings["tune-rounds"] = 0  # a run shortened below the preset's tuning prefix tunes on its whole horizon
-    return settings
+    return RunSettings.from_record(settings)

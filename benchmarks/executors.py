@@ -80,16 +80,13 @@ def cpu_seconds() -> float:
 
 def timed_run(data_dir: Path, out: Path, executor, args) -> dict:
     from banditbench.runner.experiment import execute, plan, prepare_output
+    from banditbench.runner.settings import RunSettings
 
     experiment = plan(
+        RunSettings.with_defaults(
+            dataset="synthetic", algos=[args.algo], rounds=args.rounds, seeds=args.units, seed=0, budget=None, params=[]
+        ),
         data_dir=data_dir,
-        dataset="synthetic",
-        algorithms=[args.algo],
-        rounds=args.rounds,
-        seeds=args.units,
-        master_seed=0,
-        budget=None,
-        params=[],
     )
     first_start = []
     cpu, started = cpu_seconds(), time.perf_counter()

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import banditbench as bb
-from banditbench.errors import UserError
+from banditbench.cli import flag
+from banditbench.errors import SettingError, UserError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import banditbench  # noqa: E402
@@ -155,7 +156,11 @@ def test_bad_arguments_raise_the_cli_message_and_write_nothing(arguments, flags,
         "run", *[x for item in given.items() for x in item], *flags, "--data-dir", data_dir, "--out", tmp_path / "cli"
     )
     assert cli.returncode == 2
-    assert f"error: {caught.value}" == cli.stderr.strip()  # one line, the same words
+    error = caught.value
+    if isinstance(error, SettingError):  # the API names a setting by its keyword, the CLI by its flag
+        assert "--" not in str(error)
+        error = error.naming(flag)
+    assert f"error: {error}" == cli.stderr.strip()  # one line, the same words
     assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()
 
 
@@ -205,25 +210,26 @@ def test_worker_processes_sharing_one_gpu_are_warned_about_before_anything_runs(
     import torch
 
     from banditbench.api import Hooks, run_experiment
+    from banditbench.runner.settings import RunSettings
 
-    flags = {"dataset": "synthetic", "algos": ["neuucb-one"], "rounds": 20, "seeds": 2, "out": str(tmp_path / "out")}
+    flags = dict(dataset="synthetic", algos=["neuucb-one"], rounds=20, seeds=2, out=str(tmp_path / "out"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # plan() accepts cuda; the warning stops the run
     with pytest.raises(Warned, match="^2 worker processes take turns on each GPU"):
-        run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
+        run_experiment(RunSettings(**flags, jobs=2), data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
     with pytest.raises(Warned, match="^2 worker processes"):
-        run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="auto", hooks=Hooks(warn=refuse))
+        run_experiment(RunSettings(**flags, jobs=2), data_dir=data_dir, device="auto", hooks=Hooks(warn=refuse))
     assert not (tmp_path / "out").exists()
     monkeypatch.undo()  # now the units really run: no warning for one process, nor for the CPU
     quiet = [(1, "cpu"), (2, "cpu")] + ([] if torch.cuda.is_available() else [(2, "auto")])
     for jobs, device in quiet:
         run_experiment(
-            {**flags, "jobs": jobs}, data_dir=data_dir, device=device, overwrite=True, hooks=Hooks(warn=refuse)
+            RunSettings(**flags, jobs=jobs), data_dir=data_dir, device=device, overwrite=True, hooks=Hooks(warn=refuse)
         )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with warnings.catch_warnings():  # the library, without hooks, warns as Python does; as an error it stops the run
         warnings.simplefilter("error", UserWarning)
         with pytest.raises(UserWarning, match="take turns on each GPU"):
-            run_experiment({**flags, "jobs": 2}, data_dir=data_dir, device="cuda", overwrite=True)
+            run_experiment(RunSettings(**flags, jobs=2), data_dir=data_dir, device="cuda", overwrite=True)
 
 
 def test_ray_tasks_sharing_a_gpu_are_warned_about_before_ray_starts(data_dir, tmp_path, monkeypatch):
@@ -231,11 +237,14 @@ def test_ray_tasks_sharing_a_gpu_are_warned_about_before_ray_starts(data_dir, tm
     import torch
 
     from banditbench.api import Hooks, run_experiment
+    from banditbench.runner.settings import RunSettings
 
-    flags = {"dataset": "synthetic", "algos": ["neuucb-one"], "rounds": 20, "seeds": 2, "backend": "ray"}
+    flags = dict(dataset="synthetic", algos=["neuucb-one"], rounds=20, seeds=2, backend="ray")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(Warned, match="^4 worker processes take turns on each GPU"):
-        run_experiment({**flags, "gpus-per-unit": 0.25}, data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse))
+        run_experiment(
+            RunSettings(**flags, gpus_per_unit=0.25), data_dir=data_dir, device="cuda", hooks=Hooks(warn=refuse)
+        )
     assert ray_tasks_per_gpu(1.0) == ray_tasks_per_gpu(0.0) == 1 and ray_tasks_per_gpu(0.3) == 3
 
 

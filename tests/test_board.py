@@ -15,6 +15,7 @@ from banditbench import api
 from banditbench.data import load_dataset
 from banditbench.errors import UserError
 from banditbench.report.board import write_board
+from banditbench.runner.settings import RunSettings
 from tests.conftest import banditbench_here
 from tests.site_links import CHROMIUM
 
@@ -52,7 +53,7 @@ def suite_results(tmp_path_factory):
     bb.prepare("synthetic", users=12, clusters=2, dim=4, arms=5, data_dir=root / "datasets")
     suite = root / "s.toml"
     suite.write_text('name = "tiny"\n[[member]]\ndataset = "synthetic"\n[[member]]\ndataset = "synthetic-cosine"\n')
-    flags = {"algos": "random,linucb-one", "rounds": 30, "seeds": 2, "jobs": 1, "out": str(root / "results")}
+    flags = RunSettings(algos="random,linucb-one", rounds=30, seeds=2, jobs=1, out=str(root / "results"))
     api.run_suite(str(suite), flags, data_dir=root / "datasets")
     return root
 

@@ -19,6 +19,7 @@ from banditbench.data import classification, load_dataset
 from banditbench.data.fetch import Download, check_hashes
 from banditbench.errors import UserError
 from banditbench.runner import experiment
+from banditbench.runner.settings import RunSettings
 
 
 def prepare(tmp_path, source, **kwargs):
@@ -229,23 +230,24 @@ def test_ridge_policies_declare_the_matrices_they_allocate(name, block):
 def test_a_run_whose_statistics_cannot_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     prepare(tmp_path, write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10)))
     monkeypatch.setattr(experiment, "physical_memory", lambda: 16 * 2**30)
-    settings = dict(data_dir=tmp_path / "ds", dataset="cifar10", rounds=5, seeds=1, master_seed=0, budget=None)
+    settings = dict(dataset="cifar10", rounds=5, seeds=1)
     with pytest.raises(UserError) as error:
-        experiment.plan(algorithms=["neuucb-one", "club"], params=[], **settings)
+        experiment.plan(RunSettings.with_defaults(algos=["neuucb-one", "club"], **settings), data_dir=tmp_path / "ds")
     assert str(error.value) == (
         "club keeps ridge statistics of the 30,720-dimensional contexts of 'cifar10': about 21 GiB for one "
         "unit, more than this machine's 16.0 GiB; leave it out of --algos, or prepare cifar10 with --encoding "
         "shift (d + K − 1)"
     )
-    assert experiment.plan(algorithms=["neuucb-one", "mcnb", "neurallinear"], params=[], **settings).units
+    feasible = RunSettings.with_defaults(algos=["neuucb-one", "mcnb", "neurallinear"], **settings)
+    assert experiment.plan(feasible, data_dir=tmp_path / "ds").units
 
 
 def test_a_run_whose_units_at_once_cannot_hold_their_statistics_is_refused(tmp_path, monkeypatch):
     """One CLUB unit on CIFAR-10's blocks (21 GiB) fits in 24 GiB, two at once do not."""
     prepare(tmp_path, write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10)))
     monkeypatch.setattr(experiment, "physical_memory", lambda: 24 * 2**30)
-    settings = dict(data_dir=tmp_path / "ds", dataset="cifar10", rounds=5, seeds=2, master_seed=0, budget=None)
-    planned = experiment.plan(algorithms=["club"], params=[], **settings)
+    settings = RunSettings.with_defaults(dataset="cifar10", algos=["club"], rounds=5, seeds=2)
+    planned = experiment.plan(settings, data_dir=tmp_path / "ds")
     experiment.check_sizes(planned, jobs=1)
     with pytest.raises(UserError) as error:
         experiment.check_sizes(planned, jobs=2)

@@ -11,7 +11,7 @@ import pytest
 
 import banditbench as bb
 from banditbench.results.folder import latest_experiment
-from banditbench.runner.settings import DEFAULT_BENCHMARK, GAMMA_STAR
+from banditbench.runner.settings import DEFAULT_BENCHMARK, GAMMA_STAR, RunSettings
 
 
 @pytest.fixture
@@ -53,17 +53,17 @@ def test_clustering_and_a_neural_bandit_win_significantly_on_a_small_instance(sm
 def test_noise_aware_algorithms_take_the_datas_sigma_unless_the_run_sets_it(data_dir):
     from banditbench.runner.experiment import plan
 
-    base = dict(data_dir=data_dir, dataset="synthetic", rounds=10, seeds=1, master_seed=0, budget=None)
-    algorithms = ["bass", "cmlb", "linucb-ind"]
-    resolved = plan(**base, algorithms=algorithms, params=[]).config["algorithms"]
+    base = dict(dataset="synthetic", algos=["bass", "cmlb", "linucb-ind"], rounds=10, seeds=1)
+    resolved = plan(RunSettings.with_defaults(**base), data_dir=data_dir).config["algorithms"]
     assert resolved["bass"]["sigma"] == resolved["cmlb"]["sigma"] == 0.1 and "sigma" not in resolved["linucb-ind"]
-    assert plan(**base, algorithms=algorithms, params=["bass.sigma=1"]).config["algorithms"]["bass"]["sigma"] == 1.0
+    given = RunSettings.with_defaults(**base, params=["bass.sigma=1"])
+    assert plan(given, data_dir=data_dir).config["algorithms"]["bass"]["sigma"] == 1.0
 
 
 def test_a_run_without_a_preset_gives_bass_gamma_star_and_the_bass_presets_the_papers_gamma():
     from banditbench.presets import resolve
 
-    assert resolve({"algos": "bass"})["set"]["bass"]["gamma"] == [GAMMA_STAR]
-    assert resolve({"algos": "bass", "set": ["bass.gamma=1"]})["set"]["bass"]["gamma"] == ["1"]  # cast in plan
-    assert "bass" not in resolve({"algos": "club"})["set"]
-    assert resolve({}, preset="bass-synthetic")["set"]["bass"]["gamma"] == [1.0]
+    assert resolve(RunSettings(algos="bass")).params["bass"]["gamma"] == [GAMMA_STAR]
+    assert resolve(RunSettings(algos="bass", params=["bass.gamma=1"])).params["bass"]["gamma"] == ["1"]  # cast in plan
+    assert "bass" not in resolve(RunSettings(algos="club")).params
+    assert resolve(RunSettings(), preset="bass-synthetic").params["bass"]["gamma"] == [1.0]

@@ -16,14 +16,15 @@ from banditbench.results.shards import write_shard
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.executors import LocalExecutor, RayExecutor
 from banditbench.runner.experiment import execute, plan, prepare_output
+from banditbench.runner.settings import RunSettings
 from banditbench.runner.unit import Unit, run_unit
 
 SETTINGS = dict(
     dataset="synthetic",
-    algorithms=["linucb-ind", "random"],
+    algos=["linucb-ind", "random"],
     rounds=400,
     seeds=2,
-    master_seed=3,
+    seed=3,
     budget=None,
     params=["linucb-ind.alpha=0.1,1"],
     tune_seeds=2,
@@ -31,7 +32,7 @@ SETTINGS = dict(
 
 
 def run(data_dir, out, executor=None, engine="units", **settings):
-    experiment = plan(data_dir=data_dir, **{**SETTINGS, **settings})
+    experiment = plan(RunSettings.with_defaults(**{**SETTINGS, **settings}), data_dir=data_dir)
     target = prepare_output(out, experiment, overwrite=False, resume=False)
     execute(experiment, target, out, executor=executor, engine=engine)
     return experiment
@@ -64,7 +65,7 @@ def test_a_worker_killed_midway_fails_the_run_instead_of_hanging(data_dir, tmp_p
             killed.append(next(iter(executor.pool._processes.values())).pid)
             os.kill(killed[0], signal.SIGKILL)
 
-    experiment = plan(data_dir=data_dir, **{**SETTINGS, "rounds": 20_000, "tune_seeds": 0})
+    experiment = plan(RunSettings.with_defaults(**{**SETTINGS, "rounds": 20_000, "tune_seeds": 0}), data_dir=data_dir)
     target = prepare_output(tmp_path / "out", experiment, overwrite=False, resume=False)
     with pytest.raises(BrokenProcessPool):
         execute(experiment, target, tmp_path / "out", executor=executor, on_unit_start=kill_a_worker)
@@ -82,7 +83,7 @@ def test_an_interrupted_pool_has_stopped_its_manager_thread_when_the_run_returns
         managers.append(executor.pool._executor_manager_thread)
         raise KeyboardInterrupt
 
-    experiment = plan(data_dir=data_dir, **{**SETTINGS, "rounds": 20_000, "tune_seeds": 0})
+    experiment = plan(RunSettings.with_defaults(**{**SETTINGS, "rounds": 20_000, "tune_seeds": 0}), data_dir=data_dir)
     target = prepare_output(tmp_path / "out", experiment, overwrite=False, resume=False)
     with pytest.raises(KeyboardInterrupt):
         execute(experiment, target, tmp_path / "out", executor=executor, on_unit_start=interrupt)
@@ -99,7 +100,7 @@ def test_ray_writes_the_same_shards_as_the_local_executor(data_dir, tmp_path):
 
 def test_lockstep_groups_give_the_same_shards_on_local_workers_and_on_ray(data_dir, tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'banditbench-lab[ray]')")
-    settings = dict(algorithms=["neuucb-one", "linucb-ind"], seeds=4, tune_seeds=0, engine="lockstep")
+    settings = dict(algos=["neuucb-one", "linucb-ind"], seeds=4, tune_seeds=0, engine="lockstep")
     run(data_dir, tmp_path / "local", LocalExecutor(jobs=2), **settings)
     run(data_dir, tmp_path / "ray", RayExecutor(jobs=2), **settings)  # each of 2 tasks runs a group of 2 seeds
     local, ray = shards(tmp_path / "local"), shards(tmp_path / "ray")
@@ -143,14 +144,16 @@ def test_sigkill_to_the_process_group_then_resume_gives_identical_shards(data_di
     resumed = subprocess.run([*command, "--out", str(killed), "--resume"], capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     clean = plan(
+        RunSettings.with_defaults(
+            dataset="synthetic",
+            algos=["linucb-ind", "linucb-one"],
+            rounds=4000,
+            seeds=2,
+            seed=0,
+            budget=None,
+            params=["linucb-ind.alpha=0.5"],
+        ),
         data_dir=data_dir,
-        dataset="synthetic",
-        algorithms=["linucb-ind", "linucb-one"],
-        rounds=4000,
-        seeds=2,
-        master_seed=0,
-        budget=None,
-        params=["linucb-ind.alpha=0.5"],
     )
     execute(clean, prepare_output(tmp_path / "clean", clean, overwrite=False, resume=False), tmp_path / "clean")
     assert shards(killed) == shards(tmp_path / "clean") and len(shards(killed)) == 4

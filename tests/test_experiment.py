@@ -5,20 +5,21 @@ import pytest
 from banditbench.errors import UserError
 from banditbench.report.tables import load_experiment
 from banditbench.runner.experiment import execute, plan, prepare_output
+from banditbench.runner.settings import RunSettings
 
 
 def run(data_dir, out, *, overwrite=False, resume=False, **settings):
     options = dict(
         dataset="synthetic",
-        algorithms=["random", "linucb-ind", "oracle"],
+        algos=["random", "linucb-ind", "oracle"],
         rounds=300,
         seeds=2,
-        master_seed=0,
+        seed=0,
         budget=None,
         params=[],
     )
     options.update(settings)
-    experiment = plan(data_dir=data_dir, **options)
+    experiment = plan(RunSettings.with_defaults(**options), data_dir=data_dir)
     return execute(experiment, prepare_output(out, experiment, overwrite=overwrite, resume=resume), out)
 
 
@@ -38,8 +39,8 @@ def test_same_inputs_give_bit_identical_shards(data_dir, tmp_path):
 
 
 def test_different_seeds_give_different_results(data_dir, tmp_path):
-    run(data_dir, tmp_path / "a", master_seed=0)
-    run(data_dir, tmp_path / "b", master_seed=1)
+    run(data_dir, tmp_path / "a", seed=0)
+    run(data_dir, tmp_path / "b", seed=1)
     rounds_a = load_experiment(tmp_path / "a").rounds
     rounds_b = load_experiment(tmp_path / "b").rounds
     assert not rounds_a["user"].equals(rounds_b["user"])
@@ -84,9 +85,9 @@ def test_existing_results_are_kept_unless_overwrite(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")
     before = shards(tmp_path / "a")
     with pytest.raises(UserError, match="--overwrite"):
-        run(data_dir, tmp_path / "a", master_seed=5)
+        run(data_dir, tmp_path / "a", seed=5)
     assert shards(tmp_path / "a") == before
-    run(data_dir, tmp_path / "a", master_seed=5, overwrite=True)
+    run(data_dir, tmp_path / "a", seed=5, overwrite=True)
     assert shards(tmp_path / "a") != before
     assert load_experiment(tmp_path / "a").config["master_seed"] == 5
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "datasets"]  # no staging folder left behind

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,27 +15,38 @@ from banditbench.presets import resolve
 from banditbench.report.formats import tuned_note
 from banditbench.report.tables import load_experiment
 from banditbench.results.shards import read_shard
+from banditbench.results.units import Unit, params_hash
 from banditbench.runner import grid
 from banditbench.runner.experiment import execute, plan, prepare_output
 from banditbench.runner.seeds import unit_streams
+from banditbench.runner.settings import RunSettings
 
 
 def planned(data_dir, **settings):
     options = dict(
         dataset="synthetic",
-        algorithms=["linucb-ind"],
+        algos=["linucb-ind"],
         rounds=200,
         seeds=3,
-        master_seed=0,
+        seed=0,
         budget=None,
         params=["linucb-ind.alpha=0.1,1", "linucb-ind.ridge=0.5,2"],
     )
     options.update(settings)
-    return plan(data_dir=data_dir, **options)
+    return plan(RunSettings.with_defaults(**options), data_dir=data_dir)
 
 
 def stream_states(units):
     return {tuple(unit_streams(u.master_seed, u.seed_index, u.tuning)[0].generate_state(4)) for u in units}
+
+
+def test_a_unit_told_its_algorithms_defaults_is_named_without_a_hash_and_they_stay_out_of_its_identity():
+    defaults = {"alpha": 1.0, "ridge": 1.0}
+    plain = Unit("synthetic", "linear", "linucb-ind", defaults, 0, 3, 100, None, defaults=dict(defaults))
+    tuned = Unit("synthetic", "linear", "linucb-ind", {"alpha": 0.1, "ridge": 1.0}, 0, 3, 100, None, defaults=defaults)
+    assert plain.id == "linucb-ind-seed3" and tuned.id == f"linucb-ind-{params_hash(tuned.params)}-seed3"
+    assert "defaults" not in plain.config() and plain == replace(plain, defaults={})  # naming, not identity
+    assert replace(plain, defaults={}).id == f"linucb-ind-{params_hash(defaults)}-seed3"
 
 
 def test_a_2x2_grid_on_3_seeds_is_12_units_with_stable_ids_and_seeds(data_dir):
@@ -73,18 +85,20 @@ def test_tuning_on_the_first_rounds_runs_short_tuning_units_and_full_report_unit
     lengths = {uid: len(read_shard(out / "shards" / f"{uid}.parquet")[0]) for uid in manifest["units"]}
     assert set(lengths.values()) == {200}  # the chosen cell is reported over the whole horizon
     assert all(len(read_shard(out / "shards" / f"{uid}.parquet")[0]) == 50 for uid in manifest["tuning_units"])
-    with pytest.raises(UserError, match="--tune-rounds must be between 0"):
+    with pytest.raises(UserError, match="^tune_rounds must be between 0"):
         planned(data_dir, tune_seeds=2, tune_rounds=201)
     assert "tune_rounds" not in planned(data_dir, tune_seeds=2).config  # the whole horizon, as before
-    assert presets.resolve({}, None, "ghosh-synthetic")["tune-rounds"] == 50_000
-    assert presets.resolve({"rounds": 1000}, None, "ghosh-synthetic")["tune-rounds"] == 0  # shortened: whole horizon
-    assert presets.resolve({"rounds": 1000, "tune-rounds": 2000}, None, "ghosh-synthetic")["tune-rounds"] == 2000
+    assert presets.resolve(RunSettings(), None, "ghosh-synthetic").tune_rounds == 50_000
+    assert (
+        presets.resolve(RunSettings(rounds=1000), None, "ghosh-synthetic").tune_rounds == 0
+    )  # shortened: whole horizon
+    assert presets.resolve(RunSettings(rounds=1000, tune_rounds=2000), None, "ghosh-synthetic").tune_rounds == 2000
 
 
 def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path):
     experiment = planned(
         data_dir,
-        algorithms=["linucb-ind", "random"],
+        algos=["linucb-ind", "random"],
         tune_seeds=2,
         seeds=2,
         params=["linucb-ind.alpha=0.01,3", "linucb-ind.ridge=1"],
@@ -130,10 +144,10 @@ def test_experiment_file_then_flags_override_it(tmp_path):
         'dataset = "synthetic"\nalgos = ["linucb-ind", "oracle"]\nrounds = 50\ntune-seeds = 2\n'
         'budget = "none"\n[set]\n"linucb-ind.alpha" = [0.1, 1]\n[set.linucb-ind]\nridge = 2\n'
     )
-    settings = resolve({"rounds": 70, "set": ["linucb-ind.alpha=0.3"], "algos": None}, config)
-    assert settings["rounds"] == 70 and settings["algos"] == ["linucb-ind", "oracle"]
-    assert settings["tune-seeds"] == 2 and settings["budget"] is None and settings["seeds"] == 5
-    assert settings["set"] == {"linucb-ind": {"alpha": ["0.3"], "ridge": [2]}}
+    settings = resolve(RunSettings(rounds=70, params=["linucb-ind.alpha=0.3"]), config)
+    assert settings.rounds == 70 and settings.algos == ["linucb-ind", "oracle"]
+    assert settings.tune_seeds == 2 and settings.budget is None and settings.seeds == 5
+    assert settings.params == {"linucb-ind": {"alpha": ["0.3"], "ridge": [2]}}
 
 
 @pytest.mark.parametrize(
@@ -149,7 +163,7 @@ def test_bad_experiment_files_are_refused(tmp_path, text, message):
     config = tmp_path / "experiment.toml"
     config.write_text(text)
     with pytest.raises(UserError, match=message):
-        resolve({}, config)
+        resolve(RunSettings(), config)
 
 
 def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
@@ -170,13 +184,13 @@ def test_resume_names_the_setting_that_differs(data_dir, tmp_path):
 def test_a_paper_preset_names_what_is_not_registered_yet(monkeypatch):
     monkeypatch.setitem(presets.PRESETS, "unready", {**presets.PRESETS["bass-yahoo"], "dataset": "nodata"})
     with pytest.raises(UserError) as error:
-        resolve({}, None, "unready")
+        resolve(RunSettings(), None, "unready")
     message = str(error.value)
     assert message.startswith("preset unready (Table 4 (Yahoo column) and Fig. 7) cannot run yet")
     assert "not registered: dataset nodata" in message
     assert presets.missing_for("mcnb-movielens") == []  # COFIBA, its last missing baseline, is registered
     with pytest.raises(UserError, match="unknown preset 'nope'"):
-        resolve({}, None, "nope")
+        resolve(RunSettings(), None, "nope")
 
 
 def test_every_paper_of_the_issue_has_presets():
@@ -207,35 +221,26 @@ def test_a_preset_whose_parts_are_registered_runs_with_its_settings(data_dir, tm
             "notes": "",
         },
     )
-    settings = resolve({"seeds": 1}, None, "tiny")
-    assert (settings["rounds"], settings["seeds"], settings["tune-seeds"]) == (120, 1, 1)
-    experiment = plan(
-        data_dir=data_dir,
-        dataset=settings["dataset"],
-        algorithms=settings["algos"],
-        rounds=settings["rounds"],
-        seeds=settings["seeds"],
-        master_seed=settings["seed"],
-        budget=settings["budget"],
-        params=settings["set"],
-        tune_seeds=settings["tune-seeds"],
-        protocol=settings["protocol"],
-    )
+    settings = resolve(RunSettings(seeds=1), None, "tiny")
+    assert (settings.rounds, settings.seeds, settings.tune_seeds) == (120, 1, 1)
+    experiment = plan(settings, data_dir=data_dir)
     assert len(experiment.tuning_units) == 2 and [u.id for u in experiment.units] == ["random-seed0"]
     monkeypatch.setitem(presets.PRESETS["tiny"], "set", {"linucb-ind.beta": 1})
     with pytest.raises(UserError, match="not registered: hyper-parameter linucb-ind.beta"):
-        resolve({}, None, "tiny")
+        resolve(RunSettings(), None, "tiny")
     with pytest.raises(UserError, match="needs protocol 'matrix'"):
         plan(
+            RunSettings.with_defaults(
+                dataset="synthetic",
+                algos=["random"],
+                rounds=5,
+                seeds=1,
+                seed=0,
+                budget=None,
+                params=[],
+                protocol="matrix",
+            ),
             data_dir=data_dir,
-            dataset="synthetic",
-            algorithms=["random"],
-            rounds=5,
-            seeds=1,
-            master_seed=0,
-            budget=None,
-            params=[],
-            protocol="matrix",
         )
 
 
@@ -286,13 +291,13 @@ def test_presets_whose_parts_all_exist_are_ready():
 
 
 def test_algos_narrow_a_preset_and_its_grid_but_a_flag_for_a_dropped_algorithm_is_refused():
-    settings = resolve({"algos": "neuucb-one,mcnb"}, None, "mcnb-mnist")
-    assert settings["algos"] == ["neuucb-one", "mcnb"]
-    assert set(settings["set"]) == {"neuucb-one", "mcnb"} and settings["set"]["neuucb-one"]["nu"] == [
+    settings = resolve(RunSettings(algos="neuucb-one,mcnb"), None, "mcnb-mnist")
+    assert settings.algos == ["neuucb-one", "mcnb"]
+    assert set(settings.params) == {"neuucb-one", "mcnb"} and settings.params["neuucb-one"]["nu"] == [
         1e-4,
         1e-3,
         1e-2,
         0.1,
     ]
     with pytest.raises(UserError, match="'club' is not among --algos"):
-        grid.resolve(resolve({"algos": "mcnb", "set": ["club.alpha=1"]}, None, "mcnb-mnist")["set"], ["mcnb"])
+        grid.resolve(resolve(RunSettings(algos="mcnb", params=["club.alpha=1"]), None, "mcnb-mnist").params, ["mcnb"])

@@ -21,6 +21,7 @@ from banditbench.envs import PROTOCOLS
 from banditbench.envs.round import Budget, Round, RoundView, each_round
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
+from banditbench.runner.settings import RunSettings
 from banditbench.runner.unit import Lane, Unit, UnitPolicies, build_group, run_group, run_unit
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -538,14 +539,10 @@ def test_the_memory_check_counts_every_member_of_the_groups_running_at_once(data
     from banditbench.runner import experiment
 
     planned = experiment.plan(
+        RunSettings.with_defaults(
+            dataset="synthetic", algos=["neuucb-one"], rounds=1000, seeds=10, seed=0, budget=None, params=[]
+        ),
         data_dir=data_dir,
-        dataset="synthetic",
-        algorithms=["neuucb-one"],
-        rounds=1000,
-        seeds=10,
-        master_seed=0,
-        budget=None,
-        params=[],
     )
     # room for the per-round columns of 3 units: two units at once fit, two groups of 5 seeds do not
     monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 3)

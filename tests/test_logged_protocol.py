@@ -104,11 +104,11 @@ def test_rejection_sampling_keeps_a_matched_event_with_probability_c_over_p(tmp_
 
 def test_a_log_refuses_more_rounds_than_events_the_oracle_and_tuning(tmp_path):
     write_log(tmp_path / "data", n=50)
-    with pytest.raises(UserError, match="--rounds 51 is more than the 50 events of 'mylog'"):
+    with pytest.raises(UserError, match="^rounds 51 is more than the 50 events of 'mylog'"):
         run(tmp_path, ["random"], rounds=51)
     with pytest.raises(UserError, match="oracle reads expected rewards, which the log 'mylog' does not have"):
         run(tmp_path, ["oracle"], rounds=50)
-    with pytest.raises(UserError, match="--tune-seeds picks the cell of lowest regret, which a log does not have"):
+    with pytest.raises(UserError, match="^tune_seeds picks the cell of lowest regret, which a log does not have"):
         run(tmp_path, ["linucb-one"], rounds=50, tune_seeds=1, params=["linucb-one.alpha=0.1,1"])
     assert not (tmp_path / "out").exists()
 

@@ -24,6 +24,7 @@ from banditbench.envs import Budget
 from banditbench.errors import UserError
 from banditbench.runner import Unit, run_unit
 from banditbench.runner.experiment import plan
+from banditbench.runner.settings import RunSettings
 
 
 def test_schedule_fires_every_10_rounds_to_1000_then_every_100():
@@ -335,42 +336,36 @@ def test_same_seed_same_outcome(dataset, algorithm):
 
 def test_device_option_sets_every_neural_algorithm(data_dir):
     experiment = plan(
+        RunSettings.with_defaults(
+            dataset="synthetic",
+            algos=["linucb-one", "neuucb-one", "mcnb"],
+            rounds=10,
+            seeds=1,
+            seed=0,
+            budget=None,
+            params=[],
+        ),
         data_dir=data_dir,
-        dataset="synthetic",
-        algorithms=["linucb-one", "neuucb-one", "mcnb"],
-        rounds=10,
-        seeds=1,
-        master_seed=0,
-        budget=None,
-        params=[],
         device="auto",
     )
     assert experiment.config["algorithms"]["neuucb-one"]["device"] == "auto"
     assert experiment.config["algorithms"]["mcnb"]["device"] == "auto"
     assert "device" not in experiment.config["algorithms"]["linucb-one"]
-    with pytest.raises(UserError, match="--device must be one of"):
+    with pytest.raises(UserError, match="^device must be one of"):
         plan(
+            RunSettings.with_defaults(
+                dataset="synthetic", algos=["mcnb"], rounds=10, seeds=1, seed=0, budget=None, params=[]
+            ),
             data_dir=data_dir,
-            dataset="synthetic",
-            algorithms=["mcnb"],
-            rounds=10,
-            seeds=1,
-            master_seed=0,
-            budget=None,
-            params=[],
             device="tpu",
         )
     if not torch.cuda.is_available():
         with pytest.raises(UserError, match="no CUDA device"):
             plan(
+                RunSettings.with_defaults(
+                    dataset="synthetic", algos=["mcnb"], rounds=10, seeds=1, seed=0, budget=None, params=[]
+                ),
                 data_dir=data_dir,
-                dataset="synthetic",
-                algorithms=["mcnb"],
-                rounds=10,
-                seeds=1,
-                master_seed=0,
-                budget=None,
-                params=[],
                 device="cuda",
             )
 
@@ -392,14 +387,10 @@ def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
 def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user_features(data_dir):
     with pytest.raises(UserError, match="neu-au needs user features"):
         plan(
+            RunSettings.with_defaults(
+                dataset="synthetic", algos=["neu-au"], rounds=10, seeds=1, seed=0, budget=None, params=[]
+            ),
             data_dir=data_dir,
-            dataset="synthetic",
-            algorithms=["neu-au"],
-            rounds=10,
-            seeds=1,
-            master_seed=0,
-            budget=None,
-            params=[],
         )
 
 

@@ -19,15 +19,16 @@ import pytest
 from banditbench import cli
 from banditbench.errors import UserError
 from banditbench.runner.experiment import execute, plan, prepare_output
+from banditbench.runner.settings import RunSettings
 from banditbench.runner.unit import run_unit
 
 SETTINGS = dict(
-    dataset="synthetic", algorithms=["random", "linucb-ind"], rounds=300, seeds=2, master_seed=0, budget=None, params=[]
+    dataset="synthetic", algos=["random", "linucb-ind"], rounds=300, seeds=2, seed=0, budget=None, params=[]
 )
 
 
 def run(data_dir, out, *, overwrite=False, resume=False, **settings):
-    experiment = plan(data_dir=data_dir, **{**SETTINGS, **settings})
+    experiment = plan(RunSettings.with_defaults(**{**SETTINGS, **settings}), data_dir=data_dir)
     return execute(experiment, prepare_output(out, experiment, overwrite=overwrite, resume=resume), out)
 
 
@@ -108,7 +109,7 @@ def test_out_that_is_empty_the_current_folder_or_above_it_is_refused(data_dir, t
     monkeypatch.chdir(work)
     before = tree(tmp_path)
     for out in ("", ".", "..", str(tmp_path), str(data_dir)):
-        experiment = plan(data_dir=data_dir, **SETTINGS)
+        experiment = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir)
         with pytest.raises(UserError, match="--out"):
             prepare_output(Path(out), experiment, overwrite=True, resume=False, data_dir=data_dir)
     assert tree(tmp_path) == before  # no staging folder left behind
@@ -121,7 +122,7 @@ def test_out_below_a_file_blames_the_file(data_dir, tmp_path):
 
 
 def test_a_second_run_into_the_same_folder_is_refused_while_the_first_holds_it(data_dir, tmp_path):
-    experiment = plan(data_dir=data_dir, **SETTINGS)
+    experiment = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir)
     first = prepare_output(tmp_path / "out", experiment, overwrite=False, resume=False)
     with pytest.raises(UserError, match="another banditbench run is writing"):
         prepare_output(tmp_path / "out", experiment, overwrite=False, resume=True)
@@ -186,7 +187,7 @@ def test_a_non_finite_expected_reward_fails_the_unit_with_its_round_and_algorith
                 block.expected[7 - block.t] = np.nan
             yield block
 
-    unit = plan(data_dir=data_dir, **SETTINGS).units[2]  # linucb-ind, seed 0
+    unit = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir).units[2]  # linucb-ind, seed 0
     with (
         mock.patch.object(environment, "blocks", poisoned),
         pytest.raises(UserError, match="linucb-ind produced a non-finite expected_reward .* at round 7"),
@@ -299,7 +300,7 @@ def test_a_setting_refused_by_its_policy_leaves_nothing_and_the_corrected_comman
 
 def test_a_typo_in_algos_suggests_the_near_name(data_dir):
     with pytest.raises(UserError, match="did you mean linucb-ind"):
-        plan(data_dir=data_dir, **{**SETTINGS, "algorithms": ["linucb-idn"]})
+        plan(RunSettings.with_defaults(**{**SETTINGS, "algos": ["linucb-idn"]}), data_dir=data_dir)
 
 
 def test_report_names_an_unknown_proposed_or_baseline_algorithm(data_dir, tmp_path, capsys):
@@ -405,7 +406,7 @@ def test_ctrl_c_names_the_units_done_and_the_command_that_resumes(data_dir, tmp_
 
     run(data_dir, tmp_path / "a")
     (tmp_path / "a" / "shards" / "random-seed1.parquet").unlink()
-    units = plan(data_dir=data_dir, **SETTINGS).units
+    units = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir).units
     monkeypatch.setattr(sys, "argv", ["banditbench", "run", "--rounds", "300", "--out", str(tmp_path / "a")])
     line = cli.interrupted(Interrupted(units, tmp_path / "a", staged=False))
     assert (

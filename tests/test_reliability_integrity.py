@@ -21,6 +21,7 @@ from test_reliability import SETTINGS, main, run, shards, tree  # noqa: E402
 from banditbench import api  # noqa: E402
 from banditbench.errors import UserError  # noqa: E402
 from banditbench.runner.experiment import execute, plan, prepare_output  # noqa: E402
+from banditbench.runner.settings import RunSettings  # noqa: E402
 
 FLIPS = 12  # bytes flipped one at a time, spread over a shard's data pages
 
@@ -35,7 +36,7 @@ def done(data_dir, tmp_path):
 def resume(data_dir, out) -> tuple[list[str], list[str]]:
     """``--resume`` into ``out``: the units it ran and the warning lines it gave."""
     warnings = []
-    experiment = plan(data_dir=data_dir, **SETTINGS)
+    experiment = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir)
     ran = execute(experiment, prepare_output(out, experiment, overwrite=False, resume=True), out, warn=warnings.append)
     return [u.id for u in ran], warnings
 
@@ -316,7 +317,7 @@ def test_run_resume_with_a_checkpoint_edited_to_another_round_gives_the_uninterr
     shard.unlink()  # as if the run had been killed after its checkpoint at round 200
     from banditbench.runner.checkpoint import Checkpoints
 
-    experiment = plan(data_dir=data_dir, **{**SETTINGS, "algorithms": ["linucb-ind"], "seeds": 1})
+    experiment = plan(RunSettings.with_defaults(**{**SETTINGS, "algos": ["linucb-ind"], "seeds": 1}), data_dir=data_dir)
     from test_checkpoints import CrashingCheckpoints, Interrupted
 
     from banditbench.runner.unit import run_unit

@@ -18,6 +18,7 @@ from banditbench.report.formats import to_markdown, write_files
 from banditbench.report.load import load_results
 from banditbench.report.tables import build_report, curves
 from banditbench.results.shards import write_shard
+from banditbench.runner.settings import RunSettings
 from banditbench.runner.unit import Unit, UnitResult
 
 ROUNDS = 50
@@ -418,14 +419,16 @@ def test_real_runner_results_give_every_format(data_dir, tmp_path, report_cli):
     from banditbench.runner.experiment import execute, plan, prepare_output
 
     experiment = plan(
+        RunSettings.with_defaults(
+            dataset="synthetic",
+            algos=["random", "linucb-one", "linucb-ind"],
+            rounds=200,
+            seeds=3,
+            seed=0,
+            budget=None,
+            params=[],
+        ),
         data_dir=data_dir,
-        dataset="synthetic",
-        algorithms=["random", "linucb-one", "linucb-ind"],
-        rounds=200,
-        seeds=3,
-        master_seed=0,
-        budget=None,
-        params=[],
     )
     out = tmp_path / "results"
     execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)

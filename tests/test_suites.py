@@ -15,6 +15,7 @@ from banditbench import api, cli, suite_run
 from banditbench.errors import UserError
 from banditbench.report import stats
 from banditbench.report.suite import normalised_regret, performance_profile, win_counts
+from banditbench.runner.settings import RunSettings
 from banditbench.suites import OPENML_CC18, load_suite, read_suite_file
 from tests.conftest import banditbench_here
 
@@ -140,10 +141,10 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     real = suite_run.load_results
     monkeypatch.setattr(suite_run, "load_results", lambda folders: read.extend(folders) or real(folders))
     out = tmp_path / "bakeoff"
-    flags = {"algos": "random,linucb-ind", "rounds": 40, "seeds": 2, "set": ["linucb-ind.alpha=0.01,3"], "jobs": 1}
+    flags = dict(algos="random,linucb-ind", rounds=40, seeds=2, params=["linucb-ind.alpha=0.01,3"], jobs=1)
     with pytest.warns(UserWarning, match="letter is not prepared"):  # the Python API warns where the CLI prints
         results, _, suite, missing = api.run_suite(
-            str(write(tmp_path / "s.toml", SUITE)), {**flags, "out": str(out)}, tune_on="synthetic-cosine",
+            str(write(tmp_path / "s.toml", SUITE)), RunSettings(**flags, out=str(out)), tune_on="synthetic-cosine",
             data_dir=two_datasets,
         )  # fmt: skip
     assert missing == ["letter"]
@@ -160,7 +161,10 @@ def test_tuning_chooses_on_the_tuning_members_only_and_fixes_the_choice_for_the_
     assert "Configurations chosen on synthetic-cosine" in results.report("md")
     with pytest.raises(UserError, match="two tuning rules"), pytest.warns(UserWarning):
         api.run_suite(
-            str(tmp_path / "s.toml"), {**flags, "tune-seeds": 2}, tune_on="synthetic-cosine", data_dir=two_datasets
+            str(tmp_path / "s.toml"),
+            RunSettings(**flags, tune_seeds=2),
+            tune_on="synthetic-cosine",
+            data_dir=two_datasets,
         )
 
 

@@ -186,6 +186,71 @@ def prepare_mind(
     )
 
 
+def _cuts(history_until: str, test_from: str) -> tuple[int, int]:
+    """The two dates as UTC timestamps in seconds, or a one-line error."""
+    try:
+        cut1, cut2 = (int(pd.Timestamp(d, tz="UTC").timestamp()) for d in (history_until, test_from))
+    except ValueError:
+        raise UserError(
+            f"--history-until / --test-from must be dates like 2010-01-01, got {history_until}, {test_from}"
+        ) from None
+    return cut1, cut2
+
+
+def _kept_users(ratings: pd.DataFrame) -> list:
+    """Users with ratings in the history period and in the test period, and a positive in train and in test."""
+    stats = ratings.groupby("raw_user").agg(
+        before=("period", lambda p: (p == 0).any()), after=("period", lambda p: (p == 2).any())
+    )
+    positives = ratings[ratings["positive"]].groupby("raw_user")["period"].agg(lambda p: set(p))
+    keep = stats.index[stats["before"] & stats["after"]]
+    return [u for u in keep if u in positives.index and {1, 2} <= positives[u]]
+
+
+def _impressions(ratings: pd.DataFrame, keep: list, negatives: int, rng: np.random.Generator) -> pd.DataFrame:
+    """MIND's behaviors from the kept users' ratings: each positive of train and test is one impression, the liked
+    movie first, then ``negatives`` drawn with replacement from the user's negatives of that split (or, when it has
+    none, from the movies the user never liked); the history is the earlier periods' positives."""
+    all_items = np.sort(ratings["raw_item"].unique())
+    rows = []
+    for user, own in (
+        ratings[ratings["raw_user"].isin(keep)].sort_values("timestamp", kind="stable").groupby("raw_user", sort=True)
+    ):
+        history = own.loc[own["positive"] & (own["period"] == 0), "raw_item"].tolist()
+        ever_liked = own.loc[own["positive"], "raw_item"].to_numpy()
+        for period, split in ((1, "train"), (2, "test")):
+            part = own[own["period"] == period]
+            pool = part.loc[~part["positive"], "raw_item"].to_numpy()
+            if len(pool) == 0:
+                pool = np.setdiff1d(all_items, ever_liked)
+            for liked, when in zip(part.loc[part["positive"], "raw_item"], part.loc[part["positive"], "timestamp"]):
+                shown = [liked, *rng.choice(pool, size=negatives, replace=True)]
+                rows.append((user, int(when), split, list(history), shown))
+            history = history + part.loc[part["positive"], "raw_item"].tolist()  # test history adds train positives
+    behaviors = pd.DataFrame(rows, columns=["user_id", "time", "split", "history", "shown"])
+    behaviors.insert(0, "impression_id", np.arange(1, len(behaviors) + 1, dtype=np.int64))
+    behaviors["user_id"] = "U" + behaviors["user_id"].astype(str)
+    behaviors["history"] = [["M" + str(i) for i in h] for h in behaviors["history"]]
+    behaviors["shown"] = [["M" + str(i) for i in s] for s in behaviors["shown"]]
+    behaviors["clicked"] = [np.array([1] + [0] * negatives, np.int8)] * len(behaviors)
+    return behaviors
+
+
+def _movies_as_news(movies: pd.DataFrame) -> pd.DataFrame:
+    """Movies as MIND's news items: a movie's topic is its first genre."""
+    first_genre = movies["genres"].fillna("(no genres listed)").str.split("|").str[0].replace("", "(no genres listed)")
+    news = pd.DataFrame(
+        {
+            "news_id": "M" + movies["raw_item"].astype(str),
+            "title": movies["title"],
+            "category": first_genre,
+            "subcategory": first_genre,
+            "abstract": "",
+        }
+    )
+    return with_topics(news)
+
+
 def prepare_movielens_logged(
     data_dir: Path,
     *,
@@ -211,12 +276,7 @@ def prepare_movielens_logged(
 
     if variant not in movielens.VARIANTS:
         raise UserError(f"unknown --variant {variant!r}; choose from: {', '.join(movielens.VARIANTS)}")
-    try:
-        cut1, cut2 = (int(pd.Timestamp(d, tz="UTC").timestamp()) for d in (history_until, test_from))
-    except ValueError:
-        raise UserError(
-            f"--history-until / --test-from must be dates like 2010-01-01, got {history_until}, {test_from}"
-        ) from None
+    cut1, cut2 = _cuts(history_until, test_from)
     if not cut1 <= cut2 or negatives < 1 or not 0 <= valid_fraction <= 1:
         raise UserError("need --history-until ≤ --test-from, --negatives ≥ 1 and 0 ≤ --valid-fraction ≤ 1")
     parameters = {
@@ -237,55 +297,18 @@ def prepare_movielens_logged(
         movies = movielens.read_movies(raw["movies"], variant)
     ratings["positive"] = ratings["rating"] >= 4.0  # RATING_THRESHOLD = 4 of movielen2mind
     ratings["period"] = np.select([ratings["timestamp"] < cut1, ratings["timestamp"] < cut2], [0, 1], 2)
-    stats = ratings.groupby("raw_user").agg(
-        before=("period", lambda p: (p == 0).any()), after=("period", lambda p: (p == 2).any())
-    )
-    positives = ratings[ratings["positive"]].groupby("raw_user")["period"].agg(lambda p: set(p))
-    keep = stats.index[stats["before"] & stats["after"]]
-    keep = [u for u in keep if u in positives.index and {1, 2} <= positives[u]]
+    keep = _kept_users(ratings)
     if not keep:
         raise UserError(
             f"{raw['ratings']}: no user has ratings before {history_until}, from {test_from} on, and a "
             "positive in between and after; the MovieLens-20M split needs ml-20m or ml-25m"
         )
     rng = np.random.default_rng(seed)
-    all_items = np.sort(ratings["raw_item"].unique())
-    rows = []
-    for user, own in (
-        ratings[ratings["raw_user"].isin(keep)].sort_values("timestamp", kind="stable").groupby("raw_user", sort=True)
-    ):
-        history = own.loc[own["positive"] & (own["period"] == 0), "raw_item"].tolist()
-        ever_liked = own.loc[own["positive"], "raw_item"].to_numpy()
-        for period, split in ((1, "train"), (2, "test")):
-            part = own[own["period"] == period]
-            pool = part.loc[~part["positive"], "raw_item"].to_numpy()
-            if len(pool) == 0:
-                pool = np.setdiff1d(all_items, ever_liked)
-            for liked, when in zip(part.loc[part["positive"], "raw_item"], part.loc[part["positive"], "timestamp"]):
-                shown = [liked, *rng.choice(pool, size=negatives, replace=True)]
-                rows.append((user, int(when), split, list(history), shown))
-            history = history + part.loc[part["positive"], "raw_item"].tolist()  # test history adds train positives
-    behaviors = pd.DataFrame(rows, columns=["user_id", "time", "split", "history", "shown"])
-    behaviors.insert(0, "impression_id", np.arange(1, len(behaviors) + 1, dtype=np.int64))
-    behaviors["user_id"] = "U" + behaviors["user_id"].astype(str)
-    behaviors["history"] = [["M" + str(i) for i in h] for h in behaviors["history"]]
-    behaviors["shown"] = [["M" + str(i) for i in s] for s in behaviors["shown"]]
-    behaviors["clicked"] = [np.array([1] + [0] * negatives, np.int8)] * len(behaviors)
+    behaviors = _impressions(ratings, keep, negatives, rng)
     test = np.flatnonzero(behaviors["split"].to_numpy() == "test")
     valid = rng.choice(test, size=int(round(valid_fraction * len(test))), replace=False)
     behaviors["valid"] = np.isin(np.arange(len(behaviors)), valid)
-    first_genre = movies["genres"].fillna("(no genres listed)").str.split("|").str[0].replace("", "(no genres listed)")
-    news = with_topics(
-        pd.DataFrame(
-            {
-                "news_id": "M" + movies["raw_item"].astype(str),
-                "title": movies["title"],
-                "category": first_genre,
-                "subcategory": first_genre,
-                "abstract": "",
-            }
-        )
-    )
+    news = _movies_as_news(movies)
     counts = {
         "news": len(news),
         "topics": int(news["topic"].max()) + 1,

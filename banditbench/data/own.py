@@ -102,6 +102,35 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
+def read_ratings(frame: pd.DataFrame, path: Path, user: str, item: str, reward: str, timestamp: str | None):
+    """The user, item, reward (and timestamp) columns as the rating pipeline reads them, each checked."""
+    ratings = pd.DataFrame(
+        {
+            "raw_user": column(frame, path, user, "--user").astype(str),
+            "raw_item": column(frame, path, item, "--item").astype(str),
+            "rating": numbers(column(frame, path, reward, "--reward"), path, reward),
+        }
+    )
+    if timestamp is not None:
+        ratings["timestamp"] = numbers(column(frame, path, timestamp, "--timestamp"), path, timestamp)
+    return ratings
+
+
+def add_item_features(tables: dict, frame: pd.DataFrame, item: str, feature_columns: list[str]) -> None:
+    """The given item features as unit rows on the items, and on each user the unit sum of the items it liked."""
+    given = frame.assign(raw_item=frame[item].astype(str)).drop_duplicates("raw_item").set_index("raw_item")
+    items = tables["items"][["item", "raw_item"]].copy()
+    x = unit_rows(given.loc[items["raw_item"], feature_columns].to_numpy(np.float64))
+    items[[f"f_{j}" for j in range(x.shape[1])]] = x
+    inter = tables["interactions"]
+    liked = inter[inter["label"] > 0]
+    sums = np.zeros((len(tables["users"]), x.shape[1]))
+    np.add.at(sums, liked["user"].to_numpy(), x[liked["item"].to_numpy()])
+    users = tables["users"][["user", "raw_user", "group"]].copy()
+    users[[f"f_{j}" for j in range(x.shape[1])]] = unit_rows(sums)
+    tables["items"], tables["users"] = items, users
+
+
 def prepare_interactions(
     data_dir: Path,
     *,
@@ -123,17 +152,9 @@ def prepare_interactions(
     options.validate()
     pipeline.check_protocol(mode, serve)
     frame, path = read_table(source)
-    ratings = pd.DataFrame(
-        {
-            "raw_user": column(frame, path, user, "--user").astype(str),
-            "raw_item": column(frame, path, item, "--item").astype(str),
-            "rating": numbers(column(frame, path, reward, "--reward"), path, reward),
-        }
-    )
     if timestamp is None and "timestamp" in frame.columns:
         timestamp = "timestamp"
-    if timestamp is not None:
-        ratings["timestamp"] = numbers(column(frame, path, timestamp, "--timestamp"), path, timestamp)
+    ratings = read_ratings(frame, path, user, item, reward, timestamp)
     feature_columns = names(item_features)
     for c in feature_columns:
         numbers(column(frame, path, c, "--item-features"), path, c)
@@ -164,17 +185,7 @@ def prepare_interactions(
     if duplicates.any():
         report["dropped"] = {"repeated (user, item): the last row kept": int(duplicates.sum()), **report["dropped"]}
     if feature_columns:
-        given = frame.assign(raw_item=frame[item].astype(str)).drop_duplicates("raw_item").set_index("raw_item")
-        items = tables["items"][["item", "raw_item"]].copy()
-        x = unit_rows(given.loc[items["raw_item"], feature_columns].to_numpy(np.float64))
-        items[[f"f_{j}" for j in range(x.shape[1])]] = x
-        inter = tables["interactions"]
-        liked = inter[inter["label"] > 0]
-        sums = np.zeros((len(tables["users"]), x.shape[1]))
-        np.add.at(sums, liked["user"].to_numpy(), x[liked["item"].to_numpy()])
-        users = tables["users"][["user", "raw_user", "group"]].copy()
-        users[[f"f_{j}" for j in range(x.shape[1])]] = unit_rows(sums)
-        tables["items"], tables["users"] = items, users
+        add_item_features(tables, frame, item, feature_columns)
     record = {
         "member": "interactions",
         "file": path.name,

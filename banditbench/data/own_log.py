@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from banditbench.data import logs, rows
 from banditbench.data.fetch import UNPUBLISHED
@@ -31,6 +32,32 @@ ASSUMED = (
     "the log has no propensity column: its logging policy is assumed uniform over the {items} items; replay and "
     "off-policy estimates are biased if it was not (name the column with --propensity)"
 )
+
+
+def arm_features_of(
+    frame: pd.DataFrame, path: Path, n_items: int, action_index: np.ndarray, feature_columns: list[str]
+) -> np.ndarray:
+    """Each item's context: its given features as a unit row (from its first row in the log), or one-hot."""
+    if feature_columns:
+        first = frame.assign(_item=action_index).drop_duplicates("_item").sort_values("_item")
+        for c in feature_columns:
+            numbers(column(frame, path, c, "--item-features"), path, c)
+        return unit_rows(first[feature_columns].to_numpy(np.float64)).astype(np.float32)
+    if n_items > MAX_ONE_HOT:
+        raise UserError(
+            f"{path}: {n_items} items are too many for one-hot contexts (at most {MAX_ONE_HOT}); "
+            "name item-feature columns with --item-features"
+        )
+    return np.eye(n_items, dtype=np.float32)
+
+
+def slots_of(frame: pd.DataFrame, path: Path, position: str, line) -> np.ndarray:
+    """The slot each logged action was shown in, 1, 2, …, or a one-line error naming the row."""
+    slots = numbers(column(frame, path, position, "--position"), path, position)
+    row = rows.first((slots < 1) | (slots != np.rint(slots)))
+    if row is not None:
+        raise rows.at_row(path, row, f"position {slots[row]:g} is not a slot 1, 2, …", line)
+    return slots
 
 
 def prepare_log(
@@ -58,18 +85,7 @@ def prepare_log(
         frame = frame.iloc[np.argsort(times, kind="stable")].reset_index(drop=True)
     items, action_index = np.unique(column(frame, path, action, "--action").astype(str).to_numpy(), return_inverse=True)
     feature_columns = names(item_features)
-    if feature_columns:
-        first = frame.assign(_item=action_index).drop_duplicates("_item").sort_values("_item")
-        for c in feature_columns:
-            numbers(column(frame, path, c, "--item-features"), path, c)
-        arm_features = unit_rows(first[feature_columns].to_numpy(np.float64)).astype(np.float32)
-    elif len(items) > MAX_ONE_HOT:
-        raise UserError(
-            f"{path}: {len(items)} items are too many for one-hot contexts (at most {MAX_ONE_HOT}); "
-            "name item-feature columns with --item-features"
-        )
-    else:
-        arm_features = np.eye(len(items), dtype=np.float32)
+    arm_features = arm_features_of(frame, path, len(items), action_index, feature_columns)
     given = {
         "source_sha256": sha256_of(path),
         "user": user,
@@ -90,12 +106,7 @@ def prepare_log(
         p = propensities(column(frame, path, propensity, "--propensity"), path, f"column {propensity!r} value", line)
     else:
         p = np.full(len(frame), 1.0 / len(items))
-    slots = None
-    if position:
-        slots = numbers(column(frame, path, position, "--position"), path, position)
-        row = rows.first((slots < 1) | (slots != np.rint(slots)))
-        if row is not None:
-            raise rows.at_row(path, row, f"position {slots[row]:g} is not a slot 1, 2, …", line)
+    slots = slots_of(frame, path, position, line) if position else None
     log = logs.Log(
         user=users,
         action=action_index.astype(np.int64),

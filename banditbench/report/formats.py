@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from banditbench.errors import UserError
 from banditbench.report.claims import GAIN_TOLERANCE, MATCH_MARGIN, SPEED_MARGIN, VALUE_MARGIN
@@ -77,169 +78,187 @@ def tuned_note(experiment) -> str:
 
 
 def sections(report: Report) -> list[Section]:
-    results, summary = report.results, report.summary
+    """The report's sections in order: the suite's members, per dataset its results table, the papers' numbers,
+    the off-policy estimates, costs and diagnostics, then the comparisons across datasets."""
     test = "paired t-test" if report.test == "t" else "Wilcoxon signed-rank test"
     out = _suite_sections(report.suite) if report.suite else []
-    for dataset in results.datasets:
-        rows = summary[summary["dataset"] == dataset]
-        config = next(e.config for e in results.experiments if e.dataset == dataset)
-        ctr = results.kinds[dataset] == "ctr"
-        optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
-        logged = dataset in results.logged
-        what = "replay CTR" if logged else "cumulative CTR" if ctr else "final cumulative regret"
-        title = f"{dataset}: {what} after {config['rounds']} {'logged events' if logged else 'rounds'}"
-        note = (
-            f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
-            f"{config['budget'] or 'unlimited'}; {rests_on(rows['seeds'], config['rounds'])} Mean ± std (ddof = 1) "
-            f"over seeds and 95 % percentile bootstrap interval of the mean. "
-            f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
-            f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
-        ) + tuned_note(next(e for e in results.experiments if e.dataset == dataset))
-        has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
-        lines = []
-        for row in rows.itertuples():
-            best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
-            cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
-            if ctr:
-                digits = 4 if logged else 2  # a click-through rate of a few per thousand
-                cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std, digits), best, tied)
-                cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high, f".{digits}f"))
-                if not logged:
-                    cells[f"regret vs {optimum:g}/round"] = Cell(
-                        format_mean_std(row.ctr_regret_mean, row.ctr_regret_std)
-                    )
-            if has_regret:
-                cells["cumulative regret (mean ± std)"] = Cell(
-                    format_mean_std(row.regret_mean, row.regret_std), best and not ctr, tied and not ctr
-                )
-                if not ctr:
-                    cells["95 % CI"] = Cell(_interval(row.regret_ci_low, row.regret_ci_high))
-            if "mean_reward" in rows:
-                cells["mean reward"] = Cell(_num(row.mean_reward, ".4f"))
-            improvement = row.improvement_pct
-            cells["p vs best"] = Cell("best" if best else format_p(row.p_vs_best))
-            cells["improvement vs best baseline"] = Cell(f"{improvement:+.1f} %" if np.isfinite(improvement) else "–")
-            if "regret_vs_random" in rows and rows["regret_vs_random"].notna().any():
-                cells["÷ random"] = Cell(_num(row.regret_vs_random, ".3f"))  # Ghosh et al. Fig. 1(e)
-            cells["role"] = Cell("reference" if row.reference else row.role)
-            lines.append(cells)
-        columns = list(lines[0])
-        lines = [[cells[c] for c in columns] for cells in lines]
-        out.append(Section(title, columns, lines, note, right=set(range(1, len(columns) - 1))))
+    for dataset in report.results.datasets:
+        rows = report.summary[report.summary["dataset"] == dataset]
+        out.append(_results_section(report, dataset, rows, test))
         out += _paper_sections(report, dataset)
         out += _logged_sections(report, dataset)
-
-        timing = results.timing_columns
-        cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
-        cost_rows = [
-            [
-                Cell(row["algorithm"]),
-                Cell(_num(row["wall_seconds"], ".3g")),
-                Cell(_num(row["rounds_per_second"], ",.0f")),
-                Cell(_num(row["peak_rss_mb"], ".0f")),
-            ]
-            + [Cell(_num(row[c], ".3g")) for c in timing]
-            for _, row in rows.iterrows()
-        ]
-        out.append(
-            Section(
-                f"{dataset}: cost",
-                cost_columns,
-                cost_rows,
-                "Mean wall time per unit, rounds per second over all units, peak resident memory of the "
-                "running process, and each per-round timing column summed per unit (mean over seeds).",
-                level=3,
-                right=set(range(1, len(cost_columns))),
-            )
-        )
-
-        diagnostics = [c for c in results.diagnostic_columns if rows[c].notna().any()]
-        if diagnostics:
-            named = {
-                "diag_ari": "ARI",
-                "diag_nmi": "NMI",
-                "diag_pair_f1": "pair F1",
-                "diag_n_clusters": "clusters",
-                "diag_radius": "mean OFUL radius β",
-            }
-            shown = [c for c in named if c in diagnostics] + [c for c in diagnostics if c not in named]
-            diag_rows = [
-                [Cell(row["algorithm"])]
-                + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f")) for c in shown]
-                for _, row in rows.iterrows()
-                if row[shown].notna().any()
-            ]
-            out.append(
-                Section(
-                    f"{dataset}: clustering and exploration diagnostics",
-                    ["algorithm"] + [named.get(c, c.removeprefix("diag_")) for c in shown],
-                    diag_rows,
-                    "Final value of each unit (its last sample), mean over seeds; the OFUL radius is "
-                    "the mean β over the unit's selections.",
-                    level=3,
-                    right=set(range(1, len(shown) + 1)),
-                )
-            )
-
-    comparisons = report.comparisons
-    if not comparisons.empty:
-        rows = [
-            [
-                Cell(r.dataset),
-                Cell(r.a),
-                Cell(r.b),
-                Cell(str(r.seeds)),
-                Cell(_num(r.mean_difference, ".2f")),
-                Cell(format_p(r.t_p_holm)),
-                Cell(format_p(r.wilcoxon_p_holm)),
-                Cell(r.winner or "tie"),
-                Cell(r.note),
-            ]
-            for r in comparisons.itertuples()
-        ]
-        fewest = int(comparisons["seeds"].min())
-        floor = (
-            f" With {fewest} seeds the exact Wilcoxon test cannot go below p = {wilcoxon_floor(fewest):.4g}."
-            if wilcoxon_floor(fewest) >= ALPHA / 5
-            else ""
-        )
-        out.append(
-            Section(
-                "Paired comparisons",
-                ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)", "Wilcoxon p (Holm)", "winner", "note"],
-                rows,
-                f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
-                f"dataset; the winner is decided by the {test} at α = {ALPHA}. Fewer than 3 seeds get no test, "
-                f"and seeds that differ by one same amount leave the t statistic undefined: the t-test column then "
-                f"gives the exact sign test.{floor}",
-                right={3, 4, 5, 6},
-            )
-        )
-        wtl = report.win_tie_loss
-        out.append(
-            Section(
-                "Win / tie / loss",
-                ["algorithm"] + list(wtl.columns),
-                [[Cell(a)] + [Cell(v) for v in wtl.loc[a]] for a in wtl.index],
-                "Datasets on which the row algorithm beat / tied with / lost to the column algorithm.",
-                right=set(range(1, len(wtl.columns) + 1)),
-            )
-        )
-    ranks = report.ranks
-    if not ranks.empty:
-        out.append(
-            Section(
-                "Average rank",
-                ["algorithm", "average rank", "datasets"],
-                [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))] for r in ranks.itertuples()],
-                "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
-                + _friedman_note(report.friedman),
-                right={1, 2},
-            )
-        )
+        out.append(_cost_section(report.results.timing_columns, dataset, rows))
+        out += _diagnostics_sections(report.results.diagnostic_columns, dataset, rows)
+    out += _comparison_sections(report, test)
+    if not report.ranks.empty:
+        out.append(_rank_section(report))
     if report.normalised is not None:
         out.append(_normalised_section(report.normalised))
     return out
+
+
+def _results_section(report: Report, dataset: str, rows: pd.DataFrame, test: str) -> Section:
+    """A dataset's main table: each algorithm's final regret (or CTR), interval, test against the best, role."""
+    results = report.results
+    experiment = next(e for e in results.experiments if e.dataset == dataset)
+    config = experiment.config
+    ctr = results.kinds[dataset] == "ctr"
+    optimum = max(e.ctr_optimum for e in results.experiments if e.dataset == dataset)
+    logged = dataset in results.logged
+    what = "replay CTR" if logged else "cumulative CTR" if ctr else "final cumulative regret"
+    title = f"{dataset}: {what} after {config['rounds']} {'logged events' if logged else 'rounds'}"
+    note = (
+        f"Protocol `{config['protocol']}`, master seed {config['master_seed']}, budget "
+        f"{config['budget'] or 'unlimited'}; {rests_on(rows['seeds'], config['rounds'])} Mean ± std (ddof = 1) "
+        f"over seeds and 95 % percentile bootstrap interval of the mean. "
+        f"**Bold**: best; {DAGGER}: not significantly different from the best ({test} on common seeds, "
+        f"Holm-corrected over all pairs, α = {ALPHA}). The oracle is a reference line, left out of both."
+    ) + tuned_note(experiment)
+    has_regret = "regret_mean" in rows and rows["regret_mean"].notna().any()
+    by_random = "regret_vs_random" in rows and rows["regret_vs_random"].notna().any()
+    lines = []
+    for row in rows.itertuples():
+        best, tied = bool(row.best), bool(row.tied_with_best) and not row.best
+        cells = {"algorithm": Cell(row.algorithm), "seeds": Cell(str(row.seeds))}
+        if ctr:
+            digits = 4 if logged else 2  # a click-through rate of a few per thousand
+            cells[f"{what} (mean ± std)"] = Cell(format_mean_std(row.ctr_mean, row.ctr_std, digits), best, tied)
+            cells["95 % CI"] = Cell(_interval(row.ctr_ci_low, row.ctr_ci_high, f".{digits}f"))
+            if not logged:
+                cells[f"regret vs {optimum:g}/round"] = Cell(format_mean_std(row.ctr_regret_mean, row.ctr_regret_std))
+        if has_regret:
+            cells["cumulative regret (mean ± std)"] = Cell(
+                format_mean_std(row.regret_mean, row.regret_std), best and not ctr, tied and not ctr
+            )
+            if not ctr:
+                cells["95 % CI"] = Cell(_interval(row.regret_ci_low, row.regret_ci_high))
+        if "mean_reward" in rows:
+            cells["mean reward"] = Cell(_num(row.mean_reward, ".4f"))
+        improvement = row.improvement_pct
+        cells["p vs best"] = Cell("best" if best else format_p(row.p_vs_best))
+        cells["improvement vs best baseline"] = Cell(f"{improvement:+.1f} %" if np.isfinite(improvement) else "–")
+        if by_random:
+            cells["÷ random"] = Cell(_num(row.regret_vs_random, ".3f"))  # Ghosh et al. Fig. 1(e)
+        cells["role"] = Cell("reference" if row.reference else row.role)
+        lines.append(cells)
+    columns = list(lines[0])
+    lines = [[cells[c] for c in columns] for cells in lines]
+    return Section(title, columns, lines, note, right=set(range(1, len(columns) - 1)))
+
+
+def _cost_section(timing: list[str], dataset: str, rows: pd.DataFrame) -> Section:
+    """Wall time, throughput, memory and the per-round timing columns of each algorithm on a dataset."""
+    cost_columns = ["algorithm", "wall s/unit", "rounds/s", "peak MB"] + [_column_title(c) for c in timing]
+    cost_rows = [
+        [
+            Cell(row["algorithm"]),
+            Cell(_num(row["wall_seconds"], ".3g")),
+            Cell(_num(row["rounds_per_second"], ",.0f")),
+            Cell(_num(row["peak_rss_mb"], ".0f")),
+        ]
+        + [Cell(_num(row[c], ".3g")) for c in timing]
+        for _, row in rows.iterrows()
+    ]
+    return Section(
+        f"{dataset}: cost",
+        cost_columns,
+        cost_rows,
+        "Mean wall time per unit, rounds per second over all units, peak resident memory of the "
+        "running process, and each per-round timing column summed per unit (mean over seeds).",
+        level=3,
+        right=set(range(1, len(cost_columns))),
+    )
+
+
+DIAGNOSTIC_NAMES = {
+    "diag_ari": "ARI",
+    "diag_nmi": "NMI",
+    "diag_pair_f1": "pair F1",
+    "diag_n_clusters": "clusters",
+    "diag_radius": "mean OFUL radius β",
+}
+
+
+def _diagnostics_sections(columns: list[str], dataset: str, rows: pd.DataFrame) -> list[Section]:
+    """The clustering and exploration diagnostics some algorithms record, where any did (none: no section)."""
+    diagnostics = [c for c in columns if rows[c].notna().any()]
+    if not diagnostics:
+        return []
+    named = DIAGNOSTIC_NAMES
+    shown = [c for c in named if c in diagnostics] + [c for c in diagnostics if c not in named]
+    diag_rows = [
+        [Cell(row["algorithm"])] + [Cell(_num(row[c], ".1f" if c == "diag_n_clusters" else ".3f")) for c in shown]
+        for _, row in rows.iterrows()
+        if row[shown].notna().any()
+    ]
+    section = Section(
+        f"{dataset}: clustering and exploration diagnostics",
+        ["algorithm"] + [named.get(c, c.removeprefix("diag_")) for c in shown],
+        diag_rows,
+        "Final value of each unit (its last sample), mean over seeds; the OFUL radius is "
+        "the mean β over the unit's selections.",
+        level=3,
+        right=set(range(1, len(shown) + 1)),
+    )
+    return [section]
+
+
+def _comparison_sections(report: Report, test: str) -> list[Section]:
+    """Every pair's paired test on each dataset, and the win / tie / loss counts across datasets."""
+    comparisons = report.comparisons
+    if comparisons.empty:
+        return []
+    rows = [
+        [
+            Cell(r.dataset),
+            Cell(r.a),
+            Cell(r.b),
+            Cell(str(r.seeds)),
+            Cell(_num(r.mean_difference, ".2f")),
+            Cell(format_p(r.t_p_holm)),
+            Cell(format_p(r.wilcoxon_p_holm)),
+            Cell(r.winner or "tie"),
+            Cell(r.note),
+        ]
+        for r in comparisons.itertuples()
+    ]
+    fewest = int(comparisons["seeds"].min())
+    floor = (
+        f" With {fewest} seeds the exact Wilcoxon test cannot go below p = {wilcoxon_floor(fewest):.4g}."
+        if wilcoxon_floor(fewest) >= ALPHA / 5
+        else ""
+    )
+    pairs = Section(
+        "Paired comparisons",
+        ["dataset", "A", "B", "seeds", "mean A − B", "t-test p (Holm)", "Wilcoxon p (Holm)", "winner", "note"],
+        rows,
+        f"On the seeds both algorithms ran; p-values Holm-adjusted over the pairs of each "
+        f"dataset; the winner is decided by the {test} at α = {ALPHA}. Fewer than 3 seeds get no test, "
+        f"and seeds that differ by one same amount leave the t statistic undefined: the t-test column then "
+        f"gives the exact sign test.{floor}",
+        right={3, 4, 5, 6},
+    )
+    wtl = report.win_tie_loss
+    counts = Section(
+        "Win / tie / loss",
+        ["algorithm"] + list(wtl.columns),
+        [[Cell(a)] + [Cell(v) for v in wtl.loc[a]] for a in wtl.index],
+        "Datasets on which the row algorithm beat / tied with / lost to the column algorithm.",
+        right=set(range(1, len(wtl.columns) + 1)),
+    )
+    return [pairs, counts]
+
+
+def _rank_section(report: Report) -> Section:
+    """Each algorithm's average rank over the datasets, with the Friedman test's note."""
+    return Section(
+        "Average rank",
+        ["algorithm", "average rank", "datasets"],
+        [[Cell(r.algorithm), Cell(f"{r.average_rank:.2f}"), Cell(str(r.datasets))] for r in report.ranks.itertuples()],
+        "Rank 1 = best mean on a dataset (ties share the average rank), averaged over datasets."
+        + _friedman_note(report.friedman),
+        right={1, 2},
+    )
 
 
 def _suite_sections(record: dict) -> list[Section]:

@@ -1,5 +1,8 @@
 """A unit's identity (docs/architecture.md, "Unit of work"): (dataset, protocol, algorithm, hyper-parameters, seed,
-rounds, budget), its stable id (the shard's file name) and what running it returns."""
+rounds, budget), its stable id (the shard's file name) and what running it returns.
+
+Results sit below the algorithms: a unit is told its algorithm's default hyper-parameters by whoever plans it
+(``defaults``), so that naming its shard needs no algorithm registry."""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
-
-from banditbench.algos import ALGORITHMS
 
 
 @dataclass(frozen=True)
@@ -25,19 +26,21 @@ class Unit:
     budget: int | None
     tuning: bool = False  # a tuning seed (picks the best grid cell), never a reported one
     env: dict[str, Any] = field(default_factory=dict, hash=False)  # protocol settings (twostage: users, slate size…)
+    # the algorithm's default hyper-parameters when the unit was planned: they name its shard, never identify it
+    defaults: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def id(self) -> str:
-        """``linucb-ind-seed3``; a non-default cell adds a short hash of its hyper-parameters
+        """``linucb-ind-seed3``; a cell other than ``defaults`` adds a short hash of its hyper-parameters
         (``linucb-ind-1f0c2a9e-seed3``) and a tuning seed reads ``tune3``: stable and readable."""
         stream = f"tune{self.seed_index}" if self.tuning else f"seed{self.seed_index}"
-        spec = ALGORITHMS.get(self.algorithm)  # tests and plug-ins may run unregistered policies
-        if self.params == (spec.defaults() if spec else {}):
+        if self.params == self.defaults:
             return f"{self.algorithm}-{stream}"
         return f"{self.algorithm}-{params_hash(self.params)}-{stream}"
 
     def config(self) -> dict[str, Any]:
         config = asdict(self)
+        del config["defaults"]  # how the shard is named, not what the unit is
         if not self.env:  # protocols without settings keep the config (and shard metadata) they always had
             del config["env"]
         return config

@@ -29,7 +29,7 @@ from banditbench.algos import ALGORITHMS, PAPER_NAMES
 from banditbench.data import PreparedDataset, check_dataset_name, load_dataset
 from banditbench.data.prepared import physical_memory
 from banditbench.envs import PROTOCOL_ALIASES, PROTOCOLS
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.results import folder as manifest
 from banditbench.results.folder import Output, check_output
 from banditbench.results.shards import (
@@ -46,6 +46,7 @@ from banditbench.runner import grid
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import check_engine, group_units
 from banditbench.runner.executors import Executor, LocalExecutor
+from banditbench.runner.settings import RunSettings
 from banditbench.version import __version__
 
 MAX_INT64 = 2**63 - 1
@@ -68,8 +69,10 @@ class Experiment:
     state_bytes: dict[str, int] = field(default_factory=dict)  # algorithm → its statistics' bytes a unit, if known
     stand_in: dict[str, dict[str, Any]] = field(default_factory=dict)  # declared data the prepared data differs from
 
-    def report_units(self, algorithm: str, params: dict[str, Any]) -> list[Unit]:
+    def report_units(self, algorithm: str, params: dict[str, Any], tuning: bool = False) -> list[Unit]:
+        """The units of one cell: on the report seeds, or with ``tuning`` on the tuning seeds and rounds."""
         c = self.config
+        seeds, rounds = (c["tune_seeds"], c.get("tune_rounds") or c["rounds"]) if tuning else (c["seeds"], c["rounds"])
         return [
             Unit(
                 c["dataset"],
@@ -78,140 +81,186 @@ class Experiment:
                 params,
                 c["master_seed"],
                 i,
-                c["rounds"],
+                rounds,
                 c["budget"],
+                tuning=tuning,
                 env=c.get("env", {}),
+                defaults=ALGORITHMS[algorithm].defaults(),
             )
-            for i in range(c["seeds"])
+            for i in range(seeds)
         ]
 
 
-def plan(
-    *,
-    data_dir: Path,
-    dataset: str,
-    algorithms: list[str],
-    rounds: int,
-    seeds: int,
-    master_seed: int,
-    budget: int | None,
-    params: list[str] | grid.Assignments,
-    tune_seeds: int = 0,
-    tune_rounds: int = 0,
-    protocol: str | None = None,
-    device: str | None = None,
-    env: dict[str, Any] | None = None,
-    declared_data: dict[str, Any] | None = None,
-    allow_stand_in: bool = False,
-) -> Experiment:
-    """``params``: ``--set`` strings or an assignments table (see runner/grid.py); ``protocol``: the one a
-    preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
-    hyper-parameter of every algorithm that has one (an explicit ``--set ALGO.device=…`` wins); ``env``: the
-    protocol's settings (``--env NAME=VALUE``), checked against its ``SETTINGS``; an algorithm with the
-    ``noise_sigma`` capability gets the σ the dataset records unless ``params`` set it; ``tune_rounds``: the rounds of
-    a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only; ``declared_data``: the
-    data the experiment needs ({"dataset", "parameters", "by"}, a preset's), checked against the prepared
-    dataset's manifest (runner/declared_data.py), where ``allow_stand_in`` lets other data through as a stand-in."""
-    check_dataset_name(data_dir, dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
+def plan(settings: RunSettings, *, data_dir: Path, device: str | None = None) -> Experiment:
+    """Check a run's resolved ``settings`` against the registries and the prepared dataset, and list its units.
+
+    ``settings.params``: ``--set`` strings or an assignments table (see runner/grid.py); ``settings.protocol``: the
+    one a preset requires (the prepared dataset must have been prepared for it); ``device``: sets the ``device``
+    hyper-parameter of every algorithm that has one (an explicit ``ALGO.device`` assignment wins);
+    ``settings.env``: the protocol's settings, checked against its ``SETTINGS``; an algorithm with the
+    ``noise_sigma`` capability gets the σ the dataset records unless ``params`` set it; ``settings.tune_rounds``:
+    the rounds of a tuning unit (0: the whole horizon), for papers that tuned on the first rounds only;
+    ``settings.prepared_with``: the data the experiment needs ({"dataset", "parameters", "by"}, a preset's),
+    checked against the prepared dataset's manifest (runner/declared_data.py), where ``settings.allow_stand_in``
+    lets other data through as a stand-in."""
+    check_dataset_name(data_dir, settings.dataset, {*PROTOCOLS, *PROTOCOL_ALIASES})
+    algorithms = list(settings.algos)
+    check_algorithms(algorithms)
+    check_counts(settings)
+    assignments = grid.parse_assignments(settings.params) if isinstance(settings.params, list) else settings.params
+    assignments = with_device(assignments, algorithms, device)
+    resolved = grid.resolve(assignments, algorithms)
+    check_unit_count(resolved, settings)
+    check_devices(resolved)
+    stand_in = {}
+    if settings.prepared_with is not None:
+        who = settings.prepared_with.get("by", "this experiment")
+        stand_in = declared.check(
+            data_dir, settings.dataset, settings.prepared_with, allow_stand_in=bool(settings.allow_stand_in), who=who
+        )
+    prepared = load_dataset(data_dir, settings.dataset)
+    noise = prepared.parameters.get("noise")
+    if isinstance(noise, (int, float)) and noise > 0:  # σ of the data, for the algorithms whose radius reads σ
+        from_data = {a: {"sigma": [float(noise)]} for a in algorithms if ALGORITHMS[a].capabilities.noise_sigma}
+        resolved = grid.resolve(grid.merge(from_data, assignments), algorithms)  # a σ the run sets wins
+    protocol = prepared_protocol(prepared, settings.protocol, data_dir)
+    env_settings = protocol_settings(protocol, settings.env or {})
+    check_protocol(prepared, protocol, env_settings, algorithms, settings)
+    state_bytes = check_state_memory(prepared, PROTOCOLS[protocol].environment, algorithms, resolved)
+    config = {
+        "dataset": settings.dataset,
+        "dataset_manifest_sha256": prepared.manifest_sha256,
+        "protocol": protocol,
+        "algorithms": resolved,
+        "seeds": settings.seeds,
+        "tune_seeds": settings.tune_seeds,
+        **({"tune_rounds": settings.tune_rounds} if settings.tune_rounds else {}),  # absent: tuned on the horizon
+        "master_seed": settings.seed,
+        "rounds": settings.rounds,
+        "budget": settings.budget,
+        **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
+    }
+    experiment = Experiment(prepared, [], config, state_bytes=state_bytes, stand_in=stand_in)
+    add_units(experiment, algorithms)
+    return experiment
+
+
+def check_algorithms(algorithms: list[str]) -> None:
+    """Registered algorithms, at least one, none twice."""
     unknown = [a for a in algorithms if a not in ALGORITHMS]
     if unknown:
         raise names.unknown(
             "algorithm", unknown[0], ALGORITHMS, aliases=PAPER_NAMES, listing="`banditbench list algorithms` shows all"
         )
     if not algorithms:
-        raise UserError("--algos is empty; name at least one algorithm")
+        raise SettingError("{algos} is empty; name at least one algorithm")
     if len(set(algorithms)) != len(algorithms):
-        raise UserError("--algos names an algorithm twice")
+        raise SettingError("{algos} names an algorithm twice")
+
+
+def check_counts(settings: RunSettings) -> None:
+    """Rounds, seeds, tuning and budget within their domains."""
+    rounds, seeds, tune_seeds, tune_rounds = settings.rounds, settings.seeds, settings.tune_seeds, settings.tune_rounds
     if rounds < 1:
-        raise UserError(f"--rounds must be a positive integer, got {rounds}")
+        raise SettingError("{rounds} must be a positive integer, got {value}", value=rounds)
     if seeds < 1:
-        raise UserError(f"--seeds must be a positive integer, got {seeds}")
-    for flag, value, limit in (
-        ("--rounds", rounds, MAX_ROUNDS),
-        ("--seeds", seeds, MAX_SEEDS),
-        ("--tune-seeds", tune_seeds, MAX_SEEDS),
-        ("--seed", master_seed, MAX_INT64),
+        raise SettingError("{seeds} must be a positive integer, got {value}", value=seeds)
+    for setting, value, limit in (
+        ("rounds", rounds, MAX_ROUNDS),
+        ("seeds", seeds, MAX_SEEDS),
+        ("tune_seeds", tune_seeds, MAX_SEEDS),
+        ("seed", settings.seed, MAX_INT64),
     ):
         if value > limit:
-            raise UserError(f"{flag} {value} is above the limit of {limit}")
+            raise SettingError("{" + setting + "} {value} is above the limit of {limit}", value=value, limit=limit)
     if tune_seeds < 0:
-        raise UserError(f"--tune-seeds must be zero or a positive integer, got {tune_seeds}")
+        raise SettingError("{tune_seeds} must be zero or a positive integer, got {value}", value=tune_seeds)
     if not 0 <= tune_rounds <= rounds:
-        raise UserError(f"--tune-rounds must be between 0 (the whole horizon) and --rounds {rounds}, got {tune_rounds}")
-    if master_seed < 0:
-        raise UserError(f"--seed must be non-negative, got {master_seed}")
-    if budget is not None and budget < 1:
-        raise UserError(f"--budget must be at least 1 arm per round, got {budget}")
-    assignments = grid.parse_assignments(params) if isinstance(params, list) else params
-    if device is not None:
-        from banditbench.algos.neural import DEVICES  # imports torch, so only when a device is asked for
-
-        if device not in DEVICES:
-            raise UserError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
-        flag = {a: {"device": [device]} for a in algorithms if ALGORITHMS[a].capabilities.device}
-        assignments = grid.merge(flag, assignments)
-    resolved = grid.resolve(assignments, algorithms)
-    units = 0  # counted before any unit is built, so that a huge --seeds is refused at once
-    for algo in algorithms:
-        n = len(grid.cells(resolved[algo]))
-        units += n * tune_seeds + seeds if tune_seeds and n > 1 else n * seeds
-    if units > MAX_UNITS:
-        raise UserError(
-            f"{units} units are above the limit of {MAX_UNITS} (one shard file each); "
-            "lower --seeds, --tune-seeds or the grid"
+        raise SettingError(
+            "{tune_rounds} must be between 0 (the whole horizon) and {rounds} {limit}, got {value}",
+            limit=rounds,
+            value=tune_rounds,
         )
-    for algo in algorithms:  # an unusable device fails here, before anything is written
+    if settings.seed < 0:
+        raise SettingError("{seed} must be non-negative, got {value}", value=settings.seed)
+    if settings.budget is not None and settings.budget < 1:
+        raise SettingError("{budget} must be at least 1 arm per round, got {value}", value=settings.budget)
+
+
+def with_device(assignments: grid.Assignments, algorithms: list[str], device: str | None) -> grid.Assignments:
+    """``device`` as the ``device`` hyper-parameter of every algorithm that has one, under the run's own."""
+    if device is None:
+        return assignments
+    from banditbench.algos.neural import DEVICES  # imports torch, so only when a device is asked for
+
+    if device not in DEVICES:
+        raise SettingError("{device} must be one of {devices}, got {value!r}", devices=", ".join(DEVICES), value=device)
+    given = {a: {"device": [device]} for a in algorithms if ALGORITHMS[a].capabilities.device}
+    return grid.merge(given, assignments)
+
+
+def check_unit_count(resolved: dict[str, Any], settings: RunSettings) -> None:
+    """Refuse more units than shard files a folder should hold, counted before any unit is built, so that a huge
+    number of seeds is refused at once."""
+    units = 0
+    for cells in resolved.values():
+        n = len(grid.cells(cells))
+        units += n * settings.tune_seeds + settings.seeds if settings.tune_seeds and n > 1 else n * settings.seeds
+    if units > MAX_UNITS:
+        raise SettingError(
+            "{units} units are above the limit of {limit} (one shard file each); lower {seeds}, {tune_seeds} or "
+            "the grid",
+            units=units,
+            limit=MAX_UNITS,
+        )
+
+
+def check_devices(resolved: dict[str, Any]) -> None:
+    """An unusable device fails here, before anything is written."""
+    for algo, cells in resolved.items():
         if ALGORITHMS[algo].capabilities.device:  # a neural algorithm: its module has imported torch already
             from banditbench.algos.neural import resolve_device
 
-            for cell in grid.cells(resolved[algo]):
+            for cell in grid.cells(cells):
                 resolve_device(cell["device"])
-    stand_in = {}
-    if declared_data is not None:
-        who = declared_data.get("by", "this experiment")
-        stand_in = declared.check(data_dir, dataset, declared_data, allow_stand_in=allow_stand_in, who=who)
-    prepared = load_dataset(data_dir, dataset)
-    noise = prepared.parameters.get("noise")
-    if isinstance(noise, (int, float)) and noise > 0:  # σ of the data, for the algorithms whose radius reads σ
-        from_data = {a: {"sigma": [float(noise)]} for a in algorithms if ALGORITHMS[a].capabilities.noise_sigma}
-        resolved = grid.resolve(grid.merge(from_data, assignments), algorithms)  # a σ the run sets wins
+
+
+def prepared_protocol(prepared: PreparedDataset, required: str | None, data_dir: Path) -> str:
+    """The protocol ``prepared`` was prepared for, which must be ``required`` (a preset's) where given."""
     prepared_for = PROTOCOL_ALIASES.get(prepared.manifest["protocol"], prepared.manifest["protocol"])
-    if protocol is not None and protocol != prepared_for:
+    if required is not None and required != prepared_for:
         raise UserError(
-            f"this experiment needs protocol {protocol!r}, but {dataset!r} in {data_dir}/ is prepared "
-            f"for {prepared.manifest['protocol']!r}"
+            f"this experiment needs protocol {required!r}, but {prepared.name!r} in {data_dir}/ is "
+            f"prepared for {prepared.manifest['protocol']!r}"
         )
-    protocol = prepared_for
-    if protocol not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
-        raise UserError(f"dataset {dataset!r} is for the {protocol!r} protocol, which this banditbench cannot run")
+    if prepared_for not in PROTOCOLS:  # e.g. logged impressions, which need a simulator protocol
+        raise UserError(
+            f"dataset {prepared.name!r} is for the {prepared_for!r} protocol, which this banditbench cannot run"
+        )
+    return prepared_for
+
+
+def check_protocol(
+    prepared: PreparedDataset, protocol: str, env: dict[str, Any], algorithms: list[str], settings: RunSettings
+) -> None:
+    """What the protocol's environment needs of the data and the run, and what it gives the algorithms."""
     info = PROTOCOLS[protocol]
-    env_settings = protocol_settings(protocol, env or {})
     check = getattr(info.environment, "check", None)  # e.g. twostage: is a trained simulator there?
     if check is not None:
-        check(prepared, env_settings, budget)
-    if info.logged and tune_seeds:
-        raise UserError("--tune-seeds picks the cell of lowest regret, which a log does not have; report every cell")
+        check(prepared, env, settings.budget)
+    if info.logged and settings.tune_seeds:
+        raise SettingError("{tune_seeds} picks the cell of lowest regret, which a log does not have; report every cell")
     most_rounds = getattr(info.environment, "most_rounds", None)  # a log holds so many events, each one round
-    if most_rounds is not None and rounds > most_rounds(prepared):
-        raise UserError(f"--rounds {rounds} is more than the {most_rounds(prepared)} events of {dataset!r}")
+    if most_rounds is not None and settings.rounds > most_rounds(prepared):
+        raise SettingError(
+            "{rounds} {value} is more than the {events} events of {dataset!r}",
+            value=settings.rounds,
+            events=most_rounds(prepared),
+            dataset=prepared.name,
+        )
     for algo in algorithms:
-        if info.logged and ALGORITHMS[algo].policy.privileged:
-            raise UserError(f"{algo} reads expected rewards, which the log {dataset!r} does not have")
-        if ALGORITHMS[algo].capabilities.slate != info.slate:
-            kind = "recommends slates" if info.slate else "recommends one arm per round"
-            raise UserError(
-                f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
-                f"`banditbench list` shows the algorithms of each protocol"
-            )
-        if ALGORITHMS[algo].capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
-            topics = prepared.manifest["counts"].get("topics", 0)
-            if topics < env_settings.get("slate_size", 0):
-                raise UserError(
-                    f"{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
-                    f"for a slate of {env_settings['slate_size']}; lower --env slate_size"
-                )
-    # An algorithm that needs user features (neu-au) is refused up front on a protocol that gives none; a
-    # protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class.
+        check_algorithm_fits(algo, prepared, protocol, env)
+    # a protocol whose rounds carry user_features says so with ``provides_user_features = True`` on its class
     if not getattr(info.environment, "provides_user_features", False):
         for algo in algorithms:
             if ALGORITHMS[algo].capabilities.user_features:
@@ -219,48 +268,44 @@ def plan(
                     f"{algo} needs user features, and protocol {protocol!r} gives none "
                     "(the M-CNB paper runs NeuA+U only on MovieLens and Yelp)"
                 )
-    state_bytes = check_state_memory(prepared, info.environment, algorithms, resolved)
-    config = {
-        "dataset": dataset,
-        "dataset_manifest_sha256": prepared.manifest_sha256,
-        "protocol": protocol,
-        "algorithms": resolved,
-        "seeds": seeds,
-        "tune_seeds": tune_seeds,
-        **({"tune_rounds": tune_rounds} if tune_rounds else {}),  # absent when tuning sees the whole horizon
-        "master_seed": master_seed,
-        "rounds": rounds,
-        "budget": budget,
-        **({"env": env_settings} if env_settings else {}),  # absent for protocols without settings, as before
-    }
-    experiment = Experiment(prepared, [], config, state_bytes=state_bytes, stand_in=stand_in)
+
+
+def check_algorithm_fits(algo: str, prepared: PreparedDataset, protocol: str, env: dict[str, Any]) -> None:
+    """Refuse an algorithm the protocol cannot run: one reading expected rewards on a log, a slate policy on a
+    one-arm protocol (or the reverse), a slate of topic groups larger than the topics."""
+    info, capabilities = PROTOCOLS[protocol], ALGORITHMS[algo].capabilities
+    if info.logged and ALGORITHMS[algo].policy.privileged:
+        raise UserError(f"{algo} reads expected rewards, which the log {prepared.name!r} does not have")
+    if capabilities.slate != info.slate:
+        kind = "recommends slates" if info.slate else "recommends one arm per round"
+        raise UserError(
+            f"{algo} cannot run under protocol {protocol!r}, which {kind}; "
+            f"`banditbench list` shows the algorithms of each protocol"
+        )
+    if capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
+        topics = prepared.manifest["counts"].get("topics", 0)
+        if topics < env.get("slate_size", 0):
+            raise UserError(
+                f"{algo} recommends one item per topic group, but {prepared.name!r} has {topics} topics "
+                f"for a slate of {env['slate_size']}; lower --env slate_size"
+            )
+
+
+def add_units(experiment: Experiment, algorithms: list[str]) -> None:
+    """Each algorithm's report units, or with tuning seeds and several cells its tuning units (the report units
+    of the cell they choose come later)."""
+    c = experiment.config
     for algo in algorithms:
-        algo_cells = grid.cells(resolved[algo])
-        if tune_seeds and len(algo_cells) > 1:
+        algo_cells = grid.cells(c["algorithms"][algo])
+        if c["tune_seeds"] and len(algo_cells) > 1:
             experiment.tuned[algo] = algo_cells
-            experiment.tuning_units += [
-                Unit(
-                    dataset,
-                    protocol,
-                    algo,
-                    cell,
-                    master_seed,
-                    j,
-                    tune_rounds or rounds,
-                    budget,
-                    tuning=True,
-                    env=env_settings,
-                )
-                for cell in algo_cells
-                for j in range(tune_seeds)
-            ]
+            experiment.tuning_units += [u for cell in algo_cells for u in experiment.report_units(algo, cell, True)]
             continue
         for cell in algo_cells:
             units = experiment.report_units(algo, cell)
             experiment.units += units
-            label = grid.cell_label(algo, cell, grid.grid_keys(resolved[algo]))
+            label = grid.cell_label(algo, cell, grid.grid_keys(c["algorithms"][algo]))
             experiment.labels.update({u.id: label for u in units})
-    return experiment
 
 
 def check_state_memory(prepared, environment, algorithms: list[str], resolved) -> dict[str, int]:
@@ -440,12 +485,9 @@ def execute(
     target = Path(target)
     executor = executor or LocalExecutor(jobs=1)
     checkpoints = Checkpoints(target, checkpoint_every) if checkpoint_every else None
-    execution = {
-        "executor": executor.describe(),
-        "engine": check_engine(engine),
-        "checkpoint_every": checkpoint_every,
-        "settings": settings,
-    }
+    engine = check_engine(engine)
+    execution = {"executor": executor.describe(), "engine": engine, "checkpoint_every": checkpoint_every}
+    execution["settings"] = settings
     ran: list[Unit] = []
     sha = experiment.dataset.manifest_sha256
 
@@ -488,7 +530,7 @@ def execute(
         if checkpoints is not None:
             shutil.rmtree(checkpoints.folder, ignore_errors=True)
     except BaseException:
-        if output is not None:  # a failed --overwrite leaves the old results as they were
+        if output is not None:  # a failed overwrite leaves the old results as they were
             output.discard()
         raise
     if output is not None:

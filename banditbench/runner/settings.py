@@ -36,6 +36,7 @@ sits above this module and stacks the three layers with :func:`combine`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,65 @@ KINDS = {
     "protocol": str,
 }
 FLAGS = ("allow-stand-in",)  # true or false
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A run's settings, each under ``banditbench.run``'s keyword; the CLI's flag is the name with hyphens
+    (``--tune-seeds``), and ``params`` is ``--set``. The flags given are one of these with None where not given;
+    resolved over the preset, the file and the defaults (``banditbench.presets.resolve``), every field holds the
+    value the run uses: ``rounds`` T per unit, ``seeds`` S reported per algorithm, ``seed`` the master seed,
+    ``budget`` the arms scored per round (None: unlimited), ``params`` the hyper-parameter assignments, ``env``
+    the protocol's settings, ``protocol`` the one a preset requires, ``prepared_with`` the data a preset or suite
+    declares (checked against the prepared dataset's manifest)."""
+
+    dataset: str | None = None
+    algos: Any = None  # names: a list, or one comma-separated string among the flags given
+    rounds: int | None = None
+    seeds: int | None = None
+    tune_seeds: int | None = None
+    tune_rounds: int | None = None
+    seed: int | None = None
+    budget: int | str | None = None  # among the flags given, "none" overrides a preset's budget
+    params: Any = None  # ``--set`` strings, or an assignments table (runner/grid.py)
+    env: Any = None  # ``--env`` strings, or a table NAME → value
+    out: str | None = None
+    jobs: int | None = None
+    backend: str | None = None
+    address: str | None = None
+    gpus_per_unit: float | None = None
+    checkpoint_every: int | None = None
+    engine: str | None = None
+    allow_stand_in: bool | None = None
+    preset: str | None = None
+    protocol: str | None = None
+    prepared_with: dict[str, Any] | None = None
+
+    def layer(self) -> dict[str, Any]:
+        """The settings given, under the experiment file's keys (``tune-seeds``, ``set``), for :func:`combine`."""
+        return {key: value for key, value in self.record().items() if value not in (None, [])}
+
+    def record(self) -> dict[str, Any]:
+        """Every setting under the experiment file's keys, as the manifest records a run's settings."""
+        record = {setting_key(f.name): getattr(self, f.name) for f in fields(self)}
+        if self.prepared_with is None:  # only a preset or a suite declares its data
+            del record["prepared-with"]
+        return record
+
+    @classmethod
+    def with_defaults(cls, **given: Any) -> RunSettings:
+        """The settings of a run that sets ``given`` and leaves every other setting at its default."""
+        return cls.from_record({**DEFAULTS, **cls(**given).layer()})
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RunSettings:
+        """The settings held under the experiment file's keys (a :func:`combine` of layers)."""
+        return cls(**{f.name: record.get(setting_key(f.name)) for f in fields(cls)})
+
+
+def setting_key(name: str) -> str:
+    """A setting's key in an experiment file (and its flag without the ``--``)."""
+    return "set" if name == "params" else name.replace("_", "-")
 
 
 def split_names(value: str | list[str]) -> list[str]:

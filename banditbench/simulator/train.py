@@ -326,6 +326,18 @@ def learned_propensity(
     return learned, {**figures, "encoder_epochs": log, "encoder_best_epoch": best_epoch}
 
 
+def check_logged(name: str) -> None:
+    """A registered dataset of logged impressions, the only data the simulator trains on."""
+    logged = [d.name for d in DATASETS.values() if d.protocol == PROTOCOL]
+    if name not in DATASETS:
+        raise UserError(f"unknown dataset {name!r}; the simulator trains on {', '.join(logged)}")
+    if name not in logged:
+        raise UserError(
+            f"dataset {name!r} is for the {DATASETS[name].protocol!r} protocol; the simulator trains on "
+            f"logged impressions: {', '.join(logged)}"
+        )
+
+
 def train_simulator(
     data_dir: Path,
     name: str,
@@ -336,14 +348,7 @@ def train_simulator(
     """Train, validate and save the simulator of prepared dataset ``name``; returns the saved metadata
     (plus ``histogram`` lines, not saved)."""
     settings.check()
-    logged = [d.name for d in DATASETS.values() if d.protocol == PROTOCOL]
-    if name not in DATASETS:
-        raise UserError(f"unknown dataset {name!r}; the simulator trains on {', '.join(logged)}")
-    if name not in logged:
-        raise UserError(
-            f"dataset {name!r} is for the {DATASETS[name].protocol!r} protocol; the simulator trains on "
-            f"logged impressions: {', '.join(logged)}"
-        )
+    check_logged(name)
     dataset = load_dataset(data_dir, name)
     folder = simulator_folder(dataset.path)
     if folder.exists() and not force:
