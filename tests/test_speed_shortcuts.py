@@ -398,7 +398,7 @@ def assert_same_choices_until_rounding_parts_them(name, rounds, **params):
 @pytest.mark.parametrize("name", ["neuucb-one", "neuucb-ind", "neurallinear"])
 def test_block_neural_choices_equal_the_dense_computation(name):
     block = assert_same_choices_until_rounding_parts_them(name, 400)  # 40 trainings
-    assert block.history.x.shape[1] == 6
+    assert (block.histories[0] if name.startswith("neuucb") else block.history).x.shape[1] == 6
 
 
 @pytest.mark.parametrize(
@@ -428,7 +428,7 @@ def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form()
     for params in ({"covariance": "full"}, {"code_training": True}, {"gradients": "batched"}):
         policy = _policy("neuucb-one", env, True, **params)
         _play(policy, env, 12)
-        assert policy.block is None and policy.history.x.shape[1] == env.dim, params
+        assert policy.block is None and policy.histories[0].x.shape[1] == env.dim, params
     shifted = _classification("shift", n=20, d=6, K=4)
     policy = _policy("neuucb-one", shifted, True)
     _play(policy, shifted, 12)
