@@ -277,7 +277,7 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
     rng = np.random.default_rng(1)
     for t in (0, 4, 5, 9):
         view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
-        chosen = policy.select(view, Budget())
+        chosen = choose(policy, view)
         x = torch.tensor(view.arms[:], dtype=torch.float32)
         f1 = policy.f1.forward(policy.theta1[0], x)
         f2 = policy.f2.forward(policy.theta2[0], policy.f1.per_arm_gradients(policy.theta1[0], x))
@@ -298,8 +298,8 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     start = policy.theta3.clone()
     for t in range(3):
         view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
-        policy.update(view, policy.select(view, Budget()), float(t % 2))
-    x, r = policy.decision_data.all_rows()
+        learn(policy, view, choose(policy, view), float(t % 2))
+    x, r = policy.decision_data[0].all_rows()
     assert x.shape == (3, 2) and r.tolist() == [0.0, 1.0, 0.0]  # H_t: one ([f1, f2], r) per round
     assert not torch.equal(policy.theta3, start)  # θ3 trained on the schedule
     assert not hasattr(
