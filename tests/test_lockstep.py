@@ -588,6 +588,7 @@ def same_state(a, b) -> bool:
         ("neu-au", "nu"),
         ("neurallinear", "alpha2"),  # edges cut in member 1's graph
         ("eenet", None),  # a group of seeds
+        ("metaban", "alpha"),  # a member's user-learners
     ],
 )
 def test_a_neural_members_state_moves_between_groups_of_any_size_unchanged(name, cell):

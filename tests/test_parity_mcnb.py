@@ -134,18 +134,19 @@ def test_metaban_code_training_trains_theta_on_the_group_every_round_and_the_ser
     policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
     data = torch.Generator().manual_seed(6)
     for user in (0, 1, 1):
-        policy.users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+        policy.users[0].add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
     from banditbench.envs import Round
 
     arms = torch.randn(2, 3, generator=data).numpy()
     view = Round(0, 1, arms, np.zeros(2), np.zeros(2)).view(Budget())
-    learners, Theta = policy.users.theta.clone(), policy.Theta.clone()
-    chosen = policy.select(view, Budget())
-    assert not torch.equal(policy.Theta, Theta)  # trained on the group's data before scoring
-    meta = policy.Theta.clone()
-    policy.update(view, chosen, 0.0)
-    assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])
-    assert not torch.equal(policy.users.theta[1], meta) and int(policy.users.trained_counts[1]) == 3
+    users = policy.users[0]  # member 0's, the only member's
+    learners, Theta = users.theta.clone(), policy.Theta[0].clone()
+    chosen = policy.select([view], [Budget()])
+    assert not torch.equal(policy.Theta[0], Theta)  # trained on the group's data before scoring
+    meta = policy.Theta[0].clone()
+    policy.update([view], chosen, [0.0])
+    assert torch.equal(users.theta[[0, 2]], learners[[0, 2]])
+    assert not torch.equal(users.theta[1], meta) and int(users.trained_counts[1]) == 3
 
 
 @pytest.mark.parametrize("steps", [1, 2])
