@@ -589,6 +589,7 @@ def same_state(a, b) -> bool:
         ("neurallinear", "alpha2"),  # edges cut in member 1's graph
         ("eenet", None),  # a group of seeds
         ("metaban", "alpha"),  # a member's user-learners
+        ("mcnb", "gamma"),
     ],
 )
 def test_a_neural_members_state_moves_between_groups_of_any_size_unchanged(name, cell):
@@ -596,7 +597,7 @@ def test_a_neural_members_state_moves_between_groups_of_any_size_unchanged(name,
     # a fresh group (NeuA+U's network is built on its first round, so a fresh policy builds it while loading)
     rng = np.random.default_rng(0)
     spec, problem = ALGORITHMS[name], {"n_users": 3, "n_arms": 4, "dim": 5}
-    cells = [{} if cell is None else {cell: value, "lam": 0.5} for value in (0.1, 1.0, 2.0)]
+    cells = [{} if cell is None else {cell: value} for value in (0.1, 1.0, 2.0)]
     group = spec.build_members(**problem, seeds=[np.random.SeedSequence(s) for s in range(3)], params=cells)
     for t in range(21):  # two trainings
         views = [RoundView(t, int(rng.integers(3)), rng.normal(size=(4, 5)), user_features=np.ones(2)) for _ in cells]

@@ -223,11 +223,11 @@ def test_mcnb_exploration_bonus_is_zero_at_initialisation(dataset):
     )
     rounds = env.rounds(30)
     first = next(rounds)
-    policy.update(first.view(Budget()), policy.select(first.view(Budget()), Budget()), float(first.rewards[0]))
+    learn(policy, first.view(Budget()), choose(policy, first.view(Budget())), float(first.rewards[0]))
     assert torch.equal(policy.bonus, torch.zeros_like(policy.bonus))  # Θ_{1,i} = Θ_0: g − g_0 = 0 exactly
     for rnd in rounds:  # once members have data, the adapted Θ_{t,i} leave Θ_0 and the bonus is positive
         view = rnd.view(Budget())
-        policy.update(view, policy.select(view, Budget()), float(rnd.rewards[0]))
+        learn(policy, view, choose(policy, view), float(rnd.rewards[0]))
     assert (policy.bonus > 0).all()
 
 

@@ -410,7 +410,7 @@ def test_block_neural_choices_equal_the_dense_computation(name):
 )
 def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
     block = assert_same_choices_until_rounding_parts_them("mcnb", rounds, **params)
-    assert block.users.history.x.shape[1] == 6
+    assert block.users[0].history.x.shape[1] == 6
 
 
 def test_neural_policies_read_blocks_on_the_cpu_only():
