@@ -21,7 +21,7 @@ from banditbench.envs import PROTOCOLS
 from banditbench.envs.round import Budget, Round, RoundView, each_round
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
-from banditbench.runner.unit import Lane, Unit, UnitPolicies, build_group, group_of_one, run_group, run_unit
+from banditbench.runner.unit import Lane, Unit, UnitPolicies, build_group, run_group, run_unit
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
@@ -369,13 +369,8 @@ def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(nam
 
     spec, cells = ALGORITHMS[name], [base, {**base, **cell}, {**base, **cell}]
     seeds = [np.random.SeedSequence(i) for i in range(3)]
-    if spec.takes_members:
-        group = spec.build_members(n_users=4, n_arms=4, dim=24, seeds=seeds, params=cells)
-        alone = [spec.build(n_users=4, n_arms=4, dim=24, seed=seed, params=p) for seed, p in zip(seeds, cells)]
-    else:
-        together = [spec.build(n_users=4, n_arms=4, dim=24, seed=seed, params=p) for seed, p in zip(seeds, cells)]
-        group = type(together[0]).lockstep(together)
-        alone = [group_of_one(spec.build(n_users=4, n_arms=4, dim=24, seed=s, params=p)) for s, p in zip(seeds, cells)]
+    group = spec.build_members(n_users=4, n_arms=4, dim=24, seeds=seeds, params=cells)
+    alone = [spec.build(n_users=4, n_arms=4, dim=24, seed=seed, params=p) for seed, p in zip(seeds, cells)]
     for rnd in _classification(n=600).rounds(rounds):
         views = [rnd.view(Budget()) for _ in cells]
         chosen = group.select(views, [Budget()] * 3)
@@ -383,7 +378,7 @@ def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(nam
         for policy, view, arm in zip(alone, views, chosen):
             assert policy.select([view], [Budget()]) == [arm]
             policy.update([view], [arm], [float(rnd.rewards[arm])])
-    assert (group if spec.takes_members else together[0]).block == 6
+    assert group.block == 6
 
 
 class CrashingCheckpoints(Checkpoints):

@@ -12,7 +12,6 @@ import numpy as np
 import one_unit
 import torch
 
-from banditbench.algos.base import MemberPolicy
 from banditbench.envs import Budget
 from banditbench.runner.unit import EachRound, Lane, build_group
 
@@ -43,7 +42,8 @@ def assert_first_difference_is_rounding(score_pairs) -> None:
 
 def lockstep_score_pairs(units, member: int, dataset, stop: int):
     """(t, scores of ``member`` in the units' lockstep group, its scores when its unit runs alone) for t ≤ stop.
-    The policy must have ``scores``: what ``select`` maximises, without side effects."""
+    The policy (a ``MemberPolicy``) must have ``scores``: what ``select`` maximises for every member, without side
+    effects."""
     lanes = [Lane(unit, dataset, m) for m, unit in enumerate(units)]
     group = build_group(lanes)
     alone = Lane(units[member], dataset, 0)
@@ -55,7 +55,7 @@ def lockstep_score_pairs(units, member: int, dataset, stop: int):
     for t, rnd in zip(together, alone.kind.env.rounds(units[0].rounds)):
         budgets, views = together.views(None)
         view = alone.kind.view(rnd, Budget())
-        yield t, member_scores(group, views, member), member_scores(alone_group, [view], 0)
+        yield t, group.scores(views)[member], alone_group.scores([view])[0]
         if t == stop:
             return
         chosen, observed = together.feedback(group.select(views, budgets), budgets)
@@ -63,13 +63,6 @@ def lockstep_score_pairs(units, member: int, dataset, stop: int):
         together.record(t, chosen, observed, budgets)
         arm = alone_group.select([view], [Budget()])[0]
         alone_group.update([view], [arm], [float(rnd.rewards[arm])])
-
-
-def member_scores(group, views, m: int):
-    """Member m's scores in a group: of the policy over every member, or of its own policy written for one unit."""
-    if isinstance(group, MemberPolicy):
-        return group.scores(views)[m]
-    return group.policies[m].scores(views[m])
 
 
 def paired_score_pairs(policy, reference, rounds, stop: int):

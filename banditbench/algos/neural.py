@@ -22,7 +22,6 @@ from torch.func import grad, vmap
 
 from banditbench.algos import domains as d
 from banditbench.algos.adam import Adam
-from banditbench.algos.base import Lockstep
 from banditbench.errors import UserError
 
 DEVICES = ("cpu", "cuda", "auto")
@@ -856,26 +855,6 @@ def train_learners_by_passes(learners: list[UserLearners], users: list[int], sta
     for learner, user, theta, (_, r) in zip(learners, users, trained, samples):
         learner.theta[user] = theta
         learner.trained_counts[user] = len(r)
-
-
-class TrainingLockstep(Lockstep):
-    """The update of neural policies in lockstep: every member records its feedback (``_observe``); then, on a
-    scheduled round, the members train together (``train_together``), or with ``code_training`` by the authors'
-    single-sample loop, their networks stacked in one loop (the policy's ``_train_code_each``)."""
-
-    def update(self, views, chosen, rewards):
-        policies = self.policies
-        for policy, view, reward in zip(policies, views, rewards):
-            policy._observe(view, reward)
-        if not is_training_round(views[0].t, policies[0].schedule):
-            return
-        if policies[0].code_training:
-            policies[0]._train_code_each(policies, [view.user for view in views])
-        else:
-            self.train_together(views)
-
-    def train_together(self, views) -> None:
-        raise NotImplementedError
 
 
 def connected_labels(graph: np.ndarray | None) -> np.ndarray | None:
