@@ -85,8 +85,8 @@ def user_grams(phi: torch.Tensor, users: torch.Tensor, n_users: int, lam: float)
 
 def cluster_ucb(phi, gram, b_C, lam, alpha, t: int) -> torch.Tensor:
     """U = φᵀ w_C + α sqrt(φᵀ A_C⁻¹ φ · ln(t + 1)) for every arm, with A_C = λI + gram and w_C = A_C⁻¹ b_C; members
-    of a lockstep group stacked on the leading axis (φ [S, k, m], gram [S, m, m], b_C [S, m]; λ and α scalars or
-    [S] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
+    of a group stacked on the leading axis (φ [M, k, m], gram [M, m, m], b_C [M, m]; λ and α scalars or
+    [M] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
     factorisation and one triangular solve give every arm's score."""
     lam, alpha = (torch.as_tensor(v, dtype=torch.float64, device=phi.device) for v in (lam, alpha))
     A_C = torch.eye(phi.shape[-1], dtype=torch.float64, device=phi.device) * lam.reshape(-1, 1, 1) + gram

@@ -87,7 +87,7 @@ class UserLearners:
 
 
 def train_learners(learners: list[UserLearners], starts: list, users: torch.Tensor | None = None) -> None:
-    """``UserLearners.train`` of several policies' learners (a lockstep group's members, same network and training
+    """``UserLearners.train`` of several policies' learners (a group's members, same network and training
     settings) in one Adam call; ``starts`` gives each its warm start (or None)."""
     jobs = [learner.training_job(users, start) for learner, start in zip(learners, starts)]
     for learner, job, theta in zip(learners, jobs, train_jobs(learners[0].mlp, jobs, lr=learners[0].lr)):
@@ -96,7 +96,7 @@ def train_learners(learners: list[UserLearners], starts: list, users: torch.Tens
 
 
 def train_learners_by_passes(learners: list[UserLearners], users: list[int], starts: list, *, max_steps: int) -> None:
-    """The authors' loop for one user-learner of each policy (a lockstep group's members stacked in one loop,
+    """The authors' loop for one user-learner of each policy (a group's members stacked in one loop,
     ``train_passes_each``): learner ``users[i]`` of ``learners[i]``, from ``starts[i]`` (None: its own θ^u), by
     single-sample Adam steps at the learners' lr over passes of its own history (not empty)."""
     samples = [learner.history.of(user) for learner, user in zip(learners, users)]

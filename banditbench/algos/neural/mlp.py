@@ -260,7 +260,7 @@ class ArmGradients:
     for MNIST's block encoding, has 10 × 784 100 entries). "batched": θ copied once per arm into a [k, p] leaf,
     k forward passes as one batched matmul and one backward of their sum (row i of f depends on θ_i only).
     "vmap": torch.func.vmap of torch.func.grad over the arms. All three give the same numbers (tested).
-    In closed form θ may also be [S, p] with x [S, k, d]: one network per seed of a lockstep group, f [S, k]."""
+    In closed form θ may also be [M, p] with x [M, k, d]: one network per member of a group, f [M, k]."""
 
     @classmethod
     def from_rows(cls, G: torch.Tensor) -> ArmGradients:
@@ -271,12 +271,12 @@ class ArmGradients:
 
     def __init__(self, mlp: MLP, theta: torch.Tensor, x: torch.Tensor):
         self.mlp = mlp
-        # θ [k, p] on x [k, d]; [S, p] on x [S, k, d] is per seed (BlockRows: arm k in block k, x [..., K, 1, b])
+        # θ [k, p] on x [k, d]; [M, p] on x [M, k, d] is per member (BlockRows: arm k in block k, x [..., K, 1, b])
         per_arm = theta.dim() == 2 and isinstance(x, torch.Tensor) and x.dim() == 2
         if mlp.gradients == "closed":
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
             f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
-            if not per_arm:  # one network [p] on x [k, d], or one per seed [S, p] on x [S, k, d]: shapes as they are
+            if not per_arm:  # one network [p] on x [k, d], or one per member [M, p] on x [M, k, d]: shapes as they are
                 self.f, self.G, self.hs, self.deltas = f, None, hs, deltas
                 return
             self.f, self.G = f.reshape(-1), None
@@ -292,7 +292,7 @@ class ArmGradients:
             self.f = f.reshape(-1)
 
     def rows(self) -> torch.Tensor:
-        """G [k, p], row i = g_i ([S, k, p] for one network per seed)."""
+        """G [k, p], row i = g_i ([M, k, p] for one network per member)."""
         if self.G is None:
             self.G = self._assemble(slice(None))
         return self.G
@@ -333,7 +333,7 @@ class ArmGradients:
         return total.sqrt()
 
     def picked(self, chosen: torch.Tensor) -> torch.Tensor:
-        """g of one arm per seed of a lockstep group (θ [S, p]): chosen [S] → [S, p]."""
+        """g of one arm per member of a group (θ [M, p]): chosen [M] → [M, p]."""
         return self._assemble((torch.arange(len(chosen), device=chosen.device), chosen))
 
     def _assemble(self, arms) -> torch.Tensor:

@@ -51,7 +51,7 @@ class TrainingJob:
 
 
 def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[torch.Tensor | None]:
-    """``train_adam`` on every job (None: nothing to train), their networks stacked (the members of a lockstep group
+    """``train_adam`` on every job (None: nothing to train), their networks stacked (the members of a group
     train on the same rounds) in chunks of at most ``TRAIN_CHUNK`` networks: their histories are joined into one
     log, and each job gets back its own trained rows [U, p], those of training it alone up to the rounding of
     batched products."""
