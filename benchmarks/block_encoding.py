@@ -54,7 +54,8 @@ def play(
     )
     policy.blocks = blocks  # the policies' switch between per-block and dense computations
     if nudge:
-        theta = policy.users.theta if algorithm == "mcnb" else policy.theta  # (the first user's) network
+        theta = policy.users[0].theta if algorithm == "mcnb" else policy.theta
+        theta = theta.flatten(0, -2)  # one row per network (a view): the first member's first user's is row 0
         theta[0, -1] = torch.nextafter(theta[0, -1], torch.tensor(np.inf))
     choices, reward = [], 0.0
     wall, cpu = time.perf_counter(), time.process_time()

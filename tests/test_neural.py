@@ -5,6 +5,7 @@ import functools
 import numpy as np
 import pytest
 import torch
+from one_unit import choose, learn
 from test_parity_mcnb import their_passes
 
 from banditbench.algos import ALGORITHMS
@@ -113,18 +114,19 @@ def test_paper_initialisation_variances():
 
 def test_full_and_diagonal_covariance_agree_when_the_covariance_is_diagonal():
     p, generator = 12, torch.Generator().manual_seed(2)
-    diag = DiagonalCovariance(1, p, lam=0.5, m=100, device=torch.device("cpu"))
-    full = FullCovariance(1, p, lam=0.5, m=100, device=torch.device("cpu"), max_gb=1.0)
+    diag = DiagonalCovariance(np.array([0.5]), 1, p, m=100, device=torch.device("cpu"))
+    full = FullCovariance(np.array([0.5]), 1, p, m=100, device=torch.device("cpu"), max_gb=1.0)
+    network, member = (0, 0), (0, slice(0, 1))  # member 0's network 0, as one row and as a member's rows
     for j in [0, 3, 3, 7, 11, 0]:  # axis-aligned gradients keep Σ g gᵀ diagonal
-        g = torch.zeros(p)
-        g[j] = 1.0 + j
-        diag.update(0, g)
-        full.update(0, g)
+        g = torch.zeros(1, p)
+        g[0, j] = 1.0 + j
+        diag.update(member, g)
+        full.update(member, g)
     G = ArmGradients.from_rows(torch.randn(5, p, generator=generator))
-    torch.testing.assert_close(full.widths(0, G), diag.widths(0, G))
-    full.update(0, torch.ones(p))  # an off-axis gradient: the two must now differ
-    diag.update(0, torch.ones(p))
-    assert not torch.allclose(full.widths(0, G), diag.widths(0, G))
+    torch.testing.assert_close(full.widths(network, G), diag.widths(network, G))
+    full.update(member, torch.ones(1, p))  # an off-axis gradient: the two must now differ
+    diag.update(member, torch.ones(1, p))
+    assert not torch.allclose(full.widths(network, G), diag.widths(network, G))
 
 
 def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
@@ -138,7 +140,7 @@ def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
     from banditbench.envs import Round
 
     view = Round(0, 0, arms, np.zeros(10), np.zeros(10)).view(Budget())
-    assert policies[0].select(view, Budget()) == policies[1].select(view, Budget())  # Z_0 = λI is diagonal
+    assert choose(policies[0], view) == choose(policies[1], view)  # Z_0 = λI is diagonal
 
 
 @pytest.mark.parametrize("algorithm", ["neuucb-ind", "neuucb-one"])
@@ -149,19 +151,19 @@ def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_netw
 
     params = {"code_training": True, "schedule": "code", "lr": 0.05, "bias": True, "init": "torch"}
     policy = ALGORITHMS[algorithm].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
-    before = policy.theta.clone()
+    before = policy.theta[0].clone()  # member 0's networks
     arms = np.random.default_rng(2).standard_normal((3, 5))
     view = Round(0, 2, arms, np.zeros(3), np.zeros(3)).view(Budget())  # round 0 trains under schedule "code"
-    chosen = policy.select(view, Budget())
-    policy.update(view, chosen, 1.0)
+    chosen = choose(policy, view)
+    learn(policy, view, chosen, 1.0)
 
     model = 2 if algorithm == "neuucb-ind" else 0
     x, r = torch.tensor(arms[chosen : chosen + 1], dtype=torch.float32), torch.tensor([1.0])
     sgd = functools.partial(torch.optim.SGD, lr=0.05)
     theta = their_passes(policy.mlp, before[model : model + 1], x, r, [[0]] * 500, 500, sgd)
-    torch.testing.assert_close(policy.theta[model], theta[0])
+    torch.testing.assert_close(policy.theta[0, model], theta[0])
     others = [i for i in range(len(before)) if i != model]
-    assert torch.equal(policy.theta[others], before[others])  # only the served user's network trains
+    assert torch.equal(policy.theta[0, others], before[others])  # only the served user's network trains
 
 
 @pytest.mark.parametrize(
@@ -222,11 +224,11 @@ def test_mcnb_exploration_bonus_is_zero_at_initialisation(dataset):
     )
     rounds = env.rounds(30)
     first = next(rounds)
-    policy.update(first.view(Budget()), policy.select(first.view(Budget()), Budget()), float(first.rewards[0]))
+    learn(policy, first.view(Budget()), choose(policy, first.view(Budget())), float(first.rewards[0]))
     assert torch.equal(policy.bonus, torch.zeros_like(policy.bonus))  # Θ_{1,i} = Θ_0: g − g_0 = 0 exactly
     for rnd in rounds:  # once members have data, the adapted Θ_{t,i} leave Θ_0 and the bonus is positive
         view = rnd.view(Budget())
-        policy.update(view, policy.select(view, Budget()), float(rnd.rewards[0]))
+        learn(policy, view, choose(policy, view), float(rnd.rewards[0]))
     assert (policy.bonus > 0).all()
 
 
@@ -276,7 +278,7 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
     rng = np.random.default_rng(1)
     for t in (0, 4, 5, 9):
         view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
-        chosen = policy.select(view, Budget())
+        chosen = choose(policy, view)
         x = torch.tensor(view.arms[:], dtype=torch.float32)
         f1 = policy.f1.forward(policy.theta1[0], x)
         f2 = policy.f2.forward(policy.theta2[0], policy.f1.per_arm_gradients(policy.theta1[0], x))
@@ -297,8 +299,8 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     start = policy.theta3.clone()
     for t in range(3):
         view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
-        policy.update(view, policy.select(view, Budget()), float(t % 2))
-    x, r = policy.decision_data.all_rows()
+        learn(policy, view, choose(policy, view), float(t % 2))
+    x, r = policy.decision_data[0].all_rows()
     assert x.shape == (3, 2) and r.tolist() == [0.0, 1.0, 0.0]  # H_t: one ([f1, f2], r) per round
     assert not torch.equal(policy.theta3, start)  # θ3 trained on the schedule
     assert not hasattr(
@@ -377,11 +379,11 @@ def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
     rng = np.random.default_rng(0)
     for t in range(12):
         rnd = Round(t, t % 3, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4), user_features=np.ones(3) * t)
-        policy.update(rnd.view(Budget()), policy.select(rnd.view(Budget()), Budget()), 1.0)
+        learn(policy, rnd.view(Budget()), choose(policy, rnd.view(Budget())), 1.0)
     assert policy.mlp.dim == 8  # [x_arm ; x_user]
     blind = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
     with pytest.raises(UserError, match="needs user features"):
-        blind.select(Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()), Budget())
+        choose(blind, Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()))
 
 
 def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user_features(data_dir):

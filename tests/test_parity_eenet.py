@@ -33,9 +33,9 @@ def test_a_silent_f2_never_overturns(dataset):
     policy.theta2 = torch.zeros_like(policy.theta2)  # f2 ≡ 0 with no biases: the decision is f1's argmax
     for rnd in env.rounds(40):
         view = rnd.view(Budget())
-        policy.select(view, Budget())
-    assert policy.diagnostics() == {"overturn_share": 0.0}
-    assert np.isnan(policy.diagnostics()["overturn_share"])  # the window restarts after each sample
+        policy.select([view], [Budget()])
+    assert policy.diagnostics(0) == {"overturn_share": 0.0}
+    assert np.isnan(policy.diagnostics(0)["overturn_share"])  # the window restarts after each sample
 
 
 # ------------------------------------------------------------------------ the parity harness's EE-Net path

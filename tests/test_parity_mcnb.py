@@ -17,8 +17,8 @@ def first_round(dataset, params):
     )
     rnd = next(env.rounds(1))
     view = rnd.view(Budget())
-    chosen = policy.select(view, Budget())
-    policy.update(view, chosen, float(rnd.rewards[chosen]))
+    chosen = policy.select([view], [Budget()])
+    policy.update([view], chosen, [float(rnd.rewards[chosen[0]])])
     return policy, rnd.user
 
 
@@ -26,15 +26,15 @@ def test_default_gives_the_served_users_feedback_to_every_member_of_the_chosen_a
     """Alg. 1 lines 14–17: for u ∈ N̂_{u_t}(x_t), μ^u += 1 and T^u gains (x_t, r_t). At round 1 every user-learner
     equals Θ_0 (line 2), so the cluster is every user and all of them receive the sample."""
     policy, user = first_round(dataset, {})
-    assert torch.equal(policy.users.mu, torch.ones_like(policy.users.mu))
+    assert torch.equal(policy.users[0].mu, torch.ones_like(policy.users[0].mu))
 
 
 def test_served_user_only_is_the_named_alternative(dataset):
     """``share_with_cluster=False``: the authors' code appends (x_t, r_t) to u_t's history only."""
     policy, user = first_round(dataset, {"share_with_cluster": False})
-    expected = torch.zeros_like(policy.users.mu)
+    expected = torch.zeros_like(policy.users[0].mu)
     expected[user] = 1
-    assert torch.equal(policy.users.mu, expected)
+    assert torch.equal(policy.users[0].mu, expected)
 
 
 def their_passes(mlp, theta, x, r, orders, max_steps, optimiser):
@@ -67,16 +67,16 @@ def test_code_adaptation_takes_up_to_100_steps_over_reshuffled_passes_of_a_small
     data = torch.Generator().manual_seed(5)
     x, r = torch.randn(3, 3, generator=data), torch.tensor([1.0, -1.0, 0.5])
     for user, (xi, ri) in enumerate(zip(x, r)):
-        policy.users.add(torch.tensor([user]), xi, float(ri))
-    group = torch.tensor([[True, True, True, False]])
-    state = policy.generator.get_state()
-    before = policy.Theta.clone()
+        policy.users[0].add(torch.tensor([user]), xi, float(ri))
+    group = torch.tensor([[[True, True, True, False]]])  # member 0's group of its one arm
+    state = policy.generators[0].get_state()
+    before = policy.Theta[0].clone()
     policy._adapt_code(group)
     replay = torch.Generator().set_state(state)
     orders = [torch.randperm(3, generator=replay).tolist() for _ in range(34)]
     sgd = functools.partial(torch.optim.SGD, lr=1e-2)
     expected = their_passes(policy.mlp, before[None], x, r, orders, 100, sgd)[0]
-    torch.testing.assert_close(policy.Theta, expected)
+    torch.testing.assert_close(policy.Theta[0], expected)
 
 
 def test_group_cap_draws_n_over_5_members_with_replacement_per_arm_in_arm_order_plus_the_served_user():
@@ -87,15 +87,15 @@ def test_group_cap_draws_n_over_5_members_with_replacement_per_arm_in_arm_order_
     )
     groups = torch.zeros(4, 20, dtype=torch.bool)
     groups[0, :10] = groups[1, [2, 5, 7]] = groups[3, 5:] = True  # arm 2's group is empty, arm 1's under the cap
-    state = policy.generator.get_state()
-    capped = policy._cap(groups.clone(), user=5)
+    state = policy.generators[0].get_state()
+    capped = policy._cap(0, groups.clone(), user=5)
     replay = torch.Generator().set_state(state)
     first = torch.arange(10)[torch.randint(10, (4,), generator=replay)]
     last = torch.arange(5, 20)[torch.randint(15, (4,), generator=replay)]
     assert capped[0].nonzero().flatten().tolist() == sorted(set(first.tolist()) | {5})
     assert torch.equal(capped[1], groups[1]) and not capped[2].any()
     assert capped[3].nonzero().flatten().tolist() == sorted(set(last.tolist()) | {5})
-    assert torch.equal(policy.generator.get_state(), replay.get_state())
+    assert torch.equal(policy.generators[0].get_state(), replay.get_state())
 
 
 def test_code_training_trains_the_pooled_meta_network_then_the_served_users_learner_alone():
@@ -104,13 +104,14 @@ def test_code_training_trains_the_pooled_meta_network_then_the_served_users_lear
     params = {"code_training": True, "meta_pooled_training": True, "share_with_cluster": False, "schedule": "code"}
     policy = ALGORITHMS["mcnb"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
     data = torch.Generator().manual_seed(6)
+    users = policy.users[0]  # member 0's, the only member's
     for user in (0, 1, 1):
-        policy.users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
-    learners, Theta = policy.users.theta.clone(), policy.Theta.clone()
-    policy._train_code(1)
+        users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+    learners, Theta = users.theta.clone(), policy.Theta.clone()
+    policy._train_code([1])
     assert not torch.equal(policy.Theta, Theta)
-    assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])  # only u_t's learner trains
-    assert not torch.equal(policy.users.theta[1], learners[1]) and int(policy.users.trained_counts[1]) == 2
+    assert torch.equal(users.theta[[0, 2]], learners[[0, 2]])  # only u_t's learner trains
+    assert not torch.equal(users.theta[1], learners[1]) and int(users.trained_counts[1]) == 2
 
 
 def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step():
@@ -134,18 +135,19 @@ def test_metaban_code_training_trains_theta_on_the_group_every_round_and_the_ser
     policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
     data = torch.Generator().manual_seed(6)
     for user in (0, 1, 1):
-        policy.users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+        policy.users[0].add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
     from banditbench.envs import Round
 
     arms = torch.randn(2, 3, generator=data).numpy()
     view = Round(0, 1, arms, np.zeros(2), np.zeros(2)).view(Budget())
-    learners, Theta = policy.users.theta.clone(), policy.Theta.clone()
-    chosen = policy.select(view, Budget())
-    assert not torch.equal(policy.Theta, Theta)  # trained on the group's data before scoring
-    meta = policy.Theta.clone()
-    policy.update(view, chosen, 0.0)
-    assert torch.equal(policy.users.theta[[0, 2]], learners[[0, 2]])
-    assert not torch.equal(policy.users.theta[1], meta) and int(policy.users.trained_counts[1]) == 3
+    users = policy.users[0]  # member 0's, the only member's
+    learners, Theta = users.theta.clone(), policy.Theta[0].clone()
+    chosen = policy.select([view], [Budget()])
+    assert not torch.equal(policy.Theta[0], Theta)  # trained on the group's data before scoring
+    meta = policy.Theta[0].clone()
+    policy.update([view], chosen, [0.0])
+    assert torch.equal(users.theta[[0, 2]], learners[[0, 2]])
+    assert not torch.equal(users.theta[1], meta) and int(users.trained_counts[1]) == 3
 
 
 @pytest.mark.parametrize("steps", [1, 2])

@@ -33,12 +33,12 @@ from ties import assert_first_difference_is_rounding, first_difference, paired_s
 
 
 def _outer_product_statistics(policy):
-    """A_u = λI + Σ φφᵀ and b_u = Σ rφ summed one sample at a time (the definition)."""
-    x, r = policy.history.all_rows()
-    users = policy.user_of_row[: len(r)]
-    phi = policy._embed(x)
+    """A_u = λI + Σ φφᵀ and b_u = Σ rφ of member 0, summed one sample at a time (the definition)."""
+    x, r = policy.histories[0].all_rows()
+    users = policy.user_of_row[0, : len(r)]
+    phi = policy._embed(policy.theta[0], x)
     m = phi.shape[1]
-    A = torch.eye(m, dtype=torch.float64).mul(policy.lam).repeat(policy.n_users, 1, 1)
+    A = torch.eye(m, dtype=torch.float64).mul(float(policy.lam[0])).repeat(policy.n_users, 1, 1)
     A.index_add_(0, users, phi[:, :, None] * phi[:, None, :])
     b = torch.zeros(policy.n_users, m, dtype=torch.float64).index_add_(0, users, r.double()[:, None] * phi)
     return A, b
@@ -72,9 +72,9 @@ def test_neurallinear_per_user_statistics_equal_the_outer_product_sums(tmp_path)
     policy = _neurallinear(env)
     _play(policy, env, 200)  # 20 trainings, each followed by a rebuild
     A, b = _outer_product_statistics(policy)
-    torch.testing.assert_close(policy.A, A, rtol=1e-12, atol=1e-10)
-    torch.testing.assert_close(policy.b, b, rtol=0, atol=0)
-    assert (policy.count > 0).all() and not torch.allclose(policy.A[0], policy.A[1])
+    torch.testing.assert_close(policy.A[0], A, rtol=1e-12, atol=1e-10)
+    torch.testing.assert_close(policy.b[0], b, rtol=0, atol=0)
+    assert (policy.count > 0).all() and not torch.allclose(policy.A[0, 0], policy.A[0, 1])
 
 
 def test_neurallinear_choices_equal_the_definition_and_cached_components_stay_current(tmp_path):
@@ -83,26 +83,26 @@ def test_neurallinear_choices_equal_the_definition_and_cached_components_stay_cu
     fast = _neurallinear(env, alpha2=0.3)
 
     def check_components(policy):
-        assert np.array_equal(policy.clusters(), connected_components(policy.graph, directed=False)[1])
+        assert np.array_equal(policy.clusters(0), connected_components(policy.graph[0], directed=False)[1])
 
     fast_choices = _play(fast, env, 600, check_components)
-    assert len(set(fast.clusters().tolist())) > 1  # edges were cut, so the cache was invalidated and rebuilt
+    assert len(set(fast.clusters(0).tolist())) > 1  # edges were cut, so the cache was invalidated and rebuilt
 
     env = PROTOCOLS["cosine"].environment(dataset, np.random.SeedSequence(2))
     reference = _neurallinear(env, alpha2=0.3)
 
-    def rebuild_by_definition():
-        reference.A, reference.b = _outer_product_statistics(reference)
-        reference.w = torch.linalg.solve(reference.A, reference.b)
+    def rebuild_by_definition(m):
+        reference.A[m], reference.b[m] = _outer_product_statistics(reference)
+        reference.w[m] = torch.linalg.solve(reference.A[m], reference.b[m])
 
-    def component_sums_by_definition(user):
-        labels = reference.clusters()
-        members = torch.as_tensor(np.flatnonzero(labels == labels[user]))
-        eye = torch.eye(reference.A.shape[1], dtype=torch.float64) * reference.lam
-        return (reference.A[members] - eye).sum(0), reference.b[members].sum(0)
+    def component_sums_by_definition(m, user):
+        labels = reference.clusters(m)
+        users = torch.as_tensor(np.flatnonzero(labels == labels[user]))
+        eye = torch.eye(reference.A.shape[-1], dtype=torch.float64) * float(reference.lam[m])
+        return (reference.A[m, users] - eye).sum(0), reference.b[m, users].sum(0)
 
     reference._rebuild = rebuild_by_definition
-    reference.clusters = lambda: connected_components(reference.graph, directed=False)[1]
+    reference.clusters = lambda m: connected_components(reference.graph[m], directed=False)[1]
     reference._component_sums = component_sums_by_definition
     assert _play(reference, env, 600) == fast_choices
 
@@ -398,7 +398,7 @@ def assert_same_choices_until_rounding_parts_them(name, rounds, **params):
 @pytest.mark.parametrize("name", ["neuucb-one", "neuucb-ind", "neurallinear"])
 def test_block_neural_choices_equal_the_dense_computation(name):
     block = assert_same_choices_until_rounding_parts_them(name, 400)  # 40 trainings
-    assert block.history.x.shape[1] == 6
+    assert block.histories[0].x.shape[1] == 6
 
 
 @pytest.mark.parametrize(
@@ -410,7 +410,7 @@ def test_block_neural_choices_equal_the_dense_computation(name):
 )
 def test_block_mcnb_choices_equal_the_dense_computation(params, rounds):
     block = assert_same_choices_until_rounding_parts_them("mcnb", rounds, **params)
-    assert block.users.history.x.shape[1] == 6
+    assert block.users[0].history.x.shape[1] == 6
 
 
 def test_neural_policies_read_blocks_on_the_cpu_only():
@@ -428,7 +428,7 @@ def test_neuralucb_keeps_the_dense_input_where_a_setting_has_no_per_block_form()
     for params in ({"covariance": "full"}, {"code_training": True}, {"gradients": "batched"}):
         policy = _policy("neuucb-one", env, True, **params)
         _play(policy, env, 12)
-        assert policy.block is None and policy.history.x.shape[1] == env.dim, params
+        assert policy.block is None and policy.histories[0].x.shape[1] == env.dim, params
     shifted = _classification("shift", n=20, d=6, K=4)
     policy = _policy("neuucb-one", shifted, True)
     _play(policy, shifted, 12)

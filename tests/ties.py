@@ -9,6 +9,7 @@ member's state, a missed update) shows as a first difference far above rounding.
 from __future__ import annotations
 
 import numpy as np
+import one_unit
 import torch
 
 from banditbench.envs import Budget
@@ -41,12 +42,12 @@ def assert_first_difference_is_rounding(score_pairs) -> None:
 
 def lockstep_score_pairs(units, member: int, dataset, stop: int):
     """(t, scores of ``member`` in the units' lockstep group, its scores when its unit runs alone) for t ≤ stop.
-    The policy must have ``scores(view)``: the index whose largest entry ``select`` plays, without side effects."""
+    The policy (a ``MemberPolicy``) must have ``scores``: what ``select`` maximises for every member, without side
+    effects."""
     lanes = [Lane(unit, dataset, m) for m, unit in enumerate(units)]
     group = build_group(lanes)
     alone = Lane(units[member], dataset, 0)
     alone_group = build_group([alone])
-    single = alone_group.policies[0]
     for lane in lanes:
         lane.start(group, None)
     alone.start(alone_group, None)
@@ -54,23 +55,24 @@ def lockstep_score_pairs(units, member: int, dataset, stop: int):
     for t, rnd in zip(together, alone.kind.env.rounds(units[0].rounds)):
         budgets, views = together.views(None)
         view = alone.kind.view(rnd, Budget())
-        yield t, group.policies[member].scores(views[member]), single.scores(view)
+        yield t, group.scores(views)[member], alone_group.scores([view])[0]
         if t == stop:
             return
         chosen, observed = together.feedback(group.select(views, budgets), budgets)
         group.update(views, chosen, observed)
         together.record(t, chosen, observed, budgets)
-        arm = single.select(view, Budget())
-        single.update(view, arm, float(rnd.rewards[arm]))
+        arm = alone_group.select([view], [Budget()])[0]
+        alone_group.update([view], [arm], [float(rnd.rewards[arm])])
 
 
 def paired_score_pairs(policy, reference, rounds, stop: int):
-    """(t, policy's scores, reference's scores) for t ≤ stop, each policy learning from its own choices."""
+    """(t, policy's scores, reference's scores) for t ≤ stop, each policy (of one unit) learning from its own
+    choices."""
     for t, rnd in enumerate(rounds):
         view = rnd.view(Budget())
-        yield t, policy.scores(view), reference.scores(view)
+        yield t, one_unit.scores(policy, view), one_unit.scores(reference, view)
         if t == stop:
             return
         for each in (policy, reference):
-            arm = each.select(view, Budget())
-            each.update(view, arm, float(rnd.rewards[arm]))
+            arm = one_unit.choose(each, view)
+            one_unit.learn(each, view, arm, float(rnd.rewards[arm]))

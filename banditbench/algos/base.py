@@ -15,8 +15,8 @@ from banditbench.lazy import resolve
 
 
 class Policy(Stateful):
-    """A bandit policy written for one unit (plug-ins, slates, the random policy and the oracle, and the neural family
-    until it takes the member axis): the runner steps one such object per member of a group (``runner/unit.py``).
+    """A bandit policy written for one unit (plug-ins, slates, the random policy and the oracle): the runner steps one
+    such object per member of a group (``runner/unit.py``).
 
     Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
     problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
@@ -38,10 +38,6 @@ class Policy(Stateful):
     #: Switches to the authors' code: hyper-parameter → (the value that selects the authors' code over the paper's
     #: default, what it changes). The reference's card of the algorithm lists them.
     authors_code: dict[str, tuple[Any, str]] = {}
-
-    #: Hyper-parameters whose values may differ between the members of a group (as ``MemberPolicy.member_params``):
-    #: its ``Lockstep`` keeps them per member, so the grid cells that differ only in them run together with their seeds.
-    member_params: tuple[str, ...] = ()
 
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
         self.n_users = n_users
@@ -70,41 +66,11 @@ class Policy(Stateful):
         return {}
 
     @classmethod
-    def lockstep(cls, policies: list[Policy]) -> Lockstep:
-        """The members' policies of one group, advanced round by round together (``--engine lockstep``): the
-        default steps them one by one; a policy that batches its members' work returns its own :class:`Lockstep`."""
-        return Lockstep(policies)
-
-    @classmethod
     def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
         """The bytes of the statistics the policy allocates (a lower bound for state that grows), for ``plan`` to
         refuse a unit that cannot fit before anything is written; 0 when small or unknown. ``block``: the block
         width the rounds declare (``RoundView.block``), for statistics kept per block."""
         return 0
-
-
-class Lockstep:
-    """Policies written for one unit, one per member of a group, taking their rounds together: ``select`` gets every
-    member's view of round t and returns every member's choice, ``update`` their feedback. Each policy keeps its own
-    state. This default steps them one after the other; the neural family's groups batch their members' work."""
-
-    def __init__(self, policies: list[Policy]):
-        self.policies = policies
-
-    def select(self, views: list[RoundView], budgets: list[Budget]) -> list:
-        return [policy.select(view, budget) for policy, view, budget in zip(self.policies, views, budgets)]
-
-    def update(self, views: list[RoundView], chosen: list, rewards: list) -> None:
-        for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
-            policy.update(view, arm, reward)
-
-    def read_arms(self, views: list[RoundView]) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's arms [M, K, d] and served user [M] (``read_arms``)."""
-        return read_arms(views)
-
-    def per_member(self, name: str) -> np.ndarray:
-        """A hyper-parameter that may differ between members (``Policy.member_params``), one value per member."""
-        return np.array([getattr(policy, name) for policy in self.policies])
 
 
 def read_arms(views) -> tuple[np.ndarray, np.ndarray]:
@@ -317,13 +283,6 @@ class AlgorithmSpec:
     def takes_members(self) -> bool:
         """Whether one policy object holds every member of a group (``MemberPolicy``)."""
         return issubclass(self.policy, MemberPolicy)
-
-    @property
-    def batches_members(self) -> bool:
-        """Whether a group of this algorithm's units does its members' work together, so that the lockstep engine
-        groups them: its policy takes the member axis, or (written for one unit) has its own ``Lockstep``."""
-        policy = self.policy
-        return self.takes_members or policy.lockstep.__func__ is not Policy.lockstep.__func__
 
     def build_members(self, *, n_users: int, n_arms: int, dim: int, seeds: list, params: list[dict[str, Any]]):
         """One ``MemberPolicy`` over the members whose seeds and hyper-parameters are given (one each): they may

@@ -31,11 +31,12 @@ outputs, about 31 k weights in all instead of 1.57 M).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import MemberPolicy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_CODE,
@@ -44,7 +45,6 @@ from banditbench.algos.neural import (
     ArmGradients,
     History,
     TrainingJob,
-    TrainingLockstep,
     autograd_gradient,
     check_choice,
     is_training_round,
@@ -83,7 +83,10 @@ class ConvMLP:
         return autograd_gradient(self.forward, theta, x, out_grad)
 
 
-class EENet(Policy):
+class EENet(MemberPolicy):
+    """Over the members of a group (seeds): every member's θ1, θ2 (and θ3) stacked [M, p], so one pass gives every
+    member's f1, φ, f2 and decision; each member keeps its own histories and generator."""
+
     domains = {
         **NETWORK_DOMAINS,
         "explore_width": d.COUNT,
@@ -111,6 +114,8 @@ class EENet(Policy):
         ),
         "explore_conv": (True, "their f2 network: a one-channel Conv1d over the gradient features before the MLP"),
     }
+    #: the networks' shapes, rebuilt by the constructor; this round's picks, from ``select`` to ``update``
+    transient = ("f1", "f2", "f3", "_picked")
 
     def __init__(
         self,
@@ -118,7 +123,7 @@ class EENet(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
+        seeds,
         width: int = 100,
         depth: int = 2,
         bias: bool = False,
@@ -141,30 +146,30 @@ class EENet(Policy):
         device: str = "cpu",
         threads: int = 1,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
         self.train_steps, self.batch_size, self.code_training = train_steps, batch_size, code_training
         self.device = resolve_device(device)
-        self.generator = torch_generator(seed, self.device, threads)
+        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
         self.f1 = MLP(dim, width, depth, bias, init, gradients)
         self.phi_dim = -(-self.f1.p // self.pool)
         if explore_conv:
             self.f2 = ConvMLP(self.phi_dim, explore_width, bias, init)
         else:
             self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
-        self.theta1 = self.f1.init(self.generator, self.device)[None]
-        self.theta2 = self.f2.init(self.generator, self.device)[None]
-        self.exploit_data = History(1, dim, self.device)
-        self.explore_data = History(1, self.phi_dim, self.device)
         self.decision = check_choice("decision", decision, DECISIONS)
         self.decision_warmup, self.decision_lr = decision_warmup, decision_lr
         self.f3 = MLP(2, decision_width, 2, bias, init, gradients)
+        draws = [(self.f1.init(g, self.device), self.f2.init(g, self.device)) for g in self.generators]
+        self.theta1, self.theta2 = (torch.stack(thetas) for thetas in zip(*draws))
+        self.exploit_data = [History(1, dim, self.device) for _ in seeds]
+        self.explore_data = [History(1, self.phi_dim, self.device) for _ in seeds]
         if self.decision == "neural":  # (drawn only then, so the linear maker's runs keep their random stream)
-            self.theta3 = self.f3.init(self.generator, self.device)[None]
-            self.decision_data = History(1, 2, self.device)  # H_t
-        self.one = torch.zeros(1, dtype=torch.long, device=self.device)
-        self._decisions = self._overturns = 0  # since the last diagnostics sample
+            self.theta3 = torch.stack([self.f3.init(g, self.device) for g in self.generators])
+            self.decision_data = [History(1, 2, self.device) for _ in seeds]  # H_t
+        self._decisions = np.zeros(len(seeds), dtype=np.int64)  # since the last diagnostics sample
+        self._overturns = np.zeros(len(seeds), dtype=np.int64)
 
     def _phi(self, G: torch.Tensor) -> torch.Tensor:
         if self.pool > 1:  # block means of ``pool`` consecutive entries (zero-padded at the end)
@@ -172,74 +177,74 @@ class EENet(Policy):
             G = F.avg_pool1d(padded.reshape(-1, 1, padded.shape[-1]), self.pool).reshape(*G.shape[:-1], -1)
         return G
 
-    def select(self, view, budget):
-        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        f1, phi, pairs, score = self._member_scores(x, view.t)
-        chosen = int(torch.argmax(score))
-        self._chose(chosen, int(torch.argmax(f1)), x, phi, f1, pairs)
-        return chosen
+    def select(self, views, budgets):
+        arms, _ = self.read_arms(views)
+        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
+        f1, phi, pairs, score = self._scores(x, views[0].t)
+        chosen = torch.argmax(score, -1)
+        self._decisions += 1
+        self._overturns += (chosen != torch.argmax(f1, -1)).cpu().numpy()  # f2 changed exploitation's choice
+        picked = torch.arange(len(chosen)), chosen
+        self._picked = x[picked], phi, f1[picked].tolist(), pairs[picked]
+        return chosen.tolist()
 
-    def scores(self, view) -> torch.Tensor:
-        """The decision maker's score of every arm of the round, of which ``select`` plays the largest."""
-        return self._member_scores(torch.tensor(view.arms[:], dtype=torch.float32, device=self.device), view.t)[3]
+    def scores(self, views) -> torch.Tensor:
+        """The decision maker's score of every member's arms [M, K], of which ``select`` plays the largest."""
+        arms, _ = self.read_arms(views)
+        return self._scores(torch.tensor(arms, dtype=torch.float32, device=self.device), views[0].t)[3]
 
-    def _member_scores(self, x: torch.Tensor, t: int):
-        theta3 = self.theta3[0] if self.decision == "neural" else None
-        return self._scores(self.theta1[0], self.theta2[0], theta3, x, t)
-
-    def _scores(self, theta1, theta2, theta3, x: torch.Tensor, t: int):
-        """f1, φ, the pairs [f1, f2] and the decision's scores of the arms x [K, d] (θ's [p]); with a leading member
-        axis, θ's [S, p] and x [S, K, d], those of a lockstep group's members."""
-        arms = ArmGradients(self.f1, theta1, x)  # f1 and ∇f1 for all K arms in one call
-        f1, phi = arms.f, self._phi(arms.rows())
+    def _scores(self, x: torch.Tensor, t: int):
+        """f1, φ, the pairs [f1, f2] and the decision's scores of every member's arms x [M, K, d]."""
+        if self.f1.gradients == "closed":  # f1 and ∇f1 for every member's K arms in one call
+            arms = ArmGradients(self.f1, self.theta1, x)
+            f1, G = arms.f, arms.rows()
+        else:  # autograd's gradients, member by member
+            each = [ArmGradients(self.f1, theta1, x_m) for theta1, x_m in zip(self.theta1, x)]
+            f1, G = torch.stack([arms.f for arms in each]), torch.stack([arms.rows() for arms in each])
+        phi = self._phi(G)
         with torch.no_grad():
-            f2 = self.f2.forward(theta2, phi)
+            f2 = self.f2.forward(self.theta2, phi)
         pairs = torch.stack([f1, f2], -1)
         if self.decision == "neural" and t >= self.decision_warmup:
-            score = self.f3.forward(theta3, pairs)  # neural decision maker f3([f1, f2]; θ3)
+            score = self.f3.forward(self.theta3, pairs)  # neural decision maker f3([f1, f2]; θ3)
         elif self.code_decision:
             score = f1 + (0.1 if t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
         else:
             score = f1 + f2  # linear decision maker f3
         return f1, phi, pairs, score
 
-    def _chose(self, chosen: int, exploit: int, x, phi, f1, pairs) -> None:
-        """Keep what ``update`` needs of the arm chosen among x [K, d]; ``exploit`` is f1's own choice."""
-        self._decisions += 1
-        self._overturns += chosen != exploit  # f2 changed exploitation's choice
-        self._arm, self._x, self._phi_all = chosen, x[chosen], phi
-        self._f1, self._pair = float(f1[chosen]), pairs[chosen]
-
-    def diagnostics(self) -> dict[str, float]:
+    def diagnostics(self, m) -> dict[str, float]:
         """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
         arm than f1 alone would have (exploration at work; it should fall as f2 learns the gains)."""
-        share = self._overturns / self._decisions if self._decisions else float("nan")
-        self._decisions = self._overturns = 0
-        return {"overturn_share": share}
+        share = self._overturns[m] / self._decisions[m] if self._decisions[m] else float("nan")
+        self._decisions[m] = self._overturns[m] = 0
+        return {"overturn_share": float(share)}
 
-    def update(self, view, chosen, reward):
-        self._observe(view, reward)
-        if not is_training_round(view.t, self.schedule):
+    def update(self, views, chosen, rewards):
+        t = views[0].t
+        for m, arm, reward in zip(range(len(self.members)), chosen, rewards):
+            self._observe(m, t, arm, reward)
+        if not is_training_round(t, self.schedule):  # the schedule depends on t only: every member's
             return
         if self.code_training:
-            self._train_code_each([self], [view.user])
+            self._train_code()
         else:
-            self._train_each([self])
+            self._train()
 
-    def _observe(self, view, reward) -> None:
-        chosen = self._arm
-        self.exploit_data.add(0, self._x, reward)
-        gain = reward - self._f1 + (1.0 if self.code_decision else 0.0)  # the label of f2, with θ1_{t−1}
-        self.explore_data.add(0, self._phi_all[chosen], gain)
-        if self.code_decision and view.t < 1000 and reward == 0:
-            for i in range(len(self._phi_all)):
+    def _observe(self, m: int, t: int, chosen: int, reward: float) -> None:
+        x, phi, f1, pairs = self._picked
+        self.exploit_data[m].add(0, x[m], reward)
+        gain = reward - f1[m] + (1.0 if self.code_decision else 0.0)  # the label of f2, with θ1_{t−1}
+        self.explore_data[m].add(0, phi[m, chosen], gain)
+        if self.code_decision and t < 1000 and reward == 0:
+            for i in range(phi.shape[1]):
                 if i != chosen:
-                    self.explore_data.add(0, self._phi_all[i], 1.2)
+                    self.explore_data[m].add(0, phi[m, i], 1.2)
         if self.decision == "neural":
-            self.decision_data.add(0, self._pair, reward)  # H_t
+            self.decision_data[m].add(0, pairs[m], reward)  # H_t
 
-    def _networks(self) -> list[tuple[str, MLP, History, float]]:
-        """(θ's attribute, network, history, learning rate) of each network that the schedule trains."""
+    def _networks(self) -> list[tuple[str, MLP, list[History], float]]:
+        """(θ's attribute, network, every member's history, learning rate) of each network the schedule trains."""
         networks = [
             ("theta1", self.f1, self.exploit_data, self.lr),
             ("theta2", self.f2, self.explore_data, self.explore_lr),
@@ -248,75 +253,41 @@ class EENet(Policy):
             networks.append(("theta3", self.f3, self.decision_data, self.decision_lr))
         return networks
 
-    @staticmethod
-    def _train_each(policies: list[EENet]) -> None:
-        """Minibatch Adam on every network of the policies, each policy's minibatches drawn from its own generator in
-        the order f1, f2, f3, and the policies' networks of one kind trained stacked in one call (``train_jobs``)."""
+    def _train(self) -> None:
+        """Minibatch Adam on every network, each member's minibatches drawn from its own generator in the order f1, f2,
+        f3, and the members' networks of one kind trained stacked in one call (``train_jobs``)."""
+        one = torch.zeros(1, dtype=torch.long, device=self.device)
         drawn = [
             [
                 TrainingJob(
-                    getattr(policy, name),
-                    data.minibatch_rows(policy.one, policy.batch_size, policy.generator, policy.train_steps),
-                    data,
+                    getattr(self, name)[m : m + 1],
+                    data[m].minibatch_rows(one, self.batch_size, generator, self.train_steps),
+                    data[m],
                 )
-                for name, _, data, _ in policy._networks()
+                for name, _, data, _ in self._networks()
             ]
-            for policy in policies
+            for m, generator in enumerate(self.generators)
         ]
-        for k, (name, network, _, lr) in enumerate(policies[0]._networks()):
-            for policy, theta in zip(policies, train_jobs(network, [jobs[k] for jobs in drawn], lr=lr)):
-                setattr(policy, name, theta)
+        for k, (name, network, _, lr) in enumerate(self._networks()):
+            setattr(self, name, torch.cat(train_jobs(network, [jobs[k] for jobs in drawn], lr=lr)))
 
-    @staticmethod
-    def _train_code_each(policies: list[EENet], _users: list[int]) -> None:
-        """The authors' loops (``code_training``) on f1 and f2, policy by policy: stacked, the single-sample steps on
-        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices.
-        (The served users do not matter: the networks are shared by all users.)"""
-        for policy in policies:
-            x, r = policy.exploit_data.all_rows()
-            policy.theta1 = train_passes(
-                policy.f1, policy.theta1, x, r, policy.generator, lr=policy.lr, optimiser="sgd"
-            )
-            x, r = policy.explore_data.all_rows()
-            policy.theta2 = train_passes(
-                policy.f2,
-                policy.theta2,
+    def _train_code(self) -> None:
+        """The authors' loops (``code_training``) on f1 and f2, member by member: stacked, the single-sample steps on
+        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
+        for m, generator in enumerate(self.generators):
+            x, r = self.exploit_data[m].all_rows()
+            self.theta1[m] = train_passes(
+                self.f1, self.theta1[m : m + 1], x, r, generator, lr=self.lr, optimiser="sgd"
+            )[0]
+            x, r = self.explore_data[m].all_rows()
+            self.theta2[m] = train_passes(
+                self.f2,
+                self.theta2[m : m + 1],
                 x,
                 r,
-                policy.generator,
-                lr=policy.explore_lr,
+                generator,
+                lr=self.explore_lr,
                 optimiser="adam",
                 tolerance=2e-3,
                 weight_decay=1e-4,
-            )
-
-    @classmethod
-    def lockstep(cls, policies):
-        return EENetLockstep(policies)
-
-
-class EENetLockstep(TrainingLockstep):
-    """EE-Net's members in lockstep (seeds): every member's f1 and its gradients φ, f2 and the decision from one batched
-    pass (their networks stacked [S, p]), and on a training round each network kind of every member trained in one
-    call. Each member keeps its own histories and generator, so the choices are those of the members run one by one,
-    up to the rounding of batched products."""
-
-    def select(self, views, budgets):
-        policies, first = self.policies, self.policies[0]
-        if first.f1.gradients != "closed":  # only the closed form takes one network per member
-            return super().select(views, budgets)
-        arms, _ = self.read_arms(views)
-        x = torch.tensor(arms, dtype=torch.float32, device=first.device)
-
-        def stacked(name: str) -> torch.Tensor:  # every member's θ of one network, [S, p]
-            return torch.cat([getattr(policy, name) for policy in policies])
-
-        theta3 = stacked("theta3") if first.decision == "neural" else None
-        f1, phi, pairs, score = first._scores(stacked("theta1"), stacked("theta2"), theta3, x, views[0].t)
-        chosen, exploit = torch.argmax(score, -1).tolist(), torch.argmax(f1, -1).tolist()
-        for s, policy in enumerate(policies):
-            policy._chose(chosen[s], exploit[s], x[s], phi[s], f1[s], pairs[s])
-        return chosen
-
-    def train_together(self, views) -> None:
-        EENet._train_each(self.policies)
+            )[0]

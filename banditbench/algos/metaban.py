@@ -45,14 +45,13 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import MemberPolicy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_CODE,
     NETWORK_DOMAINS,
     SCHEDULES,
     ArmGradients,
-    TrainingLockstep,
     UserLearners,
     check_choice,
     connected_labels,
@@ -70,7 +69,11 @@ UCBS = ("paper", "grad_norm")
 USER_STARTS = ("own", "initial", "meta")
 
 
-class MetaBan(Policy):
+class MetaBan(MemberPolicy):
+    """Over the members of a group: every member's Θ_0 and Θ stacked [M, p], its own user-learners and generator.
+    Groups, meta steps and UCBs are each member's own (Alg. 1 for one member at a time); on a training round the
+    members' user-learners train in one Adam call, and the authors' single-sample loops run as one loop."""
+
     member_params = ("gamma", "nu", "alpha", "lam", "eta2")  # per member: its groups, meta step and UCB
     domains = {
         **NETWORK_DOMAINS,
@@ -102,6 +105,8 @@ class MetaBan(Policy):
             "their training loops: single-sample Adam passes for Θ every round and for the served user's learner",
         ),
     }
+    #: the network's shapes, rebuilt by the constructor; this round's picks, from ``select`` to ``update``
+    transient = ("mlp", "_picked")
 
     def __init__(
         self,
@@ -109,12 +114,12 @@ class MetaBan(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
-        gamma: float = 0.4,
-        nu: float = 5.0,
-        alpha: float = 0.1,
-        lam: float = 0.01,
-        eta2: float = 0.05,
+        seeds,
+        gamma=0.4,
+        nu=5.0,
+        alpha=0.1,
+        lam=0.01,
+        eta2=0.05,
         meta_steps: int = 1,
         meta_update: str = "pooled",
         group_mode: str = "per_arm",
@@ -135,175 +140,140 @@ class MetaBan(Policy):
         device: str = "cpu",
         threads: int = 1,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.meta_update = check_choice("meta_update", meta_update, META_UPDATES)
         self.group_mode = check_choice("group_mode", group_mode, GROUP_MODES)
         self.ucb = check_choice("ucb", ucb, UCBS)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        nu, gamma = self.per_member(nu), self.per_member(gamma)
         self.threshold = (nu - 1.0) / nu * gamma
-        self.alpha, self.lam, self.eta2, self.meta_steps = alpha, lam, eta2, meta_steps
+        self.alpha, self.lam, self.eta2 = self.per_member(alpha), self.per_member(lam), self.per_member(eta2)
+        self.meta_steps = meta_steps
         self.code_lam_nu, self.share_data_with_group, self.batch_size = code_lam_nu, share_data_with_group, batch_size
         self.user_start = check_choice("user_start", user_start, USER_STARTS)
         self.code_training, self.lr = code_training, lr
         self.device = resolve_device(device)
-        self.generator = torch_generator(seed, self.device, threads)
+        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
         self.mlp = MLP(dim, width, depth, bias, init, gradients)
-        self.Theta0 = self.mlp.init(self.generator, self.device)
+        self.Theta0 = torch.stack([self.mlp.init(generator, self.device) for generator in self.generators])  # [M, p]
         self.Theta = self.Theta0.clone()
-        self.users = UserLearners(
-            self.mlp, self.Theta0, n_users, self.generator, lr=lr, steps=train_steps, batch_size=batch_size
-        )
-        self._group: torch.Tensor | None = None
+        self.users = [
+            UserLearners(self.mlp, Theta0, n_users, generator, lr=lr, steps=train_steps, batch_size=batch_size)
+            for Theta0, generator in zip(self.Theta0, self.generators)
+        ]
 
-    def _groups(self, user: int, x: torch.Tensor) -> torch.Tensor:
-        groups = self.users.groups(self.users.predict(x), user, self.threshold)  # [K, n]
+    def _groups(self, m: int, user: int, x: torch.Tensor) -> torch.Tensor:
+        """Member m's inferred group N̂_i of every arm (Eq. 4), [K, n]."""
+        users = self.users[m]
+        groups = users.groups(users.predict(x), user, float(self.threshold[m]))
         if self.group_mode == "last_arm":
             groups = groups[-1].expand_as(groups)
         elif self.group_mode == "union":
             groups = groups.any(0).expand_as(groups)
         return groups
 
-    def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
-        """Alg. 2 for all K groups at once: one gradient per member, then Θ_{t,i} = Θ − η₂ Σ_u w_iu ∇L(T̃^u; ·)."""
-        K = groups.shape[0]
-        thetas = self.Theta.expand(K, -1).clone()
-        data_users = torch.nonzero(self.users.mu > 0).flatten()
+    def _adapt(self, m: int, groups: torch.Tensor) -> torch.Tensor:
+        """Alg. 2 of member m for all K groups at once: one gradient per user with data, then
+        Θ_{t,i} = Θ − η₂ Σ_u w_iu ∇L(T̃^u; ·)."""
+        K, users, Theta = groups.shape[0], self.users[m], self.Theta[m]
+        thetas = Theta.expand(K, -1).clone()
+        data_users = torch.nonzero(users.mu > 0).flatten()
         if len(data_users) == 0:
             return thetas
-        members = groups[:, data_users].float()
-        weights = (members / members.sum(1, keepdim=True).clamp_min(1))[:, None, :]  # w_u = 1/|N̂_i|
+        in_group = groups[:, data_users].float()
+        weights = (in_group / in_group.sum(1, keepdim=True).clamp_min(1))[:, None, :]  # w_u = 1/|N̂_i|
         for step in range(self.meta_steps):
-            xs, rs = self.users.history.sample(data_users, self.batch_size, self.generator)  # T̃^u
-            if self.meta_update == "fomaml":  # Eq. 6: ∇ at each member's own θ̂^u, applied to Θ
-                at = self.users.theta[data_users]
-            else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per member serves all arms
-                at = self.Theta if step == 0 else thetas[:, None, :]
+            xs, rs = users.history.sample(data_users, self.batch_size, self.generators[m])  # T̃^u
+            if self.meta_update == "fomaml":  # Eq. 6: ∇ at each user's own θ̂^u, applied to Θ
+                at = users.theta[data_users]
+            else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per user serves all arms
+                at = Theta if step == 0 else thetas[:, None, :]
             # ∇ ½ mean_s (f − r)²
-            _, per_member = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)
+            _, per_user = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)
             if self.meta_update == "fomaml":
-                per_member = per_member + self.lam / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
-            thetas = thetas - self.eta2 * (weights @ per_member)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
+                per_user = per_user + float(self.lam[m]) / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
+            thetas = thetas - float(self.eta2[m]) * (weights @ per_user)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
         return thetas
 
-    @staticmethod
-    def _train_meta_code_each(policies: list[MetaBan], groups: list[torch.Tensor]) -> list[torch.Tensor]:
-        """``code_training``'s meta network of each policy: Θ trained on the pooled histories of its (last arm's)
-        group's members. The policies with data and the same η₂ (the loop's learning rate) run as one loop."""
-        samples = [policy.users.history.of(torch.nonzero(group).flatten()) for policy, group in zip(policies, groups)]
-        for eta2 in sorted({policy.eta2 for policy in policies}):
-            stepping = [i for i, policy in enumerate(policies) if policy.eta2 == eta2 and len(samples[i][1])]
-            if not stepping:
-                continue
-            trained = train_passes_each(
-                policies[0].mlp,
-                torch.stack([policies[i].Theta for i in stepping]),
-                [samples[i] for i in stepping],
-                [policies[i].generator for i in stepping],
-                lr=eta2,
-                optimiser="adam",
-                max_steps=1000,
-            )
-            for i, Theta in zip(stepping, trained):
-                policies[i].Theta = Theta
-        return [policy.Theta for policy in policies]
+    def _train_meta_code(self, groups: list[torch.Tensor]) -> None:
+        """``code_training``'s meta network of every member: Θ trained on the pooled histories of its (last arm's)
+        group's users. The members with data and the same η₂ (the loop's learning rate) run as one loop."""
+        samples = [users.history.of(torch.nonzero(group).flatten()) for users, group in zip(self.users, groups)]
+        for eta2 in sorted(set(self.eta2.tolist())):
+            stepping = [m for m, (_, r) in enumerate(samples) if self.eta2[m] == eta2 and len(r)]
+            if stepping:
+                self.Theta[stepping] = train_passes_each(
+                    self.mlp,
+                    self.Theta[stepping],
+                    [samples[m] for m in stepping],
+                    [self.generators[m] for m in stepping],
+                    lr=eta2,
+                    optimiser="adam",
+                    max_steps=1000,
+                )
 
-    def select(self, view, budget):
-        x, groups = self._arms_and_groups(view)
-        return self._choose(x, groups, self._adapted(x, groups))
+    def select(self, views, budgets):
+        x, groups = self._arms_and_groups(views)
+        self._picked = [None] * len(self.members)
+        return [self._choose(m, x[m], groups[m], thetas) for m, thetas in enumerate(self._adapted(x, groups))]
 
-    def scores(self, view) -> torch.Tensor:
-        """The UCB of every arm of the round, of which ``select`` plays the largest; computed on a copy of the policy,
-        because adapting Θ is part of choosing."""
+    def scores(self, views) -> torch.Tensor:
+        """The UCB of every member's arms [M, K], of which ``select`` plays the largest; computed on a copy of the
+        policy, because adapting Θ is part of choosing."""
         twin = copy.deepcopy(self)
-        x, groups = twin._arms_and_groups(view)
-        return twin._ucb(x, twin._adapted(x, groups))
+        x, groups = twin._arms_and_groups(views)
+        return torch.stack([twin._ucb(m, x[m], thetas) for m, thetas in enumerate(twin._adapted(x, groups))])
 
-    def _adapted(self, x: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
-        """Θ_{t,i} for every arm i."""
+    def _adapted(self, x: torch.Tensor, groups: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Θ_{t,i} for every arm i of every member, [K, p] each."""
         if self.code_training:
-            return self._train_meta_code_each([self], [groups[-1]])[0].expand(len(x), -1)
-        return self._adapt(groups)
+            self._train_meta_code([member_groups[-1] for member_groups in groups])
+            return [Theta.expand(x.shape[1], -1) for Theta in self.Theta]
+        return [self._adapt(m, member_groups) for m, member_groups in enumerate(groups)]
 
-    def _arms_and_groups(self, view) -> tuple[torch.Tensor, torch.Tensor]:
-        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
-        return x, self._groups(view.user, x)
+    def _arms_and_groups(self, views) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Every member's arms x [M, K, d] and its groups of every arm."""
+        arms, served = self.read_arms(views)
+        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
+        return x, [self._groups(m, int(u), x[m]) for m, u in enumerate(served)]
 
-    def _ucb(self, x: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
-        """The UCB of every arm with its Θ_{t,i}."""
+    def _ucb(self, m: int, x: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
+        """The UCB of member m's every arm with its Θ_{t,i}."""
         K = len(x)
         if self.ucb == "grad_norm":
             arms = ArmGradients(self.mlp, thetas, x)
             return arms.f + np.sqrt(self.code_lam_nu) * arms.rows().norm(dim=1)
         # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-        arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0.expand(K, -1)]), torch.cat([x, x]))
+        arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0[m].expand(K, -1)]), torch.cat([x, x]))
         G = arms.rows()
-        return arms.f[:K] + self.alpha * (G[:K] - G[K:]).norm(dim=1)
+        return arms.f[:K] + float(self.alpha[m]) * (G[:K] - G[K:]).norm(dim=1)
 
-    def _choose(self, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
-        """The arm of the largest UCB, and what ``update`` needs of it."""
-        chosen = int(torch.argmax(self._ucb(x, thetas)))
-        self.Theta = thetas[chosen].clone()  # Θ_t = Θ_{t,î}
-        self._group, self._x = groups[chosen], x[chosen]
+    def _choose(self, m: int, x: torch.Tensor, groups: torch.Tensor, thetas: torch.Tensor) -> int:
+        """Member m's arm of the largest UCB, and what ``update`` needs of it."""
+        chosen = int(torch.argmax(self._ucb(m, x, thetas)))
+        self.Theta[m] = thetas[chosen]  # Θ_t = Θ_{t,î}
+        self._picked[m] = groups[chosen], x[chosen]
         return chosen
 
-    def update(self, view, chosen, reward):
-        self._observe(view, reward)
-        if is_training_round(view.t, self.schedule):
-            if self.code_training:
-                self._train_code(view.user)
-            else:
-                self.users.train(start=self._user_start())
+    def update(self, views, chosen, rewards):
+        served = [view.user for view in views]
+        for users, user, (group, x), reward in zip(self.users, served, self._picked, rewards):
+            sharing = torch.nonzero(group).flatten() if self.share_data_with_group else torch.tensor([user])
+            users.add(sharing.to(self.device), x, reward)
+        if not is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+            return
+        starts = [self._user_start(m) for m in range(len(self.members))]
+        if self.code_training:  # u_t's learner alone, from its Alg. 3 start, on its own history
+            train_learners_by_passes(self.users, served, starts, max_steps=1000)
+        else:
+            train_learners(self.users, starts)
 
-    def _train_code(self, user: int) -> None:
-        self._train_code_each([self], [user])
-
-    @staticmethod
-    def _train_code_each(policies: list[MetaBan], users: list[int]) -> None:
-        """``code_training``'s user-learner of each policy (a lockstep group's members stacked in one loop): u_t's
-        alone, from its Alg. 3 start, on its own history."""
-        learners, starts = [policy.users for policy in policies], [policy._user_start() for policy in policies]
-        train_learners_by_passes(learners, users, starts, max_steps=1000)
-
-    def _observe(self, view, reward) -> None:
-        members = (
-            torch.nonzero(self._group).flatten()
-            if self.share_data_with_group
-            else torch.tensor([view.user], device=self.device)
-        )
-        self.users.add(members, self._x, reward)
-
-    def _user_start(self) -> torch.Tensor | None:
+    def _user_start(self, m: int) -> torch.Tensor | None:
         """Alg. 3: θ^u_(0) = Θ_0 (or Θ_t, or the learner's own θ^u), then J₁ Adam steps on T^u."""
-        return {"own": None, "initial": self.Theta0, "meta": self.Theta}[self.user_start]
+        return {"own": None, "initial": self.Theta0[m], "meta": self.Theta[m]}[self.user_start]
 
-    @classmethod
-    def lockstep(cls, policies):
-        return MetaBanLockstep(policies)
+    def sharing_graph(self, m):
+        return self.users[m].agreement_graph(float(self.threshold[m]))
 
-    def sharing_graph(self):
-        return self.users.agreement_graph(self.threshold)
-
-    def clusters(self):
-        return connected_labels(self.users.agreement_graph(self.threshold))
-
-
-class MetaBanLockstep(TrainingLockstep):
-    """Meta-Ban's members in lockstep (seeds, and grid cells of γ, ν, α, λ and η₂): on a training round every
-    member's user-learners train in one Adam call, and the authors' single-sample loops (``code_training``) run
-    as one loop; the rest stays each member's own."""
-
-    def select(self, views, budgets):
-        """With ``code_training``, every member's meta network trains in one loop (``MetaBan._train_meta_code_each``)
-        before each scores its arms alone."""
-        policies = self.policies
-        if not policies[0].code_training:
-            return super().select(views, budgets)
-        rounds = [policy._arms_and_groups(view) for policy, view in zip(policies, views)]
-        Thetas = MetaBan._train_meta_code_each(policies, [groups[-1] for _, groups in rounds])
-        return [
-            policy._choose(x, groups, Theta.expand(len(x), -1))
-            for policy, (x, groups), Theta in zip(policies, rounds, Thetas)
-        ]
-
-    def train_together(self, views) -> None:
-        train_learners([policy.users for policy in self.policies], [policy._user_start() for policy in self.policies])
+    def clusters(self, m):
+        return connected_labels(self.sharing_graph(m))

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Lockstep, Policy
+from banditbench.algos.base import MemberPolicy
 from banditbench.algos.graphs import dense_components
 from banditbench.algos.neural import (
     MLP,
@@ -86,8 +86,8 @@ def user_grams(phi: torch.Tensor, users: torch.Tensor, n_users: int, lam: float)
 
 def cluster_ucb(phi, gram, b_C, lam, alpha, t: int) -> torch.Tensor:
     """U = φᵀ w_C + α sqrt(φᵀ A_C⁻¹ φ · ln(t + 1)) for every arm, with A_C = λI + gram and w_C = A_C⁻¹ b_C; members
-    of a lockstep group stacked on the leading axis (φ [S, k, m], gram [S, m, m], b_C [S, m]; λ and α scalars or
-    [S] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
+    of a group stacked on the leading axis (φ [M, k, m], gram [M, m, m], b_C [M, m]; λ and α scalars or
+    [M] tensors). With A_C = LLᵀ, y_i = L⁻¹φ_i and y_b = L⁻¹b_C: φ_iᵀA_C⁻¹φ_i = ‖y_i‖² and φ_iᵀw_C = y_iᵀy_b, so one
     factorisation and one triangular solve give every arm's score."""
     lam, alpha = (torch.as_tensor(v, dtype=torch.float64, device=phi.device) for v in (lam, alpha))
     A_C = torch.eye(phi.shape[-1], dtype=torch.float64, device=phi.device) * lam.reshape(-1, 1, 1) + gram
@@ -103,10 +103,15 @@ def confidence(count: torch.Tensor) -> torch.Tensor:
     return ((1 + torch.log1p(count)) / (1 + count)).sqrt()
 
 
-class NeuralLinear(Policy):
+class NeuralLinear(MemberPolicy):
+    """Over the members of a group: every member's network stacked [M, p] (one forward pass embeds every member's
+    arms, one batched factorisation scores them), its own statistics [M, n, …], user graph [M, n, n], history and
+    generator."""
+
     member_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
     domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
     authors_code = NETWORK_CODE
+    transient = ("mlp", "_picked")  # the network's shapes; this round's picks, from ``select`` to ``update``
 
     def __init__(
         self,
@@ -114,10 +119,10 @@ class NeuralLinear(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
-        alpha: float = 0.1,
-        alpha2: float = 1.0,
-        lam: float = 1.0,
+        seeds,
+        alpha=0.1,
+        alpha2=1.0,
+        lam=1.0,
         width: int = 100,
         depth: int = 2,
         bias: bool = False,
@@ -129,195 +134,160 @@ class NeuralLinear(Policy):
         device: str = "cpu",
         threads: int = 1,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
-        self.alpha, self.alpha2, self.lam = alpha, alpha2, lam
+        self.alpha, self.alpha2, self.lam = self.per_member(alpha), self.per_member(alpha2), self.per_member(lam)
         self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
         self.device = resolve_device(device)
-        self.generator = torch_generator(seed, self.device, threads)
+        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
         self.mlp = MLP(dim, width, depth, bias, init)
-        self.theta = self.mlp.init(self.generator, self.device)[None]
-        self.history = History(1, dim, self.device)
-        self.user_of_row = torch.zeros(1024, dtype=torch.long, device=self.device)
-        m = width
-        self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(lam).repeat(n_users, 1, 1)  # [n, m, m]
-        self.b = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
-        self.w = torch.zeros(n_users, m, dtype=torch.float64, device=self.device)
-        self.count = torch.zeros(n_users, dtype=torch.long, device=self.device)
-        self.graph = np.ones((n_users, n_users), dtype=bool)
-        self._labels: np.ndarray | None = None  # connected components of the graph, None until first asked for
+        self.theta = torch.stack([self.mlp.init(generator, self.device) for generator in self.generators])  # [M, p]
+        M, m = len(seeds), width
+        self.histories = [History(1, dim, self.device) for _ in seeds]
+        self.user_of_row = torch.zeros(M, 1024, dtype=torch.long, device=self.device)
+        lam = torch.as_tensor(self.lam, device=self.device)[:, None, None, None]
+        self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(lam).expand(-1, n_users, -1, -1).clone()
+        self.b = torch.zeros(M, n_users, m, dtype=torch.float64, device=self.device)
+        self.w = torch.zeros(M, n_users, m, dtype=torch.float64, device=self.device)
+        self.count = torch.zeros(M, n_users, dtype=torch.long, device=self.device)
+        self.graph = np.ones((M, n_users, n_users), dtype=bool)
+        self._labels: list = [None] * M  # connected components of each member's graph, None until first asked for
         # per component: Σ_{j∈C}(A_j − λI) and Σ_{j∈C} b_j, kept up to date until the components or embedding change
-        self._component_A: torch.Tensor | None = None
-        self._component_b: torch.Tensor | None = None
-        self.one = torch.zeros(1, dtype=torch.long, device=self.device)
-        self._arm = 0
+        self._component_A: list = [None] * M
+        self._component_b: list = [None] * M
         self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
 
-    def _arms(self, view) -> torch.Tensor:
-        """The round's arms as the history keeps them: x [K, d], or in block mode each arm's block [K, b] (decided
-        on the first round of block-encoded contexts)."""
-        x = torch.tensor(view.arms[:], dtype=torch.float32, device=self.device)
+    def _arms(self, views, arms: np.ndarray) -> torch.Tensor:
+        """Every member's arms as its history keeps them: x [M, K, d], or in block mode each arm's block [M, K, b]
+        (decided on the first round of block-encoded contexts)."""
+        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.block is None:
-            self.block, self.history = start_blocks(self, view, self.history)
+            for m, history in enumerate(self.histories):
+                self.block, self.histories[m] = start_blocks(self, views[0], history)
         return x if self.block is None else arm_blocks(x, self.block)
 
-    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+    def _embed(self, theta: torch.Tensor, x) -> torch.Tensor:
         with torch.no_grad():
-            return self.mlp.embed(self.theta[0], x).double()
+            return self.mlp.embed(theta, x).double()
 
-    def _component_sums(self, user: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Σ_{j∈C}(A_j − λI) and Σ_{j∈C} b_j of u's component C, summed for every component once per change of the
-        components or the embedding, then kept current by ``update``."""
-        labels = self.clusters()
-        if self._component_A is None:
+    def _component_sums(self, m: int, user: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Σ_{j∈C}(A_j − λI) and Σ_{j∈C} b_j of u's component C in member m's graph, summed for every component once
+        per change of the components or the embedding, then kept current by ``update``."""
+        labels = self.clusters(m)
+        if self._component_A[m] is None:
+            A, b = self.A[m], self.b[m]
             index = torch.as_tensor(labels, device=self.device)
-            eye = torch.eye(self.A.shape[1], dtype=torch.float64, device=self.device) * self.lam
+            eye = torch.eye(A.shape[1], dtype=torch.float64, device=self.device) * float(self.lam[m])
             n = int(labels.max()) + 1
-            self._component_A = self.A.new_zeros(n, *self.A.shape[1:]).index_add_(0, index, self.A - eye)
-            self._component_b = self.b.new_zeros(n, self.b.shape[1]).index_add_(0, index, self.b)
+            self._component_A[m] = A.new_zeros(n, *A.shape[1:]).index_add_(0, index, A - eye)
+            self._component_b[m] = b.new_zeros(n, b.shape[1]).index_add_(0, index, b)
         component = int(labels[user])
-        return self._component_A[component], self._component_b[component]
-
-    def select(self, view, budget):
-        x, phi, ucb = self._ucb(view)
-        chosen = int(torch.argmax(ucb))
-        self._x, self._phi, self._arm = x[chosen], phi[chosen], chosen
-        return chosen
-
-    def scores(self, view) -> torch.Tensor:
-        """The upper confidence bound of every arm of the round, of which ``select`` plays the largest."""
-        return self._ucb(view)[2]
-
-    def _ucb(self, view) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The round's arms x, their embeddings φ and the UCB of each arm on its user's component's statistics."""
-        x = self._arms(view)
-        phi = self._embed(arm_inputs(x, self.block))
-        gram, b_C = self._component_sums(view.user)
-        return x, phi, cluster_ucb(phi[None], gram[None], b_C[None], self.lam, self.alpha, view.t)[0]
-
-    def update(self, view, chosen, reward):
-        self._observe(view, reward)
-        if is_training_round(view.t, self.schedule):
-            self._trained(*train_jobs(self.mlp, [self._training_job()], lr=self.lr))
-        self._refit(view.user)
-
-    def _observe(self, view, reward) -> None:
-        u = view.user
-        row = self.history.size
-        self.history.add(0, self._x, reward, self._arm)
-        if row == len(self.user_of_row):
-            self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)])
-        self.user_of_row[row] = u
-        outer, gain = torch.outer(self._phi, self._phi), reward * self._phi
-        self.A[u].add_(outer)  # an int index is a view: in place, no write-back
-        self.b[u].add_(gain)
-        if self._component_A is not None:
-            component = self.clusters()[u]
-            self._component_A[component].add_(outer)
-            self._component_b[component].add_(gain)
-        self.count[u].add_(1)
-
-    def _training_job(self) -> TrainingJob:
-        rows = self.history.minibatch_rows(self.one, self.batch_size, self.generator, self.train_steps)
-        return TrainingJob(self.theta, rows, self.history)
-
-    def _trained(self, theta: torch.Tensor) -> None:
-        self.theta = theta
-        self._rebuild()
-
-    def _refit(self, u: int) -> None:
-        if self._linked(u):
-            self.w[u] = spd_solve(self.A[u], self.b[u])
-            self._cut_edges(u)
-
-    def _linked(self, users=slice(None)):
-        """Whether these users (default all) still have an edge. w_u is read only by the edge test, on u's edges, and
-        CLUB never adds an edge back, so a user without edges never needs w_u again: its solves are skipped (the
-        choices are the same)."""
-        return self.graph[users].sum(-1) > 1  # a row holds the user's own loop
-
-    @classmethod
-    def lockstep(cls, policies):
-        return NeuralLinearLockstep(policies)
-
-    def _rebuild(self) -> None:
-        """Every user's A and b from its stored samples under the new embedding (``user_grams``)."""
-        if self.block is None:
-            x, r = self.history.all_rows()
-        else:  # every stored block, read through its block's columns of W_1
-            history = self.history
-            rows = torch.arange(history.size, device=self.device)[None]
-            x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
-        phi = self._embed(x)
-        users = self.user_of_row[: len(r)]
-        self.A = user_grams(phi, users, self.n_users, self.lam)
-        self.b = torch.zeros_like(self.b).index_add_(0, users, r.double()[:, None] * phi)
-        linked = torch.from_numpy(self._linked()).to(self.device)
-        self.w[linked] = spd_solve(self.A[linked], self.b[linked])
-        self._component_A = self._component_b = None
-
-    def _cut_edges(self, u: int) -> None:
-        """CLUB's test on u_t's edges: delete (u_t, j) when ‖w_u − w_j‖ > α₂ (CB(T_u) + CB(T_j))."""
-        gap = (self.w - self.w[u]).norm(dim=1)
-        cb = confidence(self.count)
-        cut = (gap > self.alpha2 * (cb + cb[u])).cpu().numpy()
-        cut[u] = False
-        if (cut & self.graph[u]).any():
-            self.graph[u, cut] = False
-            self.graph[cut, u] = False
-            labels = dense_components(self.graph)[1]
-            if not np.array_equal(labels, self._labels):  # the edge split a component: its sums are stale
-                self._component_A = self._component_b = None
-            self._labels = labels
-
-    def sharing_graph(self):
-        return self.graph
-
-    def clusters(self):
-        """Connected components of the user graph (canonically labelled: equal labels, equal partition)."""
-        if self._labels is None:
-            self._labels = dense_components(self.graph)[1]
-        return self._labels
-
-
-class NeuralLinearLockstep(Lockstep):
-    """NeuralLinear's members in lockstep (seeds, and grid cells of α, α₂ and λ): every member's arms embedded by one
-    forward pass (their networks stacked [S, p]) and scored through one batched factorisation, every served user's
-    w_u refitted by one batched solve, and on a training round every member's network trained by one Adam call. Each
-    member keeps its own statistics, graph and generator."""
-
-    def __init__(self, policies: list[NeuralLinear]):
-        super().__init__(policies)
-        device = policies[0].device
-        self.lam, self.alpha = (
-            torch.as_tensor(self.per_member(name), dtype=torch.float64, device=device) for name in ("lam", "alpha")
-        )
+        return self._component_A[m][component], self._component_b[m][component]
 
     def select(self, views, budgets):
-        policies, first = self.policies, self.policies[0]
-        x = torch.stack([policy._arms(view) for policy, view in zip(policies, views)])
-        with torch.no_grad():
-            phi = first.mlp.embed(torch.cat([policy.theta for policy in policies]), arm_inputs(x, first.block)).double()
-        grams, b_Cs = zip(*(policy._component_sums(view.user) for policy, view in zip(policies, views)))
-        ucb = cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
-        chosen = torch.argmax(ucb, dim=-1).tolist()
-        for i, (policy, arm) in enumerate(zip(policies, chosen)):
-            policy._x, policy._phi, policy._arm = x[i, arm], phi[i, arm], arm
-        return chosen
+        x, phi, ucb = self._ucb(views)
+        chosen = torch.argmax(ucb, dim=-1)
+        picked = torch.arange(len(chosen)), chosen
+        self._picked = x[picked], phi[picked]
+        return chosen.tolist()
+
+    def scores(self, views) -> torch.Tensor:
+        """The upper confidence bound of every member's arms [M, K], of which ``select`` plays the largest."""
+        return self._ucb(views)[2]
+
+    def _ucb(self, views) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every member's arms x, their embeddings φ and the UCB of each arm on its user's component's statistics."""
+        arms, served = self.read_arms(views)
+        x = self._arms(views, arms)
+        phi = self._embed(self.theta, arm_inputs(x, self.block))
+        grams, b_Cs = zip(*(self._component_sums(m, user) for m, user in zip(self.members, served.tolist())))
+        lam, alpha = torch.as_tensor(self.lam), torch.as_tensor(self.alpha)
+        return x, phi, cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), lam, alpha, views[0].t)
 
     def update(self, views, chosen, rewards):
-        policies = self.policies
-        for policy, view, reward in zip(policies, views, rewards):
-            policy._observe(view, reward)
-        if is_training_round(views[0].t, policies[0].schedule):
-            jobs = [policy._training_job() for policy in policies]
-            for policy, theta in zip(policies, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
-                policy._trained(theta)
-        linked = [(policy, view.user) for policy, view in zip(policies, views) if policy._linked(view.user)]
-        if linked:
-            A = torch.stack([policy.A[u] for policy, u in linked])
-            b = torch.stack([policy.b[u] for policy, u in linked])
-            for (policy, u), w in zip(linked, spd_solve(A, b)):
-                policy.w[u] = w
-                policy._cut_edges(u)
+        served = [view.user for view in views]
+        x, phi = self._picked
+        for m, u, reward, arm in zip(self.members, served, rewards, chosen):
+            self._observe(m, u, x[m], phi[m], reward, arm)
+        if is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+            one = torch.zeros(1, dtype=torch.long, device=self.device)
+            jobs = [
+                TrainingJob(
+                    self.theta[m : m + 1],
+                    history.minibatch_rows(one, self.batch_size, generator, self.train_steps),
+                    history,
+                )
+                for m, (history, generator) in enumerate(zip(self.histories, self.generators))
+            ]
+            for m, theta in enumerate(train_jobs(self.mlp, jobs, lr=self.lr)):
+                self.theta[m] = theta[0]
+                self._rebuild(m)
+        linked = [(m, u) for m, u in zip(self.members, served) if self._linked(m, u)]
+        if linked:  # every refit of the round in one batched solve
+            at = tuple(torch.tensor(index) for index in zip(*linked))
+            for (m, u), w in zip(linked, spd_solve(self.A[at], self.b[at])):
+                self.w[m, u] = w
+                self._cut_edges(m, u)
+
+    def _observe(self, m: int, u: int, x: torch.Tensor, phi: torch.Tensor, reward: float, arm: int) -> None:
+        """Member m's sample, in its history and its user's statistics."""
+        row = self.histories[m].size
+        self.histories[m].add(0, x, reward, arm)
+        if row == self.user_of_row.shape[1]:
+            self.user_of_row = torch.cat([self.user_of_row, torch.zeros_like(self.user_of_row)], dim=1)
+        self.user_of_row[m, row] = u
+        outer, gain = torch.outer(phi, phi), reward * phi
+        self.A[m, u].add_(outer)  # an int index is a view: in place, no write-back
+        self.b[m, u].add_(gain)
+        if self._component_A[m] is not None:
+            component = self.clusters(m)[u]
+            self._component_A[m][component].add_(outer)
+            self._component_b[m][component].add_(gain)
+        self.count[m, u].add_(1)
+
+    def _linked(self, m: int, users=slice(None)):
+        """Whether these users (default all) still have an edge in member m's graph. w_u is read only by the edge
+        test, on u's edges, and CLUB never adds an edge back, so a user without edges never needs w_u again: its
+        solves are skipped (the choices are the same)."""
+        return self.graph[m, users].sum(-1) > 1  # a row holds the user's own loop
+
+    def _rebuild(self, m: int) -> None:
+        """Every user's A and b of member m from its stored samples under the new embedding (``user_grams``)."""
+        history = self.histories[m]
+        if self.block is None:
+            x, r = history.all_rows()
+        else:  # every stored block, read through its block's columns of W_1
+            rows = torch.arange(history.size, device=self.device)[None]
+            x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
+        phi = self._embed(self.theta[m], x)
+        users = self.user_of_row[m, : len(r)]
+        self.A[m] = user_grams(phi, users, self.n_users, float(self.lam[m]))
+        self.b[m] = torch.zeros_like(self.b[m]).index_add_(0, users, r.double()[:, None] * phi)
+        linked = torch.from_numpy(self._linked(m)).to(self.device)
+        self.w[m, linked] = spd_solve(self.A[m, linked], self.b[m, linked])
+        self._component_A[m] = self._component_b[m] = None
+
+    def _cut_edges(self, m: int, u: int) -> None:
+        """CLUB's test on u_t's edges: delete (u_t, j) when ‖w_u − w_j‖ > α₂ (CB(T_u) + CB(T_j))."""
+        gap = (self.w[m] - self.w[m, u]).norm(dim=1)
+        cb = confidence(self.count[m])
+        cut = (gap > float(self.alpha2[m]) * (cb + cb[u])).cpu().numpy()
+        cut[u] = False
+        graph = self.graph[m]
+        if (cut & graph[u]).any():
+            graph[u, cut] = False
+            graph[cut, u] = False
+            labels = dense_components(graph)[1]
+            if not np.array_equal(labels, self._labels[m]):  # the edge split a component: its sums are stale
+                self._component_A[m] = self._component_b[m] = None
+            self._labels[m] = labels
+
+    def sharing_graph(self, m):
+        return self.graph[m]
+
+    def clusters(self, m):
+        """Connected components of member m's user graph (canonically labelled: equal labels, equal partition)."""
+        if self._labels[m] is None:
+            self._labels[m] = dense_components(self.graph[m])[1]
+        return self._labels[m]

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import Policy
+from banditbench.algos.base import MemberPolicy
 from banditbench.algos.neural import (
     MLP,
     NETWORK_CODE,
@@ -46,7 +46,6 @@ from banditbench.algos.neural import (
     FullCovariance,
     History,
     TrainingJob,
-    TrainingLockstep,
     arm_blocks,
     arm_inputs,
     check_choice,
@@ -62,7 +61,10 @@ from banditbench.errors import UserError
 COVARIANCES = ("diagonal", "full")
 
 
-class NeuralUCB(Policy):
+class NeuralUCB(MemberPolicy):
+    """Over the members of a group: every member's networks stacked [M, networks, p], with its own Z, history and
+    generator, so a member chooses as its unit alone up to the rounding of batched products."""
+
     member_params = ("nu", "lam")  # per member: its ν, and λ in its Z and penalty
     domains = {
         **NETWORK_DOMAINS,
@@ -84,6 +86,8 @@ class NeuralUCB(Policy):
             "their training loop: single-sample SGD at lr on the served user's network, at most 500 steps, no penalty",
         ),
     }
+    #: the network, rebuilt from ``input_dim``; this round's picks, from ``select`` to ``update``
+    transient = ("mlp", "_picked")
 
     def __init__(
         self,
@@ -91,10 +95,10 @@ class NeuralUCB(Policy):
         n_users,
         n_arms,
         dim,
-        seed,
+        seeds,
         per_user: bool = False,
-        nu: float = 0.1,
-        lam: float = 0.1,
+        nu=0.1,
+        lam=0.1,
         covariance: str = "diagonal",
         max_covariance_gb: float = 2.0,
         width: int = 100,
@@ -112,192 +116,150 @@ class NeuralUCB(Policy):
         device: str = "cpu",
         threads: int = 1,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         check_choice("covariance", covariance, COVARIANCES)
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
-        self.per_user, self.nu, self.lam, self.lr = per_user, nu, lam, lr
+        self.per_user, self.nu, self.lam, self.lr = per_user, self.per_member(nu), self.per_member(lam), lr
         self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
         self.code_training = code_training
         self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
         self.device = resolve_device(device)
-        self.generator = torch_generator(seed, self.device, threads)
+        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
         self.network = dict(width=width, depth=depth, bias=bias, init=init, gradients=gradients)
         self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
-        self._g_chosen: torch.Tensor | None = None
-        self._x: torch.Tensor | None = None
-        self._arm = 0
+        # the members' arms are scored in one pass where the width has the closed form, else member by member
+        self.batched = covariance == "diagonal" and gradients == "closed"
         self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
+        self.mlp, self.input_dim = None, None
         if not user_features:
             self._build(dim)
-        else:  # NeuA+U: the input [x_arm ; x_user] is sized on the first round, when user features are seen
-            self.mlp = None
-            if max_covariance_gb <= 0:
-                raise UserError("max_covariance_gb must be positive")
+        elif max_covariance_gb <= 0:  # NeuA+U: the input [x_arm ; x_user] is sized when user features are seen
+            raise UserError("max_covariance_gb must be positive")
 
     def _build(self, input_dim: int) -> None:
-        self.mlp = MLP(input_dim, **self.network)
+        self.mlp, self.input_dim = MLP(input_dim, **self.network), input_dim
         n_models = self.n_users if self.per_user else 1
-        self.theta0 = torch.stack([self.mlp.init(self.generator, self.device) for _ in range(n_models)])
+        inits = [torch.stack([self.mlp.init(g, self.device) for _ in range(n_models)]) for g in self.generators]
+        self.theta0 = torch.stack(inits)  # [M, networks, p]
         self.theta = self.theta0.clone()
-        width = self.mlp.width
-        self.Z = (
-            DiagonalCovariance(n_models, self.mlp.p, self.lam, width, self.device)
-            if self.covariance == "diagonal"
-            else FullCovariance(n_models, self.mlp.p, self.lam, width, self.device, self.max_covariance_gb)
-        )
-        self.history = History(n_models, input_dim, self.device)
-        self.trained_counts = torch.zeros(n_models, dtype=torch.long, device=self.device)
+        Z = (self.lam, n_models, self.mlp.p, self.mlp.width, self.device)
+        self.Z = DiagonalCovariance(*Z) if self.covariance == "diagonal" else FullCovariance(*Z, self.max_covariance_gb)
+        self.histories = [History(n_models, input_dim, self.device) for _ in self.members]
+        self.trained_counts = torch.zeros(len(self.members), n_models, dtype=torch.long, device=self.device)
 
-    def load_state_dict(self, state) -> None:
-        if state.get("mlp") is not None and self.mlp is None:  # NeuA+U built on its first round: build, then fill
-            self._build(state["mlp"]["dim"])
-        super().load_state_dict(state)
+    def load_member_state_dict(self, m, state) -> None:
+        if state.get("input_dim") is not None and self.mlp is None:  # NeuA+U built on its first round: build, fill
+            self._build(state["input_dim"])
+        super().load_member_state_dict(m, state)
 
-    def _model(self, user: int) -> int:
-        return user if self.per_user else 0
+    def _models(self, served: np.ndarray) -> np.ndarray:
+        """The network each member's served user plays with [M]."""
+        return served if self.per_user else np.zeros_like(served)
 
-    def _inputs(self, view, arms: np.ndarray) -> torch.Tensor:
-        """The arms as the history stores them: x [K, d], or in block mode each arm's own block [K, b]."""
+    def _inputs(self, views, arms: np.ndarray) -> torch.Tensor:
+        """The arms as the histories store them: x [M, K, d], or in block mode each arm's own block [M, K, b]."""
         if self.block is None:
-            self._start_blocks(view)
+            self._start_blocks(views[0])
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.block is not None:
             return arm_blocks(x, self.block)
         if self.user_features:
-            if view.user_features is None:
+            if any(view.user_features is None for view in views):
                 raise UserError(
                     "neu-au needs user features, and this protocol gives none (the M-CNB paper runs "
                     "NeuA+U only on MovieLens and Yelp); use neuucb-one here"
                 )
+            u = torch.tensor(np.array([view.user_features for view in views]), dtype=torch.float32, device=self.device)
             if self.mlp is None:
-                self._build(x.shape[1] + len(view.user_features))
-            u = torch.as_tensor(view.user_features, dtype=torch.float32, device=self.device)
-            x = torch.cat([x, u.expand(x.shape[0], -1)], dim=1)
+                self._build(x.shape[-1] + u.shape[-1])
+            x = torch.cat([x, u[:, None, :].expand(-1, x.shape[1], -1)], dim=-1)
         return x
 
     def _start_blocks(self, view) -> None:
         """Block mode (``neural.start_blocks``), for the settings whose computations have a per-block form: default
         training, diagonal Z, closed-form gradients, no user features."""
-        closed = self.covariance == "diagonal" and self.network["gradients"] == "closed"
-        if closed and not (self.user_features or self.code_training):
-            self.block, self.history = start_blocks(self, view, self.history)
+        if self.batched and not (self.user_features or self.code_training):
+            for m, history in enumerate(self.histories):
+                self.block, self.histories[m] = start_blocks(self, view, history)
 
-    def select(self, view, budget):
-        x, arms, ucb = self._ucb(view)
-        chosen = int(torch.argmax(ucb))
-        self._g_chosen, self._x, self._arm = arms.row(chosen), x[chosen], chosen
-        return chosen
+    def select(self, views, budgets):
+        models, x, ucb, gradients_of = self._ucb(views)
+        chosen = torch.argmax(ucb, dim=-1)
+        self._picked = models, gradients_of(chosen), x[torch.arange(len(x)), chosen]
+        return chosen.tolist()
 
-    def scores(self, view) -> torch.Tensor:
-        """The upper confidence bound of every arm of the round, of which ``select`` plays the largest."""
-        return self._ucb(view)[2]
+    def scores(self, views) -> torch.Tensor:
+        """The upper confidence bound of every member's arms [M, K], of which ``select`` plays the largest."""
+        return self._ucb(views)[2]
 
-    def _ucb(self, view):
-        """The round's inputs x, f and g of every arm (one forward and backward pass) and their UCB (Alg. 1 line 7)."""
-        model = self._model(view.user)
-        x = self._inputs(view, view.arms[:])
-        arms = ArmGradients(self.mlp, self.theta[model], arm_inputs(x, self.block))
-        return x, arms, arms.f.double() + self.nu * self.Z.widths(model, arms)
+    def _ucb(self, views):
+        """Every member's network, its inputs x [M, K, ·] and their UCB [M, K] (Alg. 1 line 7), f and g from one forward
+        and backward pass (of the group, or member by member), and the gradients of given arms [M] → [M, p]."""
+        arms, served = self.read_arms(views)
+        models = self._models(served)
+        x = self._inputs(views, arms)
+        if self.batched:
+            at = self.at(models)
+            g = ArmGradients(self.mlp, self.theta[at], arm_inputs(x, self.block))
+            f, widths, gradients_of = g.f, self.Z.widths(at, g), g.picked
+        else:  # the full Z and autograd's gradients, member by member
+            each = [ArmGradients(self.mlp, self.theta[m, model], x[m]) for m, model in zip(self.members, models)]
+            f = torch.stack([g.f for g in each])
+            widths = torch.stack([self.Z.widths((m, model), g) for m, model, g in zip(self.members, models, each)])
 
-    def update(self, view, chosen, reward):
-        self._observe(view, reward)
-        if is_training_round(view.t, self.schedule):
-            self._train(view.user)
+            def gradients_of(chosen):
+                return torch.stack([g.row(arm) for g, arm in zip(each, chosen.tolist())])
 
-    def _observe(self, view, reward) -> None:
-        model = self._model(view.user)
-        self.Z.update(model, self._g_chosen)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
-        self.history.add(model, self._x, reward, block=self._arm)
+        nu = torch.as_tensor(self.nu, device=self.device)[:, None]
+        return models, x, f.double() + nu * widths, gradients_of
 
-    def _train(self, user: int) -> None:
-        if self.code_training:
-            self._train_code(user)
+    def update(self, views, chosen, rewards):
+        models, g, x = self._picked
+        self.Z.update(self.at(models), g)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
+        for history, model, x_m, reward, arm in zip(self.histories, models.tolist(), x, rewards, chosen):
+            history.add(model, x_m, reward, block=arm)
+        if not is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             return
-        job = self._training_job(user)
-        if job is not None:
-            self._trained(job, *train_jobs(self.mlp, [job], lr=self.lr))
+        if self.code_training:
+            self._train_code(models.tolist())
+            return
+        jobs = [self._training_job(m, model) for m, model in zip(self.members, models.tolist())]
+        for m, job, theta in zip(self.members, jobs, train_jobs(self.mlp, jobs, lr=self.lr)):
+            if job is not None:
+                self.theta[m, job.models] = theta
+                self.trained_counts[m, job.models] = self.histories[m].counts[job.models]
 
-    def _training_job(self, user: int) -> TrainingJob | None:
-        """Alg. 1 line 11 for the networks to train (all that saw new samples, or the served user's only)."""
-        counts = self.history.counts
+    def _training_job(self, m: int, model: int) -> TrainingJob | None:
+        """Alg. 1 line 11 for member m's networks to train (all that saw new samples, or the served user's only)."""
+        history = self.histories[m]
+        counts = history.counts
         if self.train_served_only:
-            models = torch.tensor([self._model(user)], device=self.device)
+            models = torch.tensor([model], device=self.device)
         else:
-            models = torch.nonzero(counts > self.trained_counts).flatten()
+            models = torch.nonzero(counts > self.trained_counts[m]).flatten()
         if len(models) == 0:
             return None
-        scale = self.mlp.width * self.lam / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
-        rows = self.history.minibatch_rows(models, self.batch_size, self.generator, self.train_steps)
-        return TrainingJob(self.theta[models], rows, self.history, anchor=(scale, self.theta0[models]), models=models)
+        scale = self.mlp.width * float(self.lam[m]) / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
+        rows = history.minibatch_rows(models, self.batch_size, self.generators[m], self.train_steps)
+        theta, theta0 = self.theta[m], self.theta0[m]
+        return TrainingJob(theta[models], rows, history, anchor=(scale, theta0[models]), models=models)
 
-    def _train_code(self, user: int) -> None:
-        self._train_code_each([self], [user])
-
-    @staticmethod
-    def _train_code_each(policies: list[NeuralUCB], users: list[int]) -> None:
-        """The authors' loop (``code_training``) on each policy's served network, the networks stacked in one loop
+    def _train_code(self, models: list[int]) -> None:
+        """The authors' loop (``code_training``) on every member's served network, the networks stacked in one loop
         (``neural.train_passes_each``)."""
-        models = [policy._model(user) for policy, user in zip(policies, users)]
         trained = train_passes_each(
-            policies[0].mlp,
-            torch.stack([policy.theta[model] for policy, model in zip(policies, models)]),
-            [policy.history.of(model) for policy, model in zip(policies, models)],
-            [policy.generator for policy in policies],
-            lr=policies[0].lr,
+            self.mlp,
+            torch.stack([self.theta[m, model] for m, model in zip(self.members, models)]),
+            [history.of(model) for history, model in zip(self.histories, models)],
+            self.generators,
+            lr=self.lr,
             optimiser="sgd",
             max_steps=500,
         )
-        for policy, model, theta in zip(policies, models, trained):
-            policy.theta[model] = theta
-            policy.trained_counts[model] = policy.history.counts[model]
+        for m, model, theta in zip(self.members, models, trained):
+            self.theta[m, model] = theta
+            self.trained_counts[m, model] = self.histories[m].counts[model]
 
-    def _trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
-        self.theta[job.models] = theta
-        self.trained_counts[job.models] = self.history.counts[job.models]
-
-    @classmethod
-    def lockstep(cls, policies):
-        return NeuralUCBLockstep(policies)
-
-    def clusters(self):
+    def clusters(self, m):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
-
-
-class NeuralUCBLockstep(TrainingLockstep):
-    """NeuralUCB's members in lockstep (seeds, and grid cells of ν and λ): every member's arms scored by one forward
-    and backward pass (their networks stacked [S, p]), and on a training round (the schedule depends on t only)
-    every member's networks trained by one Adam call (with ``code_training``, the authors' loops as one loop). Each
-    member keeps its own Z, history and generator, so the choices are those of the members run one by one, up to
-    the rounding of batched matrix products."""
-
-    def __init__(self, policies: list[NeuralUCB]):
-        super().__init__(policies)
-        first = policies[0]
-        # one pass for all members where the width has the closed form; otherwise select member by member
-        self.batched = first.covariance == "diagonal" and first.network["gradients"] == "closed"
-        self.nu = torch.tensor([policy.nu for policy in policies], dtype=torch.float64, device=first.device)[:, None]
-
-    def select(self, views, budgets):
-        if not self.batched:
-            return super().select(views, budgets)
-        policies = self.policies
-        first = policies[0]
-        models = [policy._model(view.user) for policy, view in zip(policies, views)]
-        x = torch.stack([policy._inputs(view, view.arms[:]) for policy, view in zip(policies, views)])
-        theta = torch.stack([policy.theta[model] for policy, model in zip(policies, models)])
-        arms = ArmGradients(first.mlp, theta, arm_inputs(x, first.block))
-        inverse = torch.stack([policy.Z.Z[model] for policy, model in zip(policies, models)]).reciprocal()
-        ucb = arms.f.double() + self.nu * arms.weighted_squares(inverse).div(first.Z.m).sqrt()
-        chosen = torch.argmax(ucb, dim=-1)
-        gradients = arms.picked(chosen)
-        for i, (policy, arm) in enumerate(zip(policies, chosen.tolist())):
-            policy._g_chosen, policy._x, policy._arm = gradients[i], x[i, arm], arm
-        return chosen.tolist()
-
-    def train_together(self, views) -> None:
-        policies = self.policies
-        jobs = [policy._training_job(view.user) for policy, view in zip(policies, views)]
-        for policy, job, theta in zip(policies, jobs, train_jobs(policies[0].mlp, jobs, lr=policies[0].lr)):
-            if job is not None:
-                policy._trained(job, theta)

@@ -188,6 +188,13 @@ def restore_member(current: Any, m: int, saved: Any, members: int) -> Any:
     """The value to hold after writing member m's ``saved`` share into ``current`` (a group of ``members``)."""
     if isinstance(current, np.ndarray) and current.ndim:
         return restore_row(current, m, np.asarray(saved))
+    torch = torch_or_none()
+    if torch is not None and isinstance(current, torch.Tensor) and current.dim():
+        if current.shape[1:] != saved.shape or current.dtype != saved.dtype:
+            raise ValueError(f"a member's {saved.dtype}{list(saved.shape)} where {current.dtype}{list(current.shape)}")
+        with torch.no_grad():
+            current[m] = saved
+        return current
     if current is None and isinstance(saved, np.ndarray):  # built later in a fresh group: every member's rows
         return restore_row(np.zeros((members, *saved.shape), saved.dtype), m, saved)
     if isinstance(current, list):

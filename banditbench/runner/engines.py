@@ -4,8 +4,8 @@ engine chooses group sizes, nothing else: one policy object holds every member o
 - ``units`` (the default): every unit alone, a group of one, the engine the golden digests pin.
 - ``lockstep``: the units of one configuration that differ only by seed, or also by the hyper-parameters the policy
   keeps per member (``member_params``: a tuning grid over them), run as one group, round by round together
-  (runner/unit.py ``run_group``), for the algorithms that do their members' work together
-  (``AlgorithmSpec.batches_members``); other algorithms' units still run alone. A group is one task of the
+  (runner/unit.py ``run_group``), for the algorithms whose policy holds every member (``MemberPolicy``,
+  ``AlgorithmSpec.takes_members``); other algorithms' units still run alone. A group is one task of the
   executor, so each set is split into one group per worker (where it has members enough).
 
 Lockstep is opt-in: a batched matrix product may round differently from the same product alone, so a unit's shard
@@ -49,7 +49,7 @@ def configuration(unit: Unit, varying: tuple[str, ...] = ()) -> tuple:
 
 def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[Unit]]:
     """The executor's tasks, in the units' order: one unit each, or with ``lockstep`` the members of one
-    configuration of an algorithm that batches its members together (its seeds, and its cells of ``member_params``),
+    configuration of an algorithm whose policy holds every member (its seeds, and its cells of ``member_params``),
     each such set split into ``workers`` near-equal groups where it has members enough, so that no worker waits
     alone on one large group while the others are idle."""
     if check_engine(engine) == "units":
@@ -58,7 +58,7 @@ def group_units(units: list[Unit], engine: str, workers: int = 1) -> list[list[U
     for unit in units:
         spec = ALGORITHMS.get(unit.algorithm)
         logged = getattr(PROTOCOLS.get(unit.protocol), "logged", False)  # members would skip different events
-        batched = spec is not None and spec.batches_members and not logged
+        batched = spec is not None and spec.takes_members and not logged
         key = configuration(unit, spec.policy.member_params) if batched else (unit.id,)
         sets.setdefault(key, []).append(unit)
     groups = []

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from banditbench.algos import ALGORITHMS
-from banditbench.algos.base import Lockstep, MemberPolicy, Policy
+from banditbench.algos.base import MemberPolicy, Policy
 from banditbench.data import PreparedDataset
 from banditbench.envs import PROTOCOLS, Budget
 from banditbench.envs.round import Rounds, RoundViews
@@ -193,20 +193,20 @@ class Lane:
 
 class UnitPolicies:
     """The members of a group whose policy is written for one unit (``Policy``: plug-ins, slates, the random policy,
-    the oracle, the neural family until it takes the member axis), one policy object per member, behind the member
-    contract of ``MemberPolicy``: the group's ``Policy.lockstep`` steps them one by one, or batches their work."""
+    the oracle), one policy object per member, behind the member contract of ``MemberPolicy``: each member's policy
+    takes its own view of the round, one after the other."""
 
     def __init__(self, policies: list[Policy]):
         self.policies = policies
         first = type(policies[0])
-        self.group = first.lockstep(policies) if len(policies) > 1 else Lockstep(policies)
         self.privileged, self.timing_columns = first.privileged, first.timing_columns
 
     def select(self, views, budgets: list[Budget]) -> list:
-        return self.group.select(views, budgets)
+        return [policy.select(view, budget) for policy, view, budget in zip(self.policies, views, budgets)]
 
     def update(self, views, chosen: list, rewards: list) -> None:
-        self.group.update(views, chosen, rewards)
+        for policy, view, arm, reward in zip(self.policies, views, chosen, rewards):
+            policy.update(view, arm, reward)
 
     @property
     def last_timings(self) -> dict[str, list[float]]:
