@@ -372,14 +372,24 @@ def test_a_neural_group_on_block_encoded_rounds_chooses_as_its_members_alone(nam
     seeds = [np.random.SeedSequence(i) for i in range(3)]
     group = spec.build_members(n_users=4, n_arms=4, dim=24, seeds=seeds, params=cells)
     alone = [spec.build(n_users=4, n_arms=4, dim=24, seed=seed, params=p) for seed, p in zip(seeds, cells)]
-    for rnd in _classification(n=600).rounds(rounds):
+    scores = [[] for _ in cells]  # per member: (t, its scores in the group, its scores alone) while they agree
+    parted = [False] * len(cells)
+    for t, rnd in enumerate(_classification(n=600).rounds(rounds)):
         views = [rnd.view(Budget()) for _ in cells]
+        together = group.scores(views)
         chosen = group.select(views, [Budget()] * 3)
         group.update(views, chosen, [float(rnd.rewards[arm]) for arm in chosen])
-        for policy, view, arm in zip(alone, views, chosen):
-            assert policy.select([view], [Budget()]) == [arm]
-            policy.update([view], [arm], [float(rnd.rewards[arm])])
+        for m, (policy, view, arm) in enumerate(zip(alone, views, chosen)):
+            if parted[m]:
+                continue
+            scores[m].append((t, together[m], policy.scores([view])[0]))
+            own = policy.select([view], [Budget()])[0]
+            policy.update([view], [own], [float(rnd.rewards[own])])
+            parted[m] = own != arm
     assert group.block == 6
+    for m in range(len(cells)):  # equal choices, or a first difference of the scores within rounding (tests/ties.py)
+        if parted[m]:
+            assert_first_difference_is_rounding(scores[m])
 
 
 class CrashingCheckpoints(Checkpoints):
@@ -430,7 +440,8 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
     resumed = run_group(group, dataset, checkpoints=Checkpoints(tmp_path, every))
     for unit, before, after in zip(group, uninterrupted, resumed):
         assert table_bytes(before.outcome) == table_bytes(after.outcome)
-        assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
+        if algorithm not in NEURAL:  # the ridge family's stacked products are exact; a network's, tests/ties.py
+            assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
 
 
 @pytest.mark.parametrize(
