@@ -383,6 +383,12 @@ def report_prepared(path: Path) -> None:
         if f"servable_{pools}" in sanity:
             summary += f"; {sanity[f'servable_{pools}']} of the {sanity[pools]} {pools} can serve a round"
     console.print(f"[bold]{path.name}[/] is ready in {path}: {summary}", highlight=False)
+    recognised = manifest.get("parameters", {}).get("recognised", {})
+    if recognised:
+        read = ", ".join(
+            f"{role} from column {recognised[role]!r}" for role in ("user", "item", "reward") if role in recognised
+        )
+        console.print(f"read {read} (--user, --item, --reward name others)", highlight=False)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in manifest.get("warnings", []):
         errors.print(f"warning: {path.name}: {warning}")

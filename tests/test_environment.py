@@ -98,8 +98,8 @@ def test_the_staged_folder_lives_as_long_as_the_environment(tmp_path, monkeypatc
     ("build", "message"),
     [
         (
-            lambda: bb.Environment.from_dataframe(ratings_frame().rename(columns={"reward": "rating"})),
-            "the DataFrame: no column 'reward' (it has: user, item, rating); name yours with --reward",
+            lambda: bb.Environment.from_dataframe(ratings_frame().rename(columns={"reward": "value"})),
+            "the DataFrame: no column 'reward' (it has: user, item, value); name yours with --reward",
         ),
         (
             lambda: bb.Environment.from_dataframe(ratings_frame()),

@@ -159,6 +159,33 @@ def test_cli_requires_name_and_reports_the_sanity_warnings(tmp_path, monkeypatch
     assert code == 0 and "positives per user" in out and "20 groups for 40 users" in out
 
 
+def test_an_export_with_common_column_names_prepares_as_the_same_table_named_the_default_way(
+    tmp_path, monkeypatch, capsys
+):
+    from test_prepare_values import run_cli
+
+    csv, frame = interactions_csv(tmp_path)
+    exported = tmp_path / "ratings.csv"  # MovieLens' names for the same columns
+    frame.rename(columns={"user": "userId", "item": "movieId", "reward": "Rating"}).to_csv(exported, index=False)
+    code, out, err = run_cli(
+        monkeypatch, capsys,
+        "prepare", "interactions", "--source", exported, "--name", "exported", "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "read user from column 'userId', item from column 'movieId', reward from column 'Rating'" in out
+    own.prepare_interactions(tmp_path / "ds", name="named", source=str(csv))
+    ours, theirs = (load_dataset(tmp_path / "ds", name) for name in ("exported", "named"))
+    assert ours.manifest["tables"].keys() == theirs.manifest["tables"].keys()
+    for table in ours.manifest["tables"]:
+        pd.testing.assert_frame_equal(ours.table(table), theirs.table(table))
+    code, _, err = run_cli(
+        monkeypatch, capsys,
+        "prepare", "interactions", "--source", exported, "--name", "x", "--user", "customer",
+        "--data-dir", tmp_path / "ds",
+    )  # fmt: skip
+    assert code == 2 and "no column 'customer'" in err  # a name given is never replaced by a guess
+
+
 def test_run_and_report_repeat_the_datasets_warnings_in_the_manifest_and_the_report_header(tmp_path):
     csv, _ = interactions_csv(tmp_path)
     data, out = tmp_path / "ds", tmp_path / "out"

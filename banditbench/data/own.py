@@ -102,6 +102,28 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
+# What common exports call the user, item and reward columns (MovieLens, Amazon, Yelp, click logs), compared with
+# case, "_", "-" and spaces ignored; read in this order where the default name is absent and no flag names another.
+COLUMN_NAMES = {
+    "user": ("user", "userid", "uid", "customerid", "visitorid", "reviewerid"),
+    "item": ("item", "itemid", "iid", "movieid", "productid", "businessid", "asin", "articleid", "newsid"),
+    "reward": ("reward", "rating", "ratings", "stars", "overall", "score", "click", "clicked", "label"),
+}
+
+
+def recognised_columns(frame: pd.DataFrame, given: dict[str, str]) -> dict[str, str]:
+    """The column each role reads: the name given, or, where the role's default name is given but absent, the first
+    column whose name is a common one for the role (``COLUMN_NAMES``)."""
+    plain = {str(c).lower().replace("_", "").replace("-", "").replace(" ", ""): c for c in frame.columns}
+    found = {}
+    for role, name in given.items():
+        if name == role and name not in frame.columns:
+            found[role] = next((plain[a] for a in COLUMN_NAMES[role] if a in plain), name)
+        else:
+            found[role] = name
+    return found
+
+
 def read_ratings(frame: pd.DataFrame, path: Path, user: str, item: str, reward: str, timestamp: str | None):
     """The user, item, reward (and timestamp) columns as the rating pipeline reads them, each checked."""
     ratings = pd.DataFrame(
@@ -154,6 +176,9 @@ def prepare_interactions(
     frame, path = read_table(source)
     if timestamp is None and "timestamp" in frame.columns:
         timestamp = "timestamp"
+    given = {"user": user, "item": item, "reward": reward}
+    columns = recognised_columns(frame, given)
+    user, item, reward = columns["user"], columns["item"], columns["reward"]
     ratings = read_ratings(frame, path, user, item, reward, timestamp)
     feature_columns = names(item_features)
     for c in feature_columns:
@@ -177,6 +202,8 @@ def prepare_interactions(
         "serve": serve,
         "arms": 10,
     }
+    if columns != given:  # the names read for the defaults, which the prepare command prints
+        parameters["recognised"] = {role: c for role, c in columns.items() if c != given[role]}
     folder = Path(data_dir) / name
     if up_to_date(folder, parameters, force):
         return folder
