@@ -224,13 +224,20 @@ def trained(tmp_path_factory):
     return root
 
 
+def two_policies_run(trained, name):
+    """The run of slate-random and 2-n-greedy on ``name``, made once per test process (tests in other processes
+    each have their own ``trained`` folder)."""
+    out = trained / f"run-{name}"
+    if not (out / "manifest.json").exists():
+        args = ("run", "--dataset", name, "--algos", "slate-random,2-n-greedy", "--data-dir", trained / "ds")
+        done = banditbench(*args, "--out", out, *RUN)
+        assert done.returncode == 0, done.stderr
+    return out
+
+
 @pytest.mark.parametrize("name", ["mind", "movielens-logged"])
 def test_prepare_train_run_two_policies_and_report_ctr(trained, name):
-    out = trained / f"run-{name}"
-    done = banditbench(
-        "run", "--dataset", name, "--algos", "slate-random,2-n-greedy", "--data-dir", trained / "ds", "--out", out, *RUN
-    )
-    assert done.returncode == 0, done.stderr
+    out = two_policies_run(trained, name)
     shard = pq.read_table(out / "shards" / "2-n-greedy-seed0.parquet").to_pandas()
     assert len(shard) == 60 and set(shard.slate_size) == {3}
     slates, clicked = np.stack(shard.slate), np.stack(shard.clicked)
@@ -266,7 +273,7 @@ def test_a_repeated_run_gives_bit_identical_shards(trained):
 
 
 def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(trained):
-    out = trained / "run-mind"
+    out = two_policies_run(trained, "mind")
     meta = pq.read_table(out / "shards" / "slate-random-seed0.parquet").schema.metadata[b"banditbench"]
     assert b'"slate_size": 3' in meta and b'"users": 4' in meta and b'"ctr_optimum": 0.9' in meta
     resumed = banditbench(

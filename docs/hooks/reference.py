@@ -278,6 +278,8 @@ def preset_card(name: str, times: list[str]) -> str:
     exhibits = [exhibit for exhibit in INVENTORY if name in covering(exhibit)]
     lines += ["", "## Exhibits of the paper it judges", ""]
     lines += [f"- {exhibit.name}: {plain(exhibit.shows)}." for exhibit in exhibits] or ["None."]
+    if exhibits:
+        lines += ["", "Paper against here, claim by claim, with each verdict: the [claims scorecard](../../claims.md)."]
     return "\n".join([*lines, ""])
 
 
