@@ -353,6 +353,27 @@ for _suffix, _per_user, _capabilities, _whom in (
         description=f"Bayesian linear regression {_whom}: exact normal-inverse-gamma posterior draws",
     )
 
+# The Showdown's neural Thompson learners: one network (or q) shared by all users, trained as the Showdown's code
+SHOWDOWN2018 = "Riquelme, Tucker & Snoek, ICLR 2018"
+register(
+    "bootrms",
+    ".bootstrap:BootRMS",
+    paper=f"{SHOWDOWN2018} (BootRMS; Osband et al. 2016)",
+    role="baseline",
+    family="neural",
+    capabilities=Capabilities(user_id=False, device=True),
+    description="BootRMS (Riquelme et al. 2018): q bootstrapped networks (Osband et al. 2016), one drawn per round",
+)
+register(
+    "dropout-ts",
+    ".dropout_ts:DropoutTS",
+    paper=f"{SHOWDOWN2018} (Dropout; Gal & Ghahramani 2016)",
+    role="baseline",
+    family="neural",
+    capabilities=Capabilities(user_id=False, device=True),
+    description="Dropout (Riquelme et al. 2018): greedy on one dropout pass (Gal & Ghahramani 2016), keep 0.8",
+)
+
 
 # The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
 # already); a name that stands for several registered variants gets a hint naming each.

@@ -1,0 +1,179 @@
+"""The Showdown's BootRMS and Dropout: bootstrap inclusions and the network played each round against their stated
+probabilities, each network trained on its own samples only, dropout masks and the masked greedy choice, the
+optimiser's steps and rates, reproducibility by seed, and a group of members against its members alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from test_domains import resolve
+from test_thompson import K, W, block_round, group_of, play, random_rounds
+from ties import assert_first_difference_is_rounding
+
+from banditbench.algos import showdown_network
+from banditbench.algos.rmsprop import rmsprop_step
+from banditbench.algos.showdown_network import forward
+from banditbench.envs.round import Budget
+from banditbench.errors import UserError
+
+PROBLEM = {"n_users": 1, "n_arms": K, "dim": K * W}
+NO_TRAINING = {"training_freq": 10**6}
+SHORT_TRAINING = {"training_freq": 20, "train_steps": 5, "batch_size": 16}
+
+
+def played(name: str, params: dict, rounds: int = 60, seed: int = 0):
+    policy = group_of(name, [params], [seed], **PROBLEM)
+    play(policy, random_rounds(rounds))
+    return policy
+
+
+def test_each_sample_joins_each_networks_data_with_probability_p():
+    policy = played("bootrms", {"q": 5, "p": 0.7, **NO_TRAINING}, rounds=400)
+    included = policy.included[0, : policy.rounds].numpy()
+    assert included[0].all()  # the first sample joins every network, as the Showdown's code
+    kept, n = int(included[1:].sum()), included[1:].size
+    assert stats.binomtest(kept, n, 0.7).pvalue > 1e-3
+    assert stats.binomtest(kept, n, 0.95).pvalue < 1e-3  # another p is told apart
+
+
+def test_each_network_trains_on_its_own_samples_only():
+    policy = played("bootrms", {"q": 3, "batch_size": 64, "train_steps": 3, **NO_TRAINING})
+    policy.included[0, :, 1] = False  # network 1 keeps nothing
+    policy.included[0, : policy.rounds, 2] = torch.arange(policy.rounds) % 3 == 0  # network 2 every third sample
+    rows = policy.minibatch_rows()[:, 0]  # [steps, q, batch]
+    assert (rows[:, 2] % 3 == 0).all()
+    assert policy.included[0, rows[:, 0], 0].all()
+    before = policy.theta.clone()
+    policy._train()
+    assert torch.equal(policy.theta[0, 1], before[0, 1])  # stays at its initialisation
+    assert not torch.equal(policy.theta[0, 0], before[0, 0]) and not torch.equal(policy.theta[0, 2], before[0, 2])
+
+
+def test_the_network_played_is_uniform_over_the_q_networks_and_its_greedy_scores_are_played():
+    policy = played("bootrms", {"q": 4}, rounds=60)  # trained once after round 50
+    counts = np.bincount([int(policy.draw_networks()[0]) for _ in range(4000)], minlength=4)
+    assert stats.chisquare(counts).pvalue > 1e-3
+    assert stats.chisquare(counts, [1600, 800, 800, 800]).pvalue < 1e-3
+    view = random_rounds(1, seed=9)[0].view(Budget())
+    x = torch.tensor(view.arms[:], dtype=torch.float32)[None]
+    each = [forward(policy.mlp, policy.theta[:, j], x)[0] for j in range(4)]
+    for _ in range(20):  # every draw is one network's scores
+        scores = policy.scores([view])[0]
+        assert sum(torch.equal(scores, f) for f in each) == 1
+    assert not all(torch.equal(each[0], f) for f in each[1:])  # the bootstraps made the networks differ
+
+
+def test_dropout_keeps_units_with_probability_keep_prob_scaled_by_its_inverse():
+    policy = group_of("dropout-ts", [{}], [0], **PROBLEM)
+    (mask,) = policy.dropout_masks((1000,))
+    assert torch.equal(torch.unique(mask), torch.tensor([0.0, 1.0]) / torch.tensor(0.8))
+    kept = int((mask > 0).sum())
+    assert stats.binomtest(kept, mask.numel(), 0.8).pvalue > 1e-3
+    assert stats.binomtest(kept, mask.numel(), 0.9).pvalue < 1e-3
+
+
+@pytest.mark.parametrize("keep_prob", [0.8, 1.0])
+def test_dropout_plays_the_greedy_arm_of_one_masked_pass(keep_prob):
+    policy = played("dropout-ts", {"keep_prob": keep_prob, "training_freq": 20, "train_steps": 20})
+    view = random_rounds(1, seed=9)[0].view(Budget())
+    x = torch.tensor(view.arms[:], dtype=torch.float32)[None]
+    state = policy.generators[0].get_state()
+    scores = policy.scores([view])
+    policy.generators[0].set_state(state)
+    np.testing.assert_array_equal(scores, forward(policy.mlp, policy.theta[:, 0], x, policy.dropout_masks((1,))))
+    plain = forward(policy.mlp, policy.theta[:, 0], x)
+    assert torch.equal(scores, plain) == (keep_prob == 1.0)  # keep 1 is the greedy network; 0.8 another pass
+
+
+def test_rmsprop_steps_as_tensorflow_1_from_a_mean_square_of_ones():
+    theta, g, s = torch.tensor([1.0, -2.0]), torch.tensor([0.5, 3.0]), torch.ones(2)
+    rmsprop_step(theta, g, s, lr=0.1)
+    np.testing.assert_allclose(s, 0.9 + 0.1 * np.array([0.25, 9.0]), rtol=1e-6)
+    np.testing.assert_allclose(theta, [1.0, -2.0] - 0.1 * np.array([0.5, 3.0]) / np.sqrt(s.numpy()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_the_rate_decays_with_the_steps_of_a_training_or_of_all_of_them(reset, monkeypatch):
+    rates, clipped = [], []
+
+    def recording(theta, gradient, mean_square, lr):
+        rates.append(lr)
+        clipped.append(float(gradient.norm(dim=-1).max()))
+        rmsprop_step(theta, gradient, mean_square, lr)
+
+    monkeypatch.setattr(showdown_network, "rmsprop_step", recording)
+    played("dropout-ts", {"lr_reset": reset, "max_grad_norm": 0.01, **SHORT_TRAINING}, rounds=40)
+    steps = np.r_[0:5, 0:5] if reset else np.arange(10)
+    np.testing.assert_allclose(rates, 0.1 / (1 + 0.5 * steps))
+    assert max(clipped) <= 0.01 * (1 + 1e-5)  # every gradient clipped to its global norm
+
+
+@pytest.mark.parametrize("name", ["bootrms", "dropout-ts"])
+def test_choices_are_reproducible_by_seed_and_differ_between_seeds(name):
+    def choices(seed):
+        return play(group_of(name, [SHORT_TRAINING], [seed], **PROBLEM), random_rounds(80))
+
+    assert choices(3) == choices(3)
+    assert choices(3) != choices(4)
+
+
+def test_the_first_rounds_play_every_arm_in_turn():
+    assert play(group_of("bootrms", [{}], [0], **PROBLEM), random_rounds(2 * K))[: 2 * K] == [0, 1, 2, 0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("bootrms", [{"p": 0.9}, {"p": 0.5}, {"p": 0.5}]),
+        ("dropout-ts", [{"keep_prob": 0.8}, {"keep_prob": 0.5}, {"keep_prob": 1.0}]),
+    ],
+)
+def test_a_group_chooses_as_its_members_alone(name, params):
+    """Equal choices, or a first difference of the scores within rounding (tests/ties.py)."""
+    seeds = [0, 1, 2]
+    params = [{**SHORT_TRAINING, **p} for p in params]
+    group = group_of(name, params, seeds, **PROBLEM)
+    alone = [group_of(name, [p], [s], **PROBLEM) for p, s in zip(params, seeds)]
+    streams = [random_rounds(100, block_round, seed=10 + m) for m in range(3)]
+    pairs, parted = [[] for _ in seeds], [False] * 3
+    for t in range(100):
+        rounds = [stream[t] for stream in streams]
+        views = [rnd.view(Budget()) for rnd in rounds]
+        states = [g.get_state() for g in group.generators]
+        together = group.scores(views) if t >= 2 * K else None
+        for g, state in zip(group.generators, states):  # select draws the same numbers again
+            g.set_state(state)
+        chosen = group.select(views, [Budget()] * 3)
+        group.update(views, chosen, [float(rnd.rewards[arm]) for rnd, arm in zip(rounds, chosen)])
+        for m, (policy, view, rnd, arm) in enumerate(zip(alone, views, rounds, chosen)):
+            if parted[m]:
+                continue
+            if together is not None:
+                state = policy.generators[0].get_state()
+                pairs[m].append((t, together[m], policy.scores([view])[0]))
+                policy.generators[0].set_state(state)
+            own = policy.select([view], [Budget()])[0]
+            policy.update([view], [own], [float(rnd.rewards[own])])
+            parted[m] = own != arm
+    for m, policy in enumerate(alone):
+        if parted[m]:
+            assert_first_difference_is_rounding(pairs[m])
+        else:
+            torch.testing.assert_close(group.theta[m], policy.theta[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("bootrms.p=1.5", "p must be a finite real number in (0, 1]"),
+        ("bootrms.q=0", "q must be an integer ≥ 1"),
+        ("dropout-ts.keep_prob=0", "keep_prob must be a finite real number in (0, 1]"),
+        ("dropout-ts.lr=-0.1", "lr must be a finite real number > 0"),
+    ],
+)
+def test_bad_hyper_parameters_are_refused_in_one_line(text, message):
+    with pytest.raises(UserError) as refused:
+        resolve(text)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
