@@ -79,6 +79,8 @@ ONE_ARM = [
     "neurallinear",
     "metaban",
     "mcnb",
+    "bootrms",
+    "dropout-ts",
 ]
 SLATE = [
     "slate-random",
