@@ -81,6 +81,7 @@ ONE_ARM = [
     "mcnb",
     "bootrms",
     "dropout-ts",
+    "paramnoise",
 ]
 SLATE = [
     "slate-random",

@@ -1,6 +1,7 @@
-"""The Showdown's BootRMS and Dropout: bootstrap inclusions and the network played each round against their stated
-probabilities, each network trained on its own samples only, dropout masks and the masked greedy choice, the
-optimiser's steps and rates, reproducibility by seed, and a group of members against its members alone."""
+"""The Showdown's BootRMS, Dropout and ParamNoise: bootstrap inclusions and the network played each round against
+their stated probabilities, each network trained on its own samples only, dropout masks and the masked greedy choice,
+perturbed parameters and their adaptive scale, the optimiser's steps and rates, reproducibility by seed, and a group
+of members against its members alone."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def test_the_rate_decays_with_the_steps_of_a_training_or_of_all_of_them(reset, m
     assert max(clipped) <= 0.01 * (1 + 1e-5)  # every gradient clipped to its global norm
 
 
-@pytest.mark.parametrize("name", ["bootrms", "dropout-ts"])
+@pytest.mark.parametrize("name", ["bootrms", "dropout-ts", "paramnoise"])
 def test_choices_are_reproducible_by_seed_and_differ_between_seeds(name):
     def choices(seed):
         return play(group_of(name, [SHORT_TRAINING], [seed], **PROBLEM), random_rounds(80))
@@ -128,6 +129,7 @@ def test_the_first_rounds_play_every_arm_in_turn():
     [
         ("bootrms", [{"p": 0.9}, {"p": 0.5}, {"p": 0.5}]),
         ("dropout-ts", [{"keep_prob": 0.8}, {"keep_prob": 0.5}, {"keep_prob": 1.0}]),
+        ("paramnoise", [{}, {}, {}]),
     ],
 )
 def test_a_group_chooses_as_its_members_alone(name, params):
@@ -177,3 +179,34 @@ def test_bad_hyper_parameters_are_refused_in_one_line(text, message):
     with pytest.raises(UserError) as refused:
         resolve(text)
     assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_paramnoise_plays_the_greedy_arm_of_its_perturbed_parameters():
+    policy = played("paramnoise", {"noise_std": 0.3, **SHORT_TRAINING})
+    view = random_rounds(1, seed=9)[0].view(Budget())
+    x = torch.tensor(view.arms[:], dtype=torch.float32)[None]
+    state = policy.generators[0].get_state()
+    scores = policy.scores([view])
+    policy.generators[0].set_state(state)
+    noise = torch.randn(policy.mlp.p, generator=policy.generators[0])
+    sigma = float(policy.noise_std[0])
+    np.testing.assert_array_equal(scores, forward(policy.mlp, policy.theta[:, 0] + sigma * noise, x))
+    assert not torch.equal(scores, forward(policy.mlp, policy.theta[:, 0], x))
+
+
+@pytest.mark.parametrize("noise_std, grows", [(1e-6, True), (50.0, False)])
+def test_paramnoise_widens_its_noise_while_the_kl_is_below_delta_and_narrows_it_above(noise_std, grows):
+    policy = played("paramnoise", {"noise_std": noise_std, **NO_TRAINING})
+    policy._adapt_noise()
+    np.testing.assert_allclose(policy.noise_std, noise_std * 1.01 if grows else noise_std / 1.01)
+    np.testing.assert_allclose(policy.eps, 0.1 * 0.99)
+
+
+def test_paramnoise_keeps_a_uniform_sample_of_past_rounds():
+    policy = group_of("paramnoise", [{"kl_samples": 40, **NO_TRAINING}] * 5, list(range(5)), **PROBLEM)
+    for t in range(1000):
+        policy._keep_arms(torch.full((5, K, K * W), float(t)))
+    kept = policy.reservoir[:, :, 0, 0].flatten().numpy()
+    assert len(set(kept[:40])) == 40 and policy.offered.all()
+    assert stats.kstest(kept, stats.randint(0, 1000).cdf).pvalue > 1e-3
+    assert stats.kstest(kept, stats.randint(500, 1000).cdf).pvalue < 1e-3  # the later rounds alone are told apart

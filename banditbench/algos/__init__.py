@@ -373,6 +373,15 @@ register(
     capabilities=Capabilities(user_id=False, device=True),
     description="Dropout (Riquelme et al. 2018): greedy on one dropout pass (Gal & Ghahramani 2016), keep 0.8",
 )
+register(
+    "paramnoise",
+    ".paramnoise:ParamNoise",
+    paper=f"{SHOWDOWN2018} (ParamNoise; Plappert et al. 2018)",
+    role="baseline",
+    family="neural",
+    capabilities=Capabilities(user_id=False, device=True),
+    description="ParamNoise (Riquelme et al. 2018): greedy on a perturbed network, adaptive σ (Plappert et al. 2018)",
+)
 
 
 # The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
