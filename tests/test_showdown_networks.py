@@ -14,8 +14,9 @@ from test_thompson import K, W, block_round, group_of, play, random_rounds
 from ties import assert_first_difference_is_rounding
 
 from banditbench.algos import showdown_network
+from banditbench.algos.neural import MLP, autograd_gradient
 from banditbench.algos.rmsprop import rmsprop_step
-from banditbench.algos.showdown_network import forward
+from banditbench.algos.showdown_network import forward, gradient, uniform_init
 from banditbench.envs.round import Budget
 from banditbench.errors import UserError
 
@@ -86,6 +87,23 @@ def test_dropout_plays_the_greedy_arm_of_one_masked_pass(keep_prob):
     np.testing.assert_array_equal(scores, forward(policy.mlp, policy.theta[:, 0], x, policy.dropout_masks((1,))))
     plain = forward(policy.mlp, policy.theta[:, 0], x)
     assert torch.equal(scores, plain) == (keep_prob == 1.0)  # keep 1 is the greedy network; 0.8 another pass
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("dropout", [False, True])
+def test_the_closed_form_gradient_is_autograds_with_and_without_dropout(depth, dropout):
+    mlp = MLP(5, 7, depth, bias=True, gradients="batched")
+    generator = torch.Generator().manual_seed(0)
+    theta = torch.stack([uniform_init(mlp, generator, 0.5, torch.device("cpu")) for _ in range(3)])
+    x, r = torch.randn(3, 11, 5, generator=generator), torch.randn(3, 11, generator=generator)
+    masks = [(torch.rand(3, 11, 7, generator=generator) < 0.6) / 0.6 for _ in range(depth - 1)] if dropout else None
+    f, g = gradient(mlp, theta, x, masks, lambda f: 2 * (f - r) / 11)
+    f_ref, g_ref = autograd_gradient(
+        lambda th, inputs: forward(mlp, th, inputs, masks), theta, x, lambda f: 2 * (f - r) / 11
+    )
+    torch.testing.assert_close(f, f_ref)
+    torch.testing.assert_close(g, g_ref)
+    assert g[:, -1].abs().min() > 0  # the output bias's gradient is the residuals' sum, never zero here
 
 
 def test_rmsprop_steps_as_tensorflow_1_from_a_mean_square_of_ones():

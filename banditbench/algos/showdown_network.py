@@ -25,7 +25,7 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import DEVICES, MLP, autograd_gradient, resolve_device, torch_generator
+from banditbench.algos.neural import DEVICES, MLP, resolve_device, torch_generator
 from banditbench.algos.rmsprop import rmsprop_step
 
 PROBABILITY_ONE = d.real(0, 1, low_open=True)  # inclusion and keep probabilities: (0, 1], 1 keeps everything
@@ -41,6 +41,27 @@ def forward(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks: list[torch.Te
         if masks is not None:
             h = h * masks[layer]
     return MLP.output(layers, [h])
+
+
+def gradient(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
+    """(f, ∇_θ Σ_k c_k f(x_k; θ)), c = ``out_grad(f)``, of ``forward`` by backpropagation in closed form (no
+    autograd graph): θ [N, p], x [N, k, d] → f [N, k], gradient [N, p]. Each
+    hidden unit's gate 1[z > 0]·mask carries δ back through its ReLU and dropout."""
+    layers = mlp.layers(theta)
+    hs, gates = [x], []
+    for layer, (W, b) in enumerate(layers[:-1]):
+        z = hs[-1] @ W.mT + b
+        gates.append((z > 0).float() if masks is None else (z > 0) * masks[layer])
+        hs.append(z * gates[-1])
+    f = MLP.output(layers, hs)
+    delta = out_grad(f)[..., None]  # ∂/∂ of the last layer's output [N, k, 1]
+    result = torch.empty_like(theta)
+    for layer, (W_grad, b_grad) in reversed(list(enumerate(mlp.layers(result)))):
+        W_grad.copy_(delta.mT @ hs[layer])
+        b_grad.copy_(delta.sum(-2, keepdim=True))
+        if layer:
+            delta = (delta @ layers[layer][0]) * gates[layer - 1]
+    return f, result
 
 
 def uniform_init(mlp: MLP, generator: torch.Generator, scale: float, device: torch.device) -> torch.Tensor:
@@ -217,12 +238,9 @@ class ShowdownNetworks(MemberPolicy):
             x, r = self.x[member[:, None], at], self.r[member[:, None], at]
             masks = self.dropout_masks((self.n_networks, self.batch_size))
             masks = None if masks is None else [mask.flatten(0, 1)[trains] for mask in masks]
-            _, gradient = autograd_gradient(
-                lambda th, inputs: forward(self.mlp, th, inputs, masks), theta, x, lambda f: 2 * (f - r) / len(r[0])
-            )
-            norm = gradient.norm(dim=-1, keepdim=True)  # clipped to global norm max_grad_norm, network by network
-            gradient.mul_((self.max_grad_norm / norm).clamp_(max=1.0))
-            rmsprop_step(theta, gradient, mean_square, self.lr / (1 + self.lr_decay * (s + step)))
+            _, g = gradient(self.mlp, theta, x, masks, lambda f: 2 * (f - r) / r.shape[-1])  # of Σ(f − r)² / batch
+            g.mul_((self.max_grad_norm / g.norm(dim=-1, keepdim=True)).clamp_(max=1.0))  # global norm, per network
+            rmsprop_step(theta, g, mean_square, self.lr / (1 + self.lr_decay * (s + step)))
         self.theta.view(-1, self.mlp.p)[trains] = theta
         self.mean_square.view(-1, self.mlp.p)[trains] = mean_square
         self.steps += self.train_steps
