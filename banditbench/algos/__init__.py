@@ -354,35 +354,20 @@ for _suffix, _per_user, _capabilities, _whom in (
     )
 
 # The Showdown's neural Thompson learners: one network (or q) shared by all users, trained as the Showdown's code
-SHOWDOWN2018 = "Riquelme, Tucker & Snoek, ICLR 2018"
-register(
-    "bootrms",
-    ".bootstrap:BootRMS",
-    paper=f"{SHOWDOWN2018} (BootRMS; Osband et al. 2016)",
-    role="baseline",
-    family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
-    description="BootRMS (Riquelme et al. 2018): q bootstrapped networks (Osband et al. 2016), one drawn per round",
-)
-register(
-    "dropout-ts",
-    ".dropout_ts:DropoutTS",
-    paper=f"{SHOWDOWN2018} (Dropout; Gal & Ghahramani 2016)",
-    role="baseline",
-    family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
-    description="Dropout (Riquelme et al. 2018): greedy on one dropout pass (Gal & Ghahramani 2016), keep 0.8",
-)
-register(
-    "paramnoise",
-    ".paramnoise:ParamNoise",
-    paper=f"{SHOWDOWN2018} (ParamNoise; Plappert et al. 2018)",
-    role="baseline",
-    family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
-    description="ParamNoise (Riquelme et al. 2018): greedy on a perturbed network, adaptive σ (Plappert et al. 2018)",
-)
-
+for _name, _policy, _method, _original, _what in (
+    ("bootrms", ".bootstrap:BootRMS", "BootRMS", "Osband et al. 2016", "q bootstrapped networks, one drawn per round"),
+    ("dropout-ts", ".dropout_ts:DropoutTS", "Dropout", "Gal & Ghahramani 2016", "greedy on one dropout pass, keep 0.8"),
+    ("paramnoise", ".paramnoise:ParamNoise", "ParamNoise", "Plappert et al. 2018", "greedy, noisy weights, adaptive σ"),
+):
+    register(
+        _name,
+        _policy,
+        paper=f"Riquelme, Tucker & Snoek, ICLR 2018 ({_method}; {_original})",
+        role="baseline",
+        family="neural",
+        capabilities=Capabilities(user_id=False, device=True),
+        description=f"{_method}: {_what} ({_original})",
+    )
 
 # The papers' names where they differ from the registry's once case and hyphens are ignored (Meta-Ban is metaban
 # already); a name that stands for several registered variants gets a hint naming each.
