@@ -45,8 +45,8 @@ def forward(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks: list[torch.Te
 
 def gradient(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
     """(f, ∇_θ Σ_k c_k f(x_k; θ)), c = ``out_grad(f)``, of ``forward`` by backpropagation in closed form (no
-    autograd graph): θ [N, p], x [N, k, d] → f [N, k], gradient [N, p]. Each
-    hidden unit's gate 1[z > 0]·mask carries δ back through its ReLU and dropout."""
+    autograd graph): θ [N, p], x [N, k, d] → f [N, k], gradient [N, p]. Each hidden unit's gate 1[z > 0]·mask
+    carries δ back through its ReLU and dropout."""
     layers = mlp.layers(theta)
     hs, gates = [x], []
     for layer, (W, b) in enumerate(layers[:-1]):
@@ -54,7 +54,7 @@ def gradient(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks, out_grad) ->
         gates.append((z > 0).float() if masks is None else (z > 0) * masks[layer])
         hs.append(z * gates[-1])
     f = MLP.output(layers, hs)
-    delta = out_grad(f)[..., None]  # ∂/∂ of the last layer's output [N, k, 1]
+    delta = out_grad(f)[..., None]  # δ of the output layer: c [N, k, 1]
     result = torch.empty_like(theta)
     for layer, (W_grad, b_grad) in reversed(list(enumerate(mlp.layers(result)))):
         W_grad.copy_(delta.mT @ hs[layer])
@@ -133,7 +133,7 @@ class ShowdownNetworks(MemberPolicy):
         self.init_scale, self.lr, self.lr_decay, self.lr_reset = init_scale, lr, lr_decay, lr_reset
         self.max_grad_norm, self.train_steps, self.batch_size = max_grad_norm, train_steps, batch_size
         self.training_freq, self.initial_pulls = training_freq, initial_pulls
-        self.mlp = MLP(dim, width, depth, bias=True, gradients="batched")
+        self.mlp = MLP(dim, width, depth, bias=True)  # its shapes and layer views of θ
         self.steps = 0  # the optimiser's steps since the first training (the decay's s without ``lr_reset``)
         self.rounds = 0
 
