@@ -175,7 +175,14 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
     from banditbench import presets
 
     printed = presets.PRESETS["showdown-mushroom"]["printed"]
-    assert {v.algorithm: v.value for v in printed.values} == {"blr-one": 5235 - 4365, "random": 5235 + 4930}
+    assert {v.algorithm: v.value for v in printed.values} == {
+        "blr-one": 5235 - 4365,
+        "dropout-ts": 5235 - 3430,
+        "paramnoise": 5235 - 3270,
+        "bootrms": 5235 - 3050,
+        "random": 5235 + 4930,
+    }
+    assert {"bootrms", "dropout-ts", "paramnoise"} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
     assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
