@@ -147,7 +147,7 @@ def test_the_first_rounds_play_every_arm_in_turn():
     [
         ("bootrms", [{"p": 0.9}, {"p": 0.5}, {"p": 0.5}]),
         ("dropout-ts", [{"keep_prob": 0.8}, {"keep_prob": 0.5}, {"keep_prob": 1.0}]),
-        ("paramnoise", [{}, {}, {}]),
+        ("paramnoise", [{"noise_std": 0.05}, {"noise_std": 0.2}, {"eps": 0.3}]),
     ],
 )
 def test_a_group_chooses_as_its_members_alone(name, params):

@@ -8,8 +8,8 @@ played. σ (``noise_std``, 0.05) adapts after every training, as Plappert et al.
 (one perturbation for the minibatch) is compared with δ = −log(1 − ε + ε/K): σ ← 1.01 σ below it, σ / 1.01 above,
 and then ε ← 0.99 ε (``eps``, 0.1). The Showdown draws the minibatch from all past contexts; a network scoring arm
 vectors needs every arm of those rounds, so each member keeps a uniform sample of ``kl_samples`` past rounds'
-arms (Vitter's reservoir) and the minibatch is drawn from it with replacement: the same distribution once the
-history is shorter than the reservoir, a uniform subsample of it after.
+arms (Vitter's reservoir) and the minibatch is drawn from it with replacement: the same distribution while the
+history is no longer than the reservoir, a uniform subsample of it after.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from banditbench.algos.showdown_network import ShowdownNetworks, forward
 
 
 class ParamNoise(ShowdownNetworks):
-    """One network per member, stacked [M, 1, p], each with its own noise scale σ and ε [M]."""
+    """One network per member, stacked [M, 1, p], each with its own noise scale σ and ε [M] (which may start apart
+    in the members of a group)."""
 
+    member_params = ("noise_std", "eps")
     domains = {"noise_std": d.POSITIVE, "eps": d.PROBABILITY, "kl_samples": d.COUNT}
 
     def __init__(
@@ -74,10 +76,8 @@ class ParamNoise(ShowdownNetworks):
             if self.seen >= size:
                 slot = int(torch.randint(self.seen + 1, (), generator=g, device=self.device))
             if slot < size:
-                self.reservoir[m, slot, :K], self.offered[m, slot] = (
-                    arms[m],
-                    torch.arange(self.n_arms, device=self.device) < K,
-                )
+                self.reservoir[m, slot, :K] = arms[m]
+                self.offered[m, slot] = torch.arange(self.n_arms, device=self.device) < K
         self.seen += 1
 
     def _train(self) -> None:
