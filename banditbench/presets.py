@@ -821,6 +821,7 @@ _showdown_totals = {
 }
 _showdown_neural = "NeuralLinear 4 110, BBB 2 505"
 _SHOWDOWN_README = "deep_contextual_bandits README, mushroom example"
+_SHOWDOWN_NETWORKS = ["bootrms", "dropout-ts", "paramnoise"]
 # both presets: the linear learners and Uniform on 2000 rounds (the README's number of contexts), 10 seeds
 _SHOWDOWN_RUN = {
     "paper": SHOWDOWN,
@@ -834,11 +835,13 @@ preset(
     reproduces="the repository README's mushroom example (2000 contexts, total reward)",
     dataset="showdown-mushroom",
     data={"seed": 0},
-    **{**_SHOWDOWN_RUN, "algos": [*_SHOWDOWN_RUN["algos"], "bootrms", "dropout-ts", "paramnoise"]},
+    **{**_SHOWDOWN_RUN, "algos": [*_SHOWDOWN_RUN["algos"], *_SHOWDOWN_NETWORKS]},
+    grid={f"{name}.lr_reset": False for name in _SHOWDOWN_NETWORKS},  # the decay as the README's run applied it
     notes="eat / don't eat: +5 edible, +5 or −35 (p = ½) poisonous, 0; one linear model per action on the 117 "
     "one-hot attributes; BLR with a₀ = b₀ = 6, λ = 0.25 and 2 initial pulls per action (the README's "
     "LinFullPost); BootRMS, Dropout and ParamNoise with the example's networks (one hidden layer of 50, RMSProp, "
-    "trained every 50 rounds). The README ran one seed on 2000 rows drawn with replacement; we run 10 seeds, each on a "
+    "trained every 50 rounds), their learning rate decaying over all training steps as the README's run did "
+    "(lr_reset=False). The README ran one seed on 2000 rows drawn with replacement; we run 10 seeds, each on a "
     "shuffle of the 8124 rows (our choice).",
     printed=PaperSide(
         "cumulative regret after 2000 rounds (5 235 − total reward)",

@@ -182,7 +182,10 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
         "bootrms": 5235 - 3050,
         "random": 5235 + 4930,
     }
-    assert {"bootrms", "dropout-ts", "paramnoise"} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
+    networks = ("bootrms", "dropout-ts", "paramnoise")
+    assert set(networks) <= set(presets.PRESETS["showdown-mushroom"]["algos"])
+    # the networks' rate decays over all their steps, as in the README's run
+    assert presets.preset_settings("showdown-mushroom")["set"] == {name: {"lr_reset": [False]} for name in networks}
     assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
