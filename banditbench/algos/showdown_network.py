@@ -1,10 +1,12 @@
 """The network every neural learner of the Deep Bayesian Bandits Showdown (Riquelme, Tucker & Snoek, ICLR 2018, §3)
-trains, and its training, shared by BootRMS (banditbench/algos/bootstrap.py) and Dropout (dropout_ts.py).
+trains, and its training, shared by BootRMS (banditbench/algos/bootstrap.py), Dropout (dropout_ts.py) and ParamNoise
+(paramnoise.py).
 
 Network: one hidden layer of 50 ReLU units with biases, weights drawn from U(±0.3) (``init_scale``), biases 0.
 The Showdown's network reads the context and has one output per action; banditbench's arms are context vectors (the
 classification and rewards-table protocols place x in arm a's block of a K·d vector), so here one network scores
-each arm's vector: arm a reads x through the first layer's columns of block a, the Showdown's per-action heads.
+each arm's vector: arm a reads x through the first layer's columns of block a, where the Showdown has a head per
+action (the arms share the hidden biases and the output layer here, the hidden layer there).
 
 Training (the Showdown's code, example settings): every ``training_freq`` = 50 rounds, ``train_steps`` = 100 steps of
 RMSProp (banditbench/algos/rmsprop.py, its state kept from one training to the next) on minibatches of
