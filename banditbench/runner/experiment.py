@@ -285,9 +285,12 @@ def check_algorithm_fits(algo: str, prepared: PreparedDataset, protocol: str, en
     if capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
         topics = prepared.manifest["counts"].get("topics", 0)
         if topics < env.get("slate_size", 0):
-            raise SettingError(
-                f"{algo} recommends one item per topic group, but {prepared.name!r} has {topics} topics "
+            raise SettingError(  # names as values: a template's braces are settings
+                "{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
                 "for a slate of {size}; lower {env} slate_size",
+                algo=algo,
+                dataset=prepared.name,
+                topics=topics,
                 size=env["slate_size"],
             )
 
@@ -326,10 +329,12 @@ def check_state_memory(prepared, environment, algorithms: list[str], resolved) -
         )
         if need > memory:
             raise SettingError(
-                f"{algo} keeps ridge statistics of the {dim:,}-dimensional contexts of {prepared.name!r}: about "
+                "{algo} keeps ridge statistics of the {dim:,}-dimensional contexts of {dataset!r}: about "
                 f"{need / 2**30:,.0f} GiB for one unit, more than this machine's {memory / 2**30:.1f} GiB; "
                 "leave it out of {algos}, or prepare {dataset} in the shift encoding (d + K − 1): "
                 "`banditbench prepare {dataset} --encoding shift`",
+                algo=algo,
+                dim=dim,
                 dataset=prepared.name,
             )
     return state_bytes
