@@ -16,6 +16,7 @@ policy classes (see banditbench/algos/plugins.py for what a plugin class declare
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import shutil
@@ -510,8 +511,6 @@ def run_suite(
     refused: the suite names its datasets.
     Returns the reported members' Results, per member the units that ran and the experiment, the suite and the
     missing members."""
-    from banditbench.suite_run import choose_configurations  # reads results: the report layer, imported when used
-
     hooks = hooks or Hooks()
     if config is not None or preset is not None or prepare_data:
         raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
@@ -524,12 +523,7 @@ def run_suite(
     present, missing = _prepared_members(suite, data_dir, hooks)
     tuning = [m for m in present if m.dataset in suite.tune_on]
     reported = [m for m in present if m.dataset not in suite.tune_on]
-    if suite.tune_on and flags.tune_seeds:
-        raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
-    if suite.tune_on and not tuning:
-        raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
-    if not reported:
-        raise UserError(f"every prepared member of suite {suite.name} is a tuning member; none is left to report")
+    _check_members(suite, flags, tuning, reported, data_dir)
     parent = _suite_folder(suite, flags, default_out)
     if parent is not None and parent.is_dir() and any(parent.iterdir()) and not (parent / SUITE_FILE).is_file():
         raise UserError(f"--out {parent} holds files but no suite's results; choose another --out")
@@ -548,22 +542,41 @@ def run_suite(
                 resume=resume,
                 data_dir=data_dir,
             )
-        write_suite_record(parent, suite, [m.dataset for m in present], missing)
+        record = functools.partial(write_suite_record, parent, suite, [m.dataset for m in present], missing)
+        record()
         write = _writer(parent, data_dir, overwrite, resume, hooks)
-        done, chosen = [], []
-        if tuning:
-            done += [write(part, _folder(parent, m, tuning)) for m, part in zip(tuning, planned)]
-            experiments = [part.experiment for part in planned[: len(tuning)]]
-            chosen = choose_configurations([_folder(parent, m, tuning) for m in tuning], experiments)
-            write_suite_record(parent, suite, [m.dataset for m in present], missing, tuned=chosen)
-            fixed = {t.algorithm: {k: [v] for k, v in t.chosen.items()} for t in chosen}
-            planned[len(tuning) :] = [plan_member(m, fixed) for m in reported]
-        done += [write(part, parent / m.dataset) for m, part in zip(reported, planned[len(tuning) :])]
+        done = _tune_then_report(parent, write, record, plan_member, planned, tuning, reported)
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
     return Results(*[parent / m.dataset for m in reported], temporary=temporary), done, suite, missing
+
+
+def _check_members(suite: Suite, flags: RunSettings, tuning: list[Member], reported: list[Member], data_dir: Path):
+    """Refuse a suite run that cannot tune or has nothing left to report."""
+    if suite.tune_on and flags.tune_seeds:
+        raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
+    if suite.tune_on and not tuning:
+        raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
+    if not reported:
+        raise UserError(f"every prepared member of suite {suite.name} is a tuning member; none is left to report")
+
+
+def _tune_then_report(parent: Path, write, record, plan_member, planned, tuning, reported) -> list[tuple[list, Any]]:
+    """Run the tuning members, fix each tuned algorithm to the cell they choose (recorded in the suite's file), then
+    run the reported members with it; per member, the units that ran and the experiment."""
+    from banditbench.suite_run import choose_configurations  # reads results: the report layer, imported when used
+
+    done = []
+    if tuning:
+        done += [write(part, _folder(parent, m, tuning)) for m, part in zip(tuning, planned)]
+        experiments = [part.experiment for part in planned[: len(tuning)]]
+        chosen = choose_configurations([_folder(parent, m, tuning) for m in tuning], experiments)
+        record(tuned=chosen)
+        fixed = {t.algorithm: {k: [v] for k, v in t.chosen.items()} for t in chosen}
+        planned[len(tuning) :] = [plan_member(m, fixed) for m in reported]
+    return done + [write(part, parent / m.dataset) for m, part in zip(reported, planned[len(tuning) :])]
 
 
 def _prepared_members(suite: Suite, data_dir: Path, hooks: Hooks) -> tuple[list[Member], list[str]]:

@@ -235,8 +235,8 @@ def test_a_run_whose_statistics_cannot_fit_is_refused_before_anything_is_written
         experiment.plan(RunSettings.with_defaults(algos=["neuucb-one", "club"], **settings), data_dir=tmp_path / "ds")
     assert str(error.value) == (
         "club keeps ridge statistics of the 30,720-dimensional contexts of 'cifar10': about 21 GiB for one "
-        "unit, more than this machine's 16.0 GiB; leave it out of --algos, or prepare cifar10 with --encoding "
-        "shift (d + K − 1)"
+        "unit, more than this machine's 16.0 GiB; leave it out of algos, or prepare cifar10 in the shift encoding "
+        "(d + K − 1): `banditbench prepare cifar10 --encoding shift`"
     )
     feasible = RunSettings.with_defaults(algos=["neuucb-one", "mcnb", "neurallinear"], **settings)
     assert experiment.plan(feasible, data_dir=tmp_path / "ds").units
@@ -252,8 +252,8 @@ def test_a_run_whose_units_at_once_cannot_hold_their_statistics_is_refused(tmp_p
     with pytest.raises(UserError) as error:
         experiment.check_sizes(planned, jobs=2)
     assert str(error.value) == (
-        "--jobs 2 runs 2 units at once, whose statistics need about 42.2 GiB together, more than this machine's "
-        "24.0 GiB; lower --jobs"
+        "jobs 2 runs 2 units at once, whose statistics need about 42.2 GiB together, more than this machine's "
+        "24.0 GiB; lower jobs"
     )
 
 

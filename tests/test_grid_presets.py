@@ -299,5 +299,5 @@ def test_algos_narrow_a_preset_and_its_grid_but_a_flag_for_a_dropped_algorithm_i
         1e-2,
         0.1,
     ]
-    with pytest.raises(UserError, match="'club' is not among --algos"):
+    with pytest.raises(UserError, match="'club' is not among algos"):
         grid.resolve(resolve(RunSettings(algos="mcnb", params=["club.alpha=1"]), None, "mcnb-mnist").params, ["mcnb"])

@@ -553,7 +553,7 @@ def test_the_memory_check_counts_every_member_of_the_groups_running_at_once(data
     # room for the per-round columns of 3 units: two units at once fit, two groups of 5 seeds do not
     monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 3)
     experiment.check_sizes(planned, jobs=2, engine="units")
-    with pytest.raises(UserError, match="needs about .* or use --engine units"):
+    with pytest.raises(UserError, match="needs about .* or use engine units"):
         experiment.check_sizes(planned, jobs=2, engine="lockstep")
     monkeypatch.setattr(experiment, "physical_memory", lambda: experiment.BYTES_PER_ROUND * 1000 * 10)
     experiment.check_sizes(planned, jobs=2, engine="lockstep")

@@ -27,7 +27,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.graphs import dense_components
+from banditbench.algos.graphs import cuts_by_member, dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores_each, oful_radius, ridge_bytes, ucb_round
 from banditbench.errors import UserError
 
@@ -196,10 +196,8 @@ class BASS(MemberPolicy):
         if member.size == 0:
             return
         kappa = self.separation(self.at(served), (member, neighbour), member)
-        cut = kappa < 0
-        if cut.any():
-            for m in np.unique(member[cut]).tolist():
-                self._cut(m, int(served[m]), neighbour[cut & (member == m)])
+        for m, cut in cuts_by_member(member, neighbour, kappa < 0):
+            self._cut(m, int(served[m]), cut)
 
     def _cut(self, m: int, i: int, cut: np.ndarray) -> None:
         """Permanent deletion of member m's edges (i, j), j in ``cut``: each agent's samples leave the other's shared

@@ -30,7 +30,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
 from banditbench.algos.blocks import BuiltAtFirstRound, ridge_stats
-from banditbench.algos.graphs import dense_components, initial_graph
+from banditbench.algos.graphs import cuts_by_member, delete_edges, dense_components, initial_graph
 from banditbench.algos.ridge import ConfidenceTable, RidgeStats, distances, ridge_bytes
 
 
@@ -77,7 +77,7 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
         served_pairs_only: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.alpha, self.alpha2, self.ridge = self.per_member(alpha), self.per_member(alpha2), self.per_member(ridge)
+        self.alpha, self.alpha2, self.ridge = map(self.per_member, (alpha, alpha2, ridge))
         self.reference_ucb, self.served_pairs_only = reference_ucb, served_pairs_only
         self.users: RidgeStats | None = None  # built at the first round (blocks.py)
         self.clusters_: RidgeStats | None = None  # one slot per possible cluster
@@ -120,18 +120,10 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
             neighbour = neighbour & (users.count > 0)
         member, j = np.nonzero(neighbour)
         distance = distances(users.theta[member, j], users.theta[i][member])
-        cut = distance > cb[member] + self.cb[member, j]
-        if cut.any():
-            for m in np.unique(member[cut]).tolist():
-                self._cut(m, int(served[m]), j[cut & (member == m)])
-
-    def _cut(self, m: int, i: int, cut: np.ndarray) -> None:
-        """Delete member m's edges (i, j) for j in ``cut``, and re-examine i's component if they may have split it."""
-        graph = self.graph[m]
-        graph[i, cut] = graph[cut, i] = False
-        # a cut can only split i's component if some cut neighbour lost its last 2-path to i (exact shortcut)
-        if not (graph[cut] & graph[i]).any(axis=1).all():
-            self._split(m, np.flatnonzero(self.label[m] == self.label[m, i]))
+        for m, cut in cuts_by_member(member, j, distance > cb[member] + self.cb[member, j]):
+            i = int(served[m])
+            if delete_edges(self.graph[m], i, cut):  # re-examine i's component
+                self._split(m, np.flatnonzero(self.label[m] == self.label[m, i]))
 
     def _split(self, m: int, users: np.ndarray) -> None:
         """Re-label the components of member m's sub-graph on ``users`` and rebuild their pooled statistics."""

@@ -194,15 +194,13 @@ class CMLB(MemberPolicy):
         """Algorithm 3 on every member's individual estimates; fresh cluster OFULs (bandpy: pooled from the users)."""
         labels = [maximal_cluster(theta, self.threshold, self.p_star) for theta in self.individual.theta]
         self.label = np.stack(labels)
-        sizes = [np.bincount(label) for label in labels]
-        self.sizes = np.zeros((len(sizes), max(map(len, sizes))), dtype=np.int64)
-        for row, size in zip(self.sizes, sizes):
-            row[: len(size)] = size
-        self.group = RidgeStats(len(self.members), self.sizes.shape[1], self.dim, self.ridge)
+        most = int(self.label.max()) + 1  # every member's clusters padded to the most of any member
+        self.sizes = np.stack([np.bincount(label, minlength=most) for label in labels])
+        self.group = RidgeStats(len(self.members), most, self.dim, self.ridge)
         if self.bandpy_schedule:
-            for m, size in enumerate(sizes):
-                for c in range(len(size)):
-                    self.group.assign(m, c, *self.individual.pool(m, np.flatnonzero(self.label[m] == c)))
+            for m, label in enumerate(labels):
+                for c in range(label.max() + 1):
+                    self.group.assign(m, c, *self.individual.pool(m, np.flatnonzero(label == c)))
 
     def _select_bandpy(self, views) -> list[int]:
         """α-LinUCB on the user's own samples, then, after the one clustering, on its cluster's pool."""

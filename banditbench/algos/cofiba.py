@@ -58,7 +58,7 @@ import numpy as np
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
 from banditbench.algos.blocks import BuiltAtFirstRound, ridge_stats
-from banditbench.algos.graphs import dense_components, initial_graph
+from banditbench.algos.graphs import cuts_by_member, delete_edges, dense_components, initial_graph
 from banditbench.algos.ridge import (
     RidgeStats,
     club_confidence,
@@ -143,7 +143,7 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
             raise UserError(f"cofiba.new_user_graph must be one of {', '.join(NEW_USER_GRAPH)}, got {new_user_graph!r}")
         if item_pool < 1:
             raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
-        self.alpha, self.alpha2, self.ridge = self.per_member(alpha), self.per_member(alpha2), self.per_member(ridge)
+        self.alpha, self.alpha2, self.ridge = map(self.per_member, (alpha, alpha2, ridge))
         self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
         self.reference_ucb, self.reference_threshold, self.frozen_counts = (
             reference_ucb,
@@ -300,10 +300,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
             return
         rows = np.concatenate((members, member)), np.concatenate((node, z))
         far = self._far(self.predicted[rows], self.spread[rows], served[rows[0]], rows[0], log_t)
-        cut = (far[len(members) :] != far[member]).any(axis=1)
-        if cut.any():
-            for m in np.unique(member[cut]).tolist():
-                self._cut_items(m, int(j[m]), int(node[m]), z[cut & (member == m)])
+        for m, cut in cuts_by_member(member, z, (far[len(members) :] != far[member]).any(axis=1)):
+            self._cut_items(m, int(j[m]), int(node[m]), cut)
 
     def _far(self, predicted, spread, i, member, log_t) -> np.ndarray:
         """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) of row p [P, N], member ``member[p]``'s
@@ -320,9 +318,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
 
     def _cut_users(self, m: int, j: int, i: int, cut: np.ndarray) -> None:
         """Delete member m's edges (i, ℓ), ℓ in ``cut``, of G^U_j; re-examine i's cluster if they may have split it."""
-        graph, slot_of = self.user_graph[m][j], self.slot_of[m, j]
-        graph[i, cut] = graph[cut, i] = False
-        if not (graph[cut] & graph[i]).any(axis=1).all():  # a cut neighbour lost its last 2-path to i
+        slot_of = self.slot_of[m, j]
+        if delete_edges(self.user_graph[m][j], i, cut):
             self._split_users(m, j, np.flatnonzero(slot_of == slot_of[i]), keep=slot_of[i])
 
     def _cut_items(self, m: int, j: int, node: int, cut: np.ndarray) -> None:

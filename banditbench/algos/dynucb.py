@@ -81,8 +81,7 @@ class DynUCB(MemberPolicy):
         if n_clusters < 1:
             raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = self.per_member(alpha), centroid, reference_ucb
-        self.refresh_on_move = refresh_on_move
-        self.bandpy_clock = bandpy_clock
+        self.refresh_on_move, self.bandpy_clock = refresh_on_move, bandpy_clock
         # the users' statistics, then the clusters': cluster c is learner n_users + c
         self.stats = RidgeStats(len(self.members), n_users + n_clusters, dim, self.per_member(ridge), logdet=False)
         self.label = np.stack([rng.integers(n_clusters, size=n_users) for rng in self.rngs])  # [M, N]
@@ -106,9 +105,8 @@ class DynUCB(MemberPolicy):
         if not self.refresh_on_move:
             stats.update(members, N + old, x, reward)
         new = distances(self._centres(), stats.theta[i][:, None]).argmin(axis=1)  # the nearest cluster
-        if (new != old).any():
-            for m in np.flatnonzero(new != old).tolist():
-                self._move(m, int(served[m]), int(old[m]), int(new[m]))
+        for m in np.flatnonzero(new != old).tolist():
+            self._move(m, int(served[m]), int(old[m]), int(new[m]))
 
     def _centres(self) -> np.ndarray:
         """θ_c of every member's clusters [M, K, d]: its ridge estimate, or the mean of its members' θ_u."""

@@ -45,3 +45,16 @@ def initial_graph(m: int, random: bool, rng: np.random.Generator) -> np.ndarray:
     p = min(1.0, 3 * np.log(max(m, 2)) / m)
     upper = np.triu(rng.random((m, m)) < p, k=1)
     return upper | upper.T
+
+
+def delete_edges(graph: np.ndarray, i: int, cut: np.ndarray) -> bool:
+    """Delete the edges (i, j), j in ``cut``, of ``graph`` [n, n]; True when i's component may have split. It cannot
+    have where every cut neighbour keeps a 2-path to i (an exact shortcut past the components search)."""
+    graph[i, cut] = graph[cut, i] = False
+    return not (graph[cut] & graph[i]).any(axis=1).all()
+
+
+def cuts_by_member(member: np.ndarray, j: np.ndarray, cut: np.ndarray):
+    """(m, the j cut for member m) for every member with a cut, from flat pairs (member[p], j[p]) and a mask ``cut``."""
+    for m in np.unique(member[cut]).tolist():
+        yield m, j[cut & (member == m)]

@@ -58,7 +58,7 @@ class LOCB(BuiltAtFirstRound, MemberPolicy):
         reference_ucb: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.gamma, self.alpha, self.ridge = self.per_member(gamma), self.per_member(alpha), self.per_member(ridge)
+        self.gamma, self.alpha, self.ridge = map(self.per_member, (gamma, alpha, ridge))
         self.reference_ucb = reference_ucb
         drawn = [np.unique(rng.choice(n_users, size=num_seeds, replace=True)) for rng in self.rngs]
         L = max(map(len, drawn))

@@ -115,57 +115,75 @@ def restore(current: Any, saved: Any) -> Any:
         current.bit_generator.state = saved
         return current
     torch = torch_or_none()
-    if torch is not None:
-        if isinstance(current, torch.Generator):
-            current.set_state(saved)
-            return current
-        if isinstance(current, (torch.nn.Module, torch.optim.Optimizer)):
-            current.load_state_dict(restore(None, saved))
-            return current
-        if isinstance(current, (torch.device, torch.dtype)):
-            return current
-        if isinstance(saved, torch.Tensor):
-            if isinstance(current, torch.Tensor) and current.shape == saved.shape and current.dtype == saved.dtype:
-                with torch.no_grad():
-                    current.copy_(saved)
-                return current
-            if isinstance(current, torch.Tensor):
-                return saved.to(current.device)
-            return saved
+    if torch is not None and (isinstance(current, torch_objects(torch)) or isinstance(saved, torch.Tensor)):
+        return restore_torch(torch, current, saved)
     if isinstance(current, CONSTANT):
         return current
     if isinstance(saved, np.ndarray):
-        if (
-            isinstance(current, np.ndarray)
-            and current.shape == saved.shape
-            and current.dtype == saved.dtype
-            and current.flags.writeable
-            and current.ndim
-        ):
-            current[...] = saved
-            return current
-        return saved
+        return restore_array(current, saved)
     if isinstance(saved, dict):
-        if isinstance(current, dict):
-            loaded = {k: restore(current.get(k), v) for k, v in saved.items()}
-            current.clear()
-            current.update(loaded)
-            return current
-        if current is not None and not isinstance(current, (list, tuple)):
-            if hasattr(current, "load_state_dict"):
-                current.load_state_dict(saved)
-            else:
-                restore_attributes(current, saved)
-            return current
-        return {k: restore(None, v) for k, v in saved.items()}
+        return restore_dict(current, saved)
     if isinstance(saved, (list, tuple)):
-        same = isinstance(current, (list, tuple)) and len(current) == len(saved)
-        loaded = [restore(current[i] if same else None, v) for i, v in enumerate(saved)]
-        if isinstance(current, list) and type(saved) is list:
-            current[:] = loaded
-            return current
-        return type(saved)(loaded)
+        return restore_sequence(current, saved)
     return saved
+
+
+def torch_objects(torch) -> tuple[type, ...]:
+    """The torch objects restored into themselves (or kept as built) rather than replaced by a saved tensor."""
+    return (torch.Generator, torch.nn.Module, torch.optim.Optimizer, torch.device, torch.dtype)
+
+
+def restore_torch(torch, current: Any, saved: Any) -> Any:
+    """A generator's state, a module's or optimiser's ``state_dict``, or a tensor (copied in place when shape and
+    dtype match, else moved to ``current``'s device); devices and dtypes stay as built."""
+    if isinstance(current, torch.Generator):
+        current.set_state(saved)
+    elif isinstance(current, (torch.nn.Module, torch.optim.Optimizer)):
+        current.load_state_dict(restore(None, saved))
+    elif isinstance(current, torch.Tensor):
+        if current.shape != saved.shape or current.dtype != saved.dtype:
+            return saved.to(current.device)
+        with torch.no_grad():
+            current.copy_(saved)
+    elif not isinstance(current, (torch.device, torch.dtype)):
+        return saved
+    return current
+
+
+def restore_array(current: Any, saved: np.ndarray) -> Any:
+    """``saved`` copied into ``current`` where it is a writeable array of the same shape and dtype (arrays sharing
+    it keep sharing it), else ``saved`` itself."""
+    fits = isinstance(current, np.ndarray) and current.shape == saved.shape and current.dtype == saved.dtype
+    if fits and current.flags.writeable and current.ndim:
+        current[...] = saved
+        return current
+    return saved
+
+
+def restore_dict(current: Any, saved: dict) -> Any:
+    """A dict updated key by key, a helper object loaded from its attributes, or a new dict."""
+    if isinstance(current, dict):
+        loaded = {k: restore(current.get(k), v) for k, v in saved.items()}
+        current.clear()
+        current.update(loaded)
+        return current
+    if current is not None and not isinstance(current, (list, tuple)):
+        if hasattr(current, "load_state_dict"):
+            current.load_state_dict(saved)
+        else:
+            restore_attributes(current, saved)
+        return current
+    return {k: restore(None, v) for k, v in saved.items()}
+
+
+def restore_sequence(current: Any, saved: list | tuple) -> Any:
+    """Entries restored one by one into the entries of a sequence of the same length; a list stays the same list."""
+    same = isinstance(current, (list, tuple)) and len(current) == len(saved)
+    loaded = [restore(current[i] if same else None, v) for i, v in enumerate(saved)]
+    if isinstance(current, list) and type(saved) is list:
+        current[:] = loaded
+        return current
+    return type(saved)(loaded)
 
 
 def restore_attributes(target: Any, state: dict[str, Any]) -> None:

@@ -448,62 +448,20 @@ def raw_files(
 
     ``verify=False`` (``--no-verify``) skips the published checksums and row counts and marks the files
     unverified. Every missing member is named in one error, each by its exact file name."""
-    cache = cache_dir(cache)
     if not verify:
         spec = replace(spec, downloads=tuple(replace(d, known_hash=None, sha256=None) for d in spec.downloads))
-    if source is None and spec.gated:
-        raise UserError(f"{spec.dataset} cannot be downloaded automatically: {spec.gated}")
-    if source is not None:
-        places = source_places(spec, source, cache, offline, verify)
-    else:
-        if offline:  # name every missing file at once, not just the first
-            missing = [
-                item
-                for item in spec.downloads
-                if not (
-                    (cache / item.fname).is_file() and all(hash_matches(cache / item.fname, h) for h in item.hashes())
-                )
-            ]
-            if missing:
-                raise UserError(
-                    f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
-                    f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
-                    "its folder to --source, or prepare once without --offline"
-                )
-        places = [download(item, cache, offline) for item in spec.downloads]
-    checked = {d.fname: d for d in spec.downloads if d.hashes()}
-    pinned = {d.fname: d.sha256 for d in spec.downloads if d.sha256}
+    places = raw_places(spec, source, cache_dir(cache), offline, verify)
     with tempfile.TemporaryDirectory(prefix=f"banditbench-{spec.dataset}-") as scratch:
         found = RawFiles({})
         missing = []
-        verified = []
         for key, names in spec.members.items():
             hit = find_member(places, names, Path(scratch))
             if hit is None:
                 if key not in spec.optional:
                     missing.append(" or ".join(names))
                 continue
-            path, origin = hit
-            sha256 = sha256_of(path)
-            member_checked = check_member(path, path.name, spec, sha256) if verify else False
-            if verify and "!" not in origin and path.name in checked:  # a published file, found on its own
-                check_hashes(path, checked[path.name])
-                member_checked = True
-            from_checked_archive = verify and "!" in origin and Path(origin.split("!")[0]).name in checked
-            verified.append(member_checked or from_checked_archive)
-            found.paths[key] = path
-            found.records.append(
-                {
-                    "member": key,
-                    "file": path.name,
-                    "origin": origin,
-                    "bytes": path.stat().st_size,
-                    "sha256": sha256,
-                    "verified": bool(member_checked or from_checked_archive),
-                }
-            )
-            if from_checked_archive and Path(origin.split("!")[0]).name in pinned:  # the archive's pinned sha256
-                found.records[-1]["archive_sha256"] = pinned[Path(origin.split("!")[0]).name]
+            found.paths[key] = hit[0]
+            found.records.append(member_record(spec, key, *hit, verify))
         if missing:
             where = ", ".join(map(str, places))
             raise UserError(
@@ -512,6 +470,53 @@ def raw_files(
             )
         if not verify:
             found.verification = UNVERIFIED
-        elif verified and all(verified):
+        elif found.records and all(record["verified"] for record in found.records):
             found.verification = VERIFIED
         yield found
+
+
+def raw_places(spec: RawSpec, source: str | None, cache: Path, offline: bool, verify: bool) -> list[Path]:
+    """The files and folders to look for ``spec``'s members in: ``source``, or its downloads in the cache (fetched
+    unless ``offline``, where every file the cache lacks is named in one error, not just the first)."""
+    if source is not None:
+        return source_places(spec, source, cache, offline, verify)
+    if spec.gated:
+        raise UserError(f"{spec.dataset} cannot be downloaded automatically: {spec.gated}")
+    if offline:
+        missing = [
+            item
+            for item in spec.downloads
+            if not ((cache / item.fname).is_file() and all(hash_matches(cache / item.fname, h) for h in item.hashes()))
+        ]
+        if missing:
+            raise UserError(
+                f"--offline: {spec.dataset} needs {', '.join(m.fname for m in missing)}, not in the "
+                f"cache {cache}; download {', '.join(m.url for m in missing)} and pass the file or "
+                "its folder to --source, or prepare once without --offline"
+            )
+    return [download(item, cache, offline) for item in spec.downloads]
+
+
+def member_record(spec: RawSpec, key: str, path: Path, origin: str, verify: bool) -> dict:
+    """What the manifest records of one member found at ``path`` (``origin``: ``ARCHIVE!MEMBER`` when extracted):
+    its size, sha256 and whether a published checksum vouches for it, its own or its archive's."""
+    checked = {d.fname: d for d in spec.downloads if d.hashes()}
+    sha256 = sha256_of(path)
+    member_checked = check_member(path, path.name, spec, sha256) if verify else False
+    archive = Path(origin.split("!")[0]).name if "!" in origin else None
+    if verify and archive is None and path.name in checked:  # a published file, found on its own
+        check_hashes(path, checked[path.name])
+        member_checked = True
+    from_checked_archive = verify and archive in checked
+    record = {
+        "member": key,
+        "file": path.name,
+        "origin": origin,
+        "bytes": path.stat().st_size,
+        "sha256": sha256,
+        "verified": bool(member_checked or from_checked_archive),
+    }
+    pinned = {d.fname: d.sha256 for d in spec.downloads if d.sha256}
+    if from_checked_archive and archive in pinned:  # the archive's pinned sha256
+        record["archive_sha256"] = pinned[archive]
+    return record

@@ -19,7 +19,7 @@ import json
 
 from banditbench.algos import ALGORITHMS
 from banditbench.envs import PROTOCOLS
-from banditbench.errors import UserError
+from banditbench.errors import SettingError
 from banditbench.results.units import Unit
 
 ENGINES = ("units", "lockstep")
@@ -27,7 +27,7 @@ ENGINES = ("units", "lockstep")
 
 def check_engine(engine: str) -> str:
     if engine not in ENGINES:
-        raise UserError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        raise SettingError("{engine} must be one of {engines}, got {value!r}", engines=", ".join(ENGINES), value=engine)
     return engine
 
 

@@ -43,7 +43,7 @@ from unittest import mock
 from banditbench.algos import plugins
 from banditbench.data import PreparedDataset
 from banditbench.envs import BudgetExceeded
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.parent_death import PARENT_VARIABLE, die_with_parent
 from banditbench.results.units import Unit, UnitResult
 from banditbench.runner.checkpoint import Checkpoints
@@ -220,7 +220,7 @@ class LocalExecutor(Executor):
     def __init__(self, jobs: int | None = None):
         self.jobs = os.cpu_count() or 1 if jobs is None else jobs
         if self.jobs < 1:
-            raise UserError(f"--jobs must be at least 1, got {self.jobs}")
+            raise SettingError("{jobs} must be at least 1, got {value}", value=self.jobs)
         self.pool = None
         self.messages = None
         self.ready = 0  # workers that have started
@@ -331,7 +331,7 @@ class RayExecutor(Executor):
         try:
             import ray  # noqa: F401
         except ImportError:
-            raise UserError("--backend ray needs Ray: pip install 'banditbench-lab[ray]'") from None
+            raise SettingError("{backend} ray needs Ray: pip install 'banditbench-lab[ray]'") from None
         self.address = address
         self.jobs = jobs
         self.gpus_per_unit = gpus_per_unit
@@ -401,7 +401,7 @@ class RayExecutor(Executor):
 def make_executor(backend: str, jobs: int | None, address: str | None = None, gpus_per_unit: float = 0.0) -> Executor:
     if backend == "local":
         if address is not None or gpus_per_unit:
-            raise UserError("--address and --gpus-per-unit need --backend ray")
+            raise SettingError("{address} and {gpus_per_unit} need {backend} ray")
         return LocalExecutor(jobs)
     if backend == "ray":
         return RayExecutor(address, jobs, gpus_per_unit)

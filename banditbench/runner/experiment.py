@@ -285,9 +285,13 @@ def check_algorithm_fits(algo: str, prepared: PreparedDataset, protocol: str, en
     if capabilities.two_stage:  # Alg. 1 picks one topic group per slate item
         topics = prepared.manifest["counts"].get("topics", 0)
         if topics < env.get("slate_size", 0):
-            raise UserError(
-                f"{algo} recommends one item per topic group, but {prepared.name!r} has {topics} topics "
-                f"for a slate of {env['slate_size']}; lower --env slate_size"
+            raise SettingError(  # names as values: a template's braces are settings
+                "{algo} recommends one item per topic group, but {dataset!r} has {topics} topics "
+                "for a slate of {size}; lower {env} slate_size",
+                algo=algo,
+                dataset=prepared.name,
+                topics=topics,
+                size=env["slate_size"],
             )
 
 
@@ -324,10 +328,14 @@ def check_state_memory(prepared, environment, algorithms: list[str], resolved) -
             for cell in grid.cells(resolved[algo])
         )
         if need > memory:
-            raise UserError(
-                f"{algo} keeps ridge statistics of the {dim:,}-dimensional contexts of {prepared.name!r}: about "
+            raise SettingError(
+                "{algo} keeps ridge statistics of the {dim:,}-dimensional contexts of {dataset!r}: about "
                 f"{need / 2**30:,.0f} GiB for one unit, more than this machine's {memory / 2**30:.1f} GiB; "
-                f"leave it out of --algos, or prepare {prepared.name} with --encoding shift (d + K − 1)"
+                "leave it out of {algos}, or prepare {dataset} in the shift encoding (d + K − 1): "
+                "`banditbench prepare {dataset} --encoding shift`",
+                algo=algo,
+                dim=dim,
+                dataset=prepared.name,
             )
     return state_bytes
 
@@ -338,7 +346,7 @@ def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> Non
     memory."""
     c = experiment.config
     if jobs > MAX_JOBS:
-        raise UserError(f"--jobs {jobs} is above the limit of {MAX_JOBS}")
+        raise SettingError("{jobs} {value} is above the limit of {limit}", value=jobs, limit=MAX_JOBS)
     later = [u for algo, cells in experiment.tuned.items() for u in experiment.report_units(algo, cells[0])]
     in_flight = max(
         running_at_once(experiment.tuning_units + experiment.units, engine, jobs),
@@ -348,17 +356,18 @@ def check_sizes(experiment: Experiment, jobs: int, engine: str = "units") -> Non
     statistics = sum(sorted((experiment.state_bytes.get(u.algorithm, 0) for u in units), reverse=True)[:in_flight])
     needed = BYTES_PER_ROUND * c["rounds"] * in_flight
     memory = physical_memory()
+    or_units = " or use {engine} units" if engine == "lockstep" else ""
     if memory and statistics + needed > memory and statistics >= needed:
-        raise UserError(
-            f"--jobs {jobs} runs {in_flight} units at once, whose statistics need about "
+        raise SettingError(
+            f"{{jobs}} {jobs} runs {in_flight} units at once, whose statistics need about "
             f"{statistics / 2**30:.1f} GiB together, more than this machine's {memory / 2**30:.1f} GiB; "
-            f"lower --jobs{' or use --engine units' if engine == 'lockstep' else ''}"
+            "lower {jobs}" + or_units
         )
     if memory and needed > memory:
-        raise UserError(
-            f"--rounds {c['rounds']} with --jobs {jobs} needs about {needed / 2**30:.1f} GiB for the "
-            f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower --rounds "
-            f"or --jobs{' or use --engine units' if engine == 'lockstep' else ''}"
+        raise SettingError(
+            f"{{rounds}} {c['rounds']} with {{jobs}} {jobs} needs about {needed / 2**30:.1f} GiB for the "
+            f"per-round columns, more than this machine's {memory / 2**30:.1f} GiB; lower {{rounds}} "
+            "or {jobs}" + or_units
         )
 
 
@@ -373,12 +382,14 @@ def protocol_settings(protocol: str, given: dict[str, Any]) -> dict[str, Any]:
     unknown = [name for name in given if name not in defaults]
     if unknown:
         hint = names.did_you_mean(unknown[0], defaults)
-        raise UserError(
-            f"--env {unknown[0]}: protocol {protocol!r} has no such setting; "
-            + (hint if hint else f"it has: {', '.join(defaults) or 'none'}")
+        raise SettingError(
+            "{env} {name}: protocol {protocol!r} has no such setting; {hint}",
+            name=unknown[0],
+            protocol=protocol,
+            hint=hint or f"it has: {', '.join(defaults) or 'none'}",
         )
     return {
-        name: grid.cast(protocol, name, given.get(name, default), default, flag="--env")
+        name: grid.cast(protocol, name, given.get(name, default), default, setting="env")
         for name, default in defaults.items()
     }
 

@@ -10,7 +10,7 @@ from typing import Any
 from banditbench import names
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.domains import Domain
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 
 Assignments = dict[str, dict[str, list[Any]]]  # algorithm → hyper-parameter → values (one value: an override)
 
@@ -22,13 +22,17 @@ def parse_assignments(texts: list[str]) -> Assignments:
         key, sep, raw = text.partition("=")
         algo, dot, name = key.strip().partition(".")
         if not sep or not dot or not name or not raw.strip():
-            raise UserError(f"--set expects ALGO.NAME=VALUE or ALGO.NAME=VALUE,VALUE,…, got {text!r}")
+            raise SettingError("{params} expects ALGO.NAME=VALUE or ALGO.NAME=VALUE,VALUE,…, got {text!r}", text=text)
         values = [v.strip() for v in raw.split(",")]
         given = assignments.setdefault(algo, {})
         if name in given:  # keeping the last would silently drop a value the user meant to run
-            raise UserError(
-                f"--set {algo}.{name} is given twice ({','.join(given[name])} and {','.join(values)}); give it once, "
-                f"with a comma-separated list for a grid: --set {algo}.{name}={','.join(given[name] + values)}"
+            raise SettingError(
+                "{params} {key} is given twice ({first} and {second}); give it once, "
+                "with a comma-separated list for a grid: {params} {key}={both}",
+                key=f"{algo}.{name}",
+                first=",".join(given[name]),
+                second=",".join(values),
+                both=",".join(given[name] + values),
             )
         given[name] = values
     return assignments
@@ -43,21 +47,26 @@ def merge(*layers: Assignments) -> Assignments:
     return merged
 
 
-def cast(algo: str, name: str, value: Any, default: Any, flag: str = "--set", domain: Domain | None = None) -> Any:
+def cast(algo: str, name: str, value: Any, default: Any, setting: str = "params", domain: Domain | None = None) -> Any:
     """A CLI string or a TOML value → a value of the hyper-parameter's ``domain`` (its type, range or allowed
-    values), or without one, of the type of the default (an int is accepted where a float is expected)."""
-    where = f"{algo}.{name}={value!r}" if flag == "--set" else f"{name}={value!r}"
+    values), or without one, of the type of the default (an int is accepted where a float is expected).
+    ``setting`` is the run setting the value came in (``params``, or ``env`` for a protocol's settings)."""
+
+    def refuse(problem: str) -> SettingError:
+        where = f"{algo}.{name}={value!r}" if setting == "params" else f"{name}={value!r}"
+        return SettingError("{" + setting + "} {where}: {problem}", where=where, problem=problem)
+
     if domain is not None:
         try:
             return domain.parse(value)
         except ValueError:
-            raise UserError(f"{flag} {where}: {name} must be {domain.describe()}") from None
+            raise refuse(f"{name} must be {domain.describe()}") from None
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
         if str(value).lower() in ("true", "1", "false", "0"):
             return str(value).lower() in ("true", "1")
-        raise UserError(f"{flag} {where}: expected a bool (true or false)")
+        raise refuse("expected a bool (true or false)")
     if default is None:  # no type to go by: TOML values as they are, strings as numbers where they parse
         if not isinstance(value, str):
             return value
@@ -71,11 +80,11 @@ def cast(algo: str, name: str, value: Any, default: Any, flag: str = "--set", do
         try:
             return type(default)(value)
         except ValueError:
-            raise UserError(f"{flag} {where}: expected a {type(default).__name__}") from None
+            raise refuse(f"expected a {type(default).__name__}") from None
     if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if type(value) is not type(default):
-        raise UserError(f"{flag} {where}: expected a {type(default).__name__}")
+        raise refuse(f"expected a {type(default).__name__}")
     return value
 
 
@@ -84,7 +93,9 @@ def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[s
     for algo in assignments:
         if algo not in algorithms:
             hint = names.did_you_mean(algo, algorithms)
-            raise UserError(f"--set {algo}.…: {algo!r} is not among --algos" + (f"; {hint}" if hint else ""))
+            raise SettingError(
+                "{params} {algo}.…: {algo!r} is not among {algos}" + ("; {hint}" if hint else ""), algo=algo, hint=hint
+            )
     resolved = {}
     for algo in algorithms:
         defaults = ALGORITHMS[algo].defaults()
@@ -96,7 +107,7 @@ def resolve(assignments: Assignments, algorithms: list[str]) -> dict[str, dict[s
                 raise UserError(f"{algo} has no hyper-parameter {name!r}; {hint}")
             values = [cast(algo, name, v, defaults[name], domain=domains.get(name)) for v in values]
             if len(set(map(repr, values))) != len(values):
-                raise UserError(f"--set {algo}.{name} lists a value twice")
+                raise SettingError("{params} {algo}.{name} lists a value twice", algo=algo, name=name)
             params[name] = values[0] if len(values) == 1 else values
         resolved[algo] = params
     return resolved

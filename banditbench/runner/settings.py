@@ -42,7 +42,7 @@ from typing import Any
 
 import tomllib
 
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.runner import grid
 
 DEFAULTS: dict[str, Any] = {
@@ -226,10 +226,15 @@ def parse_env(value: list[str] | dict[str, Any], where: str) -> dict[str, Any]:
     for text in value:
         name, sep, raw = text.partition("=")
         if not sep or not name.strip() or not raw.strip():
-            raise UserError(f"--env expects NAME=VALUE, got {text!r}")
+            raise SettingError("{env} expects NAME=VALUE, got {text!r}", text=text)
         name = name.strip().replace("-", "_")
         if name in settings:
-            raise UserError(f"--env {name} is given twice ({settings[name]} and {raw.strip()}); give it once")
+            raise SettingError(
+                "{env} {name} is given twice ({first} and {second}); give it once",
+                name=name,
+                first=settings[name],
+                second=raw.strip(),
+            )
         settings[name] = raw.strip()
     return settings
 
