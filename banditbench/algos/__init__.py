@@ -184,6 +184,22 @@ register(
     family="neural",
     capabilities=Capabilities(user_id=False, device=True),
 )
+ZHANG2021 = "Zhang, Zhou, Liang & Gu, ICLR 2021"
+for _suffix, _per_user, _capabilities, _whom in (
+    ("one", False, Capabilities(user_id=False, device=True), "one network for all users"),
+    ("ind", True, NEURAL, "one network per user"),
+):
+    register(
+        f"neuralts-{_suffix}",
+        ".neuralts:NeuralTS",
+        paper=ZHANG2021,
+        description=f"NeuralTS (Zhang et al. 2021), {_whom}: r̃ ~ N(f, ν²λ gᵀU⁻¹g/m)",
+        per_user=_per_user,
+        user_features=False,
+        role="baseline",
+        family="neural",
+        capabilities=_capabilities,
+    )
 register(
     "eenet",
     ".eenet:EENet",
