@@ -37,6 +37,7 @@ LOCKSTEP = {
     "neuucb-ind": {"nu": 1.0, "lam": 0.5},
     "neuralts-ind": {"nu": 1.0, "lam": 0.5},
     "neurallinear": {"alpha": 1.0},
+    "neurallinear-ts": {"prior_a": 3.0, "lam": 0.5},
     "eenet": {},  # no per-member hyper-parameters: a group of seeds
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
@@ -54,7 +55,7 @@ LOCKSTEP = {
     "cofiba": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
 }
 # the groups whose batched products may round differently from the products alone
-NEURAL = {"neuucb-one", "neuucb-ind", "neuralts-ind", "neurallinear", "eenet", "mcnb", "metaban"}
+NEURAL = {"neuucb-one", "neuucb-ind", "neuralts-ind", "neurallinear", "neurallinear-ts", "eenet", "mcnb", "metaban"}
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
 OTHER_PATHS = [

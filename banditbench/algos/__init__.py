@@ -201,6 +201,15 @@ for _suffix, _per_user, _capabilities, _whom in (
         capabilities=_capabilities,
     )
 register(
+    "neurallinear-ts",
+    ".neurallinear_ts:NeuralLinearTS",
+    paper="Riquelme, Tucker & Snoek, ICLR 2018 (NeuralLinear)",
+    description="NeuralLinear (Riquelme et al. 2018): per-action Bayesian linear regression on a network's last layer",
+    role="baseline",
+    family="neural",
+    capabilities=Capabilities(user_id=False, device=True),
+)
+register(
     "eenet",
     ".eenet:EENet",
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
