@@ -75,8 +75,11 @@ ONE_ARM = [
     "blr-ind",
     "neuucb-one",
     "neuucb-ind",
+    "neuralts-one",
+    "neuralts-ind",
     "eenet",
     "neurallinear",
+    "neurallinear-ts",
     "metaban",
     "mcnb",
 ]

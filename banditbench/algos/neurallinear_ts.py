@@ -121,8 +121,8 @@ class NeuralLinearTS(MemberPolicy):
         L = torch.linalg.cholesky(self.precision)
         solved = torch.linalg.solve_triangular(L, self.phi_y[..., None], upper=False)[..., 0]
         residual = (self.y_y - solved.square().sum(-1)).clamp_min(0.0)
-        shape = torch.as_tensor(self.prior_a)[:, None] + 0.5 * self.count
-        rate = torch.as_tensor(self.prior_b)[:, None] + 0.5 * residual
+        shape = torch.as_tensor(self.prior_a, device=self.device)[:, None] + 0.5 * self.count
+        rate = torch.as_tensor(self.prior_b, device=self.device)[:, None] + 0.5 * residual
         return L, solved, shape, rate
 
     def scores(self, views) -> torch.Tensor:
@@ -135,7 +135,7 @@ class NeuralLinearTS(MemberPolicy):
         L, solved, shape, rate = self.posterior()
         y = torch.linalg.solve_triangular(L, phi[..., None], upper=False)[..., 0]  # L⁻¹φ_a
         mean, spread = (y * solved).sum(-1), y.square().sum(-1).sqrt()  # φᵀμ and sqrt(φᵀΛ⁻¹φ)
-        sigma = inverse_gamma_scales(self.rngs, shape.numpy(), rate.numpy())
+        sigma = inverse_gamma_scales(self.rngs, shape.cpu().numpy(), rate.cpu().numpy())
         z = np.array([rng.standard_normal(x.shape[1]) for rng in self.rngs])
         return x, mean + torch.from_numpy(sigma * z).to(self.device) * spread, phi
 
