@@ -1,11 +1,12 @@
-"""The Thompson learners against LinUCB: CPU seconds per 1 000 seed-rounds of a group's select and update, on
-block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
+"""The Thompson learners (LinTS, Bayesian linear regression; with ``--algos`` NeuralTS, NeuralLinear-TS and the
+Showdown's networks) against LinUCB / NeuralUCB: CPU seconds per 1 000 seed-rounds of a group's select and update,
+on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
 
     .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
-        [--algos linucb-one,lints-one,blr-one]  (or the Showdown's networks: bootrms,dropout-ts)
+        [--algos linucb-one,lints-one,blr-one] [--repeats 3]
 
 Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
-rewards N(0, 1)) and every algorithm's group of M members plays them with seeds 0 … M−1; the best of three
+rewards N(0, 1)) and every algorithm's group of M members plays them with seeds 0 … M−1; the best of ``--repeats``
 repetitions is kept. Prints one line per problem, group size and algorithm."""
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--problems", default="mushroom,wheel")
     parser.add_argument("--algos", default=",".join(ALGOS))
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     for problem in args.problems.split(","):
         d, K = PROBLEMS[problem]
         for members in map(int, args.members.split(",")):
             rounds = rounds_of(d, K, args.rounds, members)
             for name in args.algos.split(","):
-                best = min(seconds(name, d, K, rounds) for _ in range(3))
+                best = min(seconds(name, d, K, rounds) for _ in range(args.repeats))
                 per = 1000 * best / (members * args.rounds)
-                print(f"{problem:9s} M = {members:3d}  {name:11s} {per:7.4f} CPU s per 1000 seed-rounds")
+                print(f"{problem:9s} M = {members:3d}  {name:15s} {per:7.4f} CPU s per 1000 seed-rounds")
 
 
 if __name__ == "__main__":

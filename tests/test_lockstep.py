@@ -35,7 +35,9 @@ from ties import assert_first_difference_is_rounding, first_difference, lockstep
 LOCKSTEP = {
     "neuucb-one": {"nu": 1.0, "lam": 0.5},
     "neuucb-ind": {"nu": 1.0, "lam": 0.5},
+    "neuralts-ind": {"nu": 1.0, "lam": 0.5},
     "neurallinear": {"alpha": 1.0},
+    "neurallinear-ts": {"prior_a": 3.0, "lam": 0.5},
     "eenet": {},  # no per-member hyper-parameters: a group of seeds
     "mcnb": {"gamma": 0.2},
     "metaban": {"alpha": 0.5},
@@ -53,11 +55,12 @@ LOCKSTEP = {
     "cofiba": {"alpha": 0.5, "alpha2": 0.2, "ridge": 0.5},
 }
 # the groups whose batched products may round differently from the products alone
-NEURAL = {"neuucb-one", "neuucb-ind", "neurallinear", "eenet", "mcnb", "metaban"}
+NEURAL = {"neuucb-one", "neuucb-ind", "neuralts-ind", "neurallinear", "neurallinear-ts", "eenet", "mcnb", "metaban"}
 # configurations whose lockstep path differs from the default one: (algorithm, its settings, rounds); the authors'
 # single-sample loops are slow, so Meta-Ban's (up to 1000 steps every round) runs fewer rounds
 OTHER_PATHS = [
     ("neuucb-ind", {"code_training": True, "schedule": "code"}, 150),
+    ("neuralts-ind", {"covariance": "full", "width": 16}, 60),  # the full U, member by member
     ("eenet", {"code_training": True, "code_decision": True}, 60),
     ("eenet", {"decision": "neural", "decision_warmup": 50, "explore_conv": True, "pool": 4}, 150),
     ("eenet", {"gradients": "batched"}, 60),  # members select alone

@@ -44,7 +44,7 @@ def test_the_api_takes_other_cases_and_the_papers_names():
         ("NeuralUCB", "NeuralUCB is neuucb-one (one network) or neuucb-ind (one network per user)"),
         ("LinUCB", "LinUCB is linucb-one (one model shared by all users) or linucb-ind (one model per user)"),
         ("sclubb", "did you mean sclub"),
-        ("neural", "did you mean neu-au or neurallinear?"),
+        ("neural", "did you mean neu-au, neuralts-one or neuralts-ind?"),
     ],
 )
 def test_algorithm_mistakes_name_the_closest(typed, expected):

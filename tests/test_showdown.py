@@ -177,13 +177,14 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
     printed = presets.PRESETS["showdown-mushroom"]["printed"]
     assert {v.algorithm: v.value for v in printed.values} == {
         "blr-one": 5235 - 4365,
+        "neurallinear-ts": 5235 - 4110,
         "dropout-ts": 5235 - 3430,
         "paramnoise": 5235 - 3270,
         "bootrms": 5235 - 3050,
         "random": 5235 + 4930,
     }
     networks = ("bootrms", "dropout-ts", "paramnoise")
-    assert set(networks) <= set(presets.PRESETS["showdown-mushroom"]["algos"])
+    assert {"neurallinear-ts", *networks} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
     # the networks' rate decays over all their steps, as in the README's run
     assert presets.preset_settings("showdown-mushroom")["set"] == {name: {"lr_reset": [False]} for name in networks}
     assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]

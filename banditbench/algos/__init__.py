@@ -184,6 +184,31 @@ register(
     family="neural",
     capabilities=Capabilities(user_id=False, device=True),
 )
+ZHANG2021 = "Zhang, Zhou, Liang & Gu, ICLR 2021"
+for _suffix, _per_user, _capabilities, _whom in (
+    ("one", False, Capabilities(user_id=False, device=True), "one network for all users"),
+    ("ind", True, NEURAL, "one network per user"),
+):
+    register(
+        f"neuralts-{_suffix}",
+        ".neuralts:NeuralTS",
+        paper=ZHANG2021,
+        description=f"NeuralTS, {_whom}: r̃ ~ N(f, ν²λ gᵀU⁻¹g/m)",
+        per_user=_per_user,
+        user_features=False,
+        role="baseline",
+        family="neural",
+        capabilities=_capabilities,
+    )
+register(
+    "neurallinear-ts",
+    ".neurallinear_ts:NeuralLinearTS",
+    paper="Riquelme, Tucker & Snoek, ICLR 2018 (NeuralLinear)",
+    description="NeuralLinear: per-action Bayesian linear regression on a network's last layer",
+    role="baseline",
+    family="neural",
+    capabilities=Capabilities(user_id=False, device=True),
+)
 register(
     "eenet",
     ".eenet:EENet",

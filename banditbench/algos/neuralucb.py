@@ -211,8 +211,11 @@ class NeuralUCB(MemberPolicy):
             def gradients_of(chosen):
                 return torch.stack([g.row(arm) for g, arm in zip(each, chosen.tolist())])
 
-        nu = torch.as_tensor(self.nu, device=self.device)[:, None]
-        return models, x, f.double() + nu * widths, gradients_of
+        return models, x, self.index(f.double(), widths), gradients_of
+
+    def index(self, f: torch.Tensor, widths: torch.Tensor) -> torch.Tensor:
+        """The score ``select`` maximises from the means f and widths sqrt(gᵀZ⁻¹g/m) [M, K]: f + ν·width."""
+        return f + torch.as_tensor(self.nu, device=self.device)[:, None] * widths
 
     def update(self, views, chosen, rewards):
         models, g, x = self._picked

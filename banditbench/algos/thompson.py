@@ -98,9 +98,7 @@ class BayesianLinearRegression(LinTS):
         at = self.members[:, None], learners
         shape = self.prior_a[:, None] + 0.5 * self.stats.count[at]
         rate = self.prior_b[:, None] + 0.5 * self.residual[at]
-        # one scalar draw per learner: numpy validates an array of shapes at ten times the cost of a draw
-        gamma = [rng.standard_gamma(k) for rng, row in zip(self.rngs, shape.tolist()) for k in row]
-        return np.sqrt(rate / np.reshape(gamma, shape.shape))
+        return inverse_gamma_scales(self.rngs, shape, rate)
 
     def select(self, views, budgets):
         if self.rounds < self.initial_pulls * self.n_arms:  # the Showdown's round-robin start
@@ -122,6 +120,14 @@ class BayesianLinearRegression(LinTS):
         self.residual[self.members, learner] += error * error / (1.0 + quad)
         super().update(views, chosen, rewards)
         self.rounds += 1
+
+
+def inverse_gamma_scales(rngs, shape: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """σ̃ with σ̃² ~ IG(shape, rate) for every member's learners [M, L], member m drawing from ``rngs[m]``: the
+    normal-inverse-gamma posterior's noise scale, drawn as sqrt(rate / Gamma(shape))."""
+    # one scalar draw per learner: numpy validates an array of shapes at ten times the cost of a draw
+    gamma = [rng.standard_gamma(k) for rng, row in zip(rngs, shape.tolist()) for k in row]
+    return np.sqrt(rate / np.reshape(gamma, shape.shape))
 
 
 def posterior_factors(A_inv: np.ndarray) -> np.ndarray:
