@@ -13,7 +13,8 @@ Their learners run unedited from REF (the deep_contextual_bandits directory of t
 ``LinearFullPosteriorSampling`` (their LinFullPost) for ``blr-one`` and ``UniformSampling`` for ``random``, in the
 round loop of their ``run_contextual_bandit`` (a context, the action, its reward, the update) without its per-round
 printing. Neither learner needs TensorFlow, but their ``data_sampler`` imports it at the top only to open files
-through ``tf.gfile``: the process gets a ``tensorflow`` module whose ``gfile.Open`` is ``open``, nothing else.
+through ``tf.gfile``: the process gets a ``tensorflow`` module whose ``gfile.Open`` is ``open``, nothing else (a
+real TensorFlow 2, which has no ``tf.gfile``, gets that one attribute).
 
 Each run of theirs records its contexts, realised and expected rewards; ours replays them (the same rows in the
 same order), each context shown as the rewards-table protocol shows it: block-encoded, one block per action, so
@@ -88,7 +89,9 @@ def sample(problem: str, rounds: int, pools: Path | None) -> tuple[np.ndarray, n
         outside = best != np.argmax(WHEEL["mean_v"])  # their best action beyond δ is the quadrant's
         expected[outside, best[outside]] = WHEEL["mu_large"]
         return contexts, rewards, expected
-    sys.modules.setdefault("tensorflow", fake_tensorflow())
+    tensorflow = sys.modules.setdefault("tensorflow", fake_tensorflow())
+    if not hasattr(tensorflow, "gfile"):  # a TensorFlow 2 (their NeuralLinear's runs) keeps it as tf.io.gfile
+        tensorflow.gfile = fake_tensorflow().gfile
     from bandits.data.data_sampler import sample_statlog_data
 
     contexts, rewards, _ = sample_statlog_data(str(pools / STATLOG_FILE), min(rounds, STATLOG_ROWS), shuffle_rows=True)
@@ -155,3 +158,90 @@ def describe(problem: str, pools: Path | None) -> str:
     if problem == "wheel":
         return "the Showdown's wheel (their sampler, δ = 0.95, their example's σ), their draws replayed"
     return f"the Showdown's statlog ({pools.name if pools else ''}/{STATLOG_FILE}, their sampler), their rows replayed"
+
+
+# ------------------------------------------------------------------------------- their NeuralLinear, for later
+# their example script's NeuralLinear: one hidden layer of 50 ReLU units, RMSProp from 0.1 decayed by half, the
+# network retrained for 100 steps of 512 every 50 rounds, the BLR head refitted every round
+NEURAL_LINEAR = {
+    "init_scale": 0.3,
+    "layer_sizes": [50],
+    "batch_size": 512,
+    "activate_decay": True,
+    "initial_lr": 0.1,
+    "max_grad_norm": 5.0,
+    "show_training": False,
+    "freq_summary": 1000,
+    "buffer_s": -1,
+    "initial_pulls": 2,
+    "reset_lr": True,
+    "lr_decay_rate": 0.5,
+    "training_freq": 1,
+    "training_freq_network": 50,
+    "training_epochs": 100,
+    "a0": 6,
+    "b0": 6,
+    "lambda_prior": 0.25,
+}
+
+
+def neural_linear_run(reference: Path, pools: Path | None, problem: str, rounds: int, seed: int) -> dict:
+    """One run of their TF2 NeuralLinear (``neural_linear_sampling_tf2``) on their sampler's draws of ``seed``: its
+    total reward and final regret. Needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and
+    tf_keras): their port builds its network with ``tf.compat.v1.layers``, which Keras 3 no longer serves."""
+    import tensorflow as tf
+
+    sys.path.insert(0, str(reference))
+    np.random.seed(seed)
+    contexts, rewards, expected = sample(problem, rounds, pools)
+    from bandits.algorithms.neural_linear_sampling_tf2 import NeuralLinearPosteriorSampling
+
+    hparams = types.SimpleNamespace(
+        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **NEURAL_LINEAR
+    )
+    learner = NeuralLinearPosteriorSampling("NeuralLinear", hparams)
+    T = len(contexts)
+    chosen = np.zeros(T, np.int64)
+    start = time.perf_counter()
+    for t in range(T):
+        chosen[t] = learner.action(contexts[t])
+        learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
+    got = rewards[np.arange(T), chosen]
+    return {
+        "seed": seed,
+        "total_reward": float(got.sum()),
+        "final_regret": float((expected.max(1) - expected[np.arange(T), chosen]).sum()),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def main() -> None:
+    """``--neural-linear``: their NeuralLinear's totals on wheel and statlog, for a later comparison with ours."""
+    import argparse
+    import json
+    import platform
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--reference-dir", type=Path, required=True)
+    p.add_argument("--pools", type=Path, help="the folder of UCI's shuttle.trn (statlog)")
+    p.add_argument("--problems", default="wheel,statlog")
+    p.add_argument("--rounds", type=int, default=2000)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    import tensorflow as tf
+
+    found = {"learner": "their NeuralLinear (neural_linear_sampling_tf2)", "hparams": NEURAL_LINEAR}
+    found.update(tensorflow=tf.__version__, machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
+    for problem in args.problems.split(","):
+        reason = check_reference(args.reference_dir, problem, args.pools)
+        if reason:
+            raise SystemExit(reason)
+        runs = [neural_linear_run(args.reference_dir, args.pools, problem, args.rounds, s) for s in range(args.runs)]
+        found["problems"][problem] = runs
+        print(problem, [round(r["final_regret"], 1) for r in runs], flush=True)
+    args.out.write_text(json.dumps(found, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -47,8 +47,8 @@ NAMES = {
     "bass": "BASS (bandpy)",
     "dynucb": "DynUCB (bandpy)",
     "cmlb": "CMLB (bandpy)",
-    "blr-one": "BLR (Showdown's LinFullPost)",
-    "random": "Uniform (Showdown)",
+    "blr-one": "BLR-ONE (the Showdown's LinFullPost)",
+    "random": "Random (the Showdown's Uniform)",
 }
 
 
