@@ -43,8 +43,8 @@ not; **differs** when ours is shown beyond the margin; **inconclusive** otherwis
 are learners that should not match theirs: for the clustering algorithms the same index without clustering (one
 pool, or every user alone), for the neural learners the learner untrained and without exploration, for M-CNB and
 Meta-Ban NeuUCB-ONE and NeuUCB-IND (one network, or one per user), for BLR uniform play, one model for every action
-and a wrong prior. Where both sides cluster users, the final number
-of clusters and the pair F1 against the instance's clusters are reported beside.
+and a wrong prior. Where both sides cluster users, the final number of clusters and the pair F1 against the
+instance's clusters are reported beside.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, …); per side the median rounds/s of the round loop's
 second half ("steady", data loaded), of the whole fresh process ("cold"), CPU-seconds per 1000 rounds, and the
