@@ -6,7 +6,7 @@ negative controls that show the instance can tell implementations apart.
     .venv/bin/python benchmarks/parity.py --reference-dir REF ... --measure speed [--runs 3] [--lockstep S]
     .venv/bin/python benchmarks/parity.py --table FILE.json ... [--write-docs | --check-docs docs/parity.md]
 
-Three families of the authors' code, each with its own instance:
+Four families of the authors' code, each with its own instance:
 
 - the Ban-family repository (``parity_ban.py``; REF = banyikun/MCNB at cf79294 for CLUB, SCLUB, LOCB, COFIBA,
   NeuUCB-ONE, NeuUCB-IND, M-CNB, or at 104f710 for Meta-Ban) on arm pools in their format (DIR: the authors' own,
@@ -17,13 +17,17 @@ Three families of the authors' code, each with its own instance:
   users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0`` or read from a prepared ``synthetic`` dataset
   (``--instance-dir``, never overwritten);
 - EE-Net (``parity_eenet.py``; REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7) on their MNIST protocol (DIR: the MNIST
-  IDX files).
+  IDX files);
+- the Deep Bayesian Bandits Showdown (``parity_showdown.py``; REF = the deep_contextual_bandits directory, e.g.
+  mlisicki/deep_contextual_bandits at cdb5bd1) for BLR (their LinFullPost) and Uniform, on ``--problem wheel`` or
+  ``statlog`` as their samplers draw them (DIR: the folder of UCI's shuttle.trn, for statlog).
 
 **Same draws.** Run i of theirs is a fresh process seeded with i. It records what it drew; ours replays exactly
 that: the Ban family's rounds (served user, ten contexts, rewards), bandpy's agents and noisy rewards (our
-environment's stream, which their environment is fed), EE-Net's image order. Every variant and control of ours then
-faces the draws of run i of theirs, so differences are paired run by run, and the share of rounds in which ours
-chose the arm theirs chose (``agreement``) is reported: 100 % is the strongest evidence there is.
+environment's stream, which their environment is fed), EE-Net's image order, the Showdown's sampled rows. Every
+variant and control of ours then faces the draws of run i of theirs, so differences are paired run by run, and the
+share of rounds in which ours chose the arm theirs chose (``agreement``) is reported: 100 % is the strongest
+evidence there is.
 
 **Settings on both sides.** ``--set NAME=VALUE`` (repeatable; NAME one of our hyper-parameters) goes to every variant
 of ours and to their code wherever their code keeps it (a constructor argument, an attribute, a constant in one of
@@ -38,8 +42,9 @@ the declared margin ``--margin`` (a share of their mean, default 5 %): **parity*
 not; **differs** when ours is shown beyond the margin; **inconclusive** otherwise. The controls (CONTROLS below)
 are learners that should not match theirs: for the clustering algorithms the same index without clustering (one
 pool, or every user alone), for the neural learners the learner untrained and without exploration, for M-CNB and
-Meta-Ban NeuUCB-ONE and NeuUCB-IND (one network, or one per user). Where both sides cluster users, the final number
-of clusters and the pair F1 against the instance's clusters are reported beside.
+Meta-Ban NeuUCB-ONE and NeuUCB-IND (one network, or one per user), for BLR uniform play, one model for every action
+and a wrong prior. Where both sides cluster users, the final number of clusters and the pair F1 against the
+instance's clusters are reported beside.
 
 ``--measure speed``: ``--runs`` alternating pairs (theirs, ours, …); per side the median rounds/s of the round loop's
 second half ("steady", data loaded), of the whole fresh process ("cold"), CPU-seconds per 1000 rounds, and the
@@ -77,6 +82,7 @@ FAMILY = {
     **dict.fromkeys(("club", "locb", "sclub", "cofiba", "neuucb-one", "neuucb-ind", "mcnb", "metaban"), "ban"),
     **dict.fromkeys(("bass", "dynucb", "cmlb"), "bandpy"),
     "eenet": "eenet",
+    **dict.fromkeys(("blr-one", "random"), "showdown"),
 }
 NEURALUCB_TRAINING = {"code_training": True, "lr": 1e-3, "schedule": "code"}
 # The switches of ours that reproduce the authors' code (each documented in its algorithm's docstring).
@@ -139,6 +145,8 @@ CODE = {
         "code_training": True,
         "schedule": "code",
     },
+    # their LinFullPost's ContextualDataset(intercept=True): a constant 1 appended to every context
+    "blr-one": {"intercept": True},
 }
 # Settings of the instance that every variant and control of ours gets: f2 of EE-Net reads the gradient of f1
 # block-averaged in 50s as their code does (15 685 inputs instead of 784 201, which would give f2 78 M weights).
@@ -185,6 +193,14 @@ CONTROLS = {
     "bass": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
     "dynucb": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
     "cmlb": (Control("LinUCB-Ind", "linucb-ind"), Control("pooled LinUCB", "linucb-one")),
+    # the Showdown: uniform play; BLR with one model (and one noise variance) for every action; a prior 100 times
+    # as tight on the weights (λ = 25 instead of 0.25)
+    "blr-one": (
+        Control("uniform", "random", inherits=False),
+        Control("one model", "blr-one", {"per_action": False}),
+        Control("wrong prior", "blr-one", {"ridge": 25.0}, inherits=False),
+    ),
+    "random": (Control("BLR", "blr-one", inherits=False),),
 }
 
 
@@ -239,7 +255,7 @@ def parse_settings(pairs: list[str]) -> dict:
     return settings
 
 
-def check_settings(algorithm: str, settings: dict, rounds: int, groups: int | None) -> None:
+def check_settings(algorithm: str, settings: dict, rounds: int, groups: int | None, problem: str = "wheel") -> None:
     """Refuse with one line what cannot run on both sides: a setting ours lacks or theirs cannot take, a horizon
     beyond their code's limits, a group count their loader fixes."""
     unknown = [name for name in settings if name not in defaults(algorithm)]
@@ -254,6 +270,8 @@ def check_settings(algorithm: str, settings: dict, rounds: int, groups: int | No
             )
     elif family == "bandpy":
         bandpy_side().check_settings(algorithm, settings)
+    elif family == "showdown":
+        showdown_side().check_settings(algorithm, settings, rounds, problem)
     else:
         eenet_side().check_settings(settings)
 
@@ -261,7 +279,8 @@ def check_settings(algorithm: str, settings: dict, rounds: int, groups: int | No
 # ----------------------------------------------------------------------------------------------- our side
 def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) -> dict:
     """One run of ours on recorded draws: ``rounds`` holds users [T], arms [T, K, d] (or [K, d] for every round),
-    rewards and expected rewards [T, K]. The policy's seed is the one the runner gives seed index ``seed``."""
+    rewards and expected rewards [T, K], and ``block`` when the arms are block-encoded. The policy's seed is the one
+    the runner gives seed index ``seed``."""
     sys.path.insert(0, str(ROOT))
     from banditbench.algos import ALGORITHMS
     from banditbench.envs import Budget
@@ -285,7 +304,8 @@ def replay(algorithm: str, params: dict, rounds: dict, seed: int, truth=None) ->
     start = time.perf_counter()
     for t in range(T):
         budget = Budget()
-        view = Round(t, int(users[t]), arms[t] if arms.ndim == 3 else arms, rewards[t], expected[t]).view(budget)
+        shown = arms[t] if arms.ndim == 3 else arms
+        view = Round(t, int(users[t]), shown, rewards[t], expected[t], block=rounds.get("block")).view(budget)
         chosen[t] = group.select([view], [budget])[0]
         budget.close()
         group.update([view], [int(chosen[t])], [float(rewards[t, chosen[t]])])
@@ -371,6 +391,10 @@ def their_worker(job: dict) -> dict:
         return bandpy_side().run_bandpy(
             reference, deps, Path(job["data_dir"]), algorithm, job["rounds"], seed, job["ours"]
         )
+    if family == "showdown":
+        return showdown_side().run_reference(
+            reference, pools, algorithm, job["problem"], job["rounds"], seed, job["ours"], Path(job["record"])
+        )
     return eenet_side().run_reference(reference, pools, job["rounds"], seed, job["ours"], job["settings"])
 
 
@@ -383,6 +407,13 @@ def our_worker(job: dict) -> dict:
             name = eenet_side().replay_dataset(Path(job["pools"]), job["order"], Path(folder))
             for label, (learner, params) in job["learners"].items():
                 answers[label] = run_ours(Path(folder), name, learner, params, job["rounds"], seed, "classification")
+        return {"learners": answers}
+    if family == "showdown":
+        record = dict(np.load(job["record"]))
+        for label, (learner, params) in job["learners"].items():
+            rounds, own = showdown_side().shown(record, params)
+            answers[label] = replay(learner, own, rounds, seed)
+            answers[label]["agreement"] = agreement(rounds["arms"], answers[label]["chosen"], job["their_chosen"])
         return {"learners": answers}
     rounds, truth = recorded_rounds(job)
     for label, (learner, params) in job["learners"].items():
@@ -479,6 +510,12 @@ def eenet_side():
     return parity_eenet
 
 
+def showdown_side():
+    import parity_showdown
+
+    return parity_showdown
+
+
 def bandpy_side():
     """benchmarks/parity_bandpy.py: the instance, their controllers' runner and the settings of both sides."""
     import parity_bandpy
@@ -572,6 +609,8 @@ def describe_instance(algorithm: str, args, instance: dict) -> str:
         return "bandpy generator " + ", ".join(f"{k} = {v:g}" for k, v in instance.items())
     if family == "eenet":
         return "MNIST, their images replayed"
+    if family == "showdown":
+        return showdown_side().describe(args.problem, args.pools)
     spec = args.pools / "instance.json"
     pools = json.loads(spec.read_text()) if spec.is_file() else {"pools": args.pools.name}
     text = ", ".join(f"{k} = {v}" for k, v in pools.items())
@@ -649,6 +688,8 @@ def prepare_instance(algorithm: str, args, folder: Path) -> tuple[dict, dict]:
         return {**job, "data_dir": str(data_dir)}, instance
     if family == "eenet":
         return job, {}
+    if family == "showdown":
+        return {**job, "problem": args.problem}, {}
     groups = parity_ban().METABAN_GROUPS if algorithm == "metaban" else args.groups or parity_ban().RUN_PY_GROUPS
     job.update(groups=groups, n_users=groups)  # their models' users are the loader's groups
     if args.measure == "speed":
@@ -698,6 +739,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--instance", help="bandpy: users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0 (any of)")
     p.add_argument("--instance-dir", type=Path, help="bandpy: a --data-dir holding a prepared synthetic dataset")
+    p.add_argument("--problem", choices=("wheel", "statlog"), default="wheel", help="the Showdown: its problem")
     p.add_argument("--measure", choices=("regret", "speed"), default="regret")
     p.add_argument("--algos", default="club", help=f"comma list of {', '.join(FAMILY)}")
     p.add_argument("--rounds", type=int, default=3000)
@@ -738,6 +780,8 @@ def main() -> None:
     ):
         if wrong:
             p.error(message)
+    if args.measure == "speed" and any(FAMILY[a] == "showdown" for a in algos):
+        p.error("--measure speed: the Showdown family is timed by benchmarks/thompson.py")
     if args.measure == "speed" and args.jobs != 1:
         p.error("--measure speed times one pair at a time; drop --jobs")
     if args.lockstep < 1 or (args.lockstep > 1 and args.measure != "speed"):
@@ -749,7 +793,7 @@ def main() -> None:
     args.instance = parse_instance(args.instance)
     for algorithm in algos:
         check_reference(p, args, algorithm)
-        check_settings(algorithm, settings, args.rounds, args.groups)
+        check_settings(algorithm, settings, args.rounds, args.groups, args.problem)
     report = {"reference": str(args.reference_dir), "measure": args.measure, "algorithms": {}}
     for algorithm in algos:
         with tempfile.TemporaryDirectory(prefix="parity-instance-") as folder:
@@ -765,6 +809,11 @@ def main() -> None:
 
 def check_reference(p: argparse.ArgumentParser, args, algorithm: str) -> None:
     family = FAMILY[algorithm]
+    if family == "showdown":
+        reason = showdown_side().check_reference(args.reference_dir, args.problem, args.pools)
+        if reason:
+            p.error(reason)
+        return
     if family == "bandpy":
         if not (args.reference_dir / "bandpy" / "controllers").is_dir():
             p.error(f"{args.reference_dir} is not a bandpy checkout (no bandpy/controllers) for {algorithm}")

@@ -31,6 +31,8 @@ ORDER = (
     "bass",
     "dynucb",
     "cmlb",
+    "blr-one",
+    "random",
 )
 NAMES = {
     "club": "CLUB",
@@ -45,6 +47,8 @@ NAMES = {
     "bass": "BASS (bandpy)",
     "dynucb": "DynUCB (bandpy)",
     "cmlb": "CMLB (bandpy)",
+    "blr-one": "BLR-ONE (the Showdown's LinFullPost)",
+    "random": "Random (the Showdown's Uniform)",
 }
 
 

@@ -300,6 +300,42 @@ def test_jester_shows_32_jokes_ratings_and_pays_the_rating_of_the_recommended_jo
     assert x.shape == (50, 30) and rewards.shape == (50, 10)
 
 
+def test_shuffled_jokes_are_a_seeded_permutation_of_the_columns_recorded_in_the_manifest(tmp_path):
+    ratings = np.round(np.random.default_rng(2).uniform(-10, 10, size=(20, 40)), 2)
+    source = jester_file(tmp_path / "raw", ratings)
+
+    def prepared(folder, **options):
+        showdown.prepare_jester(tmp_path / folder, source=source, offline=True, verify=False, **options)
+        dataset = load_dataset(tmp_path / folder, "showdown-jester")
+        x, rewards, _ = table(dataset)
+        return np.hstack([x, rewards]), dataset.manifest["parameters"]
+
+    plain, parameters = prepared("plain")
+    np.testing.assert_array_equal(plain, ratings)
+    assert "shuffle_jokes" not in parameters and "seed" not in parameters  # the file's order: the manifest it had
+    shuffled, parameters = prepared("a", shuffle_jokes=True, seed=3)
+    order = np.asarray(parameters["joke_order"]) - 1
+    assert sorted(order) == list(range(40)) and order.tolist() != list(range(40))
+    np.testing.assert_array_equal(shuffled, ratings[:, order])
+    again, _ = prepared("b", shuffle_jokes=True, seed=3)
+    other, other_parameters = prepared("c", shuffle_jokes=True, seed=4)
+    np.testing.assert_array_equal(again, shuffled)
+    assert other_parameters["joke_order"] != parameters["joke_order"]
+    np.testing.assert_array_equal(other, ratings[:, np.asarray(other_parameters["joke_order"]) - 1])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"seed": -1}, "--seed must be non-negative"), ({"context_jokes": 40}, "--context-jokes must be")],
+)
+def test_jester_options_out_of_their_domain_are_refused_in_one_line(tmp_path, options, message):
+    source = jester_file(tmp_path / "raw", np.zeros((5, 40)))
+    with pytest.raises(UserError, match=message) as error:
+        api.prepare("showdown-jester", data_dir=tmp_path, source=source, verify=False, shuffle_jokes=True, **options)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "showdown-jester").exists()
+
+
 @pytest.mark.parametrize(
     ("ratings", "verify", "message"),
     [

@@ -21,8 +21,10 @@ as rewards tables (banditbench/envs/rewards_table.py): a context per row and a r
   so a group the sample lacks stays an action that never pays (the Showdown numbers the sample's groups).
 - ``showdown-jester``: the dense subset of the Jester ratings (19 181 users who rated all 40 jokes); a user's
   ratings of the first 32 jokes are the context and recommending one of the last 8 pays its rating, so every
-  action's reward is known and the regret exact. The Showdown's example script shuffles the 40 jokes once before
-  the split; here it is fixed, as its sampler's default.
+  action's reward is known and the regret exact. The Showdown's sampler keeps the file's joke order unless asked
+  to shuffle it, and its example script asks, from the unseeded global generator, so each of its runs splits other
+  jokes; the paper does not mention it. Here the file's order is the default and ``--shuffle-jokes`` permutes the
+  40 jokes once, from ``--seed``, before the split.
 - ``showdown-financial``: the Showdown's 3 713 trading days, each day's price changes of 21 stocks as the context
   (not normalised); 8 synthetic portfolios are the actions. As its stock sampler: portfolio a's weights β_a are
   drawn once (here from ``--seed``), uniform on [−1, 1]²¹ and scaled to unit norm, and it pays ⟨β_a, x⟩ + N(0, σ_a²)
@@ -394,6 +396,8 @@ def prepare_jester(
     data_dir: Path,
     *,
     context_jokes: int = JESTER_CONTEXT,
+    shuffle_jokes: bool = False,
+    seed: int = 0,
     verify: bool = True,
     source: str | None = None,
     offline: bool = False,
@@ -402,13 +406,19 @@ def prepare_jester(
 ) -> Path:
     """``showdown-jester``: a user's ratings of the first ``context_jokes`` jokes (32) are the context; recommending
     one of the others (8) pays the user's rating of it, known for every joke, so the best action and the regret are
-    exact."""
+    exact. ``shuffle_jokes``: the jokes (columns) are permuted from ``seed`` before the split, as the Showdown's
+    example script does (its ``shuffle_cols``); the permutation is recorded in the manifest."""
     parameters = {"context_jokes": context_jokes, "verify": verify}
+    jokes = np.arange(JESTER_JOKES)
+    if shuffle_jokes:  # the file's order keeps the manifests it always had
+        jokes = np.random.default_rng(seed).permutation(JESTER_JOKES)
+        # the file's joke numbers in their new order, context jokes first
+        parameters.update(shuffle_jokes=True, seed=seed, joke_order=(jokes + 1).tolist())
     folder = Path(data_dir) / "showdown-jester"
     if up_to_date(folder, parameters, force):
         return folder
     with raw_files(jester_spec(), source, offline, cache, verify) as raw:
-        ratings = read_jester(raw)
+        ratings = read_jester(raw)[:, jokes]
     x, rewards = ratings[:, :context_jokes], ratings[:, context_jokes:]
     return write_problem(folder, parameters, x, rewards, rewards, raw, force)
 
@@ -548,6 +558,13 @@ register(
                 minimum=1,
                 maximum=JESTER_JOKES - 1,
             ),
+            Option(
+                "shuffle_jokes",
+                bool,
+                False,
+                "Permute the 40 jokes from --seed before the split, as the Showdown's example script does.",
+            ),
+            Option("seed", int, 0, "Seed of the jokes' permutation (with --shuffle-jokes).", minimum=0),
         ),
         raw=jester_spec,
         files=f"{JESTER_FILE} (the Showdown's copy, downloaded)",

@@ -1,0 +1,247 @@
+"""The Deep Bayesian Bandits Showdown's side of the parity harness (benchmarks/parity.py dispatches ``--algos
+blr-one`` and ``--algos random`` here).
+
+The instances are two of the Showdown's problems as its example script builds them (Riquelme, Tucker & Snoek 2018,
+§4 and App. A), drawn by its own samplers in run i's process after ``np.random.seed(i)``:
+
+- ``wheel``: ``sample_wheel_bandit_data`` with the script's δ = 0.95, small rewards N(1.0 | 1.2, 0.05²) and the
+  large one N(50, 0.01²); the expected rewards are the means its definition gives each context;
+- ``statlog``: ``sample_statlog_data`` on UCI's shuttle training file (``--pools`` holds ``shuttle.trn``): the
+  first ``--rounds`` rows of a shuffle, each feature standardised over those rows, reward 1 for the row's class.
+
+Their learners run unedited from REF (the deep_contextual_bandits directory of tensorflow/models, or a fork):
+``LinearFullPosteriorSampling`` (their LinFullPost) for ``blr-one`` and ``UniformSampling`` for ``random``, in the
+round loop of their ``run_contextual_bandit`` (a context, the action, its reward, the update) without its per-round
+printing. Neither learner needs TensorFlow, but their ``data_sampler`` imports it at the top only to open files
+through ``tf.gfile``: the process gets a ``tensorflow`` module whose ``gfile.Open`` is ``open``, nothing else (a
+real TensorFlow 2, which has no ``tf.gfile``, gets that one attribute).
+
+Each run of theirs records its contexts, realised and expected rewards; ours replays them (the same rows in the
+same order), each context shown as the rewards-table protocol shows it: block-encoded, one block per action, so
+that BLR keeps the Showdown's per-action models. The posterior draws are each side's own (theirs from NumPy's global
+generator, ours from the runner's streams), so the same arm is expected often, not always.
+
+Their LinFullPost fits an intercept (their ``ContextualDataset(intercept=True)`` appends a constant 1 to every
+context); our rewards-table problems do not. The ``code`` variant appends it (the learner key ``intercept``), the
+``default`` variant shows the plain context as ``banditbench run`` does.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+PROBLEMS = ("wheel", "statlog")
+# their example script's wheel: δ, the small rewards' means and σ, the large reward's mean and σ
+WHEEL = {"delta": 0.95, "mean_v": [1.0, 1.0, 1.0, 1.0, 1.2], "std_v": [0.05] * 5, "mu_large": 50.0, "std_large": 0.01}
+STATLOG_FILE, STATLOG_ACTIONS, STATLOG_ROWS = "shuttle.trn", 7, 43_500
+# their learner (module, class) for each of ours
+METHODS = {
+    "blr-one": ("linear_full_posterior_sampling", "LinearFullPosteriorSampling"),
+    "random": ("uniform_sampling", "UniformSampling"),
+}
+# our hyper-parameter → their hparams field
+KNOBS = {"prior_a": "a0", "prior_b": "b0", "ridge": "lambda_prior", "initial_pulls": "initial_pulls"}
+# keys of a learner's parameters that the harness reads itself: how the recorded contexts are shown to ours
+SHOWN = {"intercept": False, "per_action": True}
+
+
+def check_settings(algorithm: str, settings: dict, rounds: int, problem: str) -> None:
+    """Refuse with one line a setting their learner has no field for, or a horizon beyond their statlog sampler's
+    rows."""
+    missing = [name for name in settings if name not in KNOBS]
+    if missing:
+        raise SystemExit(f"their {METHODS[algorithm][1]} has no setting for {', '.join(missing)}")
+    if problem == "statlog" and rounds > STATLOG_ROWS:
+        raise SystemExit(f"--rounds {rounds}: their statlog sampler draws at most {STATLOG_ROWS:,} rows")
+
+
+def check_reference(reference: Path, problem: str, pools: Path | None) -> str | None:
+    """The one-line reason REF (or the pools) cannot serve this problem, or None."""
+    for module, _ in METHODS.values():
+        if not (reference / "bandits" / "algorithms" / f"{module}.py").is_file():
+            return f"{reference} has no bandits/algorithms/{module}.py: not the Showdown's deep_contextual_bandits"
+    if problem == "statlog" and (pools is None or not (pools / STATLOG_FILE).is_file()):
+        return f"--problem statlog needs --pools, a folder holding UCI's {STATLOG_FILE}"
+    return None
+
+
+def fake_tensorflow() -> types.ModuleType:
+    """Their data sampler's only use of TensorFlow: ``tf.gfile.Open``."""
+    module = types.ModuleType("tensorflow")
+    module.gfile = types.SimpleNamespace(Open=open)
+    return module
+
+
+def sample(problem: str, rounds: int, pools: Path | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(contexts [T, d], realised rewards [T, K], expected rewards [T, K]) from their sampler, on NumPy's global
+    generator as seeded by the caller."""
+    if problem == "wheel":
+        from bandits.data.synthetic_data_sampler import sample_wheel_bandit_data
+
+        table, (_, best) = sample_wheel_bandit_data(rounds, **WHEEL)
+        contexts, rewards = table[:, :2], table[:, 2:]
+        expected = np.tile(WHEEL["mean_v"], (rounds, 1))
+        outside = best != np.argmax(WHEEL["mean_v"])  # their best action beyond δ is the quadrant's
+        expected[outside, best[outside]] = WHEEL["mu_large"]
+        return contexts, rewards, expected
+    tensorflow = sys.modules.setdefault("tensorflow", fake_tensorflow())
+    if not hasattr(tensorflow, "gfile"):  # a TensorFlow 2 (their NeuralLinear's runs) keeps it as tf.io.gfile
+        tensorflow.gfile = fake_tensorflow().gfile
+    from bandits.data.data_sampler import sample_statlog_data
+
+    contexts, rewards, _ = sample_statlog_data(str(pools / STATLOG_FILE), min(rounds, STATLOG_ROWS), shuffle_rows=True)
+    return contexts, rewards, rewards  # a class reward is known, not drawn
+
+
+def their_learner(algorithm: str, dim: int, n_actions: int, ours: dict):
+    """Their learner with their example script's hparams, our settings mapped onto their names."""
+    import importlib
+
+    module, name = METHODS[algorithm]
+    hparams = types.SimpleNamespace(context_dim=dim, num_actions=n_actions)
+    for our_name, their_name in KNOBS.items():
+        if our_name in ours:
+            setattr(hparams, their_name, ours[our_name])
+    return getattr(importlib.import_module(f"bandits.algorithms.{module}"), name)(name, hparams)
+
+
+def run_reference(
+    reference: Path, pools: Path | None, algorithm: str, problem: str, rounds: int, seed: int, ours: dict, record: Path
+) -> dict:
+    """Run ``seed`` of theirs in this fresh process; the draws go to ``record`` for ours to replay."""
+    sys.path.insert(0, str(reference))
+    np.random.seed(seed)
+    contexts, rewards, expected = sample(problem, rounds, pools)
+    np.savez(record, contexts=contexts, rewards=rewards, expected=expected)
+    learner = their_learner(algorithm, contexts.shape[1], rewards.shape[1], ours)
+    T = len(contexts)
+    chosen = np.zeros(T, np.int64)
+    start = time.perf_counter()
+    for t in range(T):  # their run_contextual_bandit's loop
+        chosen[t] = learner.action(contexts[t])
+        learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
+    seconds = time.perf_counter() - start
+    regret = np.cumsum(expected.max(1) - expected[np.arange(T), chosen])
+    return {"regret": regret.tolist(), "chosen": chosen.tolist(), "loop_seconds": seconds}
+
+
+def shown(record: dict, params: dict) -> tuple[dict, dict]:
+    """(the rounds ours replays, the learner's own parameters): the recorded contexts, with their constant 1
+    appended when ``intercept``, block-encoded into one block per action, declared as blocks when ``per_action``
+    (else one model reads every block)."""
+    harness = {key: params.get(key, default) for key, default in SHOWN.items()}
+    contexts, rewards = record["contexts"], record["rewards"]
+    if harness["intercept"]:
+        contexts = np.hstack([contexts, np.ones((len(contexts), 1))])
+    T, K = rewards.shape
+    d = contexts.shape[1]
+    arms = np.zeros((T, K, K * d))
+    for a in range(K):
+        arms[:, a, a * d : (a + 1) * d] = contexts
+    rounds = {
+        "users": np.zeros(T, np.int64),
+        "arms": arms,
+        "rewards": rewards,
+        "expected": record["expected"],
+        "n_users": 1,
+        "block": d if harness["per_action"] else None,
+    }
+    return rounds, {k: v for k, v in params.items() if k not in SHOWN}
+
+
+def describe(problem: str, pools: Path | None) -> str:
+    if problem == "wheel":
+        return "the Showdown's wheel (their sampler, δ = 0.95, their example's σ), their draws replayed"
+    return f"the Showdown's statlog ({pools.name if pools else ''}/{STATLOG_FILE}, their sampler), their rows replayed"
+
+
+# ------------------------------------------------------------------------------- their NeuralLinear, for later
+# their example script's NeuralLinear: one hidden layer of 50 ReLU units, RMSProp from 0.1 decayed by half, the
+# network retrained for 100 steps of 512 every 50 rounds, the BLR head refitted every round
+NEURAL_LINEAR = {
+    "init_scale": 0.3,
+    "layer_sizes": [50],
+    "batch_size": 512,
+    "activate_decay": True,
+    "initial_lr": 0.1,
+    "max_grad_norm": 5.0,
+    "show_training": False,
+    "freq_summary": 1000,
+    "buffer_s": -1,
+    "initial_pulls": 2,
+    "reset_lr": True,
+    "lr_decay_rate": 0.5,
+    "training_freq": 1,
+    "training_freq_network": 50,
+    "training_epochs": 100,
+    "a0": 6,
+    "b0": 6,
+    "lambda_prior": 0.25,
+}
+
+
+def neural_linear_run(reference: Path, pools: Path | None, problem: str, rounds: int, seed: int) -> dict:
+    """One run of their TF2 NeuralLinear (``neural_linear_sampling_tf2``) on their sampler's draws of ``seed``: its
+    total reward and final regret. Needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and
+    tf_keras): their port builds its network with ``tf.compat.v1.layers``, which Keras 3 no longer serves."""
+    import tensorflow as tf
+
+    sys.path.insert(0, str(reference))
+    np.random.seed(seed)
+    contexts, rewards, expected = sample(problem, rounds, pools)
+    from bandits.algorithms.neural_linear_sampling_tf2 import NeuralLinearPosteriorSampling
+
+    hparams = types.SimpleNamespace(
+        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **NEURAL_LINEAR
+    )
+    learner = NeuralLinearPosteriorSampling("NeuralLinear", hparams)
+    T = len(contexts)
+    chosen = np.zeros(T, np.int64)
+    start = time.perf_counter()
+    for t in range(T):
+        chosen[t] = learner.action(contexts[t])
+        learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
+    got = rewards[np.arange(T), chosen]
+    return {
+        "seed": seed,
+        "total_reward": float(got.sum()),
+        "final_regret": float((expected.max(1) - expected[np.arange(T), chosen]).sum()),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def main() -> None:
+    """``--neural-linear``: their NeuralLinear's totals on wheel and statlog, for a later comparison with ours."""
+    import argparse
+    import json
+    import platform
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--reference-dir", type=Path, required=True)
+    p.add_argument("--pools", type=Path, help="the folder of UCI's shuttle.trn (statlog)")
+    p.add_argument("--problems", default="wheel,statlog")
+    p.add_argument("--rounds", type=int, default=2000)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    import tensorflow as tf
+
+    found = {"learner": "their NeuralLinear (neural_linear_sampling_tf2)", "hparams": NEURAL_LINEAR}
+    found.update(tensorflow=tf.__version__, machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
+    for problem in args.problems.split(","):
+        reason = check_reference(args.reference_dir, problem, args.pools)
+        if reason:
+            raise SystemExit(reason)
+        runs = [neural_linear_run(args.reference_dir, args.pools, problem, args.rounds, s) for s in range(args.runs)]
+        found["problems"][problem] = runs
+        print(problem, [round(r["final_regret"], 1) for r in runs], flush=True)
+    args.out.write_text(json.dumps(found, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

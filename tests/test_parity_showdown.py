@@ -1,0 +1,165 @@
+"""The Showdown family of the parity harness (benchmarks/parity_showdown.py) can fail.
+
+The authors' code is never used here. A stand-in repository with the Showdown's interface (a wheel sampler on
+NumPy's global generator, ``LinearFullPosteriorSampling`` and ``UniformSampling`` built from ``(name, hparams)``
+with ``action`` / ``update``) wraps our own BLR, seeded as the harness seeds ours, so that the harness can be shown
+to call an exact re-implementation parity and a wrong one not.
+"""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import parity_showdown  # noqa: E402
+from test_parity import load_harness  # noqa: E402
+
+# A wheel with a small radius (δ = 0.5, whatever the harness asks), so that a short run tells learners apart.
+STAND_IN_SAMPLER = """
+import numpy as np
+
+
+def sample_wheel_bandit_data(num_contexts, delta, mean_v, std_v, mu_large, std_large):
+    angle, radius = np.random.uniform(0, 2 * np.pi, num_contexts), np.sqrt(np.random.uniform(0, 1, num_contexts))
+    contexts = np.stack([radius * np.cos(angle), radius * np.sin(angle)], axis=1)
+    rewards = np.random.normal(mean_v, std_v, (num_contexts, len(mean_v)))
+    quadrant = 2 * (contexts[:, 0] <= 0) + (contexts[:, 1] <= 0)
+    best = np.where(radius >= 0.5, quadrant, int(np.argmax(mean_v)))
+    outside = radius >= 0.5
+    rewards[outside, quadrant[outside]] = np.random.normal(mu_large, std_large, outside.sum())
+    return np.hstack([contexts, rewards]), (rewards[np.arange(num_contexts), best], best)
+"""
+# Their LinFullPost as our BLR on their intercept-extended context, with the seed the harness gives run i of ours
+# (recovered from the global generator, which the harness seeded with i).
+STAND_IN_BLR = """
+import numpy as np
+
+from banditbench.algos import ALGORITHMS
+from banditbench.envs import Budget
+from banditbench.envs.round import Round
+from banditbench.runner.seeds import unit_streams
+from banditbench.runner.unit import group_of_one
+
+RUN = None
+
+
+class LinearFullPosteriorSampling:
+    def __init__(self, name, hparams):
+        self.K, self.d = hparams.num_actions, hparams.context_dim + 1
+        params = {{"prior_a": hparams.a0, "prior_b": hparams.b0, "ridge": hparams.lambda_prior{wrong},
+                  "initial_pulls": hparams.initial_pulls}}
+        policy = ALGORITHMS["blr-one"].build(
+            n_users=1, n_arms=self.K, dim=self.K * self.d, seed=unit_streams(0, RUN)[1], params=params
+        )
+        self.group, self.t = group_of_one(policy), 0
+
+    def action(self, context):
+        arms = np.kron(np.eye(self.K), np.append(context, 1.0))
+        self.view = Round(self.t, 0, arms, np.zeros(self.K), np.zeros(self.K), block=self.d).view(Budget())
+        self.t += 1
+        return self.group.select([self.view], [Budget()])[0]
+
+    def update(self, context, action, reward):
+        self.group.update([self.view], [action], [reward])
+"""
+STAND_IN_UNIFORM = """
+import numpy as np
+
+
+class UniformSampling:
+    def __init__(self, name, hparams):
+        self.K = hparams.num_actions
+
+    def action(self, context):
+        return np.random.randint(self.K)
+"""
+ROUNDS, RUNS = 200, 3
+MODULES = ("bandits", "bandits.algorithms", "bandits.data", "bandits.data.synthetic_data_sampler")
+
+
+def stand_in(folder: Path, monkeypatch, wrong: str = "") -> Path:
+    """Write the stand-in repository (``wrong``: a change to the BLR's parameters) and undo, after the test, what
+    running it in this process changes."""
+    for package in ("bandits/algorithms", "bandits/data"):
+        (folder / package).mkdir(parents=True)
+    (folder / "bandits/data/synthetic_data_sampler.py").write_text(STAND_IN_SAMPLER)
+    (folder / "bandits/algorithms/linear_full_posterior_sampling.py").write_text(STAND_IN_BLR.format(wrong=wrong))
+    (folder / "bandits/algorithms/uniform_sampling.py").write_text(STAND_IN_UNIFORM)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return folder
+
+
+def entry(reference: Path, monkeypatch, algorithm: str = "blr-one") -> dict:
+    """The harness's regret comparison on the stand-in's wheel, every side run in this process."""
+    harness = load_harness()
+    blr = "bandits.algorithms.linear_full_posterior_sampling"
+
+    def in_process(side, job):
+        if side == "theirs":
+            for module in (*MODULES, blr, "bandits.algorithms.uniform_sampling"):
+                sys.modules.pop(module, None)  # a fresh import of theirs for every run, as a fresh process has
+            sys.path.insert(0, str(reference))
+            __import__(blr)
+            sys.modules[blr].RUN = job["seed"]
+            return harness.their_worker(job)
+        return harness.our_worker(job)
+
+    monkeypatch.setattr(harness, "spawn", in_process)
+    # the controls that tell learners apart within this short horizon: one model for every action needs longer
+    controls = [c for c in harness.CONTROLS["blr-one"] if c.label != "one model"]
+    monkeypatch.setitem(harness.CONTROLS, "blr-one", tuple(controls))
+    args = Namespace(variant="code", rounds=ROUNDS, runs=RUNS, jobs=1, margin=0.05, pools=None, measure="regret")
+    args.reference_dir, args.reference_deps, args.problem = reference, None, "wheel"
+    job, instance = harness.prepare_instance(algorithm, args, reference)
+    job.update(settings={}, ours=harness.settings_for_theirs(algorithm, {}, instance))
+    return harness.regret_entry(algorithm, args, job, instance, {}, {})
+
+
+def test_an_exact_reimplementation_is_parity_and_every_control_is_shown_beyond_the_margin(tmp_path, monkeypatch):
+    found = entry(stand_in(tmp_path, monkeypatch), monkeypatch)
+    code = found["variants"]["code"]
+    assert code["final"] == found["theirs"]["final"] and np.mean(code["agreement"]) == 1.0
+    assert code["verdict"] == "parity", code["reason"]
+    assert set(found["controls"]) == {"uniform", "wrong prior"}
+
+
+def test_their_learner_with_another_prior_differs(tmp_path, monkeypatch):
+    """Their side's weights prior is 100 times as tight: it is our wrong-prior control, which ours is not."""
+    found = entry(stand_in(tmp_path, monkeypatch, wrong=" * 100"), monkeypatch)
+    assert found["variants"]["code"]["verdict"] == "differs"
+    assert found["controls"]["wrong prior"]["compare"]["difference"] == 0.0  # theirs is the control
+
+
+def test_the_contexts_ours_is_shown_follow_the_learner_keys():
+    record = {"contexts": np.array([[2.0, 3.0]]), "rewards": np.zeros((1, 3)), "expected": np.zeros((1, 3))}
+    rounds, own = parity_showdown.shown(record, {"intercept": True, "ridge": 1.0})
+    np.testing.assert_array_equal(rounds["arms"][0, 1], [0, 0, 0, 2, 3, 1, 0, 0, 0])
+    assert rounds["block"] == 3 and own == {"ridge": 1.0}
+    rounds, own = parity_showdown.shown(record, {"per_action": False})
+    assert rounds["block"] is None and rounds["arms"].shape == (1, 3, 6) and own == {}
+
+
+@pytest.mark.parametrize(
+    ("settings", "rounds", "problem", "message"),
+    [
+        ({"v": 1.0}, 2000, "wheel", "their LinearFullPosteriorSampling has no setting for v"),
+        ({}, 50_000, "statlog", "their statlog sampler draws at most 43,500 rows"),
+    ],
+)
+def test_what_their_code_cannot_run_is_refused_in_one_line(settings, rounds, problem, message):
+    with pytest.raises(SystemExit, match=message):
+        parity_showdown.check_settings("blr-one", settings, rounds, problem)
+
+
+def test_a_checkout_without_their_learners_or_statlog_without_its_file_is_named(tmp_path, monkeypatch):
+    assert "not the Showdown's" in parity_showdown.check_reference(tmp_path, "wheel", None)
+    stand_in(tmp_path / "ref", monkeypatch)
+    assert parity_showdown.check_reference(tmp_path / "ref", "wheel", None) is None
+    assert "shuttle.trn" in parity_showdown.check_reference(tmp_path / "ref", "statlog", tmp_path)
