@@ -145,7 +145,7 @@ CODE = {
         "code_training": True,
         "schedule": "code",
     },
-    # their LinFullPost's ContextualDataset(intercept=True): a constant 1 appended to every context
+    # their LinFullPost's ContextualDataset(intercept=True): a constant 1 appended to every context (BLR's default)
     "blr-one": {"intercept": True},
 }
 # Settings of the instance that every variant and control of ours gets: f2 of EE-Net reads the gradient of f1
@@ -199,6 +199,7 @@ CONTROLS = {
         Control("uniform", "random", inherits=False),
         Control("one model", "blr-one", {"per_action": False}),
         Control("wrong prior", "blr-one", {"ridge": 25.0}, inherits=False),
+        Control("no intercept", "blr-one", {"intercept": False}),
     ),
     "random": (Control("BLR", "blr-one", inherits=False),),
 }

@@ -22,8 +22,8 @@ that BLR keeps the Showdown's per-action models. The posterior draws are each si
 generator, ours from the runner's streams), so the same arm is expected often, not always.
 
 Their LinFullPost fits an intercept (their ``ContextualDataset(intercept=True)`` appends a constant 1 to every
-context); our rewards-table problems do not. The ``code`` variant appends it (the learner key ``intercept``), the
-``default`` variant shows the plain context as ``banditbench run`` does.
+context); so does our BLR (``intercept``, on by default), in each action's model; the control without it shows what
+the intercept is worth.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ METHODS = {
 # our hyper-parameter → their hparams field
 KNOBS = {"prior_a": "a0", "prior_b": "b0", "ridge": "lambda_prior", "initial_pulls": "initial_pulls"}
 # keys of a learner's parameters that the harness reads itself: how the recorded contexts are shown to ours
-SHOWN = {"intercept": False, "per_action": True}
+SHOWN = {"per_action": True}
 
 
 def check_settings(algorithm: str, settings: dict, rounds: int, problem: str) -> None:
@@ -131,13 +131,10 @@ def run_reference(
 
 
 def shown(record: dict, params: dict) -> tuple[dict, dict]:
-    """(the rounds ours replays, the learner's own parameters): the recorded contexts, with their constant 1
-    appended when ``intercept``, block-encoded into one block per action, declared as blocks when ``per_action``
-    (else one model reads every block)."""
+    """(the rounds ours replays, the learner's own parameters): the recorded contexts block-encoded into one block
+    per action, declared as blocks when ``per_action`` (else one model reads every block)."""
     harness = {key: params.get(key, default) for key, default in SHOWN.items()}
     contexts, rewards = record["contexts"], record["rewards"]
-    if harness["intercept"]:
-        contexts = np.hstack([contexts, np.ones((len(contexts), 1))])
     T, K = rewards.shape
     d = contexts.shape[1]
     arms = np.zeros((T, K, K * d))

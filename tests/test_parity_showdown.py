@@ -36,7 +36,7 @@ def sample_wheel_bandit_data(num_contexts, delta, mean_v, std_v, mu_large, std_l
     rewards[outside, quadrant[outside]] = np.random.normal(mu_large, std_large, outside.sum())
     return np.hstack([contexts, rewards]), (rewards[np.arange(num_contexts), best], best)
 """
-# Their LinFullPost as our BLR on their intercept-extended context, with the seed the harness gives run i of ours
+# Their LinFullPost as our BLR (which fits their intercept itself), with the seed the harness gives run i of ours
 # (recovered from the global generator, which the harness seeded with i).
 STAND_IN_BLR = """
 import numpy as np
@@ -52,7 +52,7 @@ RUN = None
 
 class LinearFullPosteriorSampling:
     def __init__(self, name, hparams):
-        self.K, self.d = hparams.num_actions, hparams.context_dim + 1
+        self.K, self.d = hparams.num_actions, hparams.context_dim
         params = {{"prior_a": hparams.a0, "prior_b": hparams.b0, "ridge": hparams.lambda_prior{wrong},
                   "initial_pulls": hparams.initial_pulls}}
         policy = ALGORITHMS["blr-one"].build(
@@ -61,7 +61,7 @@ class LinearFullPosteriorSampling:
         self.group, self.t = group_of_one(policy), 0
 
     def action(self, context):
-        arms = np.kron(np.eye(self.K), np.append(context, 1.0))
+        arms = np.kron(np.eye(self.K), context)
         self.view = Round(self.t, 0, arms, np.zeros(self.K), np.zeros(self.K), block=self.d).view(Budget())
         self.t += 1
         return self.group.select([self.view], [Budget()])[0]
@@ -112,8 +112,9 @@ def entry(reference: Path, monkeypatch, algorithm: str = "blr-one") -> dict:
         return harness.our_worker(job)
 
     monkeypatch.setattr(harness, "spawn", in_process)
-    # the controls that tell learners apart within this short horizon: one model for every action needs longer
-    controls = [c for c in harness.CONTROLS["blr-one"] if c.label != "one model"]
+    # the controls that tell learners apart within this short horizon: one model for every action, and the
+    # intercept's absence, need longer
+    controls = [c for c in harness.CONTROLS["blr-one"] if c.label not in ("one model", "no intercept")]
     monkeypatch.setitem(harness.CONTROLS, "blr-one", tuple(controls))
     args = Namespace(variant="code", rounds=ROUNDS, runs=RUNS, jobs=1, margin=0.05, pools=None, measure="regret")
     args.reference_dir, args.reference_deps, args.problem = reference, None, "wheel"
@@ -140,8 +141,8 @@ def test_their_learner_with_another_prior_differs(tmp_path, monkeypatch):
 def test_the_contexts_ours_is_shown_follow_the_learner_keys():
     record = {"contexts": np.array([[2.0, 3.0]]), "rewards": np.zeros((1, 3)), "expected": np.zeros((1, 3))}
     rounds, own = parity_showdown.shown(record, {"intercept": True, "ridge": 1.0})
-    np.testing.assert_array_equal(rounds["arms"][0, 1], [0, 0, 0, 2, 3, 1, 0, 0, 0])
-    assert rounds["block"] == 3 and own == {"ridge": 1.0}
+    np.testing.assert_array_equal(rounds["arms"][0, 1], [0, 0, 2, 3, 0, 0])
+    assert rounds["block"] == 2 and own == {"intercept": True, "ridge": 1.0}
     rounds, own = parity_showdown.shown(record, {"per_action": False})
     assert rounds["block"] is None and rounds["arms"].shape == (1, 3, 6) and own == {}
 

@@ -52,18 +52,22 @@ def random_rounds(n: int, make=block_round, seed: int = 0, dim: int = W) -> list
 
 @pytest.mark.parametrize("name", ["lints-one", "blr-one"])
 def test_each_arms_posterior_is_the_closed_form_of_its_samples(name):
-    """A = λI + XᵀX, θ̂ = A⁻¹Xᵀy per arm, and for BLR S = yᵀy − θ̂ᵀAθ̂ (the inverse-gamma rate's sum of squares)."""
+    """A = λI + XᵀX, θ̂ = A⁻¹Xᵀy per arm, and for BLR S = yᵀy − θ̂ᵀAθ̂ (the inverse-gamma rate's sum of squares), its
+    X ending in the intercept's column of ones."""
     policy = group_of(name, [{"ridge": 0.5}], [0], n_users=1, n_arms=K, dim=K * W)
     rounds = random_rounds(60)
     chosen = play(policy, rounds)
     for a in range(K):
         X = np.array([rnd.arms[a, a * W : (a + 1) * W] for rnd, c in zip(rounds, chosen) if c == a])
         y = np.array([rnd.rewards[a] for rnd, c in zip(rounds, chosen) if c == a])
-        A = 0.5 * np.eye(W) + X.T @ X
+        if policy.intercept:
+            X = np.hstack([X, np.ones((len(X), 1))])
+        A = 0.5 * np.eye(X.shape[1]) + X.T @ X
         theta = np.linalg.solve(A, X.T @ y)
         np.testing.assert_allclose(policy.stats.A_inv[0, a], np.linalg.inv(A), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(policy.stats.theta[0, a], theta, rtol=1e-9, atol=1e-12)
         assert policy.stats.count[0, a] == len(y)
+        assert X.shape[1] == W + (name == "blr-one")
         if name == "blr-one":
             np.testing.assert_allclose(policy.residual[0, a], y @ y - theta @ A @ theta, rtol=1e-9)
 

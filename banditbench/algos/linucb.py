@@ -26,6 +26,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     member_params = ("alpha", "ridge")  # per member: its exploration and ridge
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
     transient = ("_terms",)  # this round's products, from ``scores`` to ``update``
+    intercept = False  # a constant 1 after every context, fitted as one more weight (Bayesian linear regression's)
 
     def __init__(self, *, n_users, n_arms, dim, seeds, per_user: bool = True, alpha=1.0, ridge=1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
@@ -42,6 +43,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     def _build(self, block: int | None) -> None:
         models = self.n_users if self.per_user else 1
         blocks, width = (1, self.dim) if block is None else (self.dim // block, block)
+        width += self.intercept
         self.stats = RidgeStats(len(self.members), models * blocks, width, self.ridge, raw_sums=False, logdet=False)
 
     def _learners(self, users: np.ndarray, n_arms: int) -> np.ndarray:
@@ -53,11 +55,14 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         return models[:, None] * (self.dim // self.block) + np.arange(n_arms)
 
     def _contexts(self, arms: np.ndarray) -> np.ndarray:
-        """Each arm's context in its learner's coordinates [M, K, ·]: the arm's own block in block mode."""
-        if self.block is None:
-            return arms
-        M, K = arms.shape[:2]
-        return arms.reshape(M, K, -1, self.block)[:, np.arange(K), np.arange(K)]
+        """Each arm's context in its learner's coordinates [M, K, ·]: the arm's own block in block mode, and a
+        constant 1 after it where the learners fit an intercept."""
+        if self.block is not None:
+            M, K = arms.shape[:2]
+            arms = arms.reshape(M, K, -1, self.block)[:, np.arange(K), np.arange(K)]
+        if self.intercept:
+            arms = np.concatenate([arms, np.ones((*arms.shape[:2], 1))], axis=2)
+        return arms
 
     def scores(self, views) -> np.ndarray:
         """The LinUCB score of every member's arms [M, K] (what ``select`` maximises): xᵀθ_u + α·sqrt(xᵀA_u⁻¹x)."""
