@@ -95,7 +95,7 @@ def test_switches_are_inherited_and_a_bad_one_is_reported():
 def test_values_outside_the_domain_are_refused_with_the_domain(text, message):
     with pytest.raises(UserError) as error:
         resolve(text)
-    assert str(error.value) == f"--set {text.split('=')[0]}={text.split('=')[1].split(',')[-1]!r}: {message}"
+    assert str(error.value) == f"params {text.split('=')[0]}={text.split('=')[1].split(',')[-1]!r}: {message}"
 
 
 def test_values_inside_the_domain_are_cast_to_its_type():

@@ -103,7 +103,7 @@ def test_hyper_parameter_overrides_are_cast_and_recorded(data_dir, tmp_path):
     [
         ("linucb-ind.alpha", "ALGO.NAME=VALUE"),
         ("linucb-ind.beta=1", "no hyper-parameter 'beta'"),
-        ("linucb-one.alpha=1", "not among --algos"),
+        ("linucb-one.alpha=1", "not among algos"),
         ("linucb-ind.alpha=high", "alpha must be a finite real number ≥ 0"),
     ],
 )
