@@ -44,7 +44,6 @@ from banditbench.algos.neural import (
     SCHEDULES,
     ArmGradients,
     History,
-    TrainingJob,
     autograd_gradient,
     check_choice,
     is_training_round,
@@ -52,6 +51,7 @@ from banditbench.algos.neural import (
     torch_generator,
     train_jobs,
     train_passes,
+    whole_history_job,
 )
 
 DECISIONS = ("linear", "neural")
@@ -256,13 +256,14 @@ class EENet(MemberPolicy):
     def _train(self) -> None:
         """Minibatch Adam on every network, each member's minibatches drawn from its own generator in the order f1, f2,
         f3, and the members' networks of one kind trained stacked in one call (``train_jobs``)."""
-        one = torch.zeros(1, dtype=torch.long, device=self.device)
         drawn = [
             [
-                TrainingJob(
+                whole_history_job(
                     getattr(self, name)[m : m + 1],
-                    data[m].minibatch_rows(one, self.batch_size, generator, self.train_steps),
                     data[m],
+                    generator,
+                    batch_size=self.batch_size,
+                    steps=self.train_steps,
                 )
                 for name, _, data, _ in self._networks()
             ]

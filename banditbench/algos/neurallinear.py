@@ -34,7 +34,6 @@ from banditbench.algos.neural import (
     NETWORK_DOMAINS,
     SCHEDULES,
     History,
-    TrainingJob,
     arm_blocks,
     arm_inputs,
     check_choice,
@@ -44,6 +43,7 @@ from banditbench.algos.neural import (
     start_blocks,
     torch_generator,
     train_jobs,
+    whole_history_job,
 )
 from banditbench.errors import UserError
 
@@ -211,12 +211,9 @@ class NeuralLinear(MemberPolicy):
         for m, u, reward, arm in zip(self.members, served, rewards, chosen):
             self._observe(m, u, x[m], phi[m], reward, arm)
         if is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
-            one = torch.zeros(1, dtype=torch.long, device=self.device)
             jobs = [
-                TrainingJob(
-                    self.theta[m : m + 1],
-                    history.minibatch_rows(one, self.batch_size, generator, self.train_steps),
-                    history,
+                whole_history_job(
+                    self.theta[m : m + 1], history, generator, batch_size=self.batch_size, steps=self.train_steps
                 )
                 for m, (history, generator) in enumerate(zip(self.histories, self.generators))
             ]

@@ -33,7 +33,6 @@ from banditbench.algos.neural import (
     MLP,
     NETWORK_DOMAINS,
     History,
-    TrainingJob,
     arm_blocks,
     arm_inputs,
     group_by_block,
@@ -41,6 +40,7 @@ from banditbench.algos.neural import (
     start_blocks,
     torch_generator,
     train_jobs,
+    whole_history_job,
 )
 from banditbench.algos.neurallinear import user_grams
 from banditbench.algos.thompson import inverse_gamma_scales
@@ -167,12 +167,9 @@ class NeuralLinearTS(MemberPolicy):
 
     def _train(self) -> None:
         """The network on every member's whole history, then every action's posterior rebuilt under the new φ."""
-        one = torch.zeros(1, dtype=torch.long, device=self.device)
         jobs = [
-            TrainingJob(
-                self.theta[m : m + 1],
-                history.minibatch_rows(one, self.batch_size, generator, self.train_steps),
-                history,
+            whole_history_job(
+                self.theta[m : m + 1], history, generator, batch_size=self.batch_size, steps=self.train_steps
             )
             for m, (history, generator) in enumerate(zip(self.histories, self.generators))
         ]

@@ -32,6 +32,7 @@ from banditbench.algos.neural.training import (
     train_jobs,
     train_passes,
     train_passes_each,
+    whole_history_job,
 )
 
 __all__ = [
@@ -64,4 +65,5 @@ __all__ = [
     "train_learners_by_passes",
     "train_passes",
     "train_passes_each",
+    "whole_history_job",
 ]

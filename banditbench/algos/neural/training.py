@@ -50,6 +50,15 @@ class TrainingJob:
     models: torch.Tensor | None = None  # which of the policy's networks these are
 
 
+def whole_history_job(
+    start: torch.Tensor, history: History, generator: torch.Generator, *, batch_size: int, steps: int
+) -> TrainingJob:
+    """The job of one network [1, p] shared by all of a history's samples: ``steps`` minibatches of ``batch_size``
+    drawn from the whole history with ``generator``."""
+    one = torch.zeros(1, dtype=torch.long, device=start.device)
+    return TrainingJob(start, history.minibatch_rows(one, batch_size, generator, steps), history)
+
+
 def train_jobs(mlp: MLP, jobs: list[TrainingJob | None], *, lr: float) -> list[torch.Tensor | None]:
     """``train_adam`` on every job (None: nothing to train), their networks stacked (the members of a group
     train on the same rounds) in chunks of at most ``TRAIN_CHUNK`` networks: their histories are joined into one
