@@ -14,22 +14,16 @@ from banditbench.envs.round import Budget, RoundView, RoundViews
 from banditbench.lazy import resolve
 
 
-class Policy(Stateful):
-    """A bandit policy written for one unit (plug-ins, slates, the random policy and the oracle): the runner steps one
-    such object per member of a group (``runner/unit.py``).
+class BasePolicy(Stateful):
+    """What every policy declares on its class and is built with, whether it is written for one unit (``Policy``)
+    or for the members of a group (``MemberPolicy``)."""
 
-    Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
-    problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
-    observed reward. All learned state lives inside the policy, and ``state_dict`` / ``load_state_dict``
-    (banditbench/algos/state.py) give it as plain data for checkpoints.
-    """
-
-    #: A privileged policy (only the oracle) is handed the full Round, hidden fields included.
+    #: A privileged policy (only the oracle, written for one unit) is handed the full Round, hidden fields included.
     privileged = False
 
-    #: Names of per-round time components the policy measures itself (e.g. M-CNB's clustering, meta adaptation
-    #: and user training); after every round the runner copies ``self.last_timings[name]`` into the column
-    #: ``<name>_seconds`` of the timing sidecar (never the outcome shard, which must stay bit-identical).
+    #: Names of per-round time components the policy measures itself (e.g. M-CNB's clustering, meta adaptation and
+    #: user training); after every round the runner copies ``self.last_timings[name]`` (one value per member) into
+    #: the column ``<name>_seconds`` of the timing sidecar (never the outcome shard, which must stay bit-identical).
     timing_columns: tuple[str, ...] = ()
 
     #: The values each hyper-parameter may take (banditbench/algos/domains.py), beside the constructor's defaults.
@@ -39,10 +33,31 @@ class Policy(Stateful):
     #: default, what it changes). The reference's card of the algorithm lists them.
     authors_code: dict[str, tuple[Any, str]] = {}
 
-    def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
+    def __init__(self, *, n_users: int, n_arms: int, dim: int):
         self.n_users = n_users
         self.n_arms = n_arms
         self.dim = dim
+
+    @classmethod
+    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
+        """The bytes of the statistics the policy allocates for one unit (a lower bound for state that grows), for
+        ``plan`` to refuse a unit that cannot fit before anything is written; 0 when small or unknown. ``block``:
+        the block width the rounds declare (``RoundView.block``), for statistics kept per block."""
+        return 0
+
+
+class Policy(BasePolicy):
+    """A bandit policy written for one unit (plug-ins, slates, the random policy and the oracle): the runner steps one
+    such object per member of a group (``runner/unit.py``).
+
+    Constructed with its hyper-parameters (keyword arguments with the paper's defaults) plus the
+    problem's dimensions and a seed; then ``select`` picks an arm and ``update`` learns from the
+    observed reward. All learned state lives inside the policy, and ``state_dict`` / ``load_state_dict``
+    (banditbench/algos/state.py) give it as plain data for checkpoints.
+    """
+
+    def __init__(self, *, n_users: int, n_arms: int, dim: int, seed: np.random.SeedSequence):
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim)
         self.rng = np.random.default_rng(seed)
 
     def select(self, view: RoundView, budget: Budget) -> int:
@@ -65,29 +80,13 @@ class Policy(Stateful):
         """Any other deterministic per-round figures worth keeping (timings belong in the timing sidecar)."""
         return {}
 
-    @classmethod
-    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
-        """The bytes of the statistics the policy allocates (a lower bound for state that grows), for ``plan`` to
-        refuse a unit that cannot fit before anything is written; 0 when small or unknown. ``block``: the block
-        width the rounds declare (``RoundView.block``), for statistics kept per block."""
-        return 0
-
-
-def read_arms(views) -> tuple[np.ndarray, np.ndarray]:
-    """Every member's arms [M, K, d] and served user [M]: each arm pool is read (and its budget spent) once."""
-    if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
-        return views.read_arms()
-    if len(views) == 1:  # a unit alone: its pool without a copy
-        return views[0].arms[:][None], np.array([views[0].user])
-    return np.array([view.arms[:] for view in views]), np.array([view.user for view in views])
-
 
 def same_views(kept, views) -> bool:
     """Whether ``views`` are the members' views ``kept`` from this round's ``select`` (the same view objects)."""
     return kept is views or (len(kept) == len(views) and all(a is b for a, b in zip(kept, views)))
 
 
-class MemberPolicy(MemberStateful):
+class MemberPolicy(MemberStateful, BasePolicy):
     """A bandit policy over the M ≥ 1 members of a group: its seeds, and the grid cells that differ only in the
     hyper-parameters it keeps per member (``member_params``). A unit is a group of one.
 
@@ -100,20 +99,13 @@ class MemberPolicy(MemberStateful):
     state, so a checkpoint stays per unit and loads into a group of any size.
     """
 
-    privileged = False  # only the oracle sees a round's hidden fields, and it is written for one unit
-    #: As ``Policy.timing_columns``, with ``last_timings[name]`` one value per member.
-    timing_columns: tuple[str, ...] = ()
-    domains: dict[str, Domain] = {}
-    authors_code: dict[str, tuple[Any, str]] = {}  # as ``Policy.authors_code``
     #: Hyper-parameters that may take one value per member: the grid cells that differ only in them form one group.
     member_params: tuple[str, ...] = ()
     #: a member's place in its group (another grouping changes it), and this round's arms ``read_arms`` keeps
     transient = ("members", "_read")
 
     def __init__(self, *, n_users: int, n_arms: int, dim: int, seeds: list[np.random.SeedSequence]):
-        self.n_users = n_users
-        self.n_arms = n_arms
-        self.dim = dim
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim)
         self.members = np.arange(len(seeds))
         self.rngs = [np.random.default_rng(seed) for seed in seeds]
 
@@ -140,8 +132,14 @@ class MemberPolicy(MemberStateful):
         raise NotImplementedError
 
     def read_arms(self, views) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's arms [M, K, d] and served user [M] (``read_arms``), kept for ``played``."""
-        arms, served = read_arms(views)
+        """Every member's arms [M, K, d] and served user [M], kept for ``played``: each arm pool is read (and its
+        budget spent) once."""
+        if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
+            arms, served = views.read_arms()
+        elif len(views) == 1:  # a unit alone: its pool without a copy
+            arms, served = views[0].arms[:][None], np.array([views[0].user])
+        else:
+            arms, served = np.array([view.arms[:] for view in views]), np.array([view.user for view in views])
         self._read = views, arms, served
         return arms, served
 
@@ -164,11 +162,6 @@ class MemberPolicy(MemberStateful):
 
     def diagnostics(self, m: int) -> dict[str, float]:
         return {}
-
-    @classmethod
-    def state_bytes(cls, *, n_users: int, n_arms: int, dim: int, block: int | None = None, **params: Any) -> int:
-        """One member's statistics, as ``Policy.state_bytes``."""
-        return 0
 
 
 @dataclass(frozen=True)
@@ -242,19 +235,19 @@ class AlgorithmSpec:
         return found
 
     def domains(self) -> dict[str, Domain]:
-        """The domain of every settable hyper-parameter, from the classes' ``domains`` (a subclass's wins)."""
-        declared: dict[str, Domain] = {}
-        for kind in reversed(self.policy.__mro__):
-            declared.update(vars(kind).get("domains", {}))
-        return {name: declared[name] for name in self.defaults() if name in declared}
+        """The domain of every settable hyper-parameter, from the classes' ``domains``."""
+        return self._declared("domains")
 
     def authors_code(self) -> dict[str, tuple[Any, str]]:
-        """The switches to the authors' code, from the classes' ``authors_code`` (a subclass's wins): each settable
-        hyper-parameter whose value selects the authors' code over the paper's default, with that value and what it
-        changes."""
-        declared: dict[str, tuple[Any, str]] = {}
+        """The switches to the authors' code, from the classes' ``authors_code``: each settable hyper-parameter whose
+        value selects the authors' code over the paper's default, with that value and what it changes."""
+        return self._declared("authors_code")
+
+    def _declared(self, attribute: str) -> dict[str, Any]:
+        """A per-hyper-parameter table the policy classes declare (a subclass's entry wins), settable ones only."""
+        declared: dict[str, Any] = {}
         for kind in reversed(self.policy.__mro__):
-            declared.update(vars(kind).get("authors_code", {}))
+            declared.update(vars(kind).get(attribute, {}))
         return {name: declared[name] for name in self.defaults() if name in declared}
 
     def parameters(self) -> dict[str, Parameter]:
