@@ -34,20 +34,13 @@ class Domain:
 
 def number(value: Any, kind: type) -> Any:
     """``value`` as an int or a float; strings are parsed, bools refused (TOML's true is not a number)."""
-    if isinstance(value, bool):
-        raise ValueError
     if isinstance(value, str):
-        text = value.strip()
-        return int(text) if kind is int else float(text)
-    if kind is int:
-        if isinstance(value, float) and not value.is_integer():
-            raise ValueError
-        if not isinstance(value, (int, float)):
-            raise ValueError
-        return int(value)
-    if not isinstance(value, (int, float)):
+        return kind(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError
-    return float(value)
+    if kind is int and isinstance(value, float) and not value.is_integer():
+        raise ValueError
+    return kind(value)
 
 
 @dataclass(frozen=True)
