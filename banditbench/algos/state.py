@@ -43,7 +43,7 @@ class Stateful:
     transient: tuple[str, ...] = ()
 
     def state_dict(self) -> dict[str, Any]:
-        skip = transient_of(type(self))
+        skip = {name for kind in type(self).__mro__ for name in vars(kind).get("transient", ())}
         state = {}
         for name, value in vars(self).items():
             if name not in skip:
@@ -69,10 +69,6 @@ class MemberStateful(Stateful):
 
     def load_member_state_dict(self, m: int, state: dict[str, Any]) -> None:
         restore_member_attributes(self, m, state, len(self.members))
-
-
-def transient_of(kind: type) -> set[str]:
-    return {name for base in kind.__mro__ for name in vars(base).get("transient", ())}
 
 
 def torch_or_none():
