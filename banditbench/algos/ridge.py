@@ -111,15 +111,16 @@ class RidgeStats:
     def cluster_ucb(self, members, learners, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
         """The score CLUB, SCLUB and LOCB give arms from a learner's statistics, t the 0-based round: member
         ``members[p]`` scores its arms ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]``
-        → [P, K], BASS's α-LinUCB index, or with ``reference_code`` the authors' index (no square root)."""
-        if len(learners) == 1:  # views and 2-D products: the same numbers with fewer array operations
-            m, u = int(members[0]), int(learners[0])
-            theta, A_inv = self.theta[m, u], self.A_inv[m, u]
-            if reference_code:
-                return reference_code_scores(theta, A_inv, arms[0], self.count[m, u], t, alpha[0])[None]
-            return log_ucb_scores(theta, A_inv, arms[0], alpha[0], t + 1)[None]
-        at = members, learners
-        return cluster_ucb_rows(self.theta[at], self.A_inv[at], self.count[at], arms, alpha, t, reference_code)
+        → [P, K], BASS's α-LinUCB index, or with ``reference_code`` the authors' index (``reference_beta``)."""
+        if len(learners) == 1:  # one learner's rows read in place (a view, not a gather): the same numbers
+            at = int(members[0]), slice(int(learners[0]), int(learners[0]) + 1)
+        else:
+            at = members, learners
+        theta, A_inv = self.theta[at], self.A_inv[at]
+        if reference_code:
+            beta = alpha[:, None] * reference_beta(self.count[at], self.theta.shape[2], t)[:, None]
+            return means_each(theta, arms) + beta * quadratic_forms_each(A_inv, arms)
+        return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
 
     def quadratic_forms_of(self, m: int, learner: int, contexts: np.ndarray) -> np.ndarray:
         """xᵀA⁻¹x of member m's learner for every context x [n, d]."""
@@ -205,29 +206,16 @@ def means_each(theta: np.ndarray, arms: np.ndarray) -> np.ndarray:
 
 
 def log_ucb_scores_each(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: np.ndarray, t: int):
-    """``log_ucb_scores`` of S members at once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], α [S]) → [S, K]."""
+    """α-LinUCB of CLUB and BASS, xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)) with t the 1-based global round, of S members at
+    once (θ [S, d], A⁻¹ [S, d, d], arms [S, K, d], α [S]) → [S, K]."""
     return ucb_index(means_each(theta, arms), quadratic_forms_each(A_inv, arms), alpha[:, None], t)
 
 
-def cluster_ucb_rows(theta, A_inv, count, arms, alpha, t: int, reference_code: bool) -> np.ndarray:
-    """``RidgeStats.cluster_ucb`` of P learners at once, each bit for bit as alone: θ [P, d], A⁻¹ [P, d, d],
-    count [P], arms [P, K, d], α [P] → [P, K]."""
-    if reference_code:
-        beta = np.asarray(alpha)[..., None] * reference_beta(count, theta.shape[1], t)[:, None]
-        return means_each(theta, arms) + beta * quadratic_forms_each(A_inv, arms)
-    return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
-
-
 def ucb_round(t: int, bandpy_clock: bool = False) -> int:
-    """The 1-based round ``log_ucb_scores`` takes at 0-based round t. ``bandpy_clock``: the BASS authors' bandpy clock,
-    one round behind (their round 1 is a default pull of arm 0 and their clock starts after it), so log(t + 1)
+    """The 1-based round ``log_ucb_scores_each`` takes at 0-based round t. ``bandpy_clock``: the BASS authors' bandpy
+    clock, one round behind (their round 1 is a default pull of arm 0 and their clock starts after it), so log(t + 1)
     instead of log(t + 2); alone it changes nothing but which near-ties break which way, and so the trajectory."""
     return t if bandpy_clock else t + 1
-
-
-def log_ucb_scores(theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, alpha: float, t: int) -> np.ndarray:
-    """α-LinUCB of CLUB and BASS: xᵀθ + α·sqrt(xᵀA⁻¹x · log(t + 1)), t the 1-based global round."""
-    return ucb_index(arms @ theta, quadratic_forms(A_inv, arms), alpha, t)
 
 
 def ucb_index(means, quad, alpha, t: int):
@@ -236,16 +224,9 @@ def ucb_index(means, quad, alpha, t: int):
     return means + alpha * np.sqrt(np.maximum(quad, 0.0) * np.log(t + 1))
 
 
-def reference_code_scores(
-    theta: np.ndarray, A_inv: np.ndarray, arms: np.ndarray, count: int, t: int, alpha: float = 1.0
-) -> np.ndarray:
-    """The UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code (quirk): xᵀθ + α·β(N, t)·xᵀA⁻¹x, *no* square
-    root, β = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 with t the 0-based round, so NaN at t = 0 (arm 0 played).
-    Their code has no α (α = 1); ours keeps the exploration scale α as a factor so that it is never ignored."""
-    return arms @ theta + alpha * reference_beta(count, len(theta), t) * quadratic_forms(A_inv, arms)
-
-
 def reference_beta(count, dim: int, t: int):
-    """β(N, t) = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 of ``reference_code_scores`` (NaN at t = 0)."""
+    """β(N, t) = sqrt(d ln(1 + N/d) + 4 ln t + ln 2) + 1 of the UCB of Ban's and Shuai Li's CLUB/SCLUB/LOCB/COFIBA code
+    (quirk): xᵀθ + α·β(N, t)·xᵀA⁻¹x, *no* square root, with t the 0-based round, so NaN at t = 0 (arm 0 played). Their
+    code has no α (α = 1); ours keeps the exploration scale α as a factor so that it is never ignored."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.sqrt(dim * np.log(1 + count / dim) + 4 * np.log(t) + np.log(2)) + 1
