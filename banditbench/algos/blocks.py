@@ -30,15 +30,11 @@ class BlockRidgeStats(RidgeStats):
     at a time: a round's work is each learner's own w × w products, which stacking would only copy."""
 
     def __init__(self, members: int, n_learners: int, dim: int, block: int, ridge=1.0, raw_sums=True, logdet=True):
-        self.ridge, self.block = np.broadcast_to(np.asarray(ridge, dtype=float), (members,)).copy(), block
-        shape, blocks = (members, n_learners), dim // block
-        eye = np.eye(block) / self.ridge[:, None, None, None, None]
-        self.A_inv = np.broadcast_to(eye, (*shape, blocks, block, block)).copy()
-        self.gram = np.zeros((*shape, blocks, block, block)) if raw_sums else None
-        self.b = np.zeros((*shape, dim)) if raw_sums else None
-        self.theta = np.zeros((*shape, dim))
-        self.count = np.zeros(shape, dtype=np.int64)
-        self.logdet = np.repeat((dim * np.log(self.ridge))[:, None], n_learners, axis=1) if logdet else None
+        self.block = block
+        super().__init__(members, n_learners, dim, ridge, raw_sums, logdet)
+
+    def matrix_shape(self, dim: int) -> tuple[int, ...]:
+        return dim // self.block, self.block, self.block
 
     def fresh(self, n_learners: int) -> BlockRidgeStats:
         kinds = {"raw_sums": self.gram is not None, "logdet": self.logdet is not None}
@@ -76,21 +72,6 @@ class BlockRidgeStats(RidgeStats):
             self.b[m, learner, span] += reward * x
         if self.logdet is not None:
             self.logdet[m, learner] += np.log1p(quad)
-
-    def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
-        blocks, w = gram.shape[:2]
-        A = self.ridge[m] * np.eye(w) + gram  # [blocks, w, w]
-        self.A_inv[m, learner] = np.linalg.inv(A)
-        self.theta[m, learner] = (self.A_inv[m, learner] @ b.reshape(blocks, w, 1)).ravel()
-        self.count[m, learner] = count
-        if self.gram is not None:
-            self.gram[m, learner] = gram
-            self.b[m, learner] = b
-        if self.logdet is not None:
-            self.logdet[m, learner] = np.linalg.slogdet(A)[1].sum()
-
-    def reset(self, m: int, learner: int) -> None:
-        self.assign(m, learner, np.zeros(self.A_inv.shape[2:]), np.zeros(self.theta.shape[2]), 0)
 
     def _compact(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The block of every context [m, D] and its entries there [m, w]."""

@@ -31,13 +31,18 @@ class RidgeStats:
 
     def __init__(self, members: int, n_learners: int, dim: int, ridge=1.0, raw_sums: bool = True, logdet=True):
         self.ridge = np.broadcast_to(np.asarray(ridge, dtype=float), (members,)).copy()  # [M]
-        shape = (members, n_learners)
-        self.A_inv = np.broadcast_to(np.eye(dim) / self.ridge[:, None, None, None], (*shape, dim, dim)).copy()
-        self.gram = np.zeros((*shape, dim, dim)) if raw_sums else None  # Σ x xᵀ (no regulariser)
+        shape, matrices = (members, n_learners), self.matrix_shape(dim)
+        identity = np.broadcast_to(np.eye(matrices[-1]), (*shape, *matrices))
+        self.A_inv = identity / self.ridge.reshape(members, *[1] * (identity.ndim - 1))  # I / λ of each member
+        self.gram = np.zeros((*shape, *matrices)) if raw_sums else None  # Σ x xᵀ (no regulariser)
         self.b = np.zeros((*shape, dim)) if raw_sums else None
         self.theta = np.zeros((*shape, dim))  # A⁻¹ b
         self.count = np.zeros(shape, dtype=np.int64)
         self.logdet = np.repeat((dim * np.log(self.ridge))[:, None], n_learners, axis=1) if logdet else None
+
+    def matrix_shape(self, dim: int) -> tuple[int, ...]:
+        """The shape of one learner's A⁻¹ and G."""
+        return dim, dim
 
     def update(self, members: np.ndarray, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, known=None):
         """Member ``members[p]`` adds the sample (x[p], reward[p]) to its learner ``learners[p]``, every pair distinct,
@@ -76,24 +81,24 @@ class RidgeStats:
             self.logdet[m, learner] += np.log1p(quad)
 
     def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
-        """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings)."""
-        A = self.ridge[m] * np.eye(len(b)) + gram
+        """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings; G may be a stack of
+        diagonal blocks [blocks, w, w], each inverted alone, b then their vectors side by side)."""
+        A = self.ridge[m] * np.eye(gram.shape[-1]) + gram
         self.A_inv[m, learner] = np.linalg.inv(A)
-        self.theta[m, learner] = self.A_inv[m, learner] @ b
+        self.theta[m, learner] = (self.A_inv[m, learner] @ b.reshape(*gram.shape[:-1], 1)).ravel()
         self.count[m, learner] = count
         if self.gram is not None:
             self.gram[m, learner] = gram
             self.b[m, learner] = b
         if self.logdet is not None:
-            self.logdet[m, learner] = np.linalg.slogdet(A)[1]
+            self.logdet[m, learner] = np.linalg.slogdet(A)[1].sum()
 
     def pool(self, m: int, learners: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """Raw sums (Σ G, Σ b, Σ count) over member m's ``learners``: what a group built from them starts with."""
         return self.gram[m, learners].sum(axis=0), self.b[m, learners].sum(axis=0), int(self.count[m, learners].sum())
 
     def reset(self, m: int, learner: int) -> None:
-        dim = self.theta.shape[2]
-        self.assign(m, learner, np.zeros((dim, dim)), np.zeros(dim), 0)
+        self.assign(m, learner, np.zeros(self.A_inv.shape[2:]), np.zeros(self.theta.shape[2]), 0)
 
     def fresh(self, n_learners: int) -> RidgeStats:
         """``n_learners`` new learners per member (A = λI, nothing seen) of the same kind and dimension."""
