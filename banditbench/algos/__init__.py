@@ -21,6 +21,7 @@ GHOSH2021 = "Ghosh, Sankararaman & Ramchandran, 2021"
 
 SHARED = Capabilities(user_id=False)  # one model for every user: the user id is not read
 NEURAL = Capabilities(device=True)
+SHARED_NEURAL = Capabilities(user_id=False, device=True)  # one network (or one set of networks) for every user
 NOISE_AWARE = Capabilities(noise_sigma=True)  # σ in an OFUL-style radius: the data's σ by default
 SLATE = Capabilities(slate=True, budget=True)
 
@@ -34,25 +35,20 @@ register(
     capabilities=SHARED,
     description="uniformly random arm; scores nothing",
 )
-register(
-    "linucb-one",
-    ".linucb:LinUCB",
-    paper=LI2010,
-    description="one LinUCB shared by all users",
-    per_user=False,
-    role="baseline",
-    family="linear",
-    capabilities=SHARED,
-)
-register(
-    "linucb-ind",
-    ".linucb:LinUCB",
-    paper=LI2010,
-    description="one independent LinUCB per user",
-    per_user=True,
-    role="baseline",
-    family="linear",
-)
+for _suffix, _per_user, _capabilities, _description in (
+    ("one", False, SHARED, "one LinUCB shared by all users"),
+    ("ind", True, None, "one independent LinUCB per user"),
+):
+    register(
+        f"linucb-{_suffix}",
+        ".linucb:LinUCB",
+        paper=LI2010,
+        description=_description,
+        per_user=_per_user,
+        role="baseline",
+        family="linear",
+        capabilities=_capabilities,
+    )
 register(
     "oracle",
     ".oracle:Oracle",
@@ -150,29 +146,20 @@ register(
     capabilities=NOISE_AWARE,
 )
 
-# Neural bandits
-register(
-    "neuucb-one",
-    ".neuralucb:NeuralUCB",
-    paper=ZHOU2020,
-    description="NeuralUCB, one network for all users",
-    per_user=False,
-    user_features=False,
-    role="baseline",
-    family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
-)
-register(
-    "neuucb-ind",
-    ".neuralucb:NeuralUCB",
-    paper=ZHOU2020,
-    description="NeuralUCB, one network per user",
-    per_user=True,
-    user_features=False,
-    role="baseline",
-    family="neural",
-    capabilities=NEURAL,
-)
+# Neural bandits: NeuralUCB and NeuralTS with one network shared by every user, or one per user
+NETWORKS = (("one", False, SHARED_NEURAL, "one network for all users"), ("ind", True, NEURAL, "one network per user"))
+for _suffix, _per_user, _capabilities, _whom in NETWORKS:
+    register(
+        f"neuucb-{_suffix}",
+        ".neuralucb:NeuralUCB",
+        paper=ZHOU2020,
+        description=f"NeuralUCB, {_whom}",
+        per_user=_per_user,
+        user_features=False,
+        role="baseline",
+        family="neural",
+        capabilities=_capabilities,
+    )
 register(
     "neu-au",
     ".neuralucb:NeuralUCB",
@@ -182,13 +169,10 @@ register(
     user_features=True,
     role="baseline",
     family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=SHARED_NEURAL,
 )
 ZHANG2021 = "Zhang, Zhou, Liang & Gu, ICLR 2021"
-for _suffix, _per_user, _capabilities, _whom in (
-    ("one", False, Capabilities(user_id=False, device=True), "one network for all users"),
-    ("ind", True, NEURAL, "one network per user"),
-):
+for _suffix, _per_user, _capabilities, _whom in NETWORKS:
     register(
         f"neuralts-{_suffix}",
         ".neuralts:NeuralTS",
@@ -207,7 +191,7 @@ register(
     description="NeuralLinear: per-action Bayesian linear regression on a network's last layer",
     role="baseline",
     family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=SHARED_NEURAL,
 )
 register(
     "eenet",
@@ -215,7 +199,7 @@ register(
     paper="Ban, Yan, Banerjee & He, ICLR 2022",
     role="baseline",
     family="neural",
-    capabilities=Capabilities(user_id=False, device=True),
+    capabilities=SHARED_NEURAL,
     description="EE-Net: exploitation network, exploration network on its gradients, f1 + f2 decision",
 )
 register(
@@ -390,7 +374,7 @@ for _name, _policy, _method, _original, _what in (
         paper=f"Riquelme, Tucker & Snoek, ICLR 2018 ({_method}; {_original})",
         role="baseline",
         family="neural",
-        capabilities=Capabilities(user_id=False, device=True),
+        capabilities=SHARED_NEURAL,
         description=f"{_method}: {_what} ({_original})",
     )
 
