@@ -121,9 +121,9 @@ class MemberPolicy(MemberStateful, BasePolicy):
         """The index of these members' rows of the member axis: a view of a single member's (a slice), else a gather."""
         return slice(members[0], members[0] + 1) if len(members) == 1 else members
 
-    def per_member(self, value, dtype=float) -> np.ndarray:
+    def per_member(self, value) -> np.ndarray:
         """A hyper-parameter of ``member_params`` as one value per member [M]: one value is every member's."""
-        return np.broadcast_to(np.asarray(value, dtype=dtype), self.members.shape).copy()
+        return np.broadcast_to(np.asarray(value, dtype=float), self.members.shape).copy()
 
     def select(self, views, budgets: list[Budget]) -> list:
         raise NotImplementedError
