@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from banditbench.algos.ridge import RidgeStats, reference_beta, sherman_morrison, ucb_index
+from banditbench.algos.ridge import RidgeStats, reference_beta, ucb_index
 
 SPANS_BLOCKS = "a context spans several blocks, although its round declares a block encoding"
 GATHER_BYTES = 2**20  # below this, copying the blocks a computation needs costs less than a Python loop over them
@@ -47,9 +47,6 @@ class BlockRidgeStats(RidgeStats):
             raise ValueError(SPANS_BLOCKS)
         return occupied.argmax(axis=1)
 
-    def _span(self, block: int) -> slice:
-        return slice(block * self.block, (block + 1) * self.block)
-
     def block_of(self, x: np.ndarray) -> int:
         """``blocks_of`` one context, in two array operations (it runs twice a round in an update)."""
         nonzero = np.flatnonzero(x) // self.block
@@ -61,17 +58,10 @@ class BlockRidgeStats(RidgeStats):
         for m, learner, x_p, reward_p in zip(members.tolist(), learners.tolist(), x, reward):
             self._update_one(m, learner, x_p, reward_p)
 
-    def _update_one(self, m: int, learner: int, x: np.ndarray, reward: float, known=None) -> None:
+    def locate(self, x: np.ndarray) -> tuple[int, slice]:
+        """The block x lies in, and that block's span of θ and b."""
         a = self.block_of(x)
-        span = self._span(a)
-        x = x[span]
-        quad = sherman_morrison(self.A_inv[m, learner, a], self.theta[m, learner, span], x, reward)
-        self.count[m, learner] += 1
-        if self.gram is not None:
-            self.gram[m, learner, a] += np.multiply.outer(x, x)
-            self.b[m, learner, span] += reward * x
-        if self.logdet is not None:
-            self.logdet[m, learner] += np.log1p(quad)
+        return a, slice(a * self.block, (a + 1) * self.block)
 
     def _compact(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The block of every context [m, D] and its entries there [m, w]."""

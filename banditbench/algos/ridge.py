@@ -72,13 +72,20 @@ class RidgeStats:
             self.logdet[at] += np.log1p(quad)
 
     def _update_one(self, m: int, learner: int, x: np.ndarray, reward: float, known=None) -> None:
-        quad = sherman_morrison(self.A_inv[m, learner], self.theta[m, learner], x, reward, known)
+        matrix, span = self.locate(x)
+        x = x[span]
+        quad = sherman_morrison(self.A_inv[m, learner][matrix], self.theta[m, learner, span], x, reward, known)
         self.count[m, learner] += 1
         if self.gram is not None:
-            self.gram[m, learner] += np.multiply.outer(x, x)
-            self.b[m, learner] += reward * x
+            self.gram[m, learner][matrix] += np.multiply.outer(x, x)
+            self.b[m, learner, span] += reward * x
         if self.logdet is not None:
             self.logdet[m, learner] += np.log1p(quad)
+
+    def locate(self, x: np.ndarray) -> tuple:
+        """Where a context's sample lands in a learner's statistics: the index of its A⁻¹ and G in the learner's, and
+        the span of its θ and b."""
+        return (), slice(None)
 
     def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings; G may be a stack of
