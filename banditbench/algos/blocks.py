@@ -6,11 +6,8 @@ contexts is block-diagonal, with D/w blocks of w × w, and so is A⁻¹; b and �
 side by side. ``BlockRidgeStats`` keeps exactly these blocks: on MNIST (D = 7 840, w = 784) a learner holds
 10 × 784² numbers instead of 7 840², and a Sherman–Morrison update touches one block. Pooled statistics
 (Σ G_u) stay block-diagonal, so a cluster's statistics are blocks as well. θ and b keep the dense layout [n, D]:
-what a policy computes from θ (the distance between two users' estimates, a mean xᵀθ) reads as before.
-
-The policies build their statistics at the first round, when its views tell the encoding (``BuiltAtFirstRound``):
-per block when the round declares blocks, dense otherwise, or always dense when ``blocks`` is set to False
-before the first round (what the tests compare against). Scores equal the dense ones up to rounding.
+what a policy computes from θ (the distance between two users' estimates, a mean xᵀθ) reads as before. Scores
+equal the dense ones up to rounding; a policy builds its statistics at its first round (``BuiltAtFirstRound``).
 """
 
 from __future__ import annotations

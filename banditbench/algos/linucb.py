@@ -3,13 +3,10 @@
 Score of arm x for user u:  p = xᵀθ_u + α·sqrt(xᵀ A_u⁻¹ x),  θ_u = A_u⁻¹ b_u,  A_u = λI + Σ x xᵀ.
 ``per_user=False`` ("linucb-one") keeps one model shared by every user; ``per_user=True``
 ("linucb-ind", LinUCB-Ind of Ghosh et al. 2021 and BASS's "Ind") keeps one model per user.
-λ = 1 as in Ghosh et al.; α = 1 (the papers line-search it; set it with ``--param``).
+λ = 1 as in Ghosh et al.; α = 1 (the papers line-search it; set it with ``--set``).
 
-Block-encoded contexts (the classification protocol's x_{t,a} = (0, …, x, …, 0), x in block a, as the round
-declares): every played context lies in one block, so A is block-diagonal and b block-wise, and the model is
-K independent d-dimensional ridge problems, block a scoring arm a with x: the same scores from K d×d matrices
-instead of one dK×dK (MNIST: 10 × 784² instead of 7 840²). Setting the attribute ``blocks`` to False before
-the first round keeps the dense computation (what the tests and benchmarks compare against).
+Block-encoded contexts (banditbench/algos/blocks.py): A is block-diagonal, so the model is K independent
+d-dimensional ridge problems, block a scoring arm a: the same scores from K d×d matrices instead of one dK×dK.
 """
 
 from __future__ import annotations
