@@ -24,9 +24,7 @@ class IndependentOFUL(MemberPolicy):
     member_params = ("delta",)  # per member: its confidence level
     domains = {"delta": d.PROBABILITY, "ridge": d.POSITIVE, "sigma": d.POSITIVE, "S": d.POSITIVE}
 
-    def __init__(
-        self, *, n_users, n_arms, dim, seeds, delta=0.4, ridge: float = 1.0, sigma: float = 1.0, S: float = 1.0
-    ):
+    def __init__(self, *, n_users, n_arms, dim, seeds, delta=0.4, ridge=1.0, sigma=1.0, S=1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         self.delta, self.ridge, self.sigma, self.S = self.per_member(delta), ridge, sigma, S
         self.stats = RidgeStats(len(self.members), n_users, dim, ridge, raw_sums=False)
