@@ -45,7 +45,7 @@ class BlockRidgeStats(RidgeStats):
         return occupied.argmax(axis=1)
 
     def block_of(self, x: np.ndarray) -> int:
-        """``blocks_of`` one context, in two array operations (it runs twice a round in an update)."""
+        """``blocks_of`` one context, in two array operations (it runs at every update)."""
         nonzero = np.flatnonzero(x) // self.block
         if nonzero.size and nonzero[0] != nonzero[-1]:
             raise ValueError(SPANS_BLOCKS)
