@@ -232,26 +232,24 @@ register(
 
 # Slate policies of the two-stage paper (protocol twostage); the "2-" names are its two-stage variants (Alg. 1)
 TWOSTAGE = "Zhang et al. 2022, Two-Stage Neural Contextual Bandits for Adaptive Personalised Recommendations"
-register(
-    "slate-random",
-    ".slate_random:SlateRandom",
-    paper=TWOSTAGE,
-    role="baseline",
-    family="baseline",
-    two_stage=False,
-    capabilities=replace(SLATE, user_id=False),
-    description="Random: m items uniform from the iteration's sampled candidates; scores nothing",
+STAGES = (
+    ("", False, " (one-stage)"),
+    ("2-", True, "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)"),
 )
-register(
-    "2-slate-random",
-    ".slate_random:SlateRandom",
-    paper=TWOSTAGE,
-    role="baseline",
-    family="baseline",
-    two_stage=True,
-    capabilities=replace(SLATE, user_id=False),
-    description="2-Random: m topics uniform, then one item uniform from each; scores nothing",
-)
+for _prefix, _two_stage, _what in (
+    ("", False, "Random: m items uniform from the iteration's sampled candidates; scores nothing"),
+    ("2-", True, "2-Random: m topics uniform, then one item uniform from each; scores nothing"),
+):
+    register(
+        f"{_prefix}slate-random",
+        ".slate_random:SlateRandom",
+        paper=TWOSTAGE,
+        role="baseline",
+        family="baseline",
+        two_stage=_two_stage,
+        capabilities=replace(SLATE, user_id=False),
+        description=_what,
+    )
 
 for _name, _policy, _role, _family, _fixed, _what in (
     (
@@ -311,28 +309,18 @@ for _name, _policy, _role, _family, _fixed, _what in (
         "S-N-GBLM: shared bilinear GLM-UCB, (d1·d2)² confidence matrix (Eq. 4)",
     ),
 ):
-    register(
-        _name,
-        _policy,
-        paper=TWOSTAGE,
-        role=_role,
-        family=_family,
-        description=_what + " (one-stage)",
-        two_stage=False,
-        capabilities=SLATE,
-        **_fixed,
-    )
-    register(
-        f"2-{_name}",
-        _policy,
-        paper=TWOSTAGE,
-        role=_role,
-        family=_family,
-        two_stage=True,
-        capabilities=SLATE,
-        **_fixed,
-        description=_what + "; two-stage: topics first, then items of dynamic topic groups (Alg. 1–2)",
-    )
+    for _prefix, _two_stage, _how in STAGES:
+        register(
+            _prefix + _name,
+            _policy,
+            paper=TWOSTAGE,
+            role=_role,
+            family=_family,
+            description=_what + _how,
+            two_stage=_two_stage,
+            capabilities=SLATE,
+            **_fixed,
+        )
 
 # Linear Thompson sampling (the Showdown's linear baselines)
 AGRAWAL2013 = "Agrawal & Goyal, ICML 2013"
