@@ -43,24 +43,6 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         width += self.intercept
         self.stats = RidgeStats(len(self.members), models * blocks, width, self.ridge, raw_sums=False, logdet=False)
 
-    def _learners(self, users: np.ndarray, n_arms: int) -> np.ndarray:
-        """Each member's learners scoring its arms [M, 1]: its user's model (or the one shared model), or in block
-        mode that model's learners of blocks 0 … K−1 [M, K]."""
-        models = users if self.per_user else np.zeros_like(users)
-        if self.block is None:
-            return models[:, None]
-        return models[:, None] * (self.dim // self.block) + np.arange(n_arms)
-
-    def _contexts(self, arms: np.ndarray) -> np.ndarray:
-        """Each arm's context in its learner's coordinates [M, K, ·]: the arm's own block in block mode, and a
-        constant 1 after it where the learners fit an intercept."""
-        if self.block is not None:
-            M, K = arms.shape[:2]
-            arms = arms.reshape(M, K, -1, self.block)[:, np.arange(K), np.arange(K)]
-        if self.intercept:
-            arms = np.concatenate([arms, np.ones((*arms.shape[:2], 1))], axis=2)
-        return arms
-
     def scores(self, views) -> np.ndarray:
         """The LinUCB score of every member's arms [M, K] (what ``select`` maximises): xᵀθ_u + α·sqrt(xᵀA_u⁻¹x)."""
         self._prepare(views)
@@ -84,10 +66,20 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
 
     def _arms_and_learners(self, views) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's arms in its learners' coordinates [M, K, ·] and the learners scoring them."""
+        """Every member's arms in its learners' coordinates [M, K, ·] and the learners scoring them: its user's model
+        (or the one shared model) [M, 1], or in block mode that model's learners of blocks 0 … K−1 [M, K], each
+        reading its arm's own block; a constant 1 after each context where the learners fit an intercept."""
         arms, served = self.read_arms(views)
-        arms = self._contexts(arms)
-        return arms, self._learners(served, arms.shape[1])
+        M, K = arms.shape[:2]
+        models = served if self.per_user else np.zeros_like(served)
+        if self.block is None:
+            learners = models[:, None]
+        else:
+            arms = arms.reshape(M, K, -1, self.block)[:, np.arange(K), np.arange(K)]
+            learners = models[:, None] * (self.dim // self.block) + np.arange(K)
+        if self.intercept:
+            arms = np.concatenate([arms, np.ones((M, K, 1))], axis=2)
+        return arms, learners
 
     def select(self, views, budgets):
         return self.scores(views).argmax(axis=1).tolist()
