@@ -125,12 +125,14 @@ class RidgeStats:
         ``members[p]`` scores its arms ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]``
         → [P, K], BASS's α-LinUCB index, or with ``reference_code`` the authors' index (``reference_beta``)."""
         if len(learners) == 1:  # one learner's rows read in place (a view, not a gather): the same numbers
-            at = int(members[0]), slice(int(learners[0]), int(learners[0]) + 1)
+            m, u = int(members[0]), int(learners[0])
+            at, count = (m, slice(u, u + 1)), self.count[m, u]
         else:
             at = members, learners
+            count = self.count[at][:, None]
         theta, A_inv = self.theta[at], self.A_inv[at]
         if reference_code:
-            beta = alpha[:, None] * reference_beta(self.count[at], self.theta.shape[2], t)[:, None]
+            beta = alpha[:, None] * reference_beta(count, self.theta.shape[2], t)
             return means_each(theta, arms) + beta * quadratic_forms_each(A_inv, arms)
         return log_ucb_scores_each(theta, A_inv, arms, alpha, t + 1)
 
