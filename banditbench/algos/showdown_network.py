@@ -142,7 +142,6 @@ class ShowdownNetworks(MemberPolicy):
     def _start(self, networks: int, inclusion, keep_prob) -> None:
         """``networks`` per member, initialised from the member's generator; ``inclusion`` and ``keep_prob``: one
         value, or one per member, each in (0, 1]."""
-        members = len(self.members)
         self.inclusion = torch.tensor(self.per_member(inclusion), dtype=torch.float32, device=self.device)
         self.keep_prob = torch.tensor(self.per_member(keep_prob), dtype=torch.float32, device=self.device)
         inits = [
@@ -150,13 +149,18 @@ class ShowdownNetworks(MemberPolicy):
         ]
         self.theta = torch.stack([torch.stack(each) for each in inits])  # [M, N, p]
         self.mean_square = torch.ones_like(self.theta)  # RMSProp's s, carried from one training to the next
-        self.x = torch.zeros(members, 1024, self.dim, device=self.device)  # every member's played arms
+        self._start_samples(networks)
+
+    def _start_samples(self, networks: int) -> None:
+        """Every member's played arms and rewards, and which of its ``networks`` keeps each sample (grown as needed)."""
+        members = len(self.members)
+        self.x = torch.zeros(members, 1024, self.dim, device=self.device)
         self.r = torch.zeros(members, 1024, device=self.device)
         self.included = torch.zeros(members, 1024, networks, dtype=torch.bool, device=self.device)
 
     @property
     def n_networks(self) -> int:
-        return self.theta.shape[1]
+        return self.included.shape[-1]
 
     def dropout_masks(self, shape: tuple[int, ...]) -> list[torch.Tensor] | None:
         """Every member's mask [M, *shape, width] of each hidden layer, 1/keep with probability keep and else 0,
