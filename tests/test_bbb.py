@@ -1,6 +1,7 @@
 """Bayes by Backprop: the closed-form KL, the reparameterised draws' mean and variance (of the weights, and of the
-pre-activations under the local reparameterisation), the authors' prior and point-estimate biases, the greedy choice
-of a posterior without spread, and training that reaches the mean-field optimum of a linear-Gaussian model."""
+outputs under the local reparameterisation), the authors' prior and point-estimate biases, the greedy choice of a
+posterior without spread, and a loss whose expected gradient vanishes at the mean-field optimum of a linear-Gaussian
+model, which training approaches. Reproducibility and groups: tests/test_showdown_networks.py."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_under_the_local_reparameterisation_each_output_has_a_weight_draws_mean_
 
 def test_the_authors_code_keeps_biases_at_their_means_under_a_fan_in_prior():
     policy = group_of("bbb", [{"sample_biases": False, "prior": "fan-in"}], [0], **PROBLEM)
-    (W1, b1), (W2, b2) = policy.mlp.layers(policy.prior_std)
+    (W1, _), (W2, _) = policy.mlp.layers(policy.prior_std)
     assert (W1 == np.float32(np.sqrt(2 / (K * W)))).all() and (W2 == np.float32(np.sqrt(2 / 50))).all()
     draw = policy.sampled_networks()[0]
     (_, draw_b1), (_, draw_b2) = policy.mlp.layers(draw)

@@ -6,7 +6,7 @@ Posterior (Blundell et al. §3.2): q(w | μ, ρ) = Π_j N(w_j; μ_j, σ_j²) wit
 and bias. Each round every member draws one network w = μ + σ ⊙ ε, ε ~ N(0, I), from its own generator and plays
 the greedy arm of f(·; w).
 
-Training minimises, per sample, the negative evidence lower bound (Blundell et al. Eq. 1–2, weighted over minibatches
+Training minimises, per sample, the negative evidence lower bound (Blundell et al. Eq. 1, weighted over minibatches
 as their Eq. 8 with π_i = 1/M, i.e. the KL divided by the data size n):
 
     L(μ, ρ) = (1/B) Σ_i (f(x_i; w) − r_i)² / (2 s²) + KL(q ‖ p) / n,    w = μ + σ ⊙ ε (one ε per step),
@@ -14,7 +14,7 @@ as their Eq. 8 with π_i = 1/M, i.e. the KL divided by the data size n):
 on minibatches of B = ``batch_size`` of the n samples held (drawn with replacement), the Gaussian likelihood's noise
 s = ``noise_sigma`` fixed, the prior p(w) = N(0, 1) per parameter, and the KL of the two diagonal Gaussians in
 closed form,  KL = Σ_j log(s_p / σ_j) + (σ_j² + μ_j²) / (2 s_p²) − ½  (s_p the prior's deviation); the gradient
-reaches μ and ρ through w (the reparameterisation trick, Blundell et al. §3.1, Eq. 3–5).
+reaches μ and ρ through w (the reparameterisation trick, Blundell et al. §3.1–3.2).
 
 The Showdown's code departs from this in four ways, each a switch (``authors_code``): σ = exp(ρ) (``sigma="exp"``,
 their ``use_sigma_exp_transform``); the prior N(0, 2/n_in) on each layer's weights (``prior="fan-in"``, n_in its
@@ -63,7 +63,8 @@ def local_forward(mlp: MLP, mean: torch.Tensor, std: torch.Tensor, x: torch.Tens
 
 class BayesByBackprop(ShowdownNetworks):
     """μ and ρ of every member stacked [M, 2, p] (``posterior``); ``noise_sigma`` may differ between the members of
-    a group."""
+    a group. The Showdown network's RMSProp settings (``init_scale``, ``lr_decay``, ``lr_reset``, ``max_grad_norm``)
+    keep their defaults and are never read."""
 
     member_params = ("noise_sigma",)
     domains = {

@@ -1,6 +1,6 @@
 """The network every neural learner of the Deep Bayesian Bandits Showdown (Riquelme, Tucker & Snoek, ICLR 2018, §3)
 trains, and its training, shared by BootRMS (banditbench/algos/bootstrap.py), Dropout (dropout_ts.py) and ParamNoise
-(paramnoise.py).
+(paramnoise.py); Bayes by Backprop (bbb.py) shares its samples, schedule and forward pass and trains otherwise.
 
 Network: one hidden layer of 50 ReLU units with biases, weights drawn from U(±0.3) (``init_scale``), biases 0.
 The Showdown's network reads the context and has one output per action; banditbench's arms are context vectors (the
