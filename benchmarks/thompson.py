@@ -3,11 +3,12 @@ Showdown's networks) against LinUCB / NeuralUCB: CPU seconds per 1 000 seed-roun
 on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
 
     .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
-        [--algos linucb-one,lints-one,blr-one] [--repeats 3]
+        [--algos linucb-one,lints-one,blr-one] [--repeats 3] [--set ALGO.NAME=VALUE ...]
 
 Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
 rewards N(0, 1)) and every algorithm's group of M members plays them with seeds 0 … M−1; the best of ``--repeats``
-repetitions is kept. Prints one line per problem, group size and algorithm."""
+repetitions is kept; ``--set`` gives an algorithm a hyper-parameter (repeatable). Prints one line per problem, group
+size and algorithm."""
 
 from __future__ import annotations
 
@@ -38,10 +39,20 @@ def rounds_of(d: int, K: int, n: int, members: int) -> list[list[Round]]:
     return out
 
 
-def seconds(name: str, d: int, K: int, rounds: list[list[Round]]) -> float:
+def settings(assignments: list[str]) -> dict[str, dict]:
+    """{algorithm: {hyper-parameter: value}} from ALGO.NAME=VALUE texts, each value parsed by its domain."""
+    params: dict[str, dict] = {}
+    for text in assignments:
+        target, value = text.split("=", 1)
+        name, key = target.split(".", 1)
+        params.setdefault(name, {})[key] = ALGORITHMS[name].domains()[key].parse(value)
+    return params
+
+
+def seconds(name: str, d: int, K: int, rounds: list[list[Round]], params: dict) -> float:
     members = len(rounds[0])
     seeds = [np.random.SeedSequence(s) for s in range(members)]
-    policy = ALGORITHMS[name].build_members(n_users=1, n_arms=K, dim=d * K, seeds=seeds, params=[{}] * members)
+    policy = ALGORITHMS[name].build_members(n_users=1, n_arms=K, dim=d * K, seeds=seeds, params=[params] * members)
     budgets = [Budget() for _ in range(members)]
     start = time.process_time()
     for row in rounds:
@@ -58,13 +69,15 @@ def main() -> None:
     parser.add_argument("--problems", default="mushroom,wheel")
     parser.add_argument("--algos", default=",".join(ALGOS))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], metavar="ALGO.NAME=VALUE")
     args = parser.parse_args()
+    params = settings(args.set)
     for problem in args.problems.split(","):
         d, K = PROBLEMS[problem]
         for members in map(int, args.members.split(",")):
             rounds = rounds_of(d, K, args.rounds, members)
             for name in args.algos.split(","):
-                best = min(seconds(name, d, K, rounds) for _ in range(args.repeats))
+                best = min(seconds(name, d, K, rounds, params.get(name, {})) for _ in range(args.repeats))
                 per = 1000 * best / (members * args.rounds)
                 print(f"{problem:9s} M = {members:3d}  {name:15s} {per:7.4f} CPU s per 1000 seed-rounds")
 

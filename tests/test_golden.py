@@ -85,6 +85,7 @@ ONE_ARM = [
     "bootrms",
     "dropout-ts",
     "paramnoise",
+    "bbb",
 ]
 SLATE = [
     "slate-random",

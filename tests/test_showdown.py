@@ -181,12 +181,17 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
         "dropout-ts": 5235 - 3430,
         "paramnoise": 5235 - 3270,
         "bootrms": 5235 - 3050,
+        "bbb": 5235 - 2505,
         "random": 5235 + 4930,
     }
     networks = ("bootrms", "dropout-ts", "paramnoise")
-    assert {"neurallinear-ts", *networks} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
-    # the networks' rate decays over all their steps, as in the README's run
-    assert presets.preset_settings("showdown-mushroom")["set"] == {name: {"lr_reset": [False]} for name in networks}
+    assert {"neurallinear-ts", "bbb", *networks} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
+    # the networks' rate decays over all their steps, and BBB takes every switch to their code, as in the README's run
+    assert presets.preset_settings("showdown-mushroom")["set"] == {
+        **{name: {"lr_reset": [False]} for name in networks},
+        "bbb": {"sigma": ["exp"], "prior": ["fan-in"], "sample_biases": [False], "local_reparam": [True]},
+    }
+    assert not printed.facts  # every README total is entered
     assert [(c.kind, c.a, c.b) for c in printed.claims] == [("beats", "blr-one", "random")]
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 

@@ -1,4 +1,4 @@
-"""The Showdown's BootRMS, Dropout and ParamNoise: bootstrap inclusions and the network played each round against
+"""The Showdown's BootRMS, Dropout, ParamNoise and BBB: bootstrap inclusions and the network played each round against
 their stated probabilities, each network trained on its own samples only, dropout masks and the masked greedy choice,
 perturbed parameters and their adaptive scale, the optimiser's steps and rates, reproducibility by seed, and a group
 of members against its members alone."""
@@ -14,6 +14,7 @@ from test_thompson import K, W, block_round, group_of, play, random_rounds
 from ties import assert_first_difference_is_rounding
 
 from banditbench.algos import showdown_network
+from banditbench.algos.bbb import BayesByBackprop
 from banditbench.algos.neural import MLP
 from banditbench.algos.rmsprop import rmsprop_step
 from banditbench.algos.showdown_network import forward, gradient, uniform_init
@@ -23,6 +24,7 @@ from banditbench.errors import UserError
 PROBLEM = {"n_users": 1, "n_arms": K, "dim": K * W}
 NO_TRAINING = {"training_freq": 10**6}
 SHORT_TRAINING = {"training_freq": 20, "train_steps": 5, "batch_size": 16}
+BBB_CODE = {"sigma": "exp", "prior": "fan-in", "sample_biases": False, "local_reparam": True}  # their code's BBB
 
 
 def played(name: str, params: dict, rounds: int = 60, seed: int = 0):
@@ -130,10 +132,13 @@ def test_the_rate_decays_with_the_steps_of_a_training_or_of_all_of_them(reset, m
     assert max(clipped) <= 0.01 * (1 + 1e-5)  # every gradient clipped to its global norm
 
 
-@pytest.mark.parametrize("name", ["bootrms", "dropout-ts", "paramnoise"])
-def test_choices_are_reproducible_by_seed_and_differ_between_seeds(name):
+@pytest.mark.parametrize(
+    "name, params",
+    [("bootrms", {}), ("dropout-ts", {}), ("paramnoise", {}), ("bbb", {}), ("bbb", BBB_CODE)],
+)
+def test_choices_are_reproducible_by_seed_and_differ_between_seeds(name, params):
     def choices(seed):
-        return play(group_of(name, [SHORT_TRAINING], [seed], **PROBLEM), random_rounds(80))
+        return play(group_of(name, [{**SHORT_TRAINING, **params}], [seed], **PROBLEM), random_rounds(80))
 
     assert choices(3) == choices(3)
     assert choices(3) != choices(4)
@@ -149,6 +154,8 @@ def test_the_first_rounds_play_every_arm_in_turn():
         ("bootrms", [{"p": 0.9}, {"p": 0.5}, {"p": 0.5}]),
         ("dropout-ts", [{"keep_prob": 0.8}, {"keep_prob": 0.5}, {"keep_prob": 1.0}]),
         ("paramnoise", [{"noise_std": 0.05}, {"noise_std": 0.2}, {"eps": 0.3}]),
+        ("bbb", [{"noise_sigma": 0.1}, {"noise_sigma": 0.5}, {"noise_sigma": 1.0}]),
+        ("bbb", [{**BBB_CODE, "noise_sigma": s} for s in (0.1, 0.5, 1.0)]),
     ],
 )
 def test_a_group_chooses_as_its_members_alone(name, params):
@@ -182,7 +189,12 @@ def test_a_group_chooses_as_its_members_alone(name, params):
         if parted[m]:
             assert_first_difference_is_rounding(pairs[m])
         else:
-            np.testing.assert_allclose(group.theta[m], policy.theta[0], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(learned(group)[m], learned(policy)[0], rtol=1e-5, atol=1e-6)
+
+
+def learned(policy) -> torch.Tensor:
+    """The parameters a policy trains [M, ...]: its networks, or Bayes by Backprop's μ and ρ."""
+    return policy.posterior if isinstance(policy, BayesByBackprop) else policy.theta
 
 
 @pytest.mark.parametrize(
@@ -192,6 +204,10 @@ def test_a_group_chooses_as_its_members_alone(name, params):
         ("bootrms.q=0", "q must be an integer ≥ 1"),
         ("dropout-ts.keep_prob=0", "keep_prob must be a finite real number in (0, 1]"),
         ("dropout-ts.lr=-0.1", "lr must be a finite real number > 0"),
+        ("bbb.noise_sigma=0", "noise_sigma must be a finite real number > 0"),
+        ("bbb.prior=normal", "prior must be one of unit, fan-in"),
+        ("bbb.sigma=relu", "sigma must be one of softplus, exp"),
+        ("bbb.init_std=-1", "init_std must be a finite real number ≥ 0"),
     ],
 )
 def test_bad_hyper_parameters_are_refused_in_one_line(text, message):

@@ -350,11 +350,13 @@ for _suffix, _per_user, _capabilities, _whom in (
         description=f"Bayesian linear regression {_whom}: exact normal-inverse-gamma posterior draws",
     )
 
-# The Showdown's neural Thompson learners: one network (or q) shared by all users, trained as the Showdown's code
+# The Showdown's neural Thompson learners: one network (or q, or a posterior over one) shared by all users, trained
+# as the Showdown's code
 for _name, _policy, _method, _original, _what in (
     ("bootrms", ".bootstrap:BootRMS", "BootRMS", "Osband et al. 2016", "q bootstrapped networks, one drawn per round"),
     ("dropout-ts", ".dropout_ts:DropoutTS", "Dropout", "Gal & Ghahramani 2016", "greedy on one dropout pass, keep 0.8"),
     ("paramnoise", ".paramnoise:ParamNoise", "ParamNoise", "Plappert et al. 2018", "greedy, noisy weights, adaptive σ"),
+    ("bbb", ".bbb:BayesByBackprop", "BBB", "Blundell et al. 2015", "greedy on one draw of a Gaussian posterior"),
 ):
     register(
         _name,

@@ -1,6 +1,6 @@
 """The network every neural learner of the Deep Bayesian Bandits Showdown (Riquelme, Tucker & Snoek, ICLR 2018, §3)
 trains, and its training, shared by BootRMS (banditbench/algos/bootstrap.py), Dropout (dropout_ts.py) and ParamNoise
-(paramnoise.py).
+(paramnoise.py); Bayes by Backprop (bbb.py) shares its samples, schedule and forward pass and trains otherwise.
 
 Network: one hidden layer of 50 ReLU units with biases, weights drawn from U(±0.3) (``init_scale``), biases 0.
 The Showdown's network reads the context and has one output per action; banditbench's arms are context vectors (the
@@ -142,7 +142,6 @@ class ShowdownNetworks(MemberPolicy):
     def _start(self, networks: int, inclusion, keep_prob) -> None:
         """``networks`` per member, initialised from the member's generator; ``inclusion`` and ``keep_prob``: one
         value, or one per member, each in (0, 1]."""
-        members = len(self.members)
         self.inclusion = torch.tensor(self.per_member(inclusion), dtype=torch.float32, device=self.device)
         self.keep_prob = torch.tensor(self.per_member(keep_prob), dtype=torch.float32, device=self.device)
         inits = [
@@ -150,13 +149,18 @@ class ShowdownNetworks(MemberPolicy):
         ]
         self.theta = torch.stack([torch.stack(each) for each in inits])  # [M, N, p]
         self.mean_square = torch.ones_like(self.theta)  # RMSProp's s, carried from one training to the next
-        self.x = torch.zeros(members, 1024, self.dim, device=self.device)  # every member's played arms
+        self._start_samples(networks)
+
+    def _start_samples(self, networks: int) -> None:
+        """Every member's played arms and rewards, and which of its ``networks`` keeps each sample (grown as needed)."""
+        members = len(self.members)
+        self.x = torch.zeros(members, 1024, self.dim, device=self.device)
         self.r = torch.zeros(members, 1024, device=self.device)
         self.included = torch.zeros(members, 1024, networks, dtype=torch.bool, device=self.device)
 
     @property
     def n_networks(self) -> int:
-        return self.theta.shape[1]
+        return self.included.shape[-1]
 
     def dropout_masks(self, shape: tuple[int, ...]) -> list[torch.Tensor] | None:
         """Every member's mask [M, *shape, width] of each hidden layer, 1/keep with probability keep and else 0,
