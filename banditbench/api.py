@@ -91,7 +91,7 @@ def prepare(name: str, /, *, data_dir: str | Path | None = None, force: bool = F
     checked = dataset.check(options)  # every option within its domain before anything is read
     max_extract_gb = options.get("max_extract_gb")
     if max_extract_gb is not None and not (isinstance(max_extract_gb, (int, float)) and 0 < max_extract_gb < np.inf):
-        raise UserError(f"--max-extract-gb must be a positive number of gigabytes, got {max_extract_gb!r}")
+        raise SettingError("{max_extract_gb} must be a positive number of gigabytes, got {got!r}", got=max_extract_gb)
     if dataset.reads_raw:
         source = options.get("source")
         common = {
@@ -214,7 +214,7 @@ def run(
         common = {"data_dir": data_dir, "overwrite": overwrite, "resume": resume, "device": device}
         return run_suite(os.fspath(suite), flags, tune_on=tune_on, **given, **common)[0]
     if tune_on is not None:
-        raise UserError("--tune-on goes with --suite: it names members of the suite")
+        raise SettingError("{tune_on} goes with {suite}: it names members of the suite")
     if is_default_benchmark(flags, config, preset):
         return run_default_benchmark(
             flags, data_dir=data_dir, overwrite=overwrite, resume=resume, device=device, prepare_data=prepare
@@ -389,7 +389,7 @@ def plan_experiment(
         raise SettingError("{checkpoint_every} must be zero or positive, got {value}", value=s.checkpoint_every)
     check_engine(s.engine)
     if source is not None and not prepare_data:
-        raise UserError("--source goes with --prepare: it names the raw files of the data to prepare")
+        raise SettingError("{source} goes with {prepare}: it names the raw files of the data to prepare")
     if prepare_data:
         path = prepare_declared(data_dir, s, source)
         if path is not None and hooks.on_prepared is not None:
@@ -465,13 +465,16 @@ def prepare_declared(data_dir: Path, settings: RunSettings, source: str | Path |
         differ = declared_data.differences(name, needs, declared_data.prepared_parameters(load_dataset(data_dir, name)))
         if differ and not settings.allow_stand_in:
             command = declared_data.prepare_command(name, needs, data_dir, replace=True)
-            raise UserError(
-                f"--prepare would replace {folder}, prepared with {declared_data.listing(differ, 'prepared')}; "
-                f"replace it with `{command}`, or pass another --data-dir"
+            raise SettingError(
+                "{prepare} would replace {folder}, prepared with {prepared}; replace it with `{command}`, or pass "
+                "another {data_dir}",
+                folder=folder,
+                prepared=declared_data.listing(differ, "prepared"),
+                command=command,
             )
         return None
     if name not in DATASETS or DATASETS[name].prepare is None:
-        raise UserError(f"--prepare cannot build {name!r}: it has no prepare command of its own")
+        raise SettingError("{prepare} cannot build {name!r}: it has no prepare command of its own", name=name)
     options = dict(needs)
     if DATASETS[name].reads_raw:
         options["source"] = source
@@ -513,9 +516,9 @@ def run_suite(
     missing members."""
     hooks = hooks or Hooks()
     if config is not None or preset is not None or prepare_data:
-        raise UserError("--suite runs the suite's own datasets: it takes no --config, --preset or --prepare")
+        raise SettingError("{suite} runs the suite's own datasets: it takes no {config}, {preset} or {prepare}")
     if flags.dataset:
-        raise UserError("--suite and --dataset exclude each other: the suite names its datasets")
+        raise SettingError("{suite} and {dataset} exclude each other: the suite names its datasets")
     data_dir = user_path(data_dir) if data_dir is not None else default_data_dir()
     suite = load_suite(name)
     if tune_on is not None:
@@ -526,7 +529,7 @@ def run_suite(
     _check_members(suite, flags, tuning, reported, data_dir)
     parent = _suite_folder(suite, flags, default_out)
     if parent is not None and parent.is_dir() and any(parent.iterdir()) and not (parent / SUITE_FILE).is_file():
-        raise UserError(f"--out {parent} holds files but no suite's results; choose another --out")
+        raise SettingError("{out} {path} holds files but no suite's results; choose another {out}", path=parent)
     plan_member = _planner(flags, data_dir, device, hooks)
     planned = [plan_member(m) for m in tuning + reported]  # every member checked before anything is written
     temporary = None
@@ -556,7 +559,9 @@ def run_suite(
 def _check_members(suite: Suite, flags: RunSettings, tuning: list[Member], reported: list[Member], data_dir: Path):
     """Refuse a suite run that cannot tune or has nothing left to report."""
     if suite.tune_on and flags.tune_seeds:
-        raise UserError("--tune-on and --tune-seeds are two tuning rules (held-out datasets, held-out seeds); pick one")
+        raise SettingError(
+            "{tune_on} and {tune_seeds} are two tuning rules (held-out datasets, held-out seeds); pick one"
+        )
     if suite.tune_on and not tuning:
         raise UserError(f"none of the tuning members {', '.join(suite.tune_on)} is prepared in {data_dir}/")
     if not reported:

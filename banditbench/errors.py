@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -36,3 +37,7 @@ class SettingError(UserError):
                 return name(setting)
 
         return self.template.format_map(Named(self.values))
+
+    def __reduce__(self):
+        """Pickled whole (a Ray worker's error reaches the driver), so the CLI can still name flags."""
+        return (functools.partial(SettingError, self.template, **self.values), ())

@@ -4,6 +4,7 @@ and the API give the same outcomes for the same arguments."""
 from __future__ import annotations
 
 import gc
+import pickle
 import shutil
 import sys
 import warnings
@@ -162,6 +163,13 @@ def test_bad_arguments_raise_the_cli_message_and_write_nothing(arguments, flags,
         error = error.naming(flag)
     assert f"error: {error}" == cli.stderr.strip()  # one line, the same words
     assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()
+
+
+def test_a_setting_error_crosses_processes_whole():
+    """A Ray worker's refusal reaches the driver pickled: it must still name the setting, and the flag in the CLI."""
+    again = pickle.loads(pickle.dumps(SettingError("{out} {path} holds files", path="/a/{b}")))
+    assert type(again) is SettingError and str(again) == "out /a/{b} holds files"
+    assert again.naming(flag) == "--out /a/{b} holds files"
 
 
 def test_other_errors_are_user_errors_too(tmp_path, results):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import banditbench as bb
 from banditbench import presets
-from banditbench.cli import app
+from banditbench.cli import app, flag
 from banditbench.data import DATASETS
 from banditbench.errors import UserError
 from banditbench.runner import declared_data
@@ -55,7 +55,8 @@ def test_a_preset_on_other_data_is_refused_with_the_command_that_prepares_its_da
     assert isinstance(refused.exception, UserError) and "\n" not in message and not out.exists()
     assert "with centres = bass, arm_set = unit, users = 18, noise = 1.0, but" in message
     assert "prepared with centres = sphere, arm_set = fresh, users = 20, noise = 0.1;" in message
-    command = message.split("prepare it with: ")[1].split("; or pass --allow-stand-in")[0]
+    assert "or pass --allow-stand-in to run" in refused.exception.naming(flag)  # what the CLI prints
+    command = message.split("prepare it with: ")[1].split("; or pass allow_stand_in")[0]
     assert command == (
         f"banditbench prepare synthetic --users 18 --dim 5 --arms 10 --noise 1 --centres bass --protocol linear "
         f"--arm-set unit "
@@ -73,7 +74,7 @@ def test_a_missing_dataset_and_another_dataset_are_refused_too(data_dir, tmp_pat
         UserError, match="preset bass-movielens needs movielens-small prepared in .*; prepare it with: "
     ):
         bb.run(preset="bass-movielens", data_dir=tmp_path / "empty", out=tmp_path / "out", **TINY)
-    with pytest.raises(UserError, match="--dataset synthetic makes it a stand-in: pass --allow-stand-in"):
+    with pytest.raises(UserError, match="dataset synthetic makes it a stand-in: pass allow_stand_in"):
         bb.run(preset="bass-movielens", dataset="synthetic", data_dir=data_dir, out=tmp_path / "out", **TINY)
     assert not (tmp_path / "out").exists()
 
@@ -98,7 +99,7 @@ def test_prepare_builds_the_declared_data_from_a_local_source(tmp_path, monkeypa
     small = {"clusters": 10, "arms": 6, "dim": 4, "agents": 8}
     monkeypatch.setitem(presets.PRESETS, "small-yahoo", {**presets.PRESETS["bass-yahoo"], "data": small})
     data = tmp_path / "datasets"
-    with pytest.raises(UserError, match="--source goes with --prepare"):
+    with pytest.raises(UserError, match="source goes with prepare"):
         bb.run(preset="small-yahoo", data_dir=data, source=source, **TINY)
     results = bb.run(preset="small-yahoo", data_dir=data, prepare=True, source=source, out=tmp_path / "a", **TINY)
     assert json.loads((data / "yahoo" / "manifest.json").read_text())["parameters"]["agents"] == 8
@@ -109,6 +110,6 @@ def test_prepare_builds_the_declared_data_from_a_local_source(tmp_path, monkeypa
 
 def test_prepare_never_replaces_data_prepared_otherwise(data_dir, tmp_path):
     manifest = (data_dir / "synthetic" / "manifest.json").read_bytes()
-    with pytest.raises(UserError, match="--prepare would replace .* prepared with .*users = 20.*--force`"):
+    with pytest.raises(UserError, match="^prepare would replace .* prepared with .*users = 20.*--force`"):
         bb.run(preset="bass-synthetic", data_dir=data_dir, prepare=True, out=tmp_path / "out", **TINY)
     assert (data_dir / "synthetic" / "manifest.json").read_bytes() == manifest and not (tmp_path / "out").exists()

@@ -84,7 +84,7 @@ def test_resume_with_other_settings_is_refused(data_dir, tmp_path):
 def test_existing_results_are_kept_unless_overwrite(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")
     before = shards(tmp_path / "a")
-    with pytest.raises(UserError, match="--overwrite"):
+    with pytest.raises(UserError, match="pass resume to finish it or overwrite to replace it"):
         run(data_dir, tmp_path / "a", seed=5)
     assert shards(tmp_path / "a") == before
     run(data_dir, tmp_path / "a", seed=5, overwrite=True)

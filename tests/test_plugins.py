@@ -342,8 +342,8 @@ def test_a_broken_policy_from_the_command_line_is_one_line_and_writes_nothing(da
 @pytest.mark.parametrize(
     "reference, message",
     [
-        ("examples.my_policy:Missing", "--algos 'examples.my_policy:Missing': examples.my_policy has no class Missing"),
-        ("no_such_module:Policy", "--algos 'no_such_module:Policy': cannot import no_such_module"),
+        ("examples.my_policy:Missing", "algos 'examples.my_policy:Missing': examples.my_policy has no class Missing"),
+        ("no_such_module:Policy", "algos 'no_such_module:Policy': cannot import no_such_module"),
         ("no-such-algorithm", "unknown algorithm 'no-such-algorithm'; `banditbench list algorithms` shows them all"),
     ],
 )

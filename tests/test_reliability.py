@@ -110,7 +110,7 @@ def test_out_that_is_empty_the_current_folder_or_above_it_is_refused(data_dir, t
     before = tree(tmp_path)
     for out in ("", ".", "..", str(tmp_path), str(data_dir)):
         experiment = plan(RunSettings.with_defaults(**SETTINGS), data_dir=data_dir)
-        with pytest.raises(UserError, match="--out"):
+        with pytest.raises(UserError, match="^out "):
             prepare_output(Path(out), experiment, overwrite=True, resume=False, data_dir=data_dir)
     assert tree(tmp_path) == before  # no staging folder left behind
 

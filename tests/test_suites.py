@@ -185,9 +185,9 @@ def test_the_api_runs_a_suite_in_a_folder_that_lives_as_long_as_its_results(two_
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        ({"suite": "uci", "preset": "bass-synthetic"}, "takes no --config, --preset or --prepare"),
-        ({"suite": "uci", "dataset": "synthetic"}, "--suite and --dataset exclude each other"),
-        ({"tune_on": "letter", "dataset": "synthetic"}, "--tune-on goes with --suite"),
+        ({"suite": "uci", "preset": "bass-synthetic"}, "takes no config, preset or prepare"),
+        ({"suite": "uci", "dataset": "synthetic"}, "suite and dataset exclude each other"),
+        ({"tune_on": "letter", "dataset": "synthetic"}, "tune_on goes with suite"),
     ],
 )
 def test_the_api_refuses_what_run_suite_refuses(arguments, message, tmp_path):

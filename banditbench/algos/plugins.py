@@ -36,7 +36,7 @@ from importlib import metadata
 from banditbench import names
 from banditbench.algos import PAPER_NAMES
 from banditbench.algos.base import ALGORITHMS, FAMILIES, ROLES, AlgorithmSpec, Capabilities, Policy
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 
 GROUP = "banditbench.algorithms"
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -73,16 +73,20 @@ def resolve(reference: str | type) -> str:
 def load_path(path: str) -> type:
     module_name, _, class_name = path.partition(":")
     if not module_name or not class_name:
-        raise UserError(f"--algos {path!r}: an import path reads package.module:Class")
+        raise SettingError("{algos} {path!r}: an import path reads package.module:Class", path=path)
     if os.getcwd() not in sys.path and "" not in sys.path:  # as `python -m` does: the user's own modules
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise UserError(f"--algos {path!r}: cannot import {module_name} ({e})") from None
+        raise SettingError(
+            "{algos} {path!r}: cannot import {module} ({why})", path=path, module=module_name, why=e
+        ) from None
     found = getattr(module, class_name, None)
     if not isinstance(found, type):
-        raise UserError(f"--algos {path!r}: {module_name} has no class {class_name}")
+        raise SettingError(
+            "{algos} {path!r}: {module} has no class {name}", path=path, module=module_name, name=class_name
+        )
     return found
 
 

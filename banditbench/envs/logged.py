@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from banditbench.data.logs import Log, arm_contexts
 from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.round import ArmPool, Budget, RoundView
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 
 EVALUATORS = ("auto", "replay", "rejection")
 BATCH = 1024  # events read and encoded at once: a few MB of contexts for 80 arms
@@ -100,9 +100,15 @@ class LoggedEnvironment:
     @staticmethod
     def check(dataset: PreparedDataset, settings: dict, budget: int | None) -> None:
         if settings["evaluator"] not in EVALUATORS:
-            raise UserError(f"--env evaluator must be one of {', '.join(EVALUATORS)}, got {settings['evaluator']!r}")
+            raise SettingError(
+                "{env} evaluator must be one of {names}, got {got!r}",
+                names=", ".join(EVALUATORS),
+                got=settings["evaluator"],
+            )
         if not 0 <= settings["rejection_quantile"] <= 1:
-            raise UserError(f"--env rejection_quantile must be in [0, 1], got {settings['rejection_quantile']}")
+            raise SettingError(
+                "{env} rejection_quantile must be in [0, 1], got {got}", got=settings["rejection_quantile"]
+            )
         if settings["evaluator"] == "replay" and not dataset.manifest["counts"]["uniform_log"]:
             raise UserError(
                 f"{dataset.name} was not logged uniformly at random, so replay would be biased (Li et al. 2011 "

@@ -31,7 +31,7 @@ import numpy as np
 
 from banditbench.data.prepared import PreparedDataset
 from banditbench.envs.round import SlateRound
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,15 @@ class TwoStageEnvironment:
     def check(dataset: PreparedDataset, settings: dict, budget: int | None) -> None:
         """Refuse bad settings, and a dataset without a trained simulator, before anything runs."""
         if settings["users"] < 1 or settings["slate_size"] < 1 or settings["pretrain_epochs"] < 0:
-            raise UserError("--env users and slate_size must be at least 1, pretrain_epochs at least 0")
+            raise SettingError("{env} users and slate_size must be at least 1, pretrain_epochs at least 0")
         if not 0 < settings["known_fraction"] < 1:
-            raise UserError(f"--env known_fraction must be in (0, 1), got {settings['known_fraction']}")
+            raise SettingError("{env} known_fraction must be in (0, 1), got {got}", got=settings["known_fraction"])
         if budget is not None and budget < settings["slate_size"]:
-            raise UserError(f"--budget {budget} is smaller than the slate (slate_size {settings['slate_size']})")
+            raise SettingError(
+                "{budget} {given} is smaller than the slate (slate_size {size})",
+                given=budget,
+                size=settings["slate_size"],
+            )
         from banditbench.simulator.train import METADATA_FILE, simulator_folder
 
         if not (simulator_folder(dataset.path) / METADATA_FILE).is_file():
@@ -133,9 +137,11 @@ class TwoStageEnvironment:
         trial, self.stream = seed.spawn(2)
         candidates = known_split(data, settings["known_fraction"]).candidate_users
         if settings["users"] > len(candidates):
-            raise UserError(
-                f"--env users={settings['users']}: {dataset.name!r} has only {len(candidates)} users "
-                "after the known split"
+            raise SettingError(
+                "{env} users={given}: {name!r} has only {count} users after the known split",
+                given=settings["users"],
+                name=dataset.name,
+                count=len(candidates),
             )
         self.users = np.sort(np.random.default_rng(trial).permutation(candidates)[: settings["users"]])
         pretrained = None

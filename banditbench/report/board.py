@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.report.formats import HTML_STYLE, to_html
 from banditbench.report.load import PROVENANCE, load_results
 from banditbench.report.plots import svg_figures
@@ -174,13 +174,13 @@ def index_html(pages: list[Page]) -> str:
 
 
 def check_board_folder(out: Path) -> None:
-    """--out must be new, empty, or a board written before (which is replaced whole)."""
+    """``out`` must be new, empty, or a board written before (which is replaced whole)."""
     if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; name a folder for the site")
+        raise SettingError("{out} {path} is a file; name a folder for the site", path=out)
     if out.is_dir() and any(out.iterdir()):
         index = out / "index.html"
         if not (index.is_file() and MARKER in index.read_text(encoding="utf-8", errors="replace")):
-            raise UserError(f"--out {out} holds files but no banditbench board; choose another folder")
+            raise SettingError("{out} {path} holds files but no banditbench board; choose another folder", path=out)
 
 
 def write_board(sources: list[Path], out: Path, test: str = "t") -> list[Path]:

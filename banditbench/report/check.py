@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.report.tables import Report
 
 BASELINE_VERSION = 1
@@ -22,9 +22,11 @@ def parse_tolerance(text: str) -> float:
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise UserError(f"--tolerance expects a percentage like 5% or a fraction like 0.05, got {text!r}") from None
+        raise SettingError(
+            "{tolerance} expects a percentage like 5% or a fraction like 0.05, got {got!r}", got=text
+        ) from None
     if not np.isfinite(value) or value < 0:
-        raise UserError(f"--tolerance must be non-negative, got {text!r}")
+        raise SettingError("{tolerance} must be non-negative, got {got!r}", got=text)
     return value
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from banditbench import names
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.report import check as gate
 from banditbench.report.formats import write_files
 from banditbench.report.load import Results as LoadedResults
@@ -88,14 +88,16 @@ def make_report(folders: list[Path], options: ReportOptions, results: LoadedResu
         folders[0] if len(folders) == 1 else Path(os.path.commonpath([p.resolve() for p in folders]))
     )
     if options.formats:
-        refuse_data_folder(target, "--out" if options.out else "the report's folder")
+        refuse_data_folder(target, "{out}" if options.out else "the report's folder")
     results = results or load_checked(folders, options.allow_mixed)
     roles = {**dict.fromkeys(options.baselines, "baseline"), **dict.fromkeys(options.proposed, "proposed")}
-    for flag, given in (("--baselines", options.baselines), ("--proposed", options.proposed)):
+    for setting, given in (("baselines", options.baselines), ("proposed", options.proposed)):
         for name in given:
             if name not in results.algorithms:
                 hint = names.did_you_mean(name, results.algorithms) or f"they hold: {', '.join(results.algorithms)}"
-                raise UserError(f"{flag} {name}: no such algorithm in these results; {hint}")
+                raise SettingError(
+                    "{" + setting + "} {name}: no such algorithm in these results; {hint}", name=name, hint=hint
+                )
     plot = options.plot.checked(results.algorithms)
     report = build_report(results, roles=roles, test=options.test)
     incomplete = incompleteness(results)

@@ -1,13 +1,13 @@
 """A results folder: its manifest, the checks before anything is written into it, its lock, and the
-bookkeeping that lets ``--resume`` finish it.
+bookkeeping that lets a resumed run (``resume``) finish it.
 
 A folder holds banditbench results when its ``manifest.json`` says so (a JSON object with the run's
-``config`` and planned ``units``). Only such a folder may be resumed or replaced with ``--overwrite``;
+``config`` and planned ``units``). Only such a folder may be resumed or replaced (``overwrite``);
 anything else non-empty is refused, so no user file is ever deleted or mixed with results. Results never go
 into a prepared dataset or a folder of them. While a run writes into a folder it holds an exclusive ``flock``
 on ``<folder>/.lock``, so a second run into the same folder is refused instead of racing the first; holding it,
-the run also removes what a killed run into the same folder left (partial files, an ``--overwrite``'s staging
-folder). A symlinked ``--out`` is followed: the results go where it points, and the link stays a link.
+the run also removes what a killed run into the same folder left (partial files, an overwrite's staging
+folder). A symlinked ``out`` is followed: the results go where it points, and the link stays a link.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from banditbench.data import prepared_protocol
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 from banditbench.results.shards import SHARDS, replace_atomically
 
 MANIFEST = "manifest.json"
@@ -91,50 +91,63 @@ def _partial(name: str) -> bool:
 def check_output(
     out: Path, config: dict[str, Any], *, overwrite: bool, resume: bool, data_dir: Path | None = None
 ) -> None:
-    """Every refusal of ``--out`` that can be decided without writing anything."""
+    """Every refusal of the results folder ``out`` that can be decided without writing anything."""
     if overwrite and resume:
-        raise UserError("--overwrite and --resume exclude each other")
+        raise SettingError("{overwrite} and {resume} exclude each other")
     if str(out).strip() == "":
-        raise UserError("--out is empty; name a results folder")
+        raise SettingError("{out} is empty; name a results folder")
     out = Path(out)
     where = out.resolve()
     cwd = Path.cwd().resolve()
     if where == cwd or where in cwd.parents:
-        raise UserError(f"--out {out} is the current folder or one above it; name a folder of its own for results")
+        raise SettingError(
+            "{out} {path} is the current folder or one above it; name a folder of its own for results", path=out
+        )
     if data_dir is not None:
         data = Path(data_dir).resolve()
         if where == data or where in data.parents or data in where.parents:
-            raise UserError(f"--out {out} is the data folder {data_dir}, inside it or above it; name another folder")
-    refuse_data_folder(out, "--out")
-    for parent in reversed(out.parents):  # --out FILE/sub: blame FILE
+            raise SettingError(
+                "{out} {path} is the data folder {data}, inside it or above it; name another folder",
+                path=out,
+                data=data_dir,
+            )
+    refuse_data_folder(out, "{out}")
+    for parent in reversed(out.parents):  # out = FILE/sub: blame FILE
         if parent.exists() and not parent.is_dir():
-            raise UserError(f"--out {out}: {parent} is a file, not a folder")
+            raise SettingError("{out} {path}: {parent} is a file, not a folder", path=out, parent=parent)
     if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a folder")
+        raise SettingError("{out} {path} exists and is not a folder", path=out)
     if not out.exists():
         return
     try:
         contents = _contents(out)
     except OSError as e:
-        raise UserError(f"cannot read --out {out}: {e.strerror}") from None
+        raise SettingError("cannot read {out} {path}: {why}", path=out, why=e.strerror) from None
     if not contents:
         return
     results = is_results_folder(out)
     if not (overwrite or resume):
         if results:
-            raise UserError(f"{out} already holds results; pass --resume to finish it or --overwrite to replace it")
-        raise UserError(f"{out} holds files but no banditbench results; choose another --out")
+            raise SettingError(
+                "{path} already holds results; pass {resume} to finish it or {overwrite} to replace it", path=out
+            )
+        raise SettingError("{path} holds files but no banditbench results; choose another {out}", path=out)
     if not results:
-        raise UserError(
-            f"{out} holds files but no banditbench results (no valid {MANIFEST}); "
-            f"--{'overwrite' if overwrite else 'resume'} only touches a results folder, so choose "
-            "another --out"
+        option = "{overwrite}" if overwrite else "{resume}"
+        raise SettingError(
+            "{path} holds files but no banditbench results (no valid {manifest}); "
+            + option
+            + " only touches a results folder, so choose another {out}",
+            path=out,
+            manifest=MANIFEST,
         )
     if resume:
         difference = config_difference(read_manifest(out)["config"], config)
         if difference:
-            raise UserError(
-                f"--resume: {out} was run with other settings ({difference}); use another --out or --overwrite"
+            raise SettingError(
+                "{resume}: {path} was run with other settings ({difference}); use another {out} or {overwrite}",
+                path=out,
+                difference=difference,
             )
 
 
@@ -163,11 +176,14 @@ def _is_dataset(folder: Path) -> bool:
     return small and prepared_protocol(folder.parent, folder.name) is not None
 
 
-def refuse_data_folder(path: Path, flag: str) -> None:
-    """Results and reports never go into prepared data, where they could mix with or replace a dataset's files."""
+def refuse_data_folder(path: Path, what: str) -> None:
+    """Results and reports never go into prepared data, where they could mix with or replace a dataset's files.
+    ``what`` names the folder in the message: a setting in braces (``"{out}"``) or plain words."""
     data = data_folder_of(path)
     if data is not None:
-        raise UserError(f"{flag} {path} is in the prepared data under {data}; name a folder outside it")
+        raise SettingError(
+            what + " {path} is in the prepared data under {data}; name a folder outside it", path=path, data=data
+        )
 
 
 def _lock(folder: Path, out: Path):
@@ -176,9 +192,11 @@ def _lock(folder: Path, out: Path):
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise UserError(
-            f"another banditbench run is writing to {out} (it holds {out / LOCK}); wait for it to "
-            "finish or choose another --out"
+        raise SettingError(
+            "another banditbench run is writing to {path} (it holds {lock}); wait for it to finish or choose "
+            "another {out}",
+            path=out,
+            lock=out / LOCK,
         ) from None
     return handle
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from banditbench.data import DATASETS, Option, PreparedDataset, load_dataset
 from banditbench.data.prepared import MANIFEST
-from banditbench.errors import UserError
+from banditbench.errors import SettingError, UserError
 
 DEFAULT_DATA_DIR = Path("datasets")
 
@@ -97,9 +97,13 @@ def check(
     command = prepare_command(needed, needs, data_dir, replace=folder.exists())
     if dataset != needed:
         if not allow_stand_in:
-            raise UserError(
-                f"{who} runs on {needed} (`{command}`); --dataset {dataset} makes it a stand-in: "
-                "pass --allow-stand-in to run it anyway"
+            raise SettingError(
+                "{who} runs on {needed} (`{command}`); {dataset} {given} makes it a stand-in: "
+                "pass {allow_stand_in} to run it anyway",
+                who=who,
+                needed=needed,
+                command=command,
+                given=dataset,
             )
         return {"dataset": {"needed": needed, "prepared": dataset}}
     if not (folder / MANIFEST).is_file():
@@ -107,9 +111,15 @@ def check(
     found = differences(needed, needs, prepared_parameters(load_dataset(data_dir, needed)))
     if found and not allow_stand_in:
         where = gated(needed, needs)
-        raise UserError(
-            f"{who} needs {needed} prepared with {listing(found, 'needed')}, but {folder} was prepared with "
-            f"{listing(found, 'prepared')}; prepare it with: {command}{f' (PATH: {where})' if where else ''}; "
-            "or pass --allow-stand-in to run on the prepared data as a stand-in"
+        raise SettingError(
+            "{who} needs {needed} prepared with {needs}, but {folder} was prepared with {prepared}; prepare it with: "
+            "{command}{where}; or pass {allow_stand_in} to run on the prepared data as a stand-in",
+            who=who,
+            needed=needed,
+            needs=listing(found, "needed"),
+            folder=folder,
+            prepared=listing(found, "prepared"),
+            command=command,
+            where=f" (PATH: {where})" if where else "",
         )
     return found

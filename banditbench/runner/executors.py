@@ -383,8 +383,8 @@ class RayExecutor(Executor):
                 try:
                     results = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
-                    if isinstance(e.cause, UserError):
-                        raise UserError(str(e.cause)) from None
+                    if isinstance(e.cause, UserError):  # the unit's own refusal, as it was raised (a SettingError too)
+                        raise e.cause from None
                     raise
                 except ray.exceptions.RayError as e:  # Ray lost a worker, a node or an object: not the unit's fault
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else ""

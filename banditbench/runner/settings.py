@@ -243,14 +243,17 @@ def read_config(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(Path(path).read_bytes().decode("utf-8"))
     except OSError as e:
-        raise UserError(f"cannot read --config {path}: {e.strerror}") from None
+        raise SettingError("cannot read {config} {path}: {why}", path=path, why=e.strerror) from None
     except UnicodeDecodeError as e:
-        raise UserError(
-            f"--config {path} is not UTF-8 text (byte {e.start} is {e.object[e.start]:#04x}); TOML files "
-            "are UTF-8: save it again as UTF-8"
+        raise SettingError(
+            "{config} {path} is not UTF-8 text (byte {at} is {byte:#04x}); TOML files are UTF-8: save it again "
+            "as UTF-8",
+            path=path,
+            at=e.start,
+            byte=e.object[e.start],
         ) from None
     except tomllib.TOMLDecodeError as e:
-        raise UserError(f"--config {path} is not valid TOML: {e}") from None
+        raise SettingError("{config} {path} is not valid TOML: {why}", path=path, why=e) from None
 
 
 def combine(layers: list[dict[str, Any]], preset: str | None) -> dict[str, Any]:
