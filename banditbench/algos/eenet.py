@@ -50,7 +50,7 @@ from banditbench.algos.neural import (
     resolve_device,
     torch_generator,
     train_jobs,
-    train_passes,
+    train_passes_each,
     whole_history_job,
 )
 
@@ -276,17 +276,16 @@ class EENet(MemberPolicy):
         """The authors' loops (``code_training``) on f1 and f2, member by member: stacked, the single-sample steps on
         φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
         for m, generator in enumerate(self.generators):
-            x, r = self.exploit_data[m].all_rows()
-            self.theta1[m] = train_passes(
-                self.f1, self.theta1[m : m + 1], x, r, generator, lr=self.lr, optimiser="sgd"
+            samples = [self.exploit_data[m].all_rows()]
+            self.theta1[m] = train_passes_each(
+                self.f1, self.theta1[m : m + 1], samples, [generator], lr=self.lr, optimiser="sgd"
             )[0]
-            x, r = self.explore_data[m].all_rows()
-            self.theta2[m] = train_passes(
+            samples = [self.explore_data[m].all_rows()]
+            self.theta2[m] = train_passes_each(
                 self.f2,
                 self.theta2[m : m + 1],
-                x,
-                r,
-                generator,
+                samples,
+                [generator],
                 lr=self.explore_lr,
                 optimiser="adam",
                 tolerance=2e-3,

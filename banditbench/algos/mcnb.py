@@ -396,7 +396,7 @@ class MCNB(MemberPolicy):
         for users, view, (group, x, arm), reward in zip(self.users, views, self._picked, rewards):
             # lines 14–17 (every user of N̂_{u_t}(x_t)) or u_t only
             sharing = torch.nonzero(group).flatten() if self.share_with_cluster else torch.tensor([view.user])
-            users.add(sharing.to(self.device), x, reward, arm)
+            users.history.add(sharing.to(self.device), x, reward, arm)
         if is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             if self.code_training:
                 self._train_code([view.user for view in views])

@@ -164,8 +164,8 @@ class MetaBan(MemberPolicy):
 
     def _groups(self, m: int, user: int, x: torch.Tensor) -> torch.Tensor:
         """Member m's inferred group N̂_i of every arm (Eq. 4), [K, n]."""
-        users = self.users[m]
-        groups = users.groups(users.predict(x), user, float(self.threshold[m]))
+        P = self.users[m].predict(x)  # [n, K]
+        groups = (P - P[user]).abs().T <= float(self.threshold[m])  # u_t is always a member (its difference is 0)
         if self.group_mode == "last_arm":
             groups = groups[-1].expand_as(groups)
         elif self.group_mode == "union":
@@ -259,7 +259,7 @@ class MetaBan(MemberPolicy):
         served = [view.user for view in views]
         for users, user, (group, x), reward in zip(self.users, served, self._picked, rewards):
             sharing = torch.nonzero(group).flatten() if self.share_data_with_group else torch.tensor([user])
-            users.add(sharing.to(self.device), x, reward)
+            users.history.add(sharing.to(self.device), x, reward)
         if not is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             return
         starts = [self._user_start(m) for m in range(len(self.members))]

@@ -30,7 +30,6 @@ from banditbench.algos.neural.training import (
     TrainingJob,
     train_adam,
     train_jobs,
-    train_passes,
     train_passes_each,
     whole_history_job,
 )
@@ -63,7 +62,6 @@ __all__ = [
     "train_jobs",
     "train_learners",
     "train_learners_by_passes",
-    "train_passes",
     "train_passes_each",
     "whole_history_job",
 ]
