@@ -254,40 +254,22 @@ class EENet(MemberPolicy):
         return networks
 
     def _train(self) -> None:
-        """Minibatch Adam on every network, each member's minibatches drawn from its own generator in the order f1, f2,
-        f3, and the members' networks of one kind trained stacked in one call (``train_jobs``)."""
-        drawn = [
-            [
-                whole_history_job(
-                    getattr(self, name)[m : m + 1],
-                    data[m],
-                    generator,
-                    batch_size=self.batch_size,
-                    steps=self.train_steps,
-                )
-                for name, _, data, _ in self._networks()
+        """Minibatch Adam on every network, the members' networks of one kind trained stacked in one call
+        (``train_jobs``); each member's generator draws its minibatches in the order f1, f2, f3."""
+        for name, network, data, lr in self._networks():
+            jobs = [
+                whole_history_job(start, history, g, batch_size=self.batch_size, steps=self.train_steps)
+                for start, history, g in zip(getattr(self, name).split(1), data, self.generators)
             ]
-            for m, generator in enumerate(self.generators)
-        ]
-        for k, (name, network, _, lr) in enumerate(self._networks()):
-            setattr(self, name, torch.cat(train_jobs(network, [jobs[k] for jobs in drawn], lr=lr)))
+            setattr(self, name, torch.cat(train_jobs(network, jobs, lr=lr)))
 
     def _train_code(self) -> None:
-        """The authors' loops (``code_training``) on f1 and f2, member by member: stacked, the single-sample steps on
-        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
+        """The authors' loops (``code_training``) on f1 (plain SGD) and f2 (Adam, weight decay 1e-4, a pass's error
+        ≤ 2e-3), member by member: stacked, the single-sample steps on φ's hundreds of inputs round differently from
+        one network's, and over up to 2 000 steps that changed choices."""
+        their_settings = [{"optimiser": "sgd"}, {"optimiser": "adam", "tolerance": 2e-3, "weight_decay": 1e-4}]
         for m, generator in enumerate(self.generators):
-            samples = [self.exploit_data[m].all_rows()]
-            self.theta1[m] = train_passes_each(
-                self.f1, self.theta1[m : m + 1], samples, [generator], lr=self.lr, optimiser="sgd"
-            )[0]
-            samples = [self.explore_data[m].all_rows()]
-            self.theta2[m] = train_passes_each(
-                self.f2,
-                self.theta2[m : m + 1],
-                samples,
-                [generator],
-                lr=self.explore_lr,
-                optimiser="adam",
-                tolerance=2e-3,
-                weight_decay=1e-4,
-            )[0]
+            for (name, network, data, lr), settings in zip(self._networks(), their_settings):
+                theta, samples = getattr(self, name), [data[m].all_rows()]
+                trained = train_passes_each(network, theta[m : m + 1], samples, [generator], lr=lr, **settings)
+                theta[m] = trained[0]
