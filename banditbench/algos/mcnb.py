@@ -201,13 +201,6 @@ class MCNB(MemberPolicy):
         self.blocks = True  # keep block-encoded samples per block and cluster on them; False: dense throughout
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
 
-    def _start_blocks(self, view) -> None:
-        """On the first round of block-encoded contexts (arm a in block a): the user-learners' histories keep each
-        sample's block, so they train per block, and the clustering reads each arm through its block's columns of
-        W_1 (``neural.BlockRows``). The meta step and the UCB read the dense contexts."""
-        for users in self.users:
-            self.block, users.history = start_blocks(self, view, users.history)
-
     def _sample(self, x: torch.Tensor, arm: int) -> torch.Tensor:
         """Arm ``arm``'s context as the history keeps it: dense, or its block."""
         return x[arm] if self.block is None else arm_blocks(x, self.block)[arm]
@@ -364,8 +357,9 @@ class MCNB(MemberPolicy):
         """Every member's arms x [M, K, d], (1) their groups [M, K, n] and the served users [M]."""
         arms, served = self.read_arms(views)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
-        if self.block is None:
-            self._start_blocks(views[0])
+        if self.block is None:  # block mode (``neural.start_blocks``): the user-learners' histories keep each block
+            for users in self.users:
+                self.block, users.history = start_blocks(self, views[0], users.history)
         t0 = time.perf_counter()
         groups = self._clusters(served, x)
         self._time("clustering", t0)

@@ -153,14 +153,13 @@ class NeuralUCB(MemberPolicy):
             self._build(state["input_dim"])
         super().load_member_state_dict(m, state)
 
-    def _models(self, served: np.ndarray) -> np.ndarray:
-        """The network each member's served user plays with [M]."""
-        return served if self.per_user else np.zeros_like(served)
-
     def _inputs(self, views, arms: np.ndarray) -> torch.Tensor:
         """The arms as the histories store them: x [M, K, d], or in block mode each arm's own block [M, K, b]."""
-        if self.block is None:
-            self._start_blocks(views[0])
+        # block mode (``neural.start_blocks``) where the computations have a per-block form: default training,
+        # diagonal Z, closed-form gradients, no user features
+        if self.block is None and self.batched and not (self.user_features or self.code_training):
+            for m, history in enumerate(self.histories):
+                self.block, self.histories[m] = start_blocks(self, views[0], history)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.block is not None:
             return arm_blocks(x, self.block)
@@ -176,13 +175,6 @@ class NeuralUCB(MemberPolicy):
             x = torch.cat([x, u[:, None, :].expand(-1, x.shape[1], -1)], dim=-1)
         return x
 
-    def _start_blocks(self, view) -> None:
-        """Block mode (``neural.start_blocks``), for the settings whose computations have a per-block form: default
-        training, diagonal Z, closed-form gradients, no user features."""
-        if self.batched and not (self.user_features or self.code_training):
-            for m, history in enumerate(self.histories):
-                self.block, self.histories[m] = start_blocks(self, view, history)
-
     def select(self, views, budgets):
         models, x, ucb, gradients_of = self._ucb(views)
         chosen = torch.argmax(ucb, dim=-1)
@@ -197,7 +189,7 @@ class NeuralUCB(MemberPolicy):
         """Every member's network, its inputs x [M, K, ·] and their UCB [M, K] (Alg. 1 line 7), f and g from one forward
         and backward pass (of the group, or member by member), and the gradients of given arms [M] → [M, p]."""
         arms, served = self.read_arms(views)
-        models = self._models(served)
+        models = served if self.per_user else np.zeros_like(served)  # the network each member's user plays with
         x = self._inputs(views, arms)
         if self.batched:
             at = self.at(models)
@@ -245,8 +237,7 @@ class NeuralUCB(MemberPolicy):
             return None
         scale = self.mlp.width * float(self.lam[m]) / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
         rows = history.minibatch_rows(models, self.batch_size, self.generators[m], self.train_steps)
-        theta, theta0 = self.theta[m], self.theta0[m]
-        return TrainingJob(theta[models], rows, history, anchor=(scale, theta0[models]), models=models)
+        return TrainingJob(self.theta[m, models], rows, history, anchor=(scale, self.theta0[m, models]), models=models)
 
     def _train_code(self, models: list[int]) -> None:
         """The authors' loop (``code_training``) on every member's served network, the networks stacked in one loop
