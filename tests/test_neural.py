@@ -12,13 +12,12 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.neural import (
     MLP,
     ArmGradients,
-    DiagonalCovariance,
-    FullCovariance,
     History,
     is_training_round,
     train_adam,
     train_passes_each,
 )
+from banditbench.algos.neuralucb import DiagonalCovariance, FullCovariance
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
 from banditbench.errors import UserError
