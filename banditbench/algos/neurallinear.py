@@ -196,10 +196,8 @@ class NeuralLinear(MemberPolicy):
             self._observe(m, u, x[m], phi[m], reward, arm)
         if neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             jobs = [
-                neural.whole_history_job(
-                    self.theta[m : m + 1], history, generator, batch_size=self.batch_size, steps=self.train_steps
-                )
-                for m, (history, generator) in enumerate(zip(self.histories, self.generators))
+                neural.whole_history_job(start, history, g, batch_size=self.batch_size, steps=self.train_steps)
+                for start, history, g in zip(self.theta.split(1), self.histories, self.generators)
             ]
             for m, theta in enumerate(neural.train_jobs(self.mlp, jobs, lr=self.lr)):
                 self.theta[m] = theta[0]
