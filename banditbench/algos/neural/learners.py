@@ -44,9 +44,9 @@ class UserLearners:
             return self.mlp.forward(self.theta, x)  # [n, K]
 
     def training_job(self, start: torch.Tensor | None = None) -> TrainingJob | None:
-        """Adam on the own history of every user whose history grew since its last training, drawn but not run (None
-        when none did). ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3 line 2,
-        θ^u_(0) = Θ_t)."""
+        """Adam on each user's own history, for every user whose history grew since its last training, drawn but not
+        run (None when none did). ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3
+        line 2, θ^u_(0) = Θ_t)."""
         users = torch.nonzero(self.history.counts > self.trained_counts).flatten()
         if len(users) == 0:
             return None
