@@ -12,14 +12,12 @@ from banditbench.algos import ALGORITHMS
 from banditbench.algos.neural import (
     MLP,
     ArmGradients,
-    DiagonalCovariance,
-    FullCovariance,
     History,
     is_training_round,
     train_adam,
-    train_passes,
     train_passes_each,
 )
+from banditbench.algos.neuralucb import DiagonalCovariance, FullCovariance
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
 from banditbench.errors import UserError
@@ -52,8 +50,8 @@ def test_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients
         th = th.clone().requires_grad_(True)
         return torch.autograd.grad(mlp.forward(th, x[i : i + 1])[0], th)[0]
 
-    torch.testing.assert_close(mlp.per_arm_gradients(theta, x), torch.stack([loop(theta, i) for i in range(7)]))
-    torch.testing.assert_close(mlp.per_arm_gradients(thetas, x), torch.stack([loop(thetas[i], i) for i in range(7)]))
+    torch.testing.assert_close(ArmGradients(mlp, theta, x).rows(), torch.stack([loop(theta, i) for i in range(7)]))
+    torch.testing.assert_close(ArmGradients(mlp, thetas, x).rows(), torch.stack([loop(thetas[i], i) for i in range(7)]))
 
 
 def network(bias, depth, gradients="closed", dim=6):
@@ -88,7 +86,7 @@ def test_factored_diagonal_quadratic_form_equals_the_dense_one():
     x = torch.randn(7, 6, generator=generator)
     D = torch.rand(mlp.p, generator=generator, dtype=torch.float64) + 0.1  # a diagonal Z⁻¹
     arms = ArmGradients(mlp, theta, x)
-    G = MLP(6, width=16, depth=3, bias=True, gradients="vmap").per_arm_gradients(theta, x).double()
+    G = ArmGradients(MLP(6, width=16, depth=3, bias=True, gradients="vmap"), theta, x).rows().double()
     torch.testing.assert_close(arms.weighted_squares(D), (G.square() * D).sum(-1))  # never built [7, p]
     torch.testing.assert_close(arms.row(4), G[4].float())
 
@@ -188,7 +186,7 @@ def test_stacked_single_sample_loops_give_each_network_what_training_it_alone_gi
     def alone(steps: int) -> tuple[list[torch.Tensor], list[torch.Generator]]:
         streams = generators()
         trained = [
-            train_passes(mlp, theta[s : s + 1], *samples[s], streams[s], max_steps=steps, **settings)[0]
+            train_passes_each(mlp, theta[s : s + 1], [samples[s]], [streams[s]], max_steps=steps, **settings)[0]
             for s in range(len(sizes))
         ]
         return trained, streams
@@ -281,7 +279,7 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
         chosen = choose(policy, view)
         x = torch.tensor(view.arms[:], dtype=torch.float32)
         f1 = policy.f1.forward(policy.theta1[0], x)
-        f2 = policy.f2.forward(policy.theta2[0], policy.f1.per_arm_gradients(policy.theta1[0], x))
+        f2 = policy.f2.forward(policy.theta2[0], ArmGradients(policy.f1, policy.theta1[0], x).rows())
         assert chosen == int(torch.argmax(f1 + f2) if t < 5 else torch.argmin(f1)), t
 
 

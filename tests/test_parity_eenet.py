@@ -175,19 +175,18 @@ def sgd_steps(mlp, theta, x, r, order, lr):
 
 @pytest.mark.parametrize("max_steps, tolerance, steps", [(2000, 10.0, 3), (5, 0.0, 5)])
 def test_code_training_passes_stop_at_the_tolerance_or_the_step_cap(max_steps, tolerance, steps):
-    from banditbench.algos.neural import MLP, train_passes
+    from banditbench.algos.neural import MLP, train_passes_each
 
     mlp = MLP(4, 6, 2, bias=True, init="torch")
     generator = torch.Generator().manual_seed(3)
     theta = mlp.init(generator, torch.device("cpu"))[None]
     x, r = torch.randn(3, 4, generator=generator), torch.tensor([1.0, 0.0, 1.0])
     order = torch.randperm(3, generator=torch.Generator().manual_seed(9)).tolist()
-    trained = train_passes(
+    trained = train_passes_each(
         mlp,
         theta,
-        x,
-        r,
-        torch.Generator().manual_seed(9),
+        [(x, r)],
+        [torch.Generator().manual_seed(9)],
         lr=0.1,
         optimiser="sgd",
         max_steps=max_steps,

@@ -67,7 +67,7 @@ def test_code_adaptation_takes_up_to_100_steps_over_reshuffled_passes_of_a_small
     data = torch.Generator().manual_seed(5)
     x, r = torch.randn(3, 3, generator=data), torch.tensor([1.0, -1.0, 0.5])
     for user, (xi, ri) in enumerate(zip(x, r)):
-        policy.users[0].add(torch.tensor([user]), xi, float(ri))
+        policy.users[0].history.add(torch.tensor([user]), xi, float(ri))
     group = torch.tensor([[[True, True, True, False]]])  # member 0's group of its one arm
     state = policy.generators[0].get_state()
     before = policy.Theta[0].clone()
@@ -106,7 +106,7 @@ def test_code_training_trains_the_pooled_meta_network_then_the_served_users_lear
     data = torch.Generator().manual_seed(6)
     users = policy.users[0]  # member 0's, the only member's
     for user in (0, 1, 1):
-        users.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+        users.history.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
     learners, Theta = users.theta.clone(), policy.Theta.clone()
     policy._train_code([1])
     assert not torch.equal(policy.Theta, Theta)
@@ -116,13 +116,14 @@ def test_code_training_trains_the_pooled_meta_network_then_the_served_users_lear
 
 def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step():
     """M-CNB's and Meta-Ban's ``code_training`` loops use our Adam on flat θ; their code uses torch.optim.Adam."""
-    from banditbench.algos.neural import MLP, train_passes
+    from banditbench.algos.neural import MLP, train_passes_each
 
     mlp = MLP(3, 8, 2, bias=True, init="torch")
     data = torch.Generator().manual_seed(4)
     theta = mlp.init(data, torch.device("cpu"))[None]
     x, r = torch.randn(5, 3, generator=data), torch.randn(5, generator=data)
-    trained = train_passes(mlp, theta, x, r, torch.Generator().manual_seed(8), lr=1e-2, optimiser="adam", max_steps=37)
+    generators = [torch.Generator().manual_seed(8)]
+    trained = train_passes_each(mlp, theta, [(x, r)], generators, lr=1e-2, optimiser="adam", max_steps=37)
     order = torch.randperm(5, generator=torch.Generator().manual_seed(8)).tolist()
     adam = functools.partial(torch.optim.Adam, lr=1e-2)
     torch.testing.assert_close(trained, their_passes(mlp, theta, x, r, [order] * 8, 37, adam))
@@ -135,7 +136,7 @@ def test_metaban_code_training_trains_theta_on_the_group_every_round_and_the_ser
     policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(1), params=params)
     data = torch.Generator().manual_seed(6)
     for user in (0, 1, 1):
-        policy.users[0].add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+        policy.users[0].history.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
     from banditbench.envs import Round
 
     arms = torch.randn(2, 3, generator=data).numpy()

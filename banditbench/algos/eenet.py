@@ -36,23 +36,8 @@ import torch
 import torch.nn.functional as F
 
 from banditbench.algos import domains as d
+from banditbench.algos import neural
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_CODE,
-    NETWORK_DOMAINS,
-    SCHEDULES,
-    ArmGradients,
-    History,
-    autograd_gradient,
-    check_choice,
-    is_training_round,
-    resolve_device,
-    torch_generator,
-    train_jobs,
-    train_passes,
-    whole_history_job,
-)
 
 DECISIONS = ("linear", "neural")
 
@@ -64,7 +49,7 @@ class ConvMLP:
     def __init__(self, dim: int, width: int, bias: bool, init: str, kernel: int = 100, stride: int = 50):
         self.kernel, self.stride = kernel, stride
         self.outputs = (dim - kernel) // stride + 1
-        self.mlp = MLP(self.outputs, width, 2, bias, init, "batched")
+        self.mlp = neural.MLP(self.outputs, width, 2, bias, init, "batched")
         self.p = kernel + 1 + self.mlp.p
 
     def init(self, generator: torch.Generator, device: torch.device) -> torch.Tensor:
@@ -80,7 +65,7 @@ class ConvMLP:
 
     def gradient(self, theta: torch.Tensor, x: torch.Tensor, out_grad) -> tuple[torch.Tensor, torch.Tensor]:
         """(f, ∇_θ Σ_k c_k f(x_k; θ)), c = ``out_grad(f)``, one gradient per leading index (as ``MLP.gradient``)."""
-        return autograd_gradient(self.forward, theta, x, out_grad)
+        return neural.autograd_gradient(self.forward, theta, x, out_grad)
 
 
 class EENet(MemberPolicy):
@@ -88,7 +73,7 @@ class EENet(MemberPolicy):
     member's f1, φ, f2 and decision; each member keeps its own histories and generator."""
 
     domains = {
-        **NETWORK_DOMAINS,
+        **neural.NETWORK_DOMAINS,
         "explore_width": d.COUNT,
         "pool": d.COUNT,
         "explore_lr": d.POSITIVE,
@@ -101,7 +86,7 @@ class EENet(MemberPolicy):
         "decision_lr": d.POSITIVE,
     }
     authors_code = {
-        **NETWORK_CODE,
+        **neural.NETWORK_CODE,
         "code_decision": (
             True,
             "their decision rule at HEAD: the shifted f2 label r − f1 + 1, arm = argmax f1 + w·(f2 − 1), extra "
@@ -147,27 +132,27 @@ class EENet(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
         self.train_steps, self.batch_size, self.code_training = train_steps, batch_size, code_training
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
-        self.f1 = MLP(dim, width, depth, bias, init, gradients)
+        self.device = neural.resolve_device(device)
+        self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]
+        self.f1 = neural.MLP(dim, width, depth, bias, init, gradients)
         self.phi_dim = -(-self.f1.p // self.pool)
         if explore_conv:
             self.f2 = ConvMLP(self.phi_dim, explore_width, bias, init)
         else:
-            self.f2 = MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
-        self.decision = check_choice("decision", decision, DECISIONS)
+            self.f2 = neural.MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
+        self.decision = neural.check_choice("decision", decision, DECISIONS)
         self.decision_warmup, self.decision_lr = decision_warmup, decision_lr
-        self.f3 = MLP(2, decision_width, 2, bias, init, gradients)
+        self.f3 = neural.MLP(2, decision_width, 2, bias, init, gradients)
         draws = [(self.f1.init(g, self.device), self.f2.init(g, self.device)) for g in self.generators]
         self.theta1, self.theta2 = (torch.stack(thetas) for thetas in zip(*draws))
-        self.exploit_data = [History(1, dim, self.device) for _ in seeds]
-        self.explore_data = [History(1, self.phi_dim, self.device) for _ in seeds]
+        self.exploit_data = [neural.History(1, dim, self.device) for _ in seeds]
+        self.explore_data = [neural.History(1, self.phi_dim, self.device) for _ in seeds]
         if self.decision == "neural":  # (drawn only then, so the linear maker's runs keep their random stream)
             self.theta3 = torch.stack([self.f3.init(g, self.device) for g in self.generators])
-            self.decision_data = [History(1, 2, self.device) for _ in seeds]  # H_t
+            self.decision_data = [neural.History(1, 2, self.device) for _ in seeds]  # H_t
         self._decisions = np.zeros(len(seeds), dtype=np.int64)  # since the last diagnostics sample
         self._overturns = np.zeros(len(seeds), dtype=np.int64)
 
@@ -196,10 +181,10 @@ class EENet(MemberPolicy):
     def _scores(self, x: torch.Tensor, t: int):
         """f1, φ, the pairs [f1, f2] and the decision's scores of every member's arms x [M, K, d]."""
         if self.f1.gradients == "closed":  # f1 and ∇f1 for every member's K arms in one call
-            arms = ArmGradients(self.f1, self.theta1, x)
+            arms = neural.ArmGradients(self.f1, self.theta1, x)
             f1, G = arms.f, arms.rows()
         else:  # autograd's gradients, member by member
-            each = [ArmGradients(self.f1, theta1, x_m) for theta1, x_m in zip(self.theta1, x)]
+            each = [neural.ArmGradients(self.f1, theta1, x_m) for theta1, x_m in zip(self.theta1, x)]
             f1, G = torch.stack([arms.f for arms in each]), torch.stack([arms.rows() for arms in each])
         phi = self._phi(G)
         with torch.no_grad():
@@ -224,7 +209,7 @@ class EENet(MemberPolicy):
         t = views[0].t
         for m, arm, reward in zip(range(len(self.members)), chosen, rewards):
             self._observe(m, t, arm, reward)
-        if not is_training_round(t, self.schedule):  # the schedule depends on t only: every member's
+        if not neural.is_training_round(t, self.schedule):  # the schedule depends on t only: every member's
             return
         if self.code_training:
             self._train_code()
@@ -243,7 +228,7 @@ class EENet(MemberPolicy):
         if self.decision == "neural":
             self.decision_data[m].add(0, pairs[m], reward)  # H_t
 
-    def _networks(self) -> list[tuple[str, MLP, list[History], float]]:
+    def _networks(self) -> list[tuple[str, neural.MLP, list[neural.History], float]]:
         """(θ's attribute, network, every member's history, learning rate) of each network the schedule trains."""
         networks = [
             ("theta1", self.f1, self.exploit_data, self.lr),
@@ -254,41 +239,22 @@ class EENet(MemberPolicy):
         return networks
 
     def _train(self) -> None:
-        """Minibatch Adam on every network, each member's minibatches drawn from its own generator in the order f1, f2,
-        f3, and the members' networks of one kind trained stacked in one call (``train_jobs``)."""
-        drawn = [
-            [
-                whole_history_job(
-                    getattr(self, name)[m : m + 1],
-                    data[m],
-                    generator,
-                    batch_size=self.batch_size,
-                    steps=self.train_steps,
-                )
-                for name, _, data, _ in self._networks()
+        """Minibatch Adam on every network, the members' networks of one kind trained stacked in one call
+        (``train_jobs``); each member's generator draws its minibatches in the order f1, f2, f3."""
+        for name, network, data, lr in self._networks():
+            jobs = [
+                neural.whole_history_job(start, history, g, batch_size=self.batch_size, steps=self.train_steps)
+                for start, history, g in zip(getattr(self, name).split(1), data, self.generators)
             ]
-            for m, generator in enumerate(self.generators)
-        ]
-        for k, (name, network, _, lr) in enumerate(self._networks()):
-            setattr(self, name, torch.cat(train_jobs(network, [jobs[k] for jobs in drawn], lr=lr)))
+            setattr(self, name, torch.cat(neural.train_jobs(network, jobs, lr=lr)))
 
     def _train_code(self) -> None:
-        """The authors' loops (``code_training``) on f1 and f2, member by member: stacked, the single-sample steps on
-        φ's hundreds of inputs round differently from one network's, and over up to 2 000 steps that changed choices."""
+        """The authors' loops (``code_training``) on f1 (plain SGD) and f2 (Adam, weight decay 1e-4, a pass's error
+        ≤ 2e-3), member by member: stacked, the single-sample steps on φ's hundreds of inputs round differently from
+        one network's, and over up to 2 000 steps that changed choices."""
+        their_settings = [{"optimiser": "sgd"}, {"optimiser": "adam", "tolerance": 2e-3, "weight_decay": 1e-4}]
         for m, generator in enumerate(self.generators):
-            x, r = self.exploit_data[m].all_rows()
-            self.theta1[m] = train_passes(
-                self.f1, self.theta1[m : m + 1], x, r, generator, lr=self.lr, optimiser="sgd"
-            )[0]
-            x, r = self.explore_data[m].all_rows()
-            self.theta2[m] = train_passes(
-                self.f2,
-                self.theta2[m : m + 1],
-                x,
-                r,
-                generator,
-                lr=self.explore_lr,
-                optimiser="adam",
-                tolerance=2e-3,
-                weight_decay=1e-4,
-            )[0]
+            for (name, network, data, lr), settings in zip(self._networks(), their_settings):
+                theta, samples = getattr(self, name), [data[m].all_rows()]
+                trained = neural.train_passes_each(network, theta[m : m + 1], samples, [generator], lr=lr, **settings)
+                theta[m] = trained[0]

@@ -51,31 +51,11 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
+from banditbench.algos import neural
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_CODE,
-    NETWORK_DOMAINS,
-    SCHEDULES,
-    ArmGradients,
-    UserLearners,
-    arm_blocks,
-    arm_inputs,
-    check_choice,
-    connected_labels,
-    is_training_round,
-    resolve_device,
-    start_blocks,
-    take,
-    torch_generator,
-    train_adam,
-    train_learners,
-    train_learners_by_passes,
-    train_passes_each,
-)
 
 
-def meta_adapt(mlp: MLP, Theta: torch.Tensor, weights: torch.Tensor, draw, eta2, steps: int) -> torch.Tensor:
+def meta_adapt(mlp: neural.MLP, Theta: torch.Tensor, weights: torch.Tensor, draw, eta2, steps: int) -> torch.Tensor:
     """Alg. 2 for every arm, members of a group stacked on the leading axis: from Θ [M, p], ``steps`` times
     Θ_{t,i} ← Θ_{t,i} − η₂ Σ_u w_iu ∇ ½(f(x_u; Θ_{t,i}) − r_u)² with weights [M, K, n] and one sample per user from
     ``draw()`` (x [M, n, d], r [M, n]). Every arm starts from Θ_{t−1}, so the first step backpropagates once for
@@ -103,7 +83,7 @@ class MCNB(MemberPolicy):
     member_params = ("gamma", "nu", "S", "delta", "eta2", "alpha")  # per member: its clusters, meta step, UCB
 
     domains = {
-        **NETWORK_DOMAINS,
+        **neural.NETWORK_DOMAINS,
         "gamma": d.NON_NEGATIVE,
         "nu": d.POSITIVE,
         "S": d.POSITIVE,
@@ -121,7 +101,7 @@ class MCNB(MemberPolicy):
         "share_with_cluster": d.FLAG,
     }
     authors_code = {
-        **NETWORK_CODE,
+        **neural.NETWORK_CODE,
         "meta_every_10th_in_place": (True, "adapt only when t % 10 == 0, cumulatively in place across arms"),
         "group_cap": (True, "a group is capped at n/5 members drawn with replacement, plus the served user"),
         "code_exploration": (True, "U = f(x; Θ) + sqrt(code_nu)·‖g(x; Θ)‖ + code_nu·sqrt(1/count)"),
@@ -176,7 +156,7 @@ class MCNB(MemberPolicy):
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         M = len(seeds)
-        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
         nu, self.gamma = self.per_member(nu), self.per_member(gamma)
         self.threshold = (nu - 1.0) / nu * self.gamma  # 0.32 with the paper's ν = 5, γ = 0.4
         self.code_threshold, self.share_with_cluster = code_threshold, share_with_cluster
@@ -185,13 +165,13 @@ class MCNB(MemberPolicy):
         self.meta_every_10th_in_place, self.group_cap = meta_every_10th_in_place, group_cap
         self.code_exploration, self.code_nu, self.meta_pooled_training = code_exploration, code_nu, meta_pooled_training
         self.code_training = code_training
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
-        self.mlp = MLP(dim, width, depth, bias, init, gradients)
+        self.device = neural.resolve_device(device)
+        self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]
+        self.mlp = neural.MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = torch.stack([self.mlp.init(g, self.device) for g in self.generators])  # frozen, for g(x; Θ_0)
         self.Theta = self.Theta0.clone()
         self.users = [
-            UserLearners(self.mlp, Theta0, n_users, generator, lr=lr, steps=train_steps, batch_size=batch_size)
+            neural.UserLearners(self.mlp, Theta0, n_users, generator, lr=lr, steps=train_steps, batch_size=batch_size)
             for Theta0, generator in zip(self.Theta0, self.generators)
         ]
         self.served = torch.zeros(M, n_users, dtype=torch.long, device=self.device)  # code's per-user select count
@@ -201,20 +181,13 @@ class MCNB(MemberPolicy):
         self.blocks = True  # keep block-encoded samples per block and cluster on them; False: dense throughout
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
 
-    def _start_blocks(self, view) -> None:
-        """On the first round of block-encoded contexts (arm a in block a): the user-learners' histories keep each
-        sample's block, so they train per block, and the clustering reads each arm through its block's columns of
-        W_1 (``neural.BlockRows``). The meta step and the UCB read the dense contexts."""
-        for users in self.users:
-            self.block, users.history = start_blocks(self, view, users.history)
-
     def _sample(self, x: torch.Tensor, arm: int) -> torch.Tensor:
         """Arm ``arm``'s context as the history keeps it: dense, or its block."""
-        return x[arm] if self.block is None else arm_blocks(x, self.block)[arm]
+        return x[arm] if self.block is None else neural.arm_blocks(x, self.block)[arm]
 
     def _arms_input(self, x: torch.Tensor):
         """x [..., K, d] for the user-learners: dense, or each arm's block as ``BlockRows``."""
-        return x if self.block is None else arm_inputs(arm_blocks(x, self.block), self.block)
+        return x if self.block is None else neural.arm_inputs(neural.arm_blocks(x, self.block), self.block)
 
     # (1) user clustering, all arms at once
     def _clusters(self, served: np.ndarray, x: torch.Tensor) -> torch.Tensor:
@@ -289,7 +262,7 @@ class MCNB(MemberPolicy):
             with_data = [torch.nonzero(groups[m, i] & (users.mu > 0)).flatten() for m, users in enumerate(self.users)]
             stepping = [m for m in range(M) if len(with_data[m])]
             if stepping:
-                self.Theta[stepping] = train_passes_each(
+                self.Theta[stepping] = neural.train_passes_each(
                     self.mlp,
                     self.Theta[stepping],
                     [self.users[m].history.of(with_data[m]) for m in stepping],
@@ -310,11 +283,11 @@ class MCNB(MemberPolicy):
         on MNIST)."""
         K, p = thetas.shape[-2:]
         if self.block is not None and self.mlp.gradients == "closed":
-            adapted = ArmGradients(self.mlp, thetas.reshape(-1, p), x.reshape(-1, x.shape[-1]))
-            distances = adapted.distances(ArmGradients(self.mlp, self.Theta0, x))
+            adapted = neural.ArmGradients(self.mlp, thetas.reshape(-1, p), x.reshape(-1, x.shape[-1]))
+            distances = adapted.distances(neural.ArmGradients(self.mlp, self.Theta0, x))
             return adapted.f.reshape(thetas.shape[:-1]), distances.reshape(thetas.shape[:-1])
         starts = self.Theta0[..., None, :].expand(thetas.shape)
-        arms = ArmGradients(
+        arms = neural.ArmGradients(
             self.mlp, torch.cat([thetas, starts], -2).reshape(-1, p), torch.cat([x, x], -2).reshape(-1, x.shape[-1])
         )
         G = arms.rows().reshape(*thetas.shape[:-2], 2 * K, p)
@@ -323,7 +296,7 @@ class MCNB(MemberPolicy):
     def _code_exploration(self, thetas: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``code_exploration``'s estimate f(x_i; Θ_{t,i}) and bonus sqrt(ν)·‖g(x_i; Θ_{t,i})‖ for every arm: thetas
         [..., K, p], x [..., K, d]."""
-        arms = ArmGradients(self.mlp, thetas.reshape(-1, thetas.shape[-1]), x.reshape(-1, x.shape[-1]))
+        arms = neural.ArmGradients(self.mlp, thetas.reshape(-1, thetas.shape[-1]), x.reshape(-1, x.shape[-1]))
         shape = thetas.shape[:-1]
         return arms.f.reshape(shape), self.code_nu**0.5 * arms.rows().norm(dim=1).reshape(shape)
 
@@ -364,8 +337,9 @@ class MCNB(MemberPolicy):
         """Every member's arms x [M, K, d], (1) their groups [M, K, n] and the served users [M]."""
         arms, served = self.read_arms(views)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
-        if self.block is None:
-            self._start_blocks(views[0])
+        if self.block is None:  # block mode (``neural.start_blocks``): the user-learners' histories keep each block
+            for users in self.users:
+                self.block, users.history = neural.start_blocks(self, views[0], users.history)
         t0 = time.perf_counter()
         groups = self._clusters(served, x)
         self._time("clustering", t0)
@@ -396,12 +370,12 @@ class MCNB(MemberPolicy):
         for users, view, (group, x, arm), reward in zip(self.users, views, self._picked, rewards):
             # lines 14–17 (every user of N̂_{u_t}(x_t)) or u_t only
             sharing = torch.nonzero(group).flatten() if self.share_with_cluster else torch.tensor([view.user])
-            users.add(sharing.to(self.device), x, reward, arm)
-        if is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+            users.history.add(sharing.to(self.device), x, reward, arm)
+        if neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             if self.code_training:
                 self._train_code([view.user for view in views])
             else:
-                train_learners(self.users, [None] * len(self.users))
+                neural.train_learners(self.users, [None] * len(self.users))
                 self._train_meta()
         self._time("user_training", t0)
 
@@ -411,14 +385,14 @@ class MCNB(MemberPolicy):
                 history = users.history
                 shape = (self.train_steps, 1, self.batch_size)
                 pick = torch.randint(history.size, shape, generator=generator, device=self.device)
-                batches = ((history.inputs(rows), take(history.r, rows)) for rows in pick)
-                self.Theta[m] = train_adam(self.mlp, self.Theta[m : m + 1], batches, lr=self.lr)[0]
+                batches = ((history.inputs(rows), neural.take(history.r, rows)) for rows in pick)
+                self.Theta[m] = neural.train_adam(self.mlp, self.Theta[m : m + 1], batches, lr=self.lr)[0]
 
     def _train_code(self, served: list[int]) -> None:
         """``code_training`` (members stacked in one loop): Θ on the pooled data (with ``meta_pooled_training``), then
         u_t's learner alone (u_t has just observed, so neither is empty)."""
         if self.meta_pooled_training:
-            self.Theta[:] = train_passes_each(
+            self.Theta[:] = neural.train_passes_each(
                 self.mlp,
                 self.Theta,
                 [users.history.all_rows() for users in self.users],
@@ -428,10 +402,10 @@ class MCNB(MemberPolicy):
                 max_steps=1000,
                 reshuffle=True,
             )
-        train_learners_by_passes(self.users, served, [None] * len(self.users), max_steps=500)
+        neural.train_learners_by_passes(self.users, served, [None] * len(self.users), max_steps=500)
 
     def sharing_graph(self, m):
         return self.users[m].agreement_graph(float(self.threshold[m]))
 
     def clusters(self, m):
-        return connected_labels(self.sharing_graph(m))
+        return neural.connected_labels(self.sharing_graph(m))

@@ -45,23 +45,8 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
+from banditbench.algos import neural
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_CODE,
-    NETWORK_DOMAINS,
-    SCHEDULES,
-    ArmGradients,
-    UserLearners,
-    check_choice,
-    connected_labels,
-    is_training_round,
-    resolve_device,
-    torch_generator,
-    train_learners,
-    train_learners_by_passes,
-    train_passes_each,
-)
 
 META_UPDATES = ("fomaml", "pooled")
 GROUP_MODES = ("per_arm", "last_arm", "union")
@@ -76,7 +61,7 @@ class MetaBan(MemberPolicy):
 
     member_params = ("gamma", "nu", "alpha", "lam", "eta2")  # per member: its groups, meta step and UCB
     domains = {
-        **NETWORK_DOMAINS,
+        **neural.NETWORK_DOMAINS,
         "gamma": d.NON_NEGATIVE,
         "nu": d.POSITIVE,
         "alpha": d.NON_NEGATIVE,
@@ -92,7 +77,7 @@ class MetaBan(MemberPolicy):
         "code_training": d.FLAG,
     }
     authors_code = {
-        **NETWORK_CODE,
+        **neural.NETWORK_CODE,
         "group_mode": (
             "last_arm",
             "one group a round, from the last arm (the January 2022 code; union: the February 2022 code)",
@@ -141,31 +126,31 @@ class MetaBan(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.meta_update = check_choice("meta_update", meta_update, META_UPDATES)
-        self.group_mode = check_choice("group_mode", group_mode, GROUP_MODES)
-        self.ucb = check_choice("ucb", ucb, UCBS)
-        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.meta_update = neural.check_choice("meta_update", meta_update, META_UPDATES)
+        self.group_mode = neural.check_choice("group_mode", group_mode, GROUP_MODES)
+        self.ucb = neural.check_choice("ucb", ucb, UCBS)
+        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
         nu, gamma = self.per_member(nu), self.per_member(gamma)
         self.threshold = (nu - 1.0) / nu * gamma
         self.alpha, self.lam, self.eta2 = self.per_member(alpha), self.per_member(lam), self.per_member(eta2)
         self.meta_steps = meta_steps
         self.code_lam_nu, self.share_data_with_group, self.batch_size = code_lam_nu, share_data_with_group, batch_size
-        self.user_start = check_choice("user_start", user_start, USER_STARTS)
+        self.user_start = neural.check_choice("user_start", user_start, USER_STARTS)
         self.code_training, self.lr = code_training, lr
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
-        self.mlp = MLP(dim, width, depth, bias, init, gradients)
+        self.device = neural.resolve_device(device)
+        self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]
+        self.mlp = neural.MLP(dim, width, depth, bias, init, gradients)
         self.Theta0 = torch.stack([self.mlp.init(generator, self.device) for generator in self.generators])  # [M, p]
         self.Theta = self.Theta0.clone()
         self.users = [
-            UserLearners(self.mlp, Theta0, n_users, generator, lr=lr, steps=train_steps, batch_size=batch_size)
+            neural.UserLearners(self.mlp, Theta0, n_users, generator, lr=lr, steps=train_steps, batch_size=batch_size)
             for Theta0, generator in zip(self.Theta0, self.generators)
         ]
 
     def _groups(self, m: int, user: int, x: torch.Tensor) -> torch.Tensor:
         """Member m's inferred group N̂_i of every arm (Eq. 4), [K, n]."""
-        users = self.users[m]
-        groups = users.groups(users.predict(x), user, float(self.threshold[m]))
+        P = self.users[m].predict(x)  # [n, K]
+        groups = (P - P[user]).abs().T <= float(self.threshold[m])  # u_t is always a member (its difference is 0)
         if self.group_mode == "last_arm":
             groups = groups[-1].expand_as(groups)
         elif self.group_mode == "union":
@@ -202,7 +187,7 @@ class MetaBan(MemberPolicy):
         for eta2 in sorted(set(self.eta2.tolist())):
             stepping = [m for m, (_, r) in enumerate(samples) if self.eta2[m] == eta2 and len(r)]
             if stepping:
-                self.Theta[stepping] = train_passes_each(
+                self.Theta[stepping] = neural.train_passes_each(
                     self.mlp,
                     self.Theta[stepping],
                     [samples[m] for m in stepping],
@@ -241,10 +226,10 @@ class MetaBan(MemberPolicy):
         """The UCB of member m's every arm with its Θ_{t,i}."""
         K = len(x)
         if self.ucb == "grad_norm":
-            arms = ArmGradients(self.mlp, thetas, x)
+            arms = neural.ArmGradients(self.mlp, thetas, x)
             return arms.f + np.sqrt(self.code_lam_nu) * arms.rows().norm(dim=1)
         # f(x_i; Θ_{t,i}), g(x_i; Θ_{t,i}) and g(x_i; Θ_0) in one batched call
-        arms = ArmGradients(self.mlp, torch.cat([thetas, self.Theta0[m].expand(K, -1)]), torch.cat([x, x]))
+        arms = neural.ArmGradients(self.mlp, torch.cat([thetas, self.Theta0[m].expand(K, -1)]), torch.cat([x, x]))
         G = arms.rows()
         return arms.f[:K] + float(self.alpha[m]) * (G[:K] - G[K:]).norm(dim=1)
 
@@ -259,14 +244,14 @@ class MetaBan(MemberPolicy):
         served = [view.user for view in views]
         for users, user, (group, x), reward in zip(self.users, served, self._picked, rewards):
             sharing = torch.nonzero(group).flatten() if self.share_data_with_group else torch.tensor([user])
-            users.add(sharing.to(self.device), x, reward)
-        if not is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+            users.history.add(sharing.to(self.device), x, reward)
+        if not neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             return
         starts = [self._user_start(m) for m in range(len(self.members))]
         if self.code_training:  # u_t's learner alone, from its Alg. 3 start, on its own history
-            train_learners_by_passes(self.users, served, starts, max_steps=1000)
+            neural.train_learners_by_passes(self.users, served, starts, max_steps=1000)
         else:
-            train_learners(self.users, starts)
+            neural.train_learners(self.users, starts)
 
     def _user_start(self, m: int) -> torch.Tensor | None:
         """Alg. 3: θ^u_(0) = Θ_0 (or Θ_t, or the learner's own θ^u), then J₁ Adam steps on T^u."""
@@ -276,4 +261,4 @@ class MetaBan(MemberPolicy):
         return self.users[m].agreement_graph(float(self.threshold[m]))
 
     def clusters(self, m):
-        return connected_labels(self.sharing_graph(m))
+        return neural.connected_labels(self.sharing_graph(m))

@@ -26,25 +26,9 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
+from banditbench.algos import neural
 from banditbench.algos.base import MemberPolicy
 from banditbench.algos.graphs import dense_components
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_CODE,
-    NETWORK_DOMAINS,
-    SCHEDULES,
-    History,
-    arm_blocks,
-    arm_inputs,
-    check_choice,
-    group_by_block,
-    is_training_round,
-    resolve_device,
-    start_blocks,
-    torch_generator,
-    train_jobs,
-    whole_history_job,
-)
 from banditbench.errors import UserError
 
 
@@ -109,8 +93,8 @@ class NeuralLinear(MemberPolicy):
     generator."""
 
     member_params = ("alpha", "alpha2", "lam")  # per member: its exploration, cluster test and ridge
-    domains = {**NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
-    authors_code = NETWORK_CODE
+    domains = {**neural.NETWORK_DOMAINS, "alpha": d.NON_NEGATIVE, "alpha2": d.NON_NEGATIVE, "lam": d.POSITIVE}
+    authors_code = neural.NETWORK_CODE
     transient = ("mlp", "_picked")  # the network's shapes; this round's picks, from ``select`` to ``update``
 
     def __init__(
@@ -135,15 +119,15 @@ class NeuralLinear(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
         self.alpha, self.alpha2, self.lam = self.per_member(alpha), self.per_member(alpha2), self.per_member(lam)
         self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
-        self.mlp = MLP(dim, width, depth, bias, init)
+        self.device = neural.resolve_device(device)
+        self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]
+        self.mlp = neural.MLP(dim, width, depth, bias, init)
         self.theta = torch.stack([self.mlp.init(generator, self.device) for generator in self.generators])  # [M, p]
         M, m = len(seeds), width
-        self.histories = [History(1, dim, self.device) for _ in seeds]
+        self.histories = [neural.History(1, dim, self.device) for _ in seeds]
         self.user_of_row = torch.zeros(M, 1024, dtype=torch.long, device=self.device)
         lam = torch.as_tensor(self.lam, device=self.device)[:, None, None, None]
         self.A = torch.eye(m, dtype=torch.float64, device=self.device).mul(lam).expand(-1, n_users, -1, -1).clone()
@@ -164,8 +148,8 @@ class NeuralLinear(MemberPolicy):
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.block is None:
             for m, history in enumerate(self.histories):
-                self.block, self.histories[m] = start_blocks(self, views[0], history)
-        return x if self.block is None else arm_blocks(x, self.block)
+                self.block, self.histories[m] = neural.start_blocks(self, views[0], history)
+        return x if self.block is None else neural.arm_blocks(x, self.block)
 
     def _embed(self, theta: torch.Tensor, x) -> torch.Tensor:
         with torch.no_grad():
@@ -200,7 +184,7 @@ class NeuralLinear(MemberPolicy):
         """Every member's arms x, their embeddings φ and the UCB of each arm on its user's component's statistics."""
         arms, served = self.read_arms(views)
         x = self._arms(views, arms)
-        phi = self._embed(self.theta, arm_inputs(x, self.block))
+        phi = self._embed(self.theta, neural.arm_inputs(x, self.block))
         grams, b_Cs = zip(*(self._component_sums(m, user) for m, user in zip(self.members, served.tolist())))
         lam, alpha = torch.as_tensor(self.lam), torch.as_tensor(self.alpha)
         return x, phi, cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), lam, alpha, views[0].t)
@@ -210,14 +194,12 @@ class NeuralLinear(MemberPolicy):
         x, phi = self._picked
         for m, u, reward, arm in zip(self.members, served, rewards, chosen):
             self._observe(m, u, x[m], phi[m], reward, arm)
-        if is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+        if neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             jobs = [
-                whole_history_job(
-                    self.theta[m : m + 1], history, generator, batch_size=self.batch_size, steps=self.train_steps
-                )
-                for m, (history, generator) in enumerate(zip(self.histories, self.generators))
+                neural.whole_history_job(start, history, g, batch_size=self.batch_size, steps=self.train_steps)
+                for start, history, g in zip(self.theta.split(1), self.histories, self.generators)
             ]
-            for m, theta in enumerate(train_jobs(self.mlp, jobs, lr=self.lr)):
+            for m, theta in enumerate(neural.train_jobs(self.mlp, jobs, lr=self.lr)):
                 self.theta[m] = theta[0]
                 self._rebuild(m)
         linked = [(m, u) for m, u in zip(self.members, served) if self._linked(m, u)]
@@ -256,7 +238,7 @@ class NeuralLinear(MemberPolicy):
             x, r = history.all_rows()
         else:  # every stored block, read through its block's columns of W_1
             rows = torch.arange(history.size, device=self.device)[None]
-            x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
+            x, r = neural.group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
         phi = self._embed(self.theta[m], x)
         users = self.user_of_row[m, : len(r)]
         self.A[m] = user_grams(phi, users, self.n_users, float(self.lam[m]))

@@ -35,30 +35,59 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
+from banditbench.algos import neural
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_CODE,
-    NETWORK_DOMAINS,
-    SCHEDULES,
-    ArmGradients,
-    DiagonalCovariance,
-    FullCovariance,
-    History,
-    TrainingJob,
-    arm_blocks,
-    arm_inputs,
-    check_choice,
-    is_training_round,
-    resolve_device,
-    start_blocks,
-    torch_generator,
-    train_jobs,
-    train_passes_each,
-)
 from banditbench.errors import UserError
 
 COVARIANCES = ("diagonal", "full")
+
+
+class DiagonalCovariance:
+    """NeuralUCB's Z = λI + Σ g gᵀ/m kept as its diagonal (the papers' and authors' practical approximation): one Z
+    per network of every member, [M, networks, p], λ [M] one value per member."""
+
+    def __init__(self, lam: np.ndarray, n_models: int, p: int, m: int, device: torch.device):
+        lam = torch.as_tensor(lam, dtype=torch.float64, device=device)
+        self.Z = lam[:, None, None].expand(-1, n_models, p).clone()
+        self.m = m
+
+    def widths(self, at, arms: neural.ArmGradients) -> torch.Tensor:
+        """sqrt(g_iᵀ Z⁻¹ g_i / m) for every arm's gradient g_i, Z the rows ``at`` of [M, networks]."""
+        return arms.weighted_squares(self.Z[at].reciprocal()).div(self.m).sqrt()
+
+    def update(self, at, g: torch.Tensor) -> None:
+        """Z ← Z + g gᵀ/m at the rows ``at``, g [M, p]."""
+        g = g.double()
+        self.Z[at] = torch.addcmul(self.Z[at], g, g, value=1.0 / self.m)
+
+
+class FullCovariance:
+    """NeuralUCB's full Z (Zhou et al. Alg. 1 line 10) kept as Z⁻¹ with Sherman–Morrison rank-one updates
+    (the same formula as ``ridge.RidgeStats``, here in gradient space): O(p²) per round instead of O(p³). One per
+    network of every member, [M, networks, p, p]."""
+
+    def __init__(self, lam: np.ndarray, n_models: int, p: int, m: int, device: torch.device, max_gb: float):
+        need = n_models * p * p * 8 / 2**30
+        if need > max_gb:
+            raise UserError(
+                f"full covariance needs {n_models} × {p}² float64 = {need:.1f} GB, above "
+                f"max_covariance_gb={max_gb}; use covariance=diagonal or a smaller network"
+            )
+        lam = torch.as_tensor(lam, dtype=torch.float64, device=device)
+        eye = torch.eye(p, dtype=torch.float64, device=device)
+        self.Z_inv = (eye / lam[:, None, None])[:, None].repeat(1, n_models, 1, 1)
+        self.m = m
+
+    def widths(self, at, arms: neural.ArmGradients) -> torch.Tensor:
+        G = arms.rows().double()
+        return ((G @ self.Z_inv[at]) * G).sum(-1).clamp_min(0).div(self.m).sqrt()
+
+    def update(self, at, g: torch.Tensor) -> None:
+        Z_inv, v = self.Z_inv[at], g.double() / np.sqrt(self.m)
+        for Z_inv_m, v_m in zip(Z_inv, v):  # member by member: a unit's matrix-vector products, not a batch's
+            Zv = Z_inv_m @ v_m
+            Z_inv_m -= torch.outer(Zv, Zv) / (1.0 + v_m @ Zv)
+        self.Z_inv[at] = Z_inv
 
 
 class NeuralUCB(MemberPolicy):
@@ -67,7 +96,7 @@ class NeuralUCB(MemberPolicy):
 
     member_params = ("nu", "lam")  # per member: its ν, and λ in its Z and penalty
     domains = {
-        **NETWORK_DOMAINS,
+        **neural.NETWORK_DOMAINS,
         "nu": d.NON_NEGATIVE,
         "lam": d.POSITIVE,
         "covariance": d.Choice(COVARIANCES),
@@ -76,7 +105,7 @@ class NeuralUCB(MemberPolicy):
         "code_training": d.FLAG,
     }
     authors_code = {
-        **NETWORK_CODE,
+        **neural.NETWORK_CODE,
         "train_served_only": (
             True,
             "only the served user's network trains on a scheduled round, not every user whose history grew",
@@ -117,14 +146,14 @@ class NeuralUCB(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        check_choice("covariance", covariance, COVARIANCES)
-        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        neural.check_choice("covariance", covariance, COVARIANCES)
+        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
         self.per_user, self.nu, self.lam, self.lr = per_user, self.per_member(nu), self.per_member(lam), lr
         self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
         self.code_training = code_training
         self.user_features = user_features  # NeuA+U: the network reads [x_arm ; x_user]
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
+        self.device = neural.resolve_device(device)
+        self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]
         self.network = dict(width=width, depth=depth, bias=bias, init=init, gradients=gradients)
         self.covariance, self.max_covariance_gb = covariance, max_covariance_gb
         # the members' arms are scored in one pass where the width has the closed form, else member by member
@@ -138,14 +167,14 @@ class NeuralUCB(MemberPolicy):
             raise UserError("max_covariance_gb must be positive")
 
     def _build(self, input_dim: int) -> None:
-        self.mlp, self.input_dim = MLP(input_dim, **self.network), input_dim
+        self.mlp, self.input_dim = neural.MLP(input_dim, **self.network), input_dim
         n_models = self.n_users if self.per_user else 1
         inits = [torch.stack([self.mlp.init(g, self.device) for _ in range(n_models)]) for g in self.generators]
         self.theta0 = torch.stack(inits)  # [M, networks, p]
         self.theta = self.theta0.clone()
         Z = (self.lam, n_models, self.mlp.p, self.mlp.width, self.device)
         self.Z = DiagonalCovariance(*Z) if self.covariance == "diagonal" else FullCovariance(*Z, self.max_covariance_gb)
-        self.histories = [History(n_models, input_dim, self.device) for _ in self.members]
+        self.histories = [neural.History(n_models, input_dim, self.device) for _ in self.members]
         self.trained_counts = torch.zeros(len(self.members), n_models, dtype=torch.long, device=self.device)
 
     def load_member_state_dict(self, m, state) -> None:
@@ -153,17 +182,16 @@ class NeuralUCB(MemberPolicy):
             self._build(state["input_dim"])
         super().load_member_state_dict(m, state)
 
-    def _models(self, served: np.ndarray) -> np.ndarray:
-        """The network each member's served user plays with [M]."""
-        return served if self.per_user else np.zeros_like(served)
-
     def _inputs(self, views, arms: np.ndarray) -> torch.Tensor:
         """The arms as the histories store them: x [M, K, d], or in block mode each arm's own block [M, K, b]."""
-        if self.block is None:
-            self._start_blocks(views[0])
+        # block mode (``neural.start_blocks``) where the computations have a per-block form: default training,
+        # diagonal Z, closed-form gradients, no user features
+        if self.block is None and self.batched and not (self.user_features or self.code_training):
+            for m, history in enumerate(self.histories):
+                self.block, self.histories[m] = neural.start_blocks(self, views[0], history)
         x = torch.tensor(arms, dtype=torch.float32, device=self.device)
         if self.block is not None:
-            return arm_blocks(x, self.block)
+            return neural.arm_blocks(x, self.block)
         if self.user_features:
             if any(view.user_features is None for view in views):
                 raise UserError(
@@ -175,13 +203,6 @@ class NeuralUCB(MemberPolicy):
                 self._build(x.shape[-1] + u.shape[-1])
             x = torch.cat([x, u[:, None, :].expand(-1, x.shape[1], -1)], dim=-1)
         return x
-
-    def _start_blocks(self, view) -> None:
-        """Block mode (``neural.start_blocks``), for the settings whose computations have a per-block form: default
-        training, diagonal Z, closed-form gradients, no user features."""
-        if self.batched and not (self.user_features or self.code_training):
-            for m, history in enumerate(self.histories):
-                self.block, self.histories[m] = start_blocks(self, view, history)
 
     def select(self, views, budgets):
         models, x, ucb, gradients_of = self._ucb(views)
@@ -197,14 +218,14 @@ class NeuralUCB(MemberPolicy):
         """Every member's network, its inputs x [M, K, ·] and their UCB [M, K] (Alg. 1 line 7), f and g from one forward
         and backward pass (of the group, or member by member), and the gradients of given arms [M] → [M, p]."""
         arms, served = self.read_arms(views)
-        models = self._models(served)
+        models = served if self.per_user else np.zeros_like(served)  # the network each member's user plays with
         x = self._inputs(views, arms)
         if self.batched:
             at = self.at(models)
-            g = ArmGradients(self.mlp, self.theta[at], arm_inputs(x, self.block))
+            g = neural.ArmGradients(self.mlp, self.theta[at], neural.arm_inputs(x, self.block))
             f, widths, gradients_of = g.f, self.Z.widths(at, g), g.picked
         else:  # the full Z and autograd's gradients, member by member
-            each = [ArmGradients(self.mlp, self.theta[m, model], x[m]) for m, model in zip(self.members, models)]
+            each = [neural.ArmGradients(self.mlp, self.theta[m, model], x[m]) for m, model in zip(self.members, models)]
             f = torch.stack([g.f for g in each])
             widths = torch.stack([self.Z.widths((m, model), g) for m, model, g in zip(self.members, models, each)])
 
@@ -222,18 +243,18 @@ class NeuralUCB(MemberPolicy):
         self.Z.update(self.at(models), g)  # Alg. 1 line 10 with g(x_t; θ_{t−1})
         for history, model, x_m, reward, arm in zip(self.histories, models.tolist(), x, rewards, chosen):
             history.add(model, x_m, reward, block=arm)
-        if not is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
+        if not neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             return
         if self.code_training:
             self._train_code(models.tolist())
             return
         jobs = [self._training_job(m, model) for m, model in zip(self.members, models.tolist())]
-        for m, job, theta in zip(self.members, jobs, train_jobs(self.mlp, jobs, lr=self.lr)):
+        for m, job, theta in zip(self.members, jobs, neural.train_jobs(self.mlp, jobs, lr=self.lr)):
             if job is not None:
                 self.theta[m, job.models] = theta
                 self.trained_counts[m, job.models] = self.histories[m].counts[job.models]
 
-    def _training_job(self, m: int, model: int) -> TrainingJob | None:
+    def _training_job(self, m: int, model: int) -> neural.TrainingJob | None:
         """Alg. 1 line 11 for member m's networks to train (all that saw new samples, or the served user's only)."""
         history = self.histories[m]
         counts = history.counts
@@ -245,13 +266,13 @@ class NeuralUCB(MemberPolicy):
             return None
         scale = self.mlp.width * float(self.lam[m]) / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
         rows = history.minibatch_rows(models, self.batch_size, self.generators[m], self.train_steps)
-        theta, theta0 = self.theta[m], self.theta0[m]
-        return TrainingJob(theta[models], rows, history, anchor=(scale, theta0[models]), models=models)
+        anchor = (scale, self.theta0[m, models])
+        return neural.TrainingJob(self.theta[m, models], rows, history, anchor=anchor, models=models)
 
     def _train_code(self, models: list[int]) -> None:
         """The authors' loop (``code_training``) on every member's served network, the networks stacked in one loop
         (``neural.train_passes_each``)."""
-        trained = train_passes_each(
+        trained = neural.train_passes_each(
             self.mlp,
             torch.stack([self.theta[m, model] for m, model in zip(self.members, models)]),
             [history.of(model) for history, model in zip(self.histories, models)],

@@ -1,9 +1,8 @@
 """Shared pieces of the neural bandits, one module per concern: settings (devices, generators, schedule, domains),
 mlp (the papers' MLP on flat parameters and per-arm gradients), history (per-user samples), training (batched Adam
-and the authors' single-sample loops), covariance (NeuralUCB's Z) and learners (Meta-Ban's and M-CNB's user-learners).
+and the authors' single-sample loops) and learners (Meta-Ban's and M-CNB's user-learners).
 """
 
-from banditbench.algos.neural.covariance import DiagonalCovariance, FullCovariance
 from banditbench.algos.neural.history import History, start_blocks
 from banditbench.algos.neural.learners import UserLearners, connected_labels, train_learners, train_learners_by_passes
 from banditbench.algos.neural.mlp import (
@@ -30,7 +29,6 @@ from banditbench.algos.neural.training import (
     TrainingJob,
     train_adam,
     train_jobs,
-    train_passes,
     train_passes_each,
     whole_history_job,
 )
@@ -43,8 +41,6 @@ __all__ = [
     "SCHEDULES",
     "ArmGradients",
     "BlockRows",
-    "DiagonalCovariance",
-    "FullCovariance",
     "History",
     "TrainingJob",
     "UserLearners",
@@ -63,7 +59,6 @@ __all__ = [
     "train_jobs",
     "train_learners",
     "train_learners_by_passes",
-    "train_passes",
     "train_passes_each",
     "whole_history_job",
 ]

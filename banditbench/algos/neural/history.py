@@ -74,29 +74,20 @@ class History:
         rows = self._rows(users, (len(users), size), generator)
         return self.inputs(rows), take(self.r, rows)
 
-    def minibatches(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int):
-        """``steps`` such samples, one per optimiser step, drawn with one call to the generator (the same numbers as
-        ``steps`` calls of ``sample``) and gathered one step at a time."""
-        rows = self.minibatch_rows(users, size, generator, steps)
-        return ((self.inputs(step), take(self.r, step)) for step in rows)
-
     def minibatch_rows(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int) -> torch.Tensor:
-        """The rows of ``minibatches``, [steps, U, size]."""
+        """The rows of ``steps`` such samples, one per optimiser step, [steps, U, size], drawn with one call to the
+        generator (the same numbers as ``steps`` calls of ``sample``)."""
         return self._rows(users, (steps, len(users), size), generator)
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.n_blocks:
-            return self.inputs(torch.arange(self.size, device=self.device)), self.r[: self.size]
-        return self.x[: self.size], self.r[: self.size]
+        return self.inputs(torch.arange(self.size, device=self.device)), self.r[: self.size]
 
     def of(self, users: int | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The samples of one user's history, or of several users' (a 1-d tensor) pooled, each user's in the order
         they came: x [n, d], r [n]."""
-        if isinstance(users, torch.Tensor):  # row-major: user by user, each user's first counts[u] rows
-            rows = self.rows[users]
-            rows = rows[torch.arange(rows.shape[1], device=self.device) < self.counts[users, None]]
-        else:
-            rows = self.rows[users, : self.counts[users]]
+        users = torch.as_tensor(users, device=self.device).reshape(-1)
+        rows = self.rows[users]  # row-major: user by user, each user's first counts[u] rows
+        rows = rows[torch.arange(rows.shape[1], device=self.device) < self.counts[users, None]]
         return self.inputs(rows), take(self.r, rows)
 
 

@@ -13,9 +13,9 @@ from banditbench.algos.neural.training import TrainingJob, train_jobs, train_pas
 class UserLearners:
     """The n user-learners θ^u of Meta-Ban and M-CNB, stacked [n, p], with their histories T^u and counts μ^u.
 
-    ``predict`` gives every user-learner's estimate on every arm in one batched call; ``groups`` applies the
-    inferred-cluster test N̂_{u_t}(x_i) = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν} (Meta-Ban Eq. 4,
-    M-CNB Eq. 3) to all K arms at once; ``train`` runs Adam on all given users together."""
+    ``predict`` gives every user-learner's estimate on every arm in one batched call, which the inferred-cluster test
+    N̂_{u_t}(x_i) = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν−1)γ/ν} (Meta-Ban Eq. 4, M-CNB Eq. 3) reads for all K
+    arms at once; ``training_job`` draws Adam's minibatches for every user whose history grew."""
 
     def __init__(
         self,
@@ -43,35 +43,16 @@ class UserLearners:
         with torch.no_grad():
             return self.mlp.forward(self.theta, x)  # [n, K]
 
-    @staticmethod
-    def groups(P: torch.Tensor, user: int, threshold: float, strict: bool = False) -> torch.Tensor:
-        """Inferred cluster of every arm: mask [K, n]; u_t is always a member (its difference is 0)."""
-        gap = (P - P[user]).abs().T
-        return gap < threshold if strict else gap <= threshold
-
-    def add(self, members: torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
-        self.history.add(members, x, r, block)
-
-    def train(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> None:
-        """Adam on each user's own history; by default every user whose history grew since its last training.
-        ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3 line 2, θ^u_(0) = Θ_t)."""
-        train_learners([self], [start], users)
-
-    def training_job(self, users: torch.Tensor | None = None, start: torch.Tensor | None = None) -> TrainingJob | None:
-        """What ``train`` runs, drawn but not run: None when no user has data to train on."""
-        counts = self.history.counts
-        if users is None:
-            users = torch.nonzero(counts > self.trained_counts).flatten()
-        users = users[counts[users] > 0]
+    def training_job(self, start: torch.Tensor | None = None) -> TrainingJob | None:
+        """Adam on each user's own history, for every user whose history grew since its last training, drawn but not
+        run (None when none did). ``start`` (optional [p]) warm-starts them all from one vector (Meta-Ban Alg. 3
+        line 2, θ^u_(0) = Θ_t)."""
+        users = torch.nonzero(self.history.counts > self.trained_counts).flatten()
         if len(users) == 0:
             return None
         init = self.theta[users] if start is None else start.expand(len(users), -1)
         rows = self.history.minibatch_rows(users, self.batch_size, self.generator, self.steps)
         return TrainingJob(init, rows, self.history, models=users)
-
-    def trained(self, job: TrainingJob, theta: torch.Tensor) -> None:
-        self.theta[job.models] = theta
-        self.trained_counts[job.models] = self.history.counts[job.models]
 
     def agreement_graph(self, threshold: float, probes: int = 64) -> np.ndarray | None:
         """Users u, v linked when their learners agree within the threshold (the inferred-cluster test) on most
@@ -86,13 +67,14 @@ class UserLearners:
         return (agree > 0.5).cpu().numpy()
 
 
-def train_learners(learners: list[UserLearners], starts: list, users: torch.Tensor | None = None) -> None:
-    """``UserLearners.train`` of several policies' learners (a group's members, same network and training
-    settings) in one Adam call; ``starts`` gives each its warm start (or None)."""
-    jobs = [learner.training_job(users, start) for learner, start in zip(learners, starts)]
+def train_learners(learners: list[UserLearners], starts: list) -> None:
+    """The ``training_job`` of several policies' learners (a group's members, same network and training settings) in
+    one Adam call; ``starts`` gives each its warm start (or None)."""
+    jobs = [learner.training_job(start) for learner, start in zip(learners, starts)]
     for learner, job, theta in zip(learners, jobs, train_jobs(learners[0].mlp, jobs, lr=learners[0].lr)):
         if job is not None:
-            learner.trained(job, theta)
+            learner.theta[job.models] = theta
+            learner.trained_counts[job.models] = learner.history.counts[job.models]
 
 
 def train_learners_by_passes(learners: list[UserLearners], users: list[int], starts: list, *, max_steps: int) -> None:

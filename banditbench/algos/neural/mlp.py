@@ -243,13 +243,6 @@ class MLP:
                 b_grad.copy_(delta if single else delta.sum(-2, keepdim=True))
         return f, gradient
 
-    def _f_single(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return self.forward(theta, x[None])[0]
-
-    def per_arm_gradients(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """g(x_i; θ) = ∇_θ f(x_i; θ) for every arm: θ [p] (one network) or [k, p] (one per arm), x [k, d] → [k, p]."""
-        return ArmGradients(self, theta, x).rows()
-
 
 class ArmGradients:
     """f(x_i; θ) and g_i = ∇_θ f(x_i; θ) for every arm of a round, from one forward and one backward pass.
@@ -275,18 +268,18 @@ class ArmGradients:
         per_arm = theta.dim() == 2 and isinstance(x, torch.Tensor) and x.dim() == 2
         if mlp.gradients == "closed":
             xs = x[:, None, :] if per_arm else x  # one sample per arm network: [k, 1, d]
-            f, hs, deltas = mlp.backprop(theta, xs, torch.ones_like)
-            if not per_arm:  # one network [p] on x [k, d], or one per member [M, p] on x [M, k, d]: shapes as they are
-                self.f, self.G, self.hs, self.deltas = f, None, hs, deltas
-                return
-            self.f, self.G = f.reshape(-1), None
-            self.hs = [h.reshape(len(x), -1) for h in hs]
-            self.deltas = [delta.reshape(len(x), -1) for delta in deltas]
+            self.f, self.hs, self.deltas = mlp.backprop(theta, xs, torch.ones_like)
+            self.G = None
+            if per_arm:  # back to one row per arm (else the shapes stay as they are)
+                self.f = self.f.reshape(-1)
+                self.hs = [h.reshape(len(x), -1) for h in self.hs]
+                self.deltas = [delta.reshape(len(x), -1) for delta in self.deltas]
             return
         if mlp.gradients == "vmap":
             with torch.no_grad():
                 self.f = mlp.forward(theta, x[:, None, :] if per_arm else x).reshape(-1)
-            self.G = vmap(grad(mlp._f_single), in_dims=(0 if per_arm else None, 0))(theta, x)
+            f_single = grad(lambda theta, x: mlp.forward(theta, x[None])[0])
+            self.G = vmap(f_single, in_dims=(0 if per_arm else None, 0))(theta, x)
         else:  # "batched": one autograd leaf row per arm
             f, self.G = mlp.gradient(theta, x[:, None, :], torch.ones_like)
             self.f = f.reshape(-1)

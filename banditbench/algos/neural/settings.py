@@ -44,8 +44,7 @@ NETWORK_CODE = {
 
 
 def resolve_device(name: str) -> torch.device:
-    if name not in DEVICES:
-        raise UserError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
+    check_choice("device", name, DEVICES)
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
