@@ -8,21 +8,11 @@ phases never leave individual learning, which is why the paper reports CMLB only
 
 from __future__ import annotations
 
-from banditbench.algos import domains as d
 from banditbench.algos.cmlb import CMLB, current_step
 
 
 class SCLB(CMLB):
-    domains = {
-        "alpha": d.NON_NEGATIVE,
-        "C": d.POSITIVE,
-        "delta": d.PROBABILITY,
-        "threshold_scale": d.POSITIVE,
-        "ridge": d.POSITIVE,
-        "sigma": d.POSITIVE,
-        "S": d.POSITIVE,
-        "averaged_noise": d.FLAG,
-    }
+    """CMLB's domains and switches serve: the registry keeps those of the hyper-parameters SCLB takes."""
 
     def __init__(
         self,
