@@ -52,6 +52,35 @@ def current_step(view) -> int:
     return view.t if view.step is None else view.step
 
 
+class StepAverages:
+    """Rewards noted per member and learner during a step, learnt as one update with their average once the next step
+    begins (CMLB's cluster OFULs, PMLB's common one): per learner the step's context (the members of a cluster play
+    the same arm), Σ reward and the count."""
+
+    def __init__(self, members: int):
+        self.pending: list[dict[int, list]] = [{} for _ in range(members)]
+        self.step = -1
+
+    def note(self, step: int, learners: list[int], x: np.ndarray, reward: np.ndarray) -> None:
+        """Member m's sample (x[m], reward[m]) of ``step`` for its learner ``learners[m]``."""
+        self.step = step
+        for m, (entries, learner) in enumerate(zip(self.pending, learners)):
+            entry = entries.setdefault(learner, [x[m], 0.0, 0])
+            entry[1] += reward[m]
+            entry[2] += 1
+
+    def learn(self, step: int, stats: RidgeStats) -> None:
+        """Once ``step`` is a new one, the averages noted before it, every member's in one call."""
+        if step == self.step or not any(self.pending):
+            return
+        member, learner, x, reward = [], [], [], []
+        for m, entries in enumerate(self.pending):
+            for c, (context, total, n) in entries.items():
+                member.append(m), learner.append(c), x.append(context), reward.append(total / n)
+            entries.clear()
+        stats.update(np.array(member), np.array(learner), np.array(x), np.array(reward))
+
+
 class CMLB(MemberPolicy):
     """Its members share the schedule (the phases and T_Explore depend on settings they share), so they are in the same
     phase at every step; a member's clusters are its own, padded to the most clusters of any member."""
@@ -132,8 +161,7 @@ class CMLB(MemberPolicy):
         self.label: np.ndarray | None = None  # [M, N] once clustered
         self.sizes: np.ndarray | None = None  # [M, clusters]
         self.group: RidgeStats | None = None
-        self.pending: list[dict[int, list]] = [{} for _ in range(M)]  # cluster → [x, Σ reward, n] of this step
-        self.pending_step = -1
+        self.averages = StepAverages(M)
         self.choices: list[dict[int, tuple[int, int]]] = [{} for _ in range(M)]  # cluster → (step, arm) it chose
 
     def load_member_state_dict(self, m, state) -> None:
@@ -142,15 +170,8 @@ class CMLB(MemberPolicy):
         super().load_member_state_dict(m, state)
 
     def _advance(self, step: int) -> None:
-        """Apply the previous step's averaged cluster updates once a new step begins, every member's in one call."""
-        if step == self.pending_step or not any(self.pending):
-            return
-        member, cluster, x, reward = [], [], [], []
-        for m, pending in enumerate(self.pending):
-            for c, (context, total, n) in pending.items():
-                member.append(m), cluster.append(c), x.append(context), reward.append(total / n)
-            pending.clear()
-        self.group.update(np.array(member), np.array(cluster), np.array(x), np.array(reward))
+        """The clusters learn from the previous step's averages once a new step begins."""
+        self.averages.learn(step, self.group)
 
     def select(self, views, budgets):
         if self.bandpy_schedule:
@@ -227,11 +248,7 @@ class CMLB(MemberPolicy):
         if step - self.first_step < self.explore_steps:
             self.individual.update(members, served, x, reward)
             return
-        for m, pending in enumerate(self.pending):  # noted now, applied when the next step begins (``_advance``)
-            entry = pending.setdefault(int(self.label[m, served[m]]), [x[m], 0.0, 0])
-            entry[1] += reward[m]
-            entry[2] += 1
-        self.pending_step = step
+        self.averages.note(step, self.label[members, served].tolist(), x, reward)  # learnt as the next step begins
 
     def clusters(self, m):
         return np.arange(self.n_users) if self.label is None else self.label[m]
