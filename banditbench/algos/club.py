@@ -127,19 +127,16 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
 
     def _split(self, m: int, users: np.ndarray) -> None:
         """Re-label the components of member m's sub-graph on ``users`` and rebuild their pooled statistics."""
-        whole = users.size == self.n_users
         graph = self.graph[m]
-        n_parts, part = dense_components(graph if whole else graph[np.ix_(users, users)])
+        n_parts, part = dense_components(graph if users.size == self.n_users else graph[np.ix_(users, users)])
         if n_parts == 1 and self.n_clusters[m] > 0:
             return
         for p in range(n_parts):
             group = users[part == p]
-            # the first part keeps the old cluster id (CLUB never merges, so ids never need recycling)
-            c = self.label[m, group[0]] if p == 0 and self.n_clusters[m] > 0 else self.n_clusters[m]
-            if c == self.n_clusters[m]:
+            if p > 0 or self.n_clusters[m] == 0:  # the first part keeps the old id (CLUB never merges)
+                self.label[m, group] = self.n_clusters[m]
                 self.n_clusters[m] += 1
-            self.label[m, group] = c
-            self.clusters_.assign(m, c, *self.users.pool(m, group))
+            self.clusters_.assign(m, self.label[m, group[0]], *self.users.pool(m, group))
 
     def clusters(self, m):
         return self.label[m]
