@@ -162,7 +162,8 @@ class CMLB(MemberPolicy):
         self.sizes: np.ndarray | None = None  # [M, clusters]
         self.group: RidgeStats | None = None
         self.averages = StepAverages(M)
-        self.choices: list[dict[int, tuple[int, int]]] = [{} for _ in range(M)]  # cluster → (step, arm) it chose
+        self.chosen_step: np.ndarray | None = None  # [M, clusters]: the step of a cluster's latest choice, its arm
+        self.chosen_arm: np.ndarray | None = None
 
     def load_member_state_dict(self, m, state) -> None:
         if state.get("group") is not None and self.group is None:  # built at the first clustering: make one to fill
@@ -190,26 +191,17 @@ class CMLB(MemberPolicy):
         arms alone are read (and spent from the budget)."""
         if self.label is None:
             self._cluster()
-        chosen, waiting, clusters = [], [], []
-        for m, (choices, view) in enumerate(zip(self.choices, views)):
-            c = int(self.label[m, view.user])
-            step_chosen, arm = choices.get(c, (-1, 0))
-            chosen.append(arm)
-            if step_chosen != step:
-                waiting.append(m), clusters.append(c)
-        if not waiting:
-            return chosen
-        at, arms = (np.array(waiting), np.array(clusters)), np.array([views[m].arms[:] for m in waiting])
-        group, averaged = self.group, self.averaged_noise and views[0].step is not None
-        # σ/sqrt(|c|) in cluster c's radius when it is fed the mean of its members' rewards of a step
-        sigma = self.sigma / (np.sqrt(self.sizes[at]) if averaged else np.ones(len(waiting)))
-        fresh = oful_choices(
-            self, at[0], group.theta[at], group.A_inv[at], group.logdet[at], arms, sigma, self.phase_delta
-        )
-        for m, c, arm in zip(waiting, clusters, fresh):
-            self.choices[m][c] = (step, arm)
-            chosen[m] = arm
-        return chosen
+        cluster = self.members, self.label[self.members, [view.user for view in views]]  # each member's user's
+        waiting = np.flatnonzero(self.chosen_step[cluster] != step)
+        if waiting.size:
+            at, arms = (waiting, cluster[1][waiting]), np.array([views[m].arms[:] for m in waiting.tolist()])
+            group, averaged = self.group, self.averaged_noise and views[0].step is not None
+            # σ/sqrt(|c|) in cluster c's radius when it is fed the mean of its members' rewards of a step
+            sigma = self.sigma / (np.sqrt(self.sizes[at]) if averaged else np.ones(len(waiting)))
+            theta, A_inv, logdet = group.theta[at], group.A_inv[at], group.logdet[at]
+            self.chosen_arm[at] = oful_choices(self, waiting, theta, A_inv, logdet, arms, sigma, self.phase_delta)
+            self.chosen_step[at] = step
+        return self.chosen_arm[cluster].tolist()
 
     def _cluster(self) -> None:
         """Algorithm 3 on every member's individual estimates; fresh cluster OFULs (bandpy: pooled from the users)."""
@@ -218,6 +210,7 @@ class CMLB(MemberPolicy):
         most = int(self.label.max()) + 1  # every member's clusters padded to the most of any member
         self.sizes = np.stack([np.bincount(label, minlength=most) for label in labels])
         self.group = RidgeStats(len(self.members), most, self.dim, self.ridge)
+        self.chosen_step, self.chosen_arm = np.full(self.sizes.shape, -1), np.zeros(self.sizes.shape, dtype=np.int64)
         if self.bandpy_schedule:
             for m, label in enumerate(labels):
                 for c in range(label.max() + 1):
