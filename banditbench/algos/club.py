@@ -6,10 +6,9 @@ starts complete; the served user plays LinUCB on the pooled statistics of its co
 then updates its own statistics and deletes the edge (i_t, ℓ) to every neighbour ℓ with
   ‖w_{i_t} − w_ℓ‖ > CB̃_{i_t} + CB̃_ℓ,   CB̃_i = α₂·sqrt((1 + ln(1 + T_i)) / (1 + T_i)).
 Clusters are the connected components: a deletion can only split the served user's component,
-so only that component is re-examined (scipy connected components on its sub-graph) and the pooled
+so only that component is re-examined (its connected components, ``graphs.py``) and the pooled
 statistics of the parts are rebuilt from their members; otherwise the served user's component gets a
 Sherman–Morrison update.
-(scipy connected components on small graphs, a dense breadth-first search on large ones: ``graphs.py``.)
 On block-encoded contexts the statistics are kept per block (``blocks.py``).
 
 Switches (reference-code quirks that change results):

@@ -191,7 +191,7 @@ class CMLB(MemberPolicy):
         arms alone are read (and spent from the budget)."""
         if self.label is None:
             self._cluster()
-        cluster = self.members, self.label[self.members, [view.user for view in views]]  # each member's user's
+        cluster = self.members, self.label[self.members, [view.user for view in views]]  # each member's user's cluster
         waiting = np.flatnonzero(self.chosen_step[cluster] != step)
         if waiting.size:
             at, arms = (waiting, cluster[1][waiting]), np.array([views[m].arms[:] for m in waiting.tolist()])

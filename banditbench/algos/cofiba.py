@@ -151,10 +151,7 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         self.owners = np.zeros((M, 0), dtype=np.int64)  # item clusters using each slot
         self.free: list[list[int]] = [[] for _ in range(M)]
         self.slot_of = np.zeros((M, L, n_users), dtype=np.int64)  # item cluster → user → pooled-statistics slot
-        # item cluster → its user graph [N, N], for every member
-        self.user_graph: list[dict[int, np.ndarray]] = [
-            {0: initial_graph(n_users, random_init_graph, rng)} for rng in self.rngs
-        ]
+        self.user_graph = [{0: initial_graph(n_users, random_init_graph, rng)} for rng in self.rngs]  # j → G^U_j
         self._nodes = np.zeros((M, n_arms), dtype=np.int64)
 
     def _build(self, block):
@@ -168,8 +165,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
     def state_bytes(cls, *, n_users, n_arms, dim, block=None, **params):
         # users and the first cluster's group; more groups come later
         return ridge_bytes(n_users + 1, dim, block=block)
-
-    # --- select ------------------------------------------------------------------------------------------------
 
     def select(self, views, budgets):
         self._prepare(views)
@@ -231,8 +226,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
             if not graph[node].any():  # a sparse random start may give it no edge into the cluster
                 graph[node, near] = graph[near, node] = True
             label[node] = label[near]
-
-    # --- update ------------------------------------------------------------------------------------------------
 
     def update(self, views, chosen, rewards):
         self._prepare(views)
@@ -306,8 +299,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         count = np.zeros_like(predicted) if self.frozen_counts else self.users.count[member]
         cb = self.alpha2[member, None] * 4 * np.sqrt(self.dim) * club_confidence(count)
         return gap > cb + cb[rows, i][:, None]
-
-    # --- clusters ----------------------------------------------------------------------------------------------
 
     def _slot(self, m: int) -> int:
         """A free slot of member m's pooled statistics, numbered as alone: its slots double when none is free."""
