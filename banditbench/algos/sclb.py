@@ -8,7 +8,7 @@ phases never leave individual learning, which is why the paper reports CMLB only
 
 from __future__ import annotations
 
-from banditbench.algos.cmlb import CMLB, current_step
+from banditbench.algos.cmlb import CMLB
 
 
 class SCLB(CMLB):
@@ -50,6 +50,7 @@ class SCLB(CMLB):
         self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1
 
     def _advance(self, step: int) -> None:
+        """CMLB's step (it is called first in ``select``), then the phase of ``step``."""
         super()._advance(step)
         while step >= self.phase_end:  # Algorithm 1 line 3: a fresh CMLB for phase i
             self.phase += 1
@@ -61,7 +62,3 @@ class SCLB(CMLB):
                 self.threshold_scale / (self.n_users * length) ** self.alpha,
                 i**-2.0,
             )
-
-    def select(self, views, budgets):
-        self._advance(current_step(views[0]))
-        return super().select(views, budgets)
