@@ -139,8 +139,7 @@ class CMLB(MemberPolicy):
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
         M = len(self.members)
         self.radius_total, self.selections = np.zeros(M), np.zeros(M, np.int64)  # the diagnostic ``radius``
-        self.bandpy_schedule, self.ucb_alpha = bandpy_schedule, ucb_alpha
-        self.bandpy_clock = bandpy_clock
+        self.bandpy_schedule, self.ucb_alpha, self.bandpy_clock = bandpy_schedule, ucb_alpha, bandpy_clock
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
         if bandpy_schedule:  # the clustering round and threshold are given; a component needs ⌊p*·N⌋ members
             self.explore_steps, self.threshold = explore_rounds + 1, cluster_threshold
@@ -220,12 +219,9 @@ class CMLB(MemberPolicy):
         """α-LinUCB on the user's own samples, then, after the one clustering, on its cluster's pool."""
         t = views[0].t
         arms, served = self.read_arms(views)
-        if t < self.explore_steps:
-            stats, learners = self.individual, served
-        else:
-            if self.label is None:
-                self._cluster()
-            stats, learners = self.group, self.label[self.at(served)]
+        if t >= self.explore_steps and self.label is None:
+            self._cluster()
+        stats, learners = (self.individual, served) if self.label is None else (self.group, self.label[self.at(served)])
         at, alpha = self.at(learners), np.full(len(self.members), self.ucb_alpha)
         scores = log_ucb_scores_each(stats.theta[at], stats.A_inv[at], arms, alpha, ucb_round(t, self.bandpy_clock))
         return scores.argmax(axis=1).tolist()

@@ -208,9 +208,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         self.items[m, nodes] = contexts
         self.square_norms[m, nodes] = (contexts**2).sum(axis=1)
         self.n_items[m] = max(self.n_items[m], int(nodes.max()) + 1)
-        users = self.users
-        self.predicted[m, nodes] = contexts @ users.theta[m].T
-        self.spread[m, nodes] = np.sqrt(np.maximum(users.quadratic_forms_of_all(m, contexts), 0))
+        self.predicted[m, nodes] = contexts @ self.users.theta[m].T
+        self.spread[m, nodes] = np.sqrt(np.maximum(self.users.quadratic_forms_of_all(m, contexts), 0))
         if first:  # the first nodes: cluster 0 of the initial item graph, split into its components
             self.item_label[m, nodes] = 0
             self._split_items(m, 0, int(nodes[0]))
@@ -249,9 +248,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         if self.block is None and (self.n_items == L).all():
             at = self.at(served)
             self.predicted[self.members, :, served] = means_each(users.theta[at], self.items)
-            self.spread[self.members, :, served] = np.sqrt(
-                np.maximum(quadratic_forms_each(users.A_inv[at], self.items), 0)
-            )
+            quad = quadratic_forms_each(users.A_inv[at], self.items)
+            self.spread[self.members, :, served] = np.sqrt(np.maximum(quad, 0))
             return
         for m, (i, n) in enumerate(zip(served.tolist(), self.n_items.tolist())):
             self.predicted[m, :n, i] = self.items[m, :n] @ users.theta[m, i]

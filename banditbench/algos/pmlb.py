@@ -82,8 +82,7 @@ class PMLB(MemberPolicy):
             arms, _ = self.read_arms(views)
             # σ/√N in the common OFUL's radius when it is fed the mean of the N agents' rewards of a step
             sigma = self.sigma / (np.sqrt(self.n_users) if self.averaged_noise and views[0].step is not None else 1.0)
-            common = self.common
-            theta, A_inv, logdet = common.theta[:, 0], common.A_inv[:, 0], common.logdet[:, 0]
+            theta, A_inv, logdet = self.common.theta[:, 0], self.common.A_inv[:, 0], self.common.logdet[:, 0]
             self.common_arm[:] = oful_choices(self, self.members, theta, A_inv, logdet, arms, sigma, self.delta)
             self.common_step = step
         return self.common_arm.tolist()
