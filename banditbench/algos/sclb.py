@@ -12,8 +12,7 @@ from banditbench.algos.cmlb import CMLB
 
 
 class SCLB(CMLB):
-    """CMLB's domains and switches serve: the registry keeps those of the hyper-parameters SCLB takes."""
-
+    # CMLB's domains serve: the registry keeps those of the hyper-parameters SCLB's constructor takes
     def __init__(
         self,
         *,
