@@ -217,13 +217,8 @@ class BASS(MemberPolicy):
         if test.any():
             at_j, tested = tuple(index[test] for index in pairs), segments[test]
             Sigma_i = radius2_i[:, None, None] * local.A_inv[served]
-            kappa[test] = separation_test(
-                theta_i[tested],
-                Sigma_i[tested],
-                local.theta[at_j],
-                (self.ridge_eye + local.gram[at_j]) / radius2[at_j][:, None, None],
-                tested,
-            )
+            Sigma_j_inv = (self.ridge_eye + local.gram[at_j]) / radius2[at_j][:, None, None]
+            kappa[test] = separation_test(theta_i[tested], Sigma_i[tested], local.theta[at_j], Sigma_j_inv, tested)
         return kappa
 
     def _radius2(self, logdet):

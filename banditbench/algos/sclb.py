@@ -53,11 +53,6 @@ class SCLB(CMLB):
         super()._advance(step)
         while step >= self.phase_end:  # Algorithm 1 line 3: a fresh CMLB for phase i
             self.phase += 1
-            i, length = self.phase, 2**self.phase
-            self._start(
-                self.phase_end,
-                length,
-                self.delta / length,
-                self.threshold_scale / (self.n_users * length) ** self.alpha,
-                i**-2.0,
-            )
+            length = 2**self.phase
+            gamma = self.threshold_scale / (self.n_users * length) ** self.alpha  # γ_i = 3/(N·2^i)^α
+            self._start(self.phase_end, length, self.delta / length, gamma, self.phase**-2.0)
