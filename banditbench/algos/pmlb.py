@@ -71,9 +71,8 @@ class PMLB(MemberPolicy):
         arms, served = self.read_arms(views)
         at, personal = self.at(served), self.personal
         mean = personal.theta[at] if self.literal else personal.theta[at] + self.common.theta[:, 0]
-        return oful_choices(
-            self, self.members, mean, personal.A_inv[at], personal.logdet[at], arms, self.sigma, self.delta
-        )
+        A_inv, logdet = personal.A_inv[at], personal.logdet[at]
+        return oful_choices(self, self.members, mean, A_inv, logdet, arms, self.sigma, self.delta)
 
     def _common(self, views, step: int) -> list[int]:
         """The common phase: at a step's first round (the same round for every member) the common OFULs choose, and

@@ -30,23 +30,9 @@ class SCLB(CMLB):
         averaged_noise: bool = True,
     ):
         self.phase = 1
-        super().__init__(
-            n_users=n_users,
-            n_arms=n_arms,
-            dim=dim,
-            seeds=seeds,
-            alpha=alpha,
-            C=C,
-            delta=delta,
-            threshold_scale=threshold_scale,
-            p_star=1.0,
-            horizon=2,
-            ridge=ridge,
-            sigma=sigma,
-            S=S,
-            averaged_noise=averaged_noise,
-        )
-        self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1
+        shared = dict(alpha=alpha, C=C, delta=delta, threshold_scale=threshold_scale, ridge=ridge, sigma=sigma, S=S)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, averaged_noise=averaged_noise, **shared)
+        self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1 replaces CMLB's start
 
     def _advance(self, step: int) -> None:
         """CMLB's step (it is called first in ``select``), then the phase of ``step``."""
