@@ -29,7 +29,6 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
 from banditbench.algos.graphs import cuts_by_member, dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores_each, oful_radius, ridge_bytes, ucb_round
-from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
 
@@ -40,8 +39,8 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
     theta_i [d] or [m, d], Sigma_i [d, d] or [m, d, d] (shape of ellipsoid i, {x: (x−c)ᵀΣ⁻¹(x−c) ≤ 1}); theta_j
     [m, d], Sigma_j_inv [m, d, d]. The two are disjoint iff K < 0. Cholesky L Lᵀ = Σ_j⁻¹, M = Lᵀ Σ_i L = U Λ Uᵀ,
     Φ = L U; then K(s) is convex with K(0) = K(1) = 1 and is minimised by projected Newton steps (App. I, Q).
-    ``segments`` [m] (sorted) splits the pairs into independent problems, a group's members: each stops when its
-    own steps have converged, so its K are bit for bit those of its pairs tested alone.
+    ``segments`` [m] (sorted; by default one) splits the pairs into independent problems, a group's members: each
+    stops when its own steps have converged, so its K are bit for bit those of its pairs tested alone.
     """
     L = np.linalg.cholesky(Sigma_j_inv)  # [m, d, d]
     M = np.swapaxes(L, 1, 2) @ Sigma_i @ L
@@ -51,10 +50,9 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
     a = lam - 1
     lam_v2 = lam * v2
     s = np.full((len(v2), 1), 0.5)
-    if segments is not None:
-        starts = np.flatnonzero(np.diff(segments, prepend=-1))
-        sizes = np.diff(starts, append=len(segments))
-        running = np.ones(len(starts), dtype=bool)  # the segments still taking steps
+    starts = np.array([0]) if segments is None else np.flatnonzero(np.diff(segments, prepend=-1))
+    sizes = np.diff(starts, append=len(v2))
+    running = np.ones(len(starts), dtype=bool)  # the segments still taking steps
     for _ in range(newton_steps):
         inv = 1 / (1 + a * s)
         weighted = v2 * inv * inv
@@ -63,12 +61,7 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
         s_new = np.clip(s - grad / np.maximum(curv, 1e-300), 0.0, 1.0)
         # Newton converges quadratically: a handful of steps, after which a problem keeps its s
         change = np.abs(s_new - s)[:, 0]
-        if segments is None:
-            if change.max() < 1e-10:
-                break
-            s = s_new
-            continue
-        running &= ~(np.maximum.reduceat(change, starts) < 1e-10)  # as alone, a NaN step does not stop it
+        running &= ~(np.maximum.reduceat(change, starts) < 1e-10)  # a NaN step does not stop a segment
         if not running.any():
             break
         np.copyto(s, s_new, where=np.repeat(running, sizes)[:, None])
@@ -76,20 +69,13 @@ def separation_test(theta_i, Sigma_i, theta_j, Sigma_j_inv, segments=None, newto
     return 1 - (v2 * s[:, None] * (1 - s[:, None]) / (1 + a * s[:, None])).sum(1)
 
 
-def shared_theta(A_inv: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """θ̂_N = V_N⁻¹ b_N for one neighbourhood (A_inv [d, d], b [d]) or a stack of them ([S, d, d], [S, d])."""
-    return (A_inv @ b[..., None])[..., 0]
-
-
-def share(gram, b, A_inv, at, x, reward, sample=None) -> None:
-    """Add samples to the shared sums at the indices ``at`` of gram [..., d, d], b [..., d] and A_inv [..., d, d]
-    (a batched Sherman–Morrison update of the inverses): one sample (x [d], reward a float) to every index, or with
-    ``sample`` [P] the sample sample[p] of (x [S, d], reward [S]) to index at[p]."""
+def share(gram, b, A_inv, at, x, reward, sample) -> None:
+    """Add the sample sample[p] of (x [S, d], reward [S]) to the shared sums at index at[p] of gram [..., d, d],
+    b [..., d] and A_inv [..., d, d] (a batched Sherman–Morrison update of the inverses)."""
     outer, weighted = np.einsum("...d,...e->...de", x, x), np.asarray(reward)[..., None] * x
-    if sample is not None:  # each sample's products once, then one row per index
-        outer, weighted, x = outer[sample], weighted[sample], x[sample]
-    gram[at] += outer
-    b[at] += weighted
+    gram[at] += outer[sample]  # each sample's products once, then one row per index
+    b[at] += weighted[sample]
+    x = x[sample]
     old = A_inv[at]
     A_inv_x = (old @ x[..., :, None])[..., 0]
     gain = A_inv_x / (1 + np.einsum("...d,...d->...", A_inv_x, x))[:, None]
@@ -137,10 +123,6 @@ class BASS(MemberPolicy):
         bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        if radius_convention not in CONVENTIONS:
-            raise UserError(
-                f"bass.radius_convention must be one of {', '.join(CONVENTIONS)}, got {radius_convention!r}"
-            )
         self.alpha, self.ridge, self.delta, self.gamma = self.per_member(alpha), ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
         self.bandpy_clock = bandpy_clock
@@ -165,18 +147,17 @@ class BASS(MemberPolicy):
     def _scores(self, at, arms: np.ndarray, alpha: np.ndarray, t: int) -> np.ndarray:
         """α-LinUCB on the shared statistics of the agents ``at`` (one per row of arms [P, K, d])."""
         A_inv = self.shared_A_inv[at]
-        theta = shared_theta(A_inv, self.shared_b[at])
+        theta = (A_inv @ self.shared_b[at][..., None])[..., 0]  # θ̂_N = V_N⁻¹ b_N
         return log_ucb_scores_each(theta, A_inv, arms, alpha, ucb_round(t, self.bandpy_clock))
 
     def _select_exploring(self, views) -> list[int]:
         """With probability ε a member plays a uniform arm (the theory variant, §6.2): it draws from its own stream
         before it reads (and spends) its arms; the other members play their α-LinUCB."""
-        chosen, playing = [], []
-        for m, (rng, view) in enumerate(zip(self.rngs, views)):
-            explores = rng.random() < self.epsilon
-            chosen.append(int(rng.integers(len(view.arms))) if explores else -1)
-            if not explores:
-                playing.append(m)
+        chosen = [
+            int(rng.integers(len(view.arms))) if rng.random() < self.epsilon else -1
+            for rng, view in zip(self.rngs, views)
+        ]
+        playing = [m for m, arm in enumerate(chosen) if arm < 0]
         if playing:
             arms = np.array([views[m].arms[:] for m in playing])
             at = np.array(playing), np.array([views[m].user for m in playing])
@@ -236,13 +217,8 @@ class BASS(MemberPolicy):
         if test.any():
             at_j, tested = tuple(index[test] for index in pairs), segments[test]
             Sigma_i = radius2_i[:, None, None] * local.A_inv[served]
-            kappa[test] = separation_test(
-                theta_i[tested],
-                Sigma_i[tested],
-                local.theta[at_j],
-                (self.ridge_eye + local.gram[at_j]) / radius2[at_j][:, None, None],
-                tested,
-            )
+            Sigma_j_inv = (self.ridge_eye + local.gram[at_j]) / radius2[at_j][:, None, None]
+            kappa[test] = separation_test(theta_i[tested], Sigma_i[tested], local.theta[at_j], Sigma_j_inv, tested)
         return kappa
 
     def _radius2(self, logdet):

@@ -6,10 +6,9 @@ starts complete; the served user plays LinUCB on the pooled statistics of its co
 then updates its own statistics and deletes the edge (i_t, ℓ) to every neighbour ℓ with
   ‖w_{i_t} − w_ℓ‖ > CB̃_{i_t} + CB̃_ℓ,   CB̃_i = α₂·sqrt((1 + ln(1 + T_i)) / (1 + T_i)).
 Clusters are the connected components: a deletion can only split the served user's component,
-so only that component is re-examined (scipy connected components on its sub-graph) and the pooled
+so only that component is re-examined (its connected components, ``graphs.py``) and the pooled
 statistics of the parts are rebuilt from their members; otherwise the served user's component gets a
 Sherman–Morrison update.
-(scipy connected components on small graphs, a dense breadth-first search on large ones: ``graphs.py``.)
 On block-encoded contexts the statistics are kept per block (``blocks.py``).
 
 Switches (reference-code quirks that change results):
@@ -127,19 +126,16 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
 
     def _split(self, m: int, users: np.ndarray) -> None:
         """Re-label the components of member m's sub-graph on ``users`` and rebuild their pooled statistics."""
-        whole = users.size == self.n_users
         graph = self.graph[m]
-        n_parts, part = dense_components(graph if whole else graph[np.ix_(users, users)])
+        n_parts, part = dense_components(graph if users.size == self.n_users else graph[np.ix_(users, users)])
         if n_parts == 1 and self.n_clusters[m] > 0:
             return
         for p in range(n_parts):
             group = users[part == p]
-            # the first part keeps the old cluster id (CLUB never merges, so ids never need recycling)
-            c = self.label[m, group[0]] if p == 0 and self.n_clusters[m] > 0 else self.n_clusters[m]
-            if c == self.n_clusters[m]:
+            if p > 0 or self.n_clusters[m] == 0:  # the first part keeps the old id (CLUB never merges)
+                self.label[m, group] = self.n_clusters[m]
                 self.n_clusters[m] += 1
-            self.label[m, group] = c
-            self.clusters_.assign(m, c, *self.users.pool(m, group))
+            self.clusters_.assign(m, self.label[m, group[0]], *self.users.pool(m, group))
 
     def clusters(self, m):
         return self.label[m]

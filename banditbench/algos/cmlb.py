@@ -52,6 +52,35 @@ def current_step(view) -> int:
     return view.t if view.step is None else view.step
 
 
+class StepAverages:
+    """Rewards noted per member and learner during a step, learnt as one update with their average once the next step
+    begins (CMLB's cluster OFULs, PMLB's common one): per learner the step's context (the members of a cluster play
+    the same arm), Σ reward and the count."""
+
+    def __init__(self, members: int):
+        self.pending: list[dict[int, list]] = [{} for _ in range(members)]
+        self.step = -1
+
+    def note(self, step: int, learners: list[int], x: np.ndarray, reward: np.ndarray) -> None:
+        """Member m's sample (x[m], reward[m]) of ``step`` for its learner ``learners[m]``."""
+        self.step = step
+        for m, (entries, learner) in enumerate(zip(self.pending, learners)):
+            entry = entries.setdefault(learner, [x[m], 0.0, 0])
+            entry[1] += reward[m]
+            entry[2] += 1
+
+    def learn(self, step: int, stats: RidgeStats) -> None:
+        """Once ``step`` is a new one, the averages noted before it, every member's in one call."""
+        if step == self.step or not any(self.pending):
+            return
+        member, learner, x, reward = [], [], [], []
+        for m, entries in enumerate(self.pending):
+            for c, (context, total, n) in entries.items():
+                member.append(m), learner.append(c), x.append(context), reward.append(total / n)
+            entries.clear()
+        stats.update(np.array(member), np.array(learner), np.array(x), np.array(reward))
+
+
 class CMLB(MemberPolicy):
     """Its members share the schedule (the phases and T_Explore depend on settings they share), so they are in the same
     phase at every step; a member's clusters are its own, padded to the most clusters of any member."""
@@ -110,8 +139,7 @@ class CMLB(MemberPolicy):
         self.ridge, self.sigma, self.S, self.averaged_noise = ridge, sigma, S, averaged_noise
         M = len(self.members)
         self.radius_total, self.selections = np.zeros(M), np.zeros(M, np.int64)  # the diagnostic ``radius``
-        self.bandpy_schedule, self.ucb_alpha = bandpy_schedule, ucb_alpha
-        self.bandpy_clock = bandpy_clock
+        self.bandpy_schedule, self.ucb_alpha, self.bandpy_clock = bandpy_schedule, ucb_alpha, bandpy_clock
         self._start(0, horizon, delta, threshold_scale / (n_users * horizon) ** alpha, p_star)
         if bandpy_schedule:  # the clustering round and threshold are given; a component needs ⌊p*·N⌋ members
             self.explore_steps, self.threshold = explore_rounds + 1, cluster_threshold
@@ -132,9 +160,9 @@ class CMLB(MemberPolicy):
         self.label: np.ndarray | None = None  # [M, N] once clustered
         self.sizes: np.ndarray | None = None  # [M, clusters]
         self.group: RidgeStats | None = None
-        self.pending: list[dict[int, list]] = [{} for _ in range(M)]  # cluster → [x, Σ reward, n] of this step
-        self.pending_step = -1
-        self.choices: list[dict[int, tuple[int, int]]] = [{} for _ in range(M)]  # cluster → (step, arm) it chose
+        self.averages = StepAverages(M)
+        self.chosen_step: np.ndarray | None = None  # [M, clusters]: the step of a cluster's latest choice, its arm
+        self.chosen_arm: np.ndarray | None = None
 
     def load_member_state_dict(self, m, state) -> None:
         if state.get("group") is not None and self.group is None:  # built at the first clustering: make one to fill
@@ -142,15 +170,8 @@ class CMLB(MemberPolicy):
         super().load_member_state_dict(m, state)
 
     def _advance(self, step: int) -> None:
-        """Apply the previous step's averaged cluster updates once a new step begins, every member's in one call."""
-        if step == self.pending_step or not any(self.pending):
-            return
-        member, cluster, x, reward = [], [], [], []
-        for m, pending in enumerate(self.pending):
-            for c, (context, total, n) in pending.items():
-                member.append(m), cluster.append(c), x.append(context), reward.append(total / n)
-            pending.clear()
-        self.group.update(np.array(member), np.array(cluster), np.array(x), np.array(reward))
+        """The clusters learn from the previous step's averages once a new step begins."""
+        self.averages.learn(step, self.group)
 
     def select(self, views, budgets):
         if self.bandpy_schedule:
@@ -169,26 +190,17 @@ class CMLB(MemberPolicy):
         arms alone are read (and spent from the budget)."""
         if self.label is None:
             self._cluster()
-        chosen, waiting, clusters = [], [], []
-        for m, (choices, view) in enumerate(zip(self.choices, views)):
-            c = int(self.label[m, view.user])
-            step_chosen, arm = choices.get(c, (-1, 0))
-            chosen.append(arm)
-            if step_chosen != step:
-                waiting.append(m), clusters.append(c)
-        if not waiting:
-            return chosen
-        at, arms = (np.array(waiting), np.array(clusters)), np.array([views[m].arms[:] for m in waiting])
-        group, averaged = self.group, self.averaged_noise and views[0].step is not None
-        # σ/sqrt(|c|) in cluster c's radius when it is fed the mean of its members' rewards of a step
-        sigma = self.sigma / (np.sqrt(self.sizes[at]) if averaged else np.ones(len(waiting)))
-        fresh = oful_choices(
-            self, at[0], group.theta[at], group.A_inv[at], group.logdet[at], arms, sigma, self.phase_delta
-        )
-        for m, c, arm in zip(waiting, clusters, fresh):
-            self.choices[m][c] = (step, arm)
-            chosen[m] = arm
-        return chosen
+        cluster = self.members, self.label[self.members, [view.user for view in views]]  # each member's user's cluster
+        waiting = np.flatnonzero(self.chosen_step[cluster] != step)
+        if waiting.size:
+            at, arms = (waiting, cluster[1][waiting]), np.array([views[m].arms[:] for m in waiting.tolist()])
+            group, averaged = self.group, self.averaged_noise and views[0].step is not None
+            # σ/sqrt(|c|) in cluster c's radius when it is fed the mean of its members' rewards of a step
+            sigma = self.sigma / (np.sqrt(self.sizes[at]) if averaged else np.ones(len(waiting)))
+            theta, A_inv, logdet = group.theta[at], group.A_inv[at], group.logdet[at]
+            self.chosen_arm[at] = oful_choices(self, waiting, theta, A_inv, logdet, arms, sigma, self.phase_delta)
+            self.chosen_step[at] = step
+        return self.chosen_arm[cluster].tolist()
 
     def _cluster(self) -> None:
         """Algorithm 3 on every member's individual estimates; fresh cluster OFULs (bandpy: pooled from the users)."""
@@ -197,6 +209,7 @@ class CMLB(MemberPolicy):
         most = int(self.label.max()) + 1  # every member's clusters padded to the most of any member
         self.sizes = np.stack([np.bincount(label, minlength=most) for label in labels])
         self.group = RidgeStats(len(self.members), most, self.dim, self.ridge)
+        self.chosen_step, self.chosen_arm = np.full(self.sizes.shape, -1), np.zeros(self.sizes.shape, dtype=np.int64)
         if self.bandpy_schedule:
             for m, label in enumerate(labels):
                 for c in range(label.max() + 1):
@@ -206,12 +219,9 @@ class CMLB(MemberPolicy):
         """α-LinUCB on the user's own samples, then, after the one clustering, on its cluster's pool."""
         t = views[0].t
         arms, served = self.read_arms(views)
-        if t < self.explore_steps:
-            stats, learners = self.individual, served
-        else:
-            if self.label is None:
-                self._cluster()
-            stats, learners = self.group, self.label[self.at(served)]
+        if t >= self.explore_steps and self.label is None:
+            self._cluster()
+        stats, learners = (self.individual, served) if self.label is None else (self.group, self.label[self.at(served)])
         at, alpha = self.at(learners), np.full(len(self.members), self.ucb_alpha)
         scores = log_ucb_scores_each(stats.theta[at], stats.A_inv[at], arms, alpha, ucb_round(t, self.bandpy_clock))
         return scores.argmax(axis=1).tolist()
@@ -227,11 +237,7 @@ class CMLB(MemberPolicy):
         if step - self.first_step < self.explore_steps:
             self.individual.update(members, served, x, reward)
             return
-        for m, pending in enumerate(self.pending):  # noted now, applied when the next step begins (``_advance``)
-            entry = pending.setdefault(int(self.label[m, served[m]]), [x[m], 0.0, 0])
-            entry[1] += reward[m]
-            entry[2] += 1
-        self.pending_step = step
+        self.averages.note(step, self.label[members, served].tolist(), x, reward)  # learnt as the next step begins
 
     def clusters(self, m):
         return np.arange(self.n_users) if self.label is None else self.label[m]

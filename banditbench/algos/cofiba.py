@@ -67,16 +67,9 @@ from banditbench.algos.ridge import (
     ridge_bytes,
     ucb_index,
 )
-from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
 NEW_USER_GRAPH = ("copy", "fresh")
-
-
-def scores(means: np.ndarray, quad: np.ndarray, alpha, t: int, reference_ucb: bool) -> np.ndarray:
-    """The select scores of the arms at 0-based round t: w̄ᵀx + CB(x) from the means w̄ᵀx and forms xᵀM̄⁻¹x, or the
-    code's xᵀw̄ + 0.1·xᵀM̄⁻¹x with ``reference_ucb`` (scaled by α, 1 in their code)."""
-    return means + alpha * 0.1 * quad if reference_ucb else ucb_index(means, quad, alpha, t + 1)
 
 
 class COFIBA(BuiltAtFirstRound, MemberPolicy):
@@ -137,19 +130,10 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         frozen_counts: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        if item_nodes not in ITEM_NODES:
-            raise UserError(f"cofiba.item_nodes must be one of {', '.join(ITEM_NODES)}, got {item_nodes!r}")
-        if new_user_graph not in NEW_USER_GRAPH:
-            raise UserError(f"cofiba.new_user_graph must be one of {', '.join(NEW_USER_GRAPH)}, got {new_user_graph!r}")
-        if item_pool < 1:
-            raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
         self.alpha, self.alpha2, self.ridge = map(self.per_member, (alpha, alpha2, ridge))
         self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
-        self.reference_ucb, self.reference_threshold, self.frozen_counts = (
-            reference_ucb,
-            reference_threshold,
-            frozen_counts,
-        )
+        self.reference_ucb, self.reference_threshold = reference_ucb, reference_threshold
+        self.frozen_counts = frozen_counts
         M, L = len(self.members), n_arms if item_nodes == "slots" else item_pool
         self.users: RidgeStats | None = None  # built at the first round (blocks.py), as ``groups``
         self.items = np.zeros((M, L, dim))  # node contexts; the first n_items rows are filled
@@ -167,10 +151,7 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         self.owners = np.zeros((M, 0), dtype=np.int64)  # item clusters using each slot
         self.free: list[list[int]] = [[] for _ in range(M)]
         self.slot_of = np.zeros((M, L, n_users), dtype=np.int64)  # item cluster → user → pooled-statistics slot
-        # item cluster → its user graph [N, N], for every member
-        self.user_graph: list[dict[int, np.ndarray]] = [
-            {0: initial_graph(n_users, random_init_graph, rng)} for rng in self.rngs
-        ]
+        self.user_graph = [{0: initial_graph(n_users, random_init_graph, rng)} for rng in self.rngs]  # j → G^U_j
         self._nodes = np.zeros((M, n_arms), dtype=np.int64)
 
     def _build(self, block):
@@ -185,8 +166,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         # users and the first cluster's group; more groups come later
         return ridge_bytes(n_users + 1, dim, block=block)
 
-    # --- select ------------------------------------------------------------------------------------------------
-
     def select(self, views, budgets):
         self._prepare(views)
         arms, served = self.read_arms(views)
@@ -196,7 +175,9 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         learners = np.repeat(self.members, K), slots.ravel()
         means, quad = (v.reshape(M, K) for v in self.groups.means_and_quadratic_forms(*learners, arms.reshape(-1, dim)))
         self._nodes = nodes
-        return scores(means, quad, self.alpha[:, None], views[0].t, self.reference_ucb).argmax(axis=1).tolist()
+        alpha = self.alpha[:, None]  # w̄ᵀx + CB(x), or the code's xᵀw̄ + 0.1·xᵀM̄⁻¹x (scaled by α, 1 in their code)
+        scores = means + alpha * 0.1 * quad if self.reference_ucb else ucb_index(means, quad, alpha, views[0].t + 1)
+        return scores.argmax(axis=1).tolist()
 
     def _item_nodes_of(self, arms: np.ndarray) -> np.ndarray:
         """The item node of every member's arms [M, K]; unseen contexts become new nodes while a pool has room."""
@@ -227,9 +208,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         self.items[m, nodes] = contexts
         self.square_norms[m, nodes] = (contexts**2).sum(axis=1)
         self.n_items[m] = max(self.n_items[m], int(nodes.max()) + 1)
-        users = self.users
-        self.predicted[m, nodes] = contexts @ users.theta[m].T
-        self.spread[m, nodes] = np.sqrt(np.maximum(users.quadratic_forms_of_all(m, contexts), 0))
+        self.predicted[m, nodes] = contexts @ self.users.theta[m].T
+        self.spread[m, nodes] = np.sqrt(np.maximum(self.users.quadratic_forms_of_all(m, contexts), 0))
         if first:  # the first nodes: cluster 0 of the initial item graph, split into its components
             self.item_label[m, nodes] = 0
             self._split_items(m, 0, int(nodes[0]))
@@ -245,8 +225,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
             if not graph[node].any():  # a sparse random start may give it no edge into the cluster
                 graph[node, near] = graph[near, node] = True
             label[node] = label[near]
-
-    # --- update ------------------------------------------------------------------------------------------------
 
     def update(self, views, chosen, rewards):
         self._prepare(views)
@@ -270,9 +248,8 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         if self.block is None and (self.n_items == L).all():
             at = self.at(served)
             self.predicted[self.members, :, served] = means_each(users.theta[at], self.items)
-            self.spread[self.members, :, served] = np.sqrt(
-                np.maximum(quadratic_forms_each(users.A_inv[at], self.items), 0)
-            )
+            quad = quadratic_forms_each(users.A_inv[at], self.items)
+            self.spread[self.members, :, served] = np.sqrt(np.maximum(quad, 0))
             return
         for m, (i, n) in enumerate(zip(served.tolist(), self.n_items.tolist())):
             self.predicted[m, :n, i] = self.items[m, :n] @ users.theta[m, i]
@@ -289,7 +266,10 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         spread = np.sqrt(np.maximum(users.quadratic_forms_of_each(tested, x), 0))
         cut = self._far(prediction, spread, i, tested, log_t) & neighbour[tested]
         for p in np.flatnonzero(cut.any(axis=1)).tolist():
-            self._cut_users(int(tested[p]), int(j[tested[p]]), int(i[p]), np.flatnonzero(cut[p]))
+            m, c, u = int(tested[p]), int(j[tested[p]]), int(i[p])
+            if delete_edges(self.user_graph[m][c], u, np.flatnonzero(cut[p])):  # re-examine u's cluster
+                slot_of = self.slot_of[m, c]
+                self._split_users(m, c, np.flatnonzero(slot_of == slot_of[u]), keep=slot_of[u])
 
     def _item_side(self, j: np.ndarray, node: np.ndarray, served: np.ndarray, log_t: float) -> None:
         """Cut (x̄_t, z) when the neighbourhood of i_t w.r.t. z differs from the one w.r.t. x̄_t: every member's played
@@ -301,7 +281,9 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         rows = np.concatenate((members, member)), np.concatenate((node, z))
         far = self._far(self.predicted[rows], self.spread[rows], served[rows[0]], rows[0], log_t)
         for m, cut in cuts_by_member(member, z, (far[len(members) :] != far[member]).any(axis=1)):
-            self._cut_items(m, int(j[m]), int(node[m]), cut)
+            played = int(node[m])
+            self.item_graph[m, played, cut] = self.item_graph[m, cut, played] = False
+            self._split_items(m, int(j[m]), played)  # if the cuts disconnected ĵ_t
 
     def _far(self, predicted, spread, i, member, log_t) -> np.ndarray:
         """|w_iᵀz − w_ℓᵀz| > CB̃_i(z) + CB̃_ℓ(z) for every user ℓ (last axis) of row p [P, N], member ``member[p]``'s
@@ -315,19 +297,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         count = np.zeros_like(predicted) if self.frozen_counts else self.users.count[member]
         cb = self.alpha2[member, None] * 4 * np.sqrt(self.dim) * club_confidence(count)
         return gap > cb + cb[rows, i][:, None]
-
-    def _cut_users(self, m: int, j: int, i: int, cut: np.ndarray) -> None:
-        """Delete member m's edges (i, ℓ), ℓ in ``cut``, of G^U_j; re-examine i's cluster if they may have split it."""
-        slot_of = self.slot_of[m, j]
-        if delete_edges(self.user_graph[m][j], i, cut):
-            self._split_users(m, j, np.flatnonzero(slot_of == slot_of[i]), keep=slot_of[i])
-
-    def _cut_items(self, m: int, j: int, node: int, cut: np.ndarray) -> None:
-        """Delete member m's item edges (node, z), z in ``cut``, and split item cluster j if they disconnected it."""
-        self.item_graph[m, node, cut] = self.item_graph[m, cut, node] = False
-        self._split_items(m, j, node)
-
-    # --- clusters ----------------------------------------------------------------------------------------------
 
     def _slot(self, m: int) -> int:
         """A free slot of member m's pooled statistics, numbered as alone: its slots double when none is free."""

@@ -61,11 +61,10 @@ class LOCB(BuiltAtFirstRound, MemberPolicy):
         self.gamma, self.alpha, self.ridge = map(self.per_member, (gamma, alpha, ridge))
         self.reference_ucb = reference_ucb
         drawn = [np.unique(rng.choice(n_users, size=num_seeds, replace=True)) for rng in self.rngs]
-        L = max(map(len, drawn))
-        self.seed_users = np.zeros((len(drawn), L), dtype=np.int64)  # each seed cluster's seed user [M, L]
-        self.real = np.zeros((len(drawn), L), dtype=bool)  # a member's own seed clusters (the rest is padding)
-        for m, users in enumerate(drawn):
-            self.seed_users[m, : len(users)], self.real[m, : len(users)] = users, True
+        sizes = np.array([len(users) for users in drawn])
+        self.real = np.arange(sizes.max()) < sizes[:, None]  # [M, L]: a member's own seed clusters, then padding
+        self.seed_users = np.zeros(self.real.shape, dtype=np.int64)  # each seed cluster's seed user
+        self.seed_users[self.real] = np.concatenate(drawn)
         self.holds = np.repeat(self.real[:, None, :], n_users, axis=1)  # [M, N, L]: C_s starts with every user
         self.users: RidgeStats | None = None  # built at the first round (blocks.py)
         self.local: RidgeStats | None = None  # each seed's cluster

@@ -17,7 +17,7 @@ import numpy as np
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
-from banditbench.algos.cmlb import current_step
+from banditbench.algos.cmlb import StepAverages, current_step
 from banditbench.algos.oful import mean_radius, oful_choices
 from banditbench.algos.ridge import RidgeStats, ridge_bytes
 
@@ -56,38 +56,23 @@ class PMLB(MemberPolicy):
         self.common_steps = int(np.sqrt(horizon))  # √T, rounded down
         self.common = RidgeStats(M, 1, dim, ridge)
         self.personal = RidgeStats(M, n_users, dim, ridge)
-        self.pending: list[list] = [[] for _ in range(M)]  # [x, Σ reward, n] of the current common step
-        self.pending_step = -1
+        self.averages = StepAverages(M)  # the common OFUL's rewards of a step
         self.common_step, self.common_arm = -1, np.zeros(M, dtype=np.int64)  # the common OFULs' choices and step
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, **params):
         return ridge_bytes(n_users + 1, dim)  # the common OFUL and every user's personal one
 
-    def _flush(self, step: int) -> None:
-        """Alg. 4 line 5: once a new step begins, every common OFUL's one update with the previous step's average."""
-        due = [m for m, pending in enumerate(self.pending) if pending] if step != self.pending_step else []
-        if not due:
-            return
-        x, reward = (
-            np.array([self.pending[m][0] for m in due]),
-            np.array([self.pending[m][1] / self.pending[m][2] for m in due]),
-        )
-        self.common.update(np.array(due), np.zeros(len(due), dtype=np.int64), x, reward)
-        for m in due:
-            self.pending[m] = []
-
     def select(self, views, budgets):
         step = current_step(views[0])
-        self._flush(step)
+        self.averages.learn(step, self.common)  # Alg. 4 line 5: one update with the previous step's average reward
         if step < self.common_steps:
             return self._common(views, step)
         arms, served = self.read_arms(views)
         at, personal = self.at(served), self.personal
         mean = personal.theta[at] if self.literal else personal.theta[at] + self.common.theta[:, 0]
-        return oful_choices(
-            self, self.members, mean, personal.A_inv[at], personal.logdet[at], arms, self.sigma, self.delta
-        )
+        A_inv, logdet = personal.A_inv[at], personal.logdet[at]
+        return oful_choices(self, self.members, mean, A_inv, logdet, arms, self.sigma, self.delta)
 
     def _common(self, views, step: int) -> list[int]:
         """The common phase: at a step's first round (the same round for every member) the common OFULs choose, and
@@ -96,8 +81,7 @@ class PMLB(MemberPolicy):
             arms, _ = self.read_arms(views)
             # σ/√N in the common OFUL's radius when it is fed the mean of the N agents' rewards of a step
             sigma = self.sigma / (np.sqrt(self.n_users) if self.averaged_noise and views[0].step is not None else 1.0)
-            common = self.common
-            theta, A_inv, logdet = common.theta[:, 0], common.A_inv[:, 0], common.logdet[:, 0]
+            theta, A_inv, logdet = self.common.theta[:, 0], self.common.A_inv[:, 0], self.common.logdet[:, 0]
             self.common_arm[:] = oful_choices(self, self.members, theta, A_inv, logdet, arms, sigma, self.delta)
             self.common_step = step
         return self.common_arm.tolist()
@@ -105,13 +89,8 @@ class PMLB(MemberPolicy):
     def update(self, views, chosen, rewards):
         step = current_step(views[0])
         served, x, reward = self.played(views, chosen, rewards)
-        if step < self.common_steps:  # noted now, applied when the next step begins (``_flush``)
-            for m, pending in enumerate(self.pending):
-                if not pending:
-                    pending += [x[m], 0.0, 0]
-                pending[1] += reward[m]
-                pending[2] += 1
-            self.pending_step = step
+        if step < self.common_steps:  # noted now, learnt when the next step begins
+            self.averages.note(step, [0] * len(self.members), x, reward)
             return
         # Alg. 4 line 12: the shifted reward ỹ = y − ⟨x, θ̂*⟩
         shifted = reward - (x[:, None, :] @ self.common.theta[:, 0, :, None])[:, 0, 0]

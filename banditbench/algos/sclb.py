@@ -8,22 +8,11 @@ phases never leave individual learning, which is why the paper reports CMLB only
 
 from __future__ import annotations
 
-from banditbench.algos import domains as d
-from banditbench.algos.cmlb import CMLB, current_step
+from banditbench.algos.cmlb import CMLB
 
 
 class SCLB(CMLB):
-    domains = {
-        "alpha": d.NON_NEGATIVE,
-        "C": d.POSITIVE,
-        "delta": d.PROBABILITY,
-        "threshold_scale": d.POSITIVE,
-        "ridge": d.POSITIVE,
-        "sigma": d.POSITIVE,
-        "S": d.POSITIVE,
-        "averaged_noise": d.FLAG,
-    }
-
+    # CMLB's domains serve: the registry keeps those of the hyper-parameters SCLB's constructor takes
     def __init__(
         self,
         *,
@@ -41,37 +30,15 @@ class SCLB(CMLB):
         averaged_noise: bool = True,
     ):
         self.phase = 1
-        super().__init__(
-            n_users=n_users,
-            n_arms=n_arms,
-            dim=dim,
-            seeds=seeds,
-            alpha=alpha,
-            C=C,
-            delta=delta,
-            threshold_scale=threshold_scale,
-            p_star=1.0,
-            horizon=2,
-            ridge=ridge,
-            sigma=sigma,
-            S=S,
-            averaged_noise=averaged_noise,
-        )
-        self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1
+        shared = dict(alpha=alpha, C=C, delta=delta, threshold_scale=threshold_scale, ridge=ridge, sigma=sigma, S=S)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, averaged_noise=averaged_noise, **shared)
+        self._start(0, 2, delta / 2, threshold_scale / (n_users * 2) ** alpha, 1.0)  # phase 1 replaces CMLB's start
 
     def _advance(self, step: int) -> None:
+        """CMLB's step (it is called first in ``select``), then the phase of ``step``."""
         super()._advance(step)
         while step >= self.phase_end:  # Algorithm 1 line 3: a fresh CMLB for phase i
             self.phase += 1
-            i, length = self.phase, 2**self.phase
-            self._start(
-                self.phase_end,
-                length,
-                self.delta / length,
-                self.threshold_scale / (self.n_users * length) ** self.alpha,
-                i**-2.0,
-            )
-
-    def select(self, views, budgets):
-        self._advance(current_step(views[0]))
-        return super().select(views, budgets)
+            length = 2**self.phase
+            gamma = self.threshold_scale / (self.n_users * length) ** self.alpha  # γ_i = 3/(N·2^i)^α
+            self._start(self.phase_end, length, self.delta / length, gamma, self.phase**-2.0)

@@ -132,10 +132,10 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         self.label[m, i] = new
         self.size[m, c] -= 1
         self.size[m, new] = 1
-        users, groups = self.users, self.groups
-        groups.assign(m, new, users.gram[m, i].copy(), users.b[m, i].copy(), users.count[m, i])
-        gram, b, count = groups.gram[m, c] - users.gram[m, i], groups.b[m, c] - users.b[m, i], groups.count[m, c]
-        groups.assign(m, c, gram, b, count - users.count[m, i])
+        gram, b, count = self.users.pool(m, [i])
+        groups = self.groups
+        groups.assign(m, new, gram, b, count)
+        groups.assign(m, c, groups.gram[m, c] - gram, groups.b[m, c] - b, groups.count[m, c] - count)
         return new
 
     def _merge(self, s: np.ndarray, c: np.ndarray, t: int) -> None:
