@@ -116,18 +116,13 @@ class BayesianLinearRegression(LinTS):
         return super().select(views, budgets)
 
     def update(self, views, chosen, rewards):
-        self._prepare(views)
+        if self._terms is None or not same_views(self._terms[0], views):  # the round-robin start drew nothing
+            self.means_and_quadratic_forms(views)  # xᵀθ̂ and xᵀA⁻¹x, which LinUCB's update then reuses too
+        _, learners, _, (_, quad, prediction) = self._terms
         pick = self.members, np.asarray(chosen)
-        if self._terms is not None and same_views(self._terms[0], views):  # this round's draw computed both
-            _, learners, _, (_, quad, prediction) = self._terms
-            quad, prediction = quad[pick], prediction[pick]
-        else:  # the round-robin start draws nothing
-            arms, learners = self._arms_and_learners(views)
-            learner = learners[:, 0] if self.block is None else learners[pick]
-            prediction, quad = self.stats.means_and_quadratic_forms(self.members, learner, arms[pick])
         learner = learners[:, 0] if self.block is None else learners[pick]
-        error = np.asarray(rewards, dtype=float) - prediction
-        self.residual[self.members, learner] += error * error / (1.0 + quad)
+        error = np.asarray(rewards, dtype=float) - prediction[pick]
+        self.residual[self.members, learner] += error * error / (1.0 + quad[pick])
         super().update(views, chosen, rewards)
         self.rounds += 1
 
