@@ -20,7 +20,7 @@ marginal N(xᵀθ̂_a, s² xᵀA_a⁻¹x) (s = v, or σ̃_a): the same distribut
 round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·L z, L Lᵀ = A⁻¹.
 
 Every member draws from its own generator, and a group draws for all its members at once: each member's standard
-normals and exponentials are drawn a chunk at a time (``MemberVariates``), and a round takes one slice of them for
+normals and exponentials are drawn a chunk at a time (``MemberStream``), and a round takes one slice of them for
 every member. BLR's Gamma(a₀ + n/2) draws, one per scoring learner, come from those variates by Marsaglia & Tsang's
 rejection method (2000) in one vectorised pass, instead of one numpy call per learner. Every member takes as many
 variates a round, so member m's draws are the same in a group as alone.
@@ -46,7 +46,7 @@ class LinTS(LinUCB):
             n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, per_user=per_user, alpha=0.0, ridge=ridge
         )
         self.v = self.per_member(v)
-        self.variates = MemberVariates(len(seeds))
+        self.normals = MemberStream("standard_normal", len(seeds))
 
     def scales(self, learners: np.ndarray) -> np.ndarray:
         """The posterior's scale s of every member's scoring learners [M, L] (or [M, 1], one for all): v for LinTS."""
@@ -58,10 +58,10 @@ class LinTS(LinUCB):
         _, learners, arms, _ = self._terms
         scale = self.scales(learners)
         if self.block is not None:  # one learner per arm: each score from its exact marginal
-            z = self.variates.normals(self.rngs, arms.shape[1])
+            z = self.normals.take(self.rngs, arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
         factor = posterior_factors(self.stats.A_inv[self.at(learners[:, 0])])
-        z = self.variates.normals(self.rngs, arms.shape[2])
+        z = self.normals.take(self.rngs, arms.shape[2])
         return means + scale * (arms @ (factor @ z[:, :, None]))[:, :, 0]
 
 
@@ -97,6 +97,7 @@ class BayesianLinearRegression(LinTS):
         self.initial_pulls = initial_pulls
         self.intercept = intercept
         self.residual: np.ndarray | None = None  # S = yᵀy − θ̂ᵀAθ̂ of every learner [M, n], built with the stats
+        self.exponentials = MemberStream("standard_exponential", len(seeds))  # Marsaglia & Tsang's −log U
         self.rounds = 0
 
     def _build(self, block: int | None) -> None:
@@ -108,7 +109,7 @@ class BayesianLinearRegression(LinTS):
         at = self.members[:, None], learners
         shape = self.prior_a[:, None] + 0.5 * self.stats.count[at]
         rate = self.prior_b[:, None] + 0.5 * self.residual[at]
-        return np.sqrt(rate / standard_gammas(shape, self.variates, self.rngs))
+        return np.sqrt(rate / standard_gammas(shape, self.normals, self.exponentials, self.rngs))
 
     def select(self, views, budgets):
         if self.rounds < self.initial_pulls * self.n_arms:  # the Showdown's round-robin start
@@ -127,50 +128,36 @@ class BayesianLinearRegression(LinTS):
         self.rounds += 1
 
 
-class MemberVariates:
-    """Every member's standard normal and standard exponential variates, drawn from its own generator ``CHUNK`` at a
-    time and handed out in order. A round's draws for all members are then one slice of an array instead of a call
-    per member (or per learner), and member m's variates are the same whether it runs alone or in a group: every
-    member of a group takes as many a round, so each refills at the same round as it would alone."""
+class MemberStream:
+    """One kind of variate of every member (``draw``, a numpy Generator method such as "standard_normal"), drawn from
+    each member's own generator ``CHUNK`` at a time and handed out in order. A round's variates for all members are
+    then one slice of an array instead of a call per member (or per learner), and member m's are the same whether it
+    runs alone or in a group: every member of a group takes as many a round, so each refills when it would alone."""
 
     CHUNK = 1024
 
-    def __init__(self, members: int):
-        self.normal, self.exponential = np.empty((members, 0)), np.empty((members, 0))
-        self.next_normal = self.next_exponential = 0  # the first unused column of each
+    def __init__(self, draw: str, members: int):
+        self.draw = draw
+        self.values = np.empty((members, 0))
+        self.next = 0  # the first unused column of ``values``
 
-    def normals(self, rngs, n: int) -> np.ndarray:
-        """The next n standard normals of every member [M, n]."""
-        if self.next_normal + n > self.normal.shape[1]:
-            self.normal = refilled(self.normal[:, self.next_normal :], [rng.standard_normal for rng in rngs], n)
-            self.next_normal = 0
-        self.next_normal += n
-        return self.normal[:, self.next_normal - n : self.next_normal]
-
-    def exponentials(self, rngs, n: int) -> np.ndarray:
-        """The next n standard exponentials of every member [M, n]."""
-        if self.next_exponential + n > self.exponential.shape[1]:
-            draw = [rng.standard_exponential for rng in rngs]
-            self.exponential = refilled(self.exponential[:, self.next_exponential :], draw, n)
-            self.next_exponential = 0
-        self.next_exponential += n
-        return self.exponential[:, self.next_exponential - n : self.next_exponential]
+    def take(self, rngs, n: int) -> np.ndarray:
+        """The next n variates of every member [M, n]."""
+        if self.next + n > self.values.shape[1]:
+            fresh = np.stack([getattr(rng, self.draw)(max(self.CHUNK, n)) for rng in rngs])
+            self.values = np.concatenate([self.values[:, self.next :], fresh], axis=1)
+            self.next = 0
+        self.next += n
+        return self.values[:, self.next - n : self.next]
 
 
-def refilled(left: np.ndarray, draws, n: int) -> np.ndarray:
-    """The unused variates ``left`` [M, ·] followed by enough new ones from each member's ``draws[m]`` for n more."""
-    size = max(MemberVariates.CHUNK, n)
-    return np.concatenate([left, np.stack([draw(size) for draw in draws])], axis=1)
-
-
-def standard_gammas(shape: np.ndarray, variates: MemberVariates, rngs) -> np.ndarray:
+def standard_gammas(shape: np.ndarray, normals: MemberStream, exponentials: MemberStream, rngs) -> np.ndarray:
     """Gamma(shape, 1) draws for every member's learners [M, L] (shape > 0), by Marsaglia & Tsang's rejection method
-    (ACM TOMS 2000) on one candidate per draw from the members' variates, all members in one pass. A candidate it
+    (ACM TOMS 2000) on one candidate per draw from the members' streams, all members in one pass. A candidate it
     rejects (under 0.3 % for shape ≥ 1, about 3e-5 at the Showdown's a₀ = 6) and a shape below 1, outside the method,
     are drawn by numpy from the member's own generator instead: the accepted candidates are exactly Gamma(shape), so
     the mixture is too. Every member takes L normals and L exponentials a round, whatever it accepts."""
-    z = variates.normals(rngs, shape.shape[1])
-    e = variates.exponentials(rngs, shape.shape[1])
+    z, e = normals.take(rngs, shape.shape[1]), exponentials.take(rngs, shape.shape[1])
     d = np.maximum(shape, 1.0) - 1.0 / 3.0
     v = 1.0 + z / np.sqrt(9.0 * d)
     v = v * v * v
