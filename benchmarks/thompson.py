@@ -3,12 +3,12 @@ Showdown's networks) against LinUCB / NeuralUCB: CPU seconds per 1 000 seed-roun
 on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
 
     .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
-        [--algos linucb-one,lints-one,blr-one] [--repeats 3] [--set ALGO.NAME=VALUE ...]
+        [--algos linucb-one,lints-one,blr-one] [--users 1] [--repeats 3] [--set ALGO.NAME=VALUE ...]
 
 Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
-rewards N(0, 1)) and every algorithm's group of M members plays them with seeds 0 … M−1; the best of ``--repeats``
-repetitions is kept; ``--set`` gives an algorithm a hyper-parameter (repeatable). Prints one line per problem, group
-size and algorithm."""
+rewards N(0, 1); each round serves one of ``--users`` users at random, which only the per-user learners read) and
+every algorithm's group of M members plays them with seeds 0 … M−1; the best of ``--repeats`` repetitions is kept;
+``--set`` gives an algorithm a hyper-parameter (repeatable). Prints one line per problem, group size and algorithm."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ PROBLEMS = {"mushroom": (117, 2), "wheel": (2, 5)}
 ALGOS = ("linucb-one", "lints-one", "blr-one")
 
 
-def rounds_of(d: int, K: int, n: int, members: int) -> list[list[Round]]:
+def rounds_of(d: int, K: int, n: int, members: int, users: int = 1) -> list[list[Round]]:
     rng = np.random.default_rng(0)
     out = []
     for t in range(n):
@@ -34,7 +34,7 @@ def rounds_of(d: int, K: int, n: int, members: int) -> list[list[Round]]:
             for a in range(K):
                 arms[a, a * d : (a + 1) * d] = rng.standard_normal(d)
             rewards = rng.standard_normal(K)
-            row.append(Round(t, 0, arms, rewards, rewards, block=d))
+            row.append(Round(t, int(rng.integers(users)), arms, rewards, rewards, block=d))
         out.append(row)
     return out
 
@@ -49,10 +49,10 @@ def settings(assignments: list[str]) -> dict[str, dict]:
     return params
 
 
-def seconds(name: str, d: int, K: int, rounds: list[list[Round]], params: dict) -> float:
+def seconds(name: str, d: int, K: int, rounds: list[list[Round]], params: dict, users: int = 1) -> float:
     members = len(rounds[0])
     seeds = [np.random.SeedSequence(s) for s in range(members)]
-    policy = ALGORITHMS[name].build_members(n_users=1, n_arms=K, dim=d * K, seeds=seeds, params=[params] * members)
+    policy = ALGORITHMS[name].build_members(n_users=users, n_arms=K, dim=d * K, seeds=seeds, params=[params] * members)
     budgets = [Budget() for _ in range(members)]
     start = time.process_time()
     for row in rounds:
@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--problems", default="mushroom,wheel")
     parser.add_argument("--algos", default=",".join(ALGOS))
+    parser.add_argument("--users", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], metavar="ALGO.NAME=VALUE")
     args = parser.parse_args()
@@ -75,9 +76,9 @@ def main() -> None:
     for problem in args.problems.split(","):
         d, K = PROBLEMS[problem]
         for members in map(int, args.members.split(",")):
-            rounds = rounds_of(d, K, args.rounds, members)
+            rounds = rounds_of(d, K, args.rounds, members, args.users)
             for name in args.algos.split(","):
-                best = min(seconds(name, d, K, rounds, params.get(name, {})) for _ in range(args.repeats))
+                best = min(seconds(name, d, K, rounds, params.get(name, {}), args.users) for _ in range(args.repeats))
                 per = 1000 * best / (members * args.rounds)
                 print(f"{problem:9s} M = {members:3d}  {name:15s} {per:7.4f} CPU s per 1000 seed-rounds")
 

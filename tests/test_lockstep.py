@@ -459,6 +459,7 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
         ("cmlb", {"horizon": [5] * 3}),  # clustered from step 5: each member's clusters, padded
         ("pmlb", {"horizon": [3600] * 3}),  # common phase, then personal
         ("cofiba", {"alpha2": [0.1, 0.2, 1.0]}),  # each member's pooled slots, padded to the most of any member
+        ("blr-ind", {"prior_a": [0.5, 2.0, 6.0]}),  # each member's unused variates and its place in them
     ],
 )
 def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(dataset, tmp_path, algorithm, params):

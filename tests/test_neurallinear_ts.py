@@ -100,3 +100,78 @@ def test_bad_hyper_parameters_are_refused_in_one_line(param, value):
     with pytest.raises(UserError) as error:
         grid.resolve({"neurallinear-ts": {param: [value]}}, ["neurallinear-ts"])
     assert "\n" not in str(error.value) and param in str(error.value)
+
+
+def pool_rounds(n: int, seed: int = 0) -> list[Round]:
+    """Item pools: K fresh items a round as dense vectors, the reward one linear function of an item's vector."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(W)
+    out = []
+    for t in range(n):
+        items = rng.standard_normal((K, W))
+        rewards = items @ theta + 0.3 * rng.standard_normal(K)
+        out.append(Round(t, 0, items, rewards, rewards))
+    return out
+
+
+def pool_policy(seeds=(0,), params=None):
+    params = params or [{}] * len(seeds)
+    params = [{**SMALL, "posterior": "shared", **p} for p in params]
+    seeds = [np.random.SeedSequence(s) for s in seeds]
+    return ALGORITHMS["neurallinear-ts"].build_members(n_users=1, n_arms=K, dim=W, seeds=seeds, params=params)
+
+
+def test_the_shared_posterior_after_a_rebuild_is_the_closed_form_over_every_played_arm():
+    """One Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and rate b₀ + (yᵀy − μᵀΛμ)/2 over all n = 30 samples, whichever
+    arm position each was played at."""
+    policy, played = pool_policy(params=[{"prior_a": 3.0, "prior_b": 2.0, "lam": 0.5}]), pool_rounds(30)
+    chosen = play(policy, played)
+    assert len(set(chosen)) == K  # samples from every position, all in the one posterior
+    L, solved, shape, rate = policy.posterior()
+    assert L.shape[1] == 1
+    x = torch.tensor(np.array([r.arms[c] for r, c in zip(played, chosen)]), dtype=torch.float32)
+    y = torch.tensor([r.rewards[c] for r, c in zip(played, chosen)], dtype=torch.float64)
+    phi = policy.mlp.embed(policy.theta[0], x).double()
+    precision = phi.T @ phi + 0.5 * torch.eye(phi.shape[1], dtype=torch.float64)
+    mu = torch.linalg.solve(precision, phi.T @ y)
+    torch.testing.assert_close(L[0, 0] @ L[0, 0].T, precision, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.linalg.solve(precision, L[0, 0] @ solved[0, 0]), mu, rtol=1e-5, atol=1e-5)
+    assert float(shape[0, 0]) == 3.0 + 30 / 2
+    torch.testing.assert_close(rate[0, 0], 2.0 + (y @ y - mu @ precision @ mu) / 2, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_scores_are_one_draw_of_beta_from_the_members_own_generator():
+    """score_a = φ_aᵀβ̃ for every arm with one β̃ = μ + σ̃·L⁻ᵀz, σ̃² = rate / Gamma(shape), z ~ N(0, I)."""
+    policy, played = pool_policy(), pool_rounds(25)
+    play(policy, played[:24])
+    rng = np.random.default_rng()
+    rng.bit_generator.state = policy.rngs[0].bit_generator.state
+    L, solved, shape, rate = policy.posterior()
+    sigma = np.sqrt(float(rate[0, 0]) / rng.standard_gamma(float(shape[0, 0])))
+    z = torch.from_numpy(rng.standard_normal(L.shape[-1]))
+    mu = torch.linalg.solve(L[0, 0] @ L[0, 0].T, L[0, 0] @ solved[0, 0])
+    beta = mu + sigma * torch.linalg.solve(L[0, 0].T, z)
+    phi = policy.mlp.embed(policy.theta[0], torch.tensor(played[24].arms, dtype=torch.float32)).double()
+    scores = policy.scores([played[24].view(Budget())])[0]
+    torch.testing.assert_close(scores, phi @ beta, rtol=1e-4, atol=1e-5)
+    # a draw with covariance σ̃²Λ instead of σ̃²Λ⁻¹ (noise L·z) is told apart
+    assert not torch.allclose(scores, phi @ (mu + sigma * L[0, 0] @ z), rtol=1e-4, atol=1e-5)
+
+
+def test_a_shared_posterior_group_scores_as_its_members_alone_and_by_seed():
+    """Two members with different priors, fed the group's choices: every round's scores equal those of each member
+    alone up to the rounding of batched products, and a member's choices repeat by seed and differ across seeds."""
+    params = [{"prior_a": 2.0, "lam": 0.5}, {"prior_b": 3.0}]
+    group = pool_policy((4, 5), params)
+    alone = [pool_policy((4,), params[:1]), pool_policy((5,), params[1:])]
+    for rnd, other in zip(pool_rounds(40), pool_rounds(40, seed=1)):
+        views = [rnd.view(Budget()), other.view(Budget())]
+        scores = group.scores(views)
+        chosen = group.select(views, [Budget()] * 2)
+        for m, policy in enumerate(alone):
+            torch.testing.assert_close(policy.scores([views[m]])[0], scores[m], rtol=1e-6, atol=1e-8)
+            assert policy.select([views[m]], [Budget()]) == [chosen[m]]
+            policy.update([views[m]], [chosen[m]], [float((rnd, other)[m].rewards[chosen[m]])])
+        group.update(views, chosen, [float(r.rewards[c]) for r, c in zip((rnd, other), chosen)])
+    played = pool_rounds(60)
+    assert play(pool_policy((1,)), played) == play(pool_policy((1,)), played) != play(pool_policy((2,)), played)

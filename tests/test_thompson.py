@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.thompson import MemberStream, standard_gammas
 from banditbench.envs.round import Budget, Round
 
 K, W = 3, 4  # arms, and the context width of one arm's block
@@ -95,6 +96,17 @@ def test_blr_draws_sigma_squared_from_its_inverse_gamma_posterior():
         assert stats.kstest(draws[:, a], stats.invgamma(shape, scale=2.0).cdf).pvalue < 1e-3
 
 
+@pytest.mark.parametrize("shape", [0.4, 1.0, 6.5, 300.0])
+def test_the_batched_gamma_draws_are_gamma_distributed_at_every_shape(shape):
+    """Marsaglia & Tsang's candidates from the members' variates, numpy's own draw where a candidate is rejected or
+    the shape is below 1 (0.4: every draw; 1.0: about 0.2 % of them)."""
+    rngs = [np.random.default_rng(s) for s in range(3)]
+    streams = MemberStream("standard_normal", 3), MemberStream("standard_exponential", 3)
+    draws = np.concatenate([standard_gammas(np.full((3, 40), shape), *streams, rngs).ravel() for _ in range(50)])
+    assert stats.kstest(draws, stats.gamma(shape).cdf).pvalue > 1e-3
+    assert stats.kstest(draws, stats.gamma(shape * 1.1).cdf).pvalue < 1e-3
+
+
 def test_lints_scores_are_drawn_from_each_arms_posterior_marginal():
     policy = fitted("lints-one", {"v": 0.7})
     rnd = random_rounds(1, seed=5)[0]
@@ -136,7 +148,9 @@ def test_draws_are_reproducible_by_seed_and_differ_between_seeds(name):
         ("blr-ind", [{}, {}, {"prior_a": 3.0}]),
     ],
 )
-def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params, make):
+def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params, make, monkeypatch):
+    """Variates refilled every few rounds (chunks of 7), so that refills fall mid-round in the group and alone."""
+    monkeypatch.setattr(MemberStream, "CHUNK", 7)
     seeds, users = [0, 1, 2], 3
     dim = K * W if make is block_round else W
     problem = {"n_users": users, "n_arms": K, "dim": dim}

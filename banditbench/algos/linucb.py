@@ -45,6 +45,11 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
 
     def scores(self, views) -> np.ndarray:
         """The LinUCB score of every member's arms [M, K] (what ``select`` maximises): xᵀθ_u + α·sqrt(xᵀA_u⁻¹x)."""
+        means, quad = self.means_and_quadratic_forms(views)
+        return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
+
+    def means_and_quadratic_forms(self, views) -> tuple[np.ndarray, np.ndarray]:
+        """xᵀθ_u and xᵀA_u⁻¹x of every member's arms [M, K], kept with A⁻¹x for this round's ``update``."""
         self._prepare(views)
         arms, learners = self._arms_and_learners(views)
         stats = self.stats
@@ -63,7 +68,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
             means = np.add.reduce(stats.theta[self.members[:, None], learners] * arms, axis=2)
         quad = np.add.reduce(A_inv_arms * arms, axis=2)  # x_iᵀA⁻¹x_i
         self._terms = views, learners, arms, (A_inv_arms, quad, means)
-        return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
+        return means, quad
 
     def _arms_and_learners(self, views) -> tuple[np.ndarray, np.ndarray]:
         """Every member's arms in its learners' coordinates [M, K, ·] and the learners scoring them: its user's model
