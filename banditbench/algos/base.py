@@ -115,7 +115,7 @@ class MemberPolicy(MemberStateful, BasePolicy):
         if len(self.members) == 1:
             i = int(index[0])
             return 0, slice(i, i + 1)
-        return self.members, index
+        return self.members, np.asarray(index)  # a list converted once, not at every use
 
     def rows(self, members: np.ndarray):
         """The index of these members' rows of the member axis: a view of a single member's (a slice), else a gather."""
