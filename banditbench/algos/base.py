@@ -115,7 +115,7 @@ class MemberPolicy(MemberStateful, BasePolicy):
         if len(self.members) == 1:
             i = int(index[0])
             return 0, slice(i, i + 1)
-        return self.members, index
+        return self.members, np.asarray(index)  # a list converted once, not at every use
 
     def rows(self, members: np.ndarray):
         """The index of these members' rows of the member axis: a view of a single member's (a slice), else a gather."""
@@ -134,10 +134,11 @@ class MemberPolicy(MemberStateful, BasePolicy):
     def read_arms(self, views) -> tuple[np.ndarray, np.ndarray]:
         """Every member's arms [M, K, d] and served user [M], kept for ``played``: each arm pool is read (and its
         budget spent) once."""
-        if isinstance(views, RoundViews):  # the runner's views of blocks of rounds: one read for the whole group
+        if type(views) is RoundViews:  # the runner's views of blocks of rounds: one read for the whole group
             arms, served = views.read_arms()
         elif len(views) == 1:  # a unit alone: its pool without a copy
-            arms, served = views[0].arms[:][None], np.array([views[0].user])
+            view = views[0]
+            arms, served = view.arms[:][None], np.array([view.user])
         else:
             arms, served = np.array([view.arms[:] for view in views]), np.array([view.user for view in views])
         self._read = views, arms, served

@@ -112,12 +112,12 @@ class CLUB(BuiltAtFirstRound, MemberPolicy):
         users.update(members, served, x, reward)
         self.clusters_.update(members, self.label[i], x, reward)
         count = users.count[i]
-        cb = self.cb[i] = self.alpha2 * self.confidence.upto(int(count.max()))[count]
+        cb = self.cb[i] = self.alpha2 * self.confidence.upto(max(count.tolist()))[count]
         # delete the edge (i, j) to every neighbour j with ‖w_i − w_j‖ > CB̃_i + CB̃_j: every member's pairs at once
         neighbour = self.graph[i]  # [M, N]
         if self.served_pairs_only:
             neighbour = neighbour & (users.count > 0)
-        member, j = np.nonzero(neighbour)
+        member, j = neighbour.nonzero()
         distance = distances(users.theta[member, j], users.theta[i][member])
         for m, cut in cuts_by_member(member, j, distance > cb[member] + self.cb[member, j]):
             i = int(served[m])

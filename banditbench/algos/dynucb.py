@@ -105,7 +105,7 @@ class DynUCB(MemberPolicy):
         if not self.refresh_on_move:
             stats.update(members, N + old, x, reward)
         new = distances(self._centres(), stats.theta[i][:, None]).argmin(axis=1)  # the nearest cluster
-        for m in np.flatnonzero(new != old).tolist():
+        for m in (new != old).nonzero()[0].tolist():
             self._move(m, int(served[m]), int(old[m]), int(new[m]))
 
     def _centres(self) -> np.ndarray:

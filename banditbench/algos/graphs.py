@@ -56,5 +56,8 @@ def delete_edges(graph: np.ndarray, i: int, cut: np.ndarray) -> bool:
 
 def cuts_by_member(member: np.ndarray, j: np.ndarray, cut: np.ndarray):
     """(m, the j cut for member m) for every member with a cut, from flat pairs (member[p], j[p]) and a mask ``cut``."""
-    for m in np.unique(member[cut]).tolist():
+    cutting = member[cut]
+    if cutting.size == 0:  # most rounds cut nothing: skip np.unique's sort
+        return
+    for m in np.unique(cutting).tolist():
         yield m, j[cut & (member == m)]

@@ -91,7 +91,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
 
     def update(self, views, chosen, rewards):
         self._prepare(views)
-        pick = self.members, np.asarray(chosen)
+        pick = self.at(chosen)  # every member's chosen arm
         if self._terms is not None and same_views(self._terms[0], views):
             # Sherman–Morrison needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arms: this round's ``scores`` computed them
             _, learners, arms, (A_inv_arms, quad, means) = self._terms

@@ -91,7 +91,7 @@ class LOCB(BuiltAtFirstRound, MemberPolicy):
             member, cluster, arms[member], self.alpha[member], t, self.reference_ucb
         )
         chosen = scores.reshape(M, -1).argmax(axis=1) % K  # the arm of largest UCB over the member's clusters
-        alone = np.flatnonzero(~holding.any(axis=1))  # no cluster holds the user: its own LinUCB
+        alone = (~holding.any(axis=1)).nonzero()[0]  # no cluster holds the user: its own LinUCB
         if alone.size:
             own = self.users.cluster_ucb(alone, served[alone], arms[alone], self.alpha[alone], t, self.reference_ucb)
             chosen[alone] = own.argmax(axis=1)

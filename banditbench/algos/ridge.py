@@ -53,7 +53,7 @@ class RidgeStats:
         if len(learners) <= 2:
             for p in range(len(learners)):
                 one = None if known is None else (known[0][p], known[1][p], known[2][p])
-                self._update_one(members[p], learners[p], x[p], reward[p], one)
+                self._update_one(int(members[p]), int(learners[p]), x[p], reward[p], one)
             return
         at = members, learners
         A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]

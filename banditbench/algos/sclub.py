@@ -103,8 +103,9 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         users.update(members, served, x, reward)
         groups.update(members, c, x, reward)
         first = ~self.checked[i]
-        self.checked[i] = True
-        self.unchecked[members[first], c[first]] -= 1
+        if first.any():  # a user's first round of the stage
+            self.checked[i] = True
+            self.unchecked[members[first], c[first]] -= 1
         # split: i leaves j when ‖θ_i − θ_j‖ > α₁(F(T_i) + F(T_j)) or |T_i/t − T_j/(|j|·t)| > α_p·F(t)
         F, j = self.confidence.upto(t), self.at(c)
         difference = users.theta[i] - groups.theta[j]
@@ -112,9 +113,9 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         user_count, group_count, size = users.count[i], groups.count[j], self.size[j]
         far = distance > self.alpha1 * (F[user_count] + F[group_count])
         odd = np.abs(user_count / t - group_count / (size * t)) > self.alpha_p * F[t]
-        for m in np.flatnonzero((size > 1) & (far | odd)).tolist():
+        for m in ((size > 1) & (far | odd)).nonzero()[0].tolist():
             c[m] = self._split(m, int(served[m]), int(c[m]))
-        checked = np.flatnonzero(self.unchecked[members, c] == 0)  # merge only a fully checked cluster
+        checked = (self.unchecked[self.at(c)] == 0).nonzero()[0]  # merge only a fully checked cluster
         if checked.size:
             self._merge(checked, c[checked], t)
 
@@ -142,16 +143,17 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         """Merge member s[p]'s fully checked cluster c[p] with the nearest other fully checked cluster k satisfying
         ‖θ_j − θ_k‖ < (α₁/2)(F(T_j) + F(T_k)) and |p_j − p_k| < (α_p/2)·F(t), p a cluster's mean per-user
         frequency: the tests of every member at once, the merges member by member."""
-        g, F, at = self.groups, self.confidence.upto(t), np.arange(len(s))
-        candidate = (self.size[s] > 0) & (self.unchecked[s] == 0)
+        g, F, at, rows = self.groups, self.confidence.upto(t), np.arange(len(s)), self.rows(s)
+        size = self.size[rows]
+        candidate = (size > 0) & (self.unchecked[rows] == 0)
         candidate[at, c] = False
-        theta, count = g.theta[s], g.count[s]
+        theta, count = g.theta[rows], g.count[rows]
         distance = distances(theta, theta[at, c][:, None, :])
-        close = candidate & (distance < self.alpha1[s, None] / 2 * (F[count[at, c]][:, None] + F[count]))
-        frequency = count / np.maximum(self.size[s], 1) / t
-        close &= np.abs(frequency - frequency[at, c][:, None]) < self.alpha_p[s, None] / 2 * F[t]
-        for p in np.flatnonzero(close.any(axis=1)).tolist():
-            nearest = np.flatnonzero(close[p])
+        close = candidate & (distance < self.alpha1[rows, None] / 2 * (F[count[at, c]][:, None] + F[count]))
+        frequency = count / np.maximum(size, 1) / t
+        close &= np.abs(frequency - frequency[at, c][:, None]) < self.alpha_p[rows, None] / 2 * F[t]
+        for p in close.any(axis=1).nonzero()[0].tolist():
+            nearest = close[p].nonzero()[0]
             self._join(int(s[p]), int(c[p]), int(nearest[np.argmin(distance[p, nearest])]))
 
     def _join(self, m: int, c: int, k: int) -> None:
