@@ -106,18 +106,24 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
         if first.any():  # a user's first round of the stage
             self.checked[i] = True
             self.unchecked[members[first], c[first]] -= 1
-        # split: i leaves j when ‖θ_i − θ_j‖ > α₁(F(T_i) + F(T_j)) or |T_i/t − T_j/(|j|·t)| > α_p·F(t)
-        F, j = self.confidence.upto(t), self.at(c)
-        difference = users.theta[i] - groups.theta[j]
-        distance = np.sqrt((difference[:, None, :] @ difference[:, :, None])[:, 0, 0])
-        user_count, group_count, size = users.count[i], groups.count[j], self.size[j]
-        far = distance > self.alpha1 * (F[user_count] + F[group_count])
-        odd = np.abs(user_count / t - group_count / (size * t)) > self.alpha_p * F[t]
-        for m in ((size > 1) & (far | odd)).nonzero()[0].tolist():
-            c[m] = self._split(m, int(served[m]), int(c[m]))
+        j = self.at(c)
+        shared = self.size[j] > 1  # a singleton cluster has no one to split from
+        if shared.any():
+            self._split_tests(t, served, i, j, c, shared)
         checked = (self.unchecked[self.at(c)] == 0).nonzero()[0]  # merge only a fully checked cluster
         if checked.size:
             self._merge(checked, c[checked], t)
+
+    def _split_tests(self, t, served, i, j, c, shared) -> None:
+        """Split: user i leaves its cluster j when ‖θ_i − θ_j‖ > α₁(F(T_i) + F(T_j)) or |T_i/t − T_j/(|j|·t)| > α_p·F(t)."""
+        users, groups, F = self.users, self.groups, self.confidence.upto(t)
+        difference = users.theta[i] - groups.theta[j]
+        distance = np.sqrt((difference[:, None, :] @ difference[:, :, None])[:, 0, 0])
+        user_count, group_count = users.count[i], groups.count[j]
+        far = distance > self.alpha1 * (F[user_count] + F[group_count])
+        odd = np.abs(user_count / t - group_count / (self.size[j] * t)) > self.alpha_p * F[t]
+        for m in (shared & (far | odd)).nonzero()[0].tolist():
+            c[m] = self._split(m, int(served[m]), int(c[m]))
 
     def _advance_stage(self, t: int) -> None:
         while t > self.stage_end:  # a new stage: every user unchecked again
