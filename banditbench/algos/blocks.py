@@ -53,12 +53,9 @@ class BlockRidgeStats(RidgeStats):
 
     def update(self, members, learners, x, reward, known=None) -> None:
         for m, learner, x_p, reward_p in zip(members.tolist(), learners.tolist(), x, reward):
-            self._update_one(m, learner, x_p, reward_p)
-
-    def locate(self, x: np.ndarray) -> tuple[int, slice]:
-        """The block x lies in, and that block's span of θ and b."""
-        a = self.block_of(x)
-        return a, slice(a * self.block, (a + 1) * self.block)
+            a = self.block_of(x_p)  # the block x lies in, and that block's span of θ and b
+            span = slice(a * self.block, (a + 1) * self.block)
+            self._update_one(m, learner, x_p[span], reward_p, None, a, span)
 
     def _compact(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The block of every context [m, D] and its entries there [m, w]."""

@@ -51,9 +51,9 @@ class RidgeStats:
         alone; one or two pairs take in-place updates of their views instead, the same numbers with fewer array
         operations (below three pairs they cost less than the gathers and scatters of the batch)."""
         if len(learners) <= 2:
-            for p in range(len(learners)):
+            for p, (m, learner) in enumerate(zip(members.tolist(), learners.tolist())):
                 one = None if known is None else (known[0][p], known[1][p], known[2][p])
-                self._update_one(int(members[p]), int(learners[p]), x[p], reward[p], one)
+                self._update_one(m, learner, x[p], reward[p], one)
             return
         at = members, learners
         A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
@@ -71,21 +71,16 @@ class RidgeStats:
         if self.logdet is not None:
             self.logdet[at] += np.log1p(quad)
 
-    def _update_one(self, m: int, learner: int, x: np.ndarray, reward: float, known=None) -> None:
-        matrix, span = self.locate(x)
-        x = x[span]
+    def _update_one(self, m: int, learner: int, x, reward: float, known=None, matrix=(), span=slice(None)) -> None:
+        """One pair's update on views of its learner's statistics; ``matrix`` and ``span`` (block statistics): the
+        index of x's block in the learner's A⁻¹ and G and that block's span of θ and b, x then the block's entries."""
         quad = sherman_morrison(self.A_inv[m, learner][matrix], self.theta[m, learner, span], x, reward, known)
         self.count[m, learner] += 1
         if self.gram is not None:
-            self.gram[m, learner][matrix] += np.multiply.outer(x, x)
+            self.gram[m, learner][matrix] += x[:, None] * x
             self.b[m, learner, span] += reward * x
         if self.logdet is not None:
             self.logdet[m, learner] += np.log1p(quad)
-
-    def locate(self, x: np.ndarray) -> tuple:
-        """Where a context's sample lands in a learner's statistics: the index of its A⁻¹ and G in the learner's, and
-        the span of its θ and b."""
-        return (), slice(None)
 
     def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings; G may be a stack of
@@ -167,7 +162,7 @@ def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward
     gain = A_inv_x / (1.0 + quad)
     # θ' = A'⁻¹(b + r x) = θ + gain·(r − xᵀθ): the recursive least-squares form of the same update
     theta += gain * (reward - prediction)
-    A_inv -= np.multiply.outer(gain, A_inv_x)
+    A_inv -= gain[:, None] * A_inv_x
     return quad
 
 
