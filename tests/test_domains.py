@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from conftest import banditbench
 
@@ -112,6 +113,23 @@ def test_toml_values_are_checked_too():
     for bad in ({"horizon": [True]}, {"horizon": [2.5]}, {"delta": [float("nan")]}, {"averaged_noise": [1.0]}):
         with pytest.raises(UserError, match="cmlb"):
             grid.resolve({"cmlb": bad}, ["cmlb"])
+
+
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("cofiba", {"item_pool": 0}, "cofiba.item_pool=0: item_pool must be an integer ≥ 1"),
+        ("dynucb", {"centroid": "median"}, "dynucb.centroid='median': centroid must be one of ridge, mean"),
+        ("neuucb-one", {"covariance": "low-rank"}, "neuucb-one.covariance='low-rank': covariance must be one of"),
+        ("linucb-ind", {"ridge": 0.0}, "linucb-ind.ridge=0.0: ridge must be a finite real number > 0"),
+    ],
+)
+def test_a_policy_built_from_python_refuses_a_value_outside_its_domain(name, params, message):
+    seed = np.random.SeedSequence(0)
+    with pytest.raises(UserError) as error:
+        ALGORITHMS[name].build(n_users=4, n_arms=3, dim=2, seed=seed, params=params)
+    assert str(error.value).startswith(message)
+    assert ALGORITHMS[name].build(n_users=4, n_arms=3, dim=2, seed=seed, params={}) is not None  # the defaults hold
 
 
 def test_domains_describe_themselves():

@@ -11,6 +11,7 @@ import numpy as np
 from banditbench.algos.domains import Domain
 from banditbench.algos.state import MemberStateful, Stateful
 from banditbench.envs.round import Budget, RoundView, RoundViews
+from banditbench.errors import UserError
 from banditbench.lazy import resolve
 
 
@@ -271,7 +272,21 @@ class AlgorithmSpec:
         """The policy of one unit: a ``Policy``, or a ``MemberPolicy`` of one member."""
         if self.takes_members:
             return self.build_members(n_users=n_users, n_arms=n_arms, dim=dim, seeds=[seed], params=[params])
+        self.check(params)
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
+
+    def check(self, params: dict[str, Any]) -> None:
+        """A hyper-parameter outside its domain is a ``UserError`` naming it, however the policy is built (settings
+        check ``--set`` values so before anything runs), so that no constructor checks them again."""
+        domains = self.domains()
+        for name, value in params.items():
+            domain = domains.get(name)
+            if domain is None:  # a plug-in's parameter without a domain
+                continue
+            try:
+                domain.parse(value.item() if isinstance(value, np.generic) else value)
+            except ValueError:
+                raise UserError(f"{self.name}.{name}={value!r}: {name} must be {domain.describe()}") from None
 
     @property
     def takes_members(self) -> bool:
@@ -281,6 +296,8 @@ class AlgorithmSpec:
     def build_members(self, *, n_users: int, n_arms: int, dim: int, seeds: list, params: list[dict[str, Any]]):
         """One ``MemberPolicy`` over the members whose seeds and hyper-parameters are given (one each): they may
         differ only in the policy's ``member_params``, which it then takes as one value per member."""
+        for p in params:
+            self.check(p)
         varying = self.policy.member_params
         shared = {name: value for name, value in params[0].items() if name not in varying}
         if any({name: value for name, value in p.items() if name not in varying} != shared for p in params):

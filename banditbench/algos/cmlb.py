@@ -87,9 +87,9 @@ class CMLB(MemberPolicy):
 
     domains = {
         "alpha": d.NON_NEGATIVE,
-        "C": d.POSITIVE,
+        "C": d.NON_NEGATIVE,  # 0: no individual phase, every user in one cluster from the first step
         "delta": d.PROBABILITY,
-        "threshold_scale": d.POSITIVE,
+        "threshold_scale": d.NON_NEGATIVE,  # 0: γ = 0, every user its own cluster
         "p_star": d.FRACTION,
         "horizon": d.COUNT,
         "ridge": d.POSITIVE,

@@ -67,7 +67,6 @@ from banditbench.algos.ridge import (
     ridge_bytes,
     ucb_index,
 )
-from banditbench.errors import UserError
 
 ITEM_NODES = ("contexts", "slots")
 NEW_USER_GRAPH = ("copy", "fresh")
@@ -131,12 +130,6 @@ class COFIBA(BuiltAtFirstRound, MemberPolicy):
         frozen_counts: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        if item_nodes not in ITEM_NODES:
-            raise UserError(f"cofiba.item_nodes must be one of {', '.join(ITEM_NODES)}, got {item_nodes!r}")
-        if new_user_graph not in NEW_USER_GRAPH:
-            raise UserError(f"cofiba.new_user_graph must be one of {', '.join(NEW_USER_GRAPH)}, got {new_user_graph!r}")
-        if item_pool < 1:
-            raise UserError(f"cofiba.item_pool must be at least 1, got {item_pool}")
         self.alpha, self.alpha2, self.ridge = map(self.per_member, (alpha, alpha2, ridge))
         self.item_nodes, self.new_user_graph, self.random_init_graph = item_nodes, new_user_graph, random_init_graph
         self.reference_ucb, self.reference_threshold = reference_ucb, reference_threshold

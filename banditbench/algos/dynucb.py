@@ -33,7 +33,6 @@ from banditbench.algos.ridge import (
     ridge_bytes,
     ucb_round,
 )
-from banditbench.errors import UserError
 
 CENTROIDS = ("ridge", "mean")
 
@@ -76,10 +75,6 @@ class DynUCB(MemberPolicy):
         bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        if centroid not in CENTROIDS:
-            raise UserError(f"dynucb.centroid must be one of {', '.join(CENTROIDS)}, got {centroid!r}")
-        if n_clusters < 1:
-            raise UserError(f"dynucb.n_clusters must be at least 1, got {n_clusters}")
         self.alpha, self.centroid, self.reference_ucb = self.per_member(alpha), centroid, reference_ucb
         self.refresh_on_move, self.bandpy_clock = refresh_on_move, bandpy_clock
         # the users' statistics, then the clusters': cluster c is learner n_users + c

@@ -132,7 +132,7 @@ class EENet(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
+        self.schedule = schedule
         self.pool, self.lr, self.explore_lr, self.code_decision = max(1, pool), lr, explore_lr, code_decision
         self.train_steps, self.batch_size, self.code_training = train_steps, batch_size, code_training
         self.device = neural.resolve_device(device)
@@ -143,7 +143,7 @@ class EENet(MemberPolicy):
             self.f2 = ConvMLP(self.phi_dim, explore_width, bias, init)
         else:
             self.f2 = neural.MLP(self.phi_dim, explore_width, 2, bias, init, gradients)
-        self.decision = neural.check_choice("decision", decision, DECISIONS)
+        self.decision = decision
         self.decision_warmup, self.decision_lr = decision_warmup, decision_lr
         self.f3 = neural.MLP(2, decision_width, 2, bias, init, gradients)
         draws = [(self.f1.init(g, self.device), self.f2.init(g, self.device)) for g in self.generators]

@@ -156,7 +156,7 @@ class MCNB(MemberPolicy):
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
         M = len(seeds)
-        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
+        self.schedule = schedule
         nu, self.gamma = self.per_member(nu), self.per_member(gamma)
         self.threshold = (nu - 1.0) / nu * self.gamma  # 0.32 with the paper's ν = 5, γ = 0.4
         self.code_threshold, self.share_with_cluster = code_threshold, share_with_cluster

@@ -126,16 +126,13 @@ class MetaBan(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.meta_update = neural.check_choice("meta_update", meta_update, META_UPDATES)
-        self.group_mode = neural.check_choice("group_mode", group_mode, GROUP_MODES)
-        self.ucb = neural.check_choice("ucb", ucb, UCBS)
-        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
+        self.meta_update, self.group_mode, self.ucb, self.schedule = meta_update, group_mode, ucb, schedule
         nu, gamma = self.per_member(nu), self.per_member(gamma)
         self.threshold = (nu - 1.0) / nu * gamma
         self.alpha, self.lam, self.eta2 = self.per_member(alpha), self.per_member(lam), self.per_member(eta2)
         self.meta_steps = meta_steps
         self.code_lam_nu, self.share_data_with_group, self.batch_size = code_lam_nu, share_data_with_group, batch_size
-        self.user_start = neural.check_choice("user_start", user_start, USER_STARTS)
+        self.user_start = user_start
         self.code_training, self.lr = code_training, lr
         self.device = neural.resolve_device(device)
         self.generators = [neural.torch_generator(seed, self.device, threads) for seed in seeds]

@@ -119,7 +119,7 @@ class NeuralLinear(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
+        self.schedule = schedule
         self.alpha, self.alpha2, self.lam = self.per_member(alpha), self.per_member(alpha2), self.per_member(lam)
         self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
         self.device = neural.resolve_device(device)

@@ -146,8 +146,7 @@ class NeuralUCB(MemberPolicy):
         threads: int = 1,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        neural.check_choice("covariance", covariance, COVARIANCES)
-        self.schedule = neural.check_choice("schedule", schedule, neural.SCHEDULES)
+        self.schedule = schedule
         self.per_user, self.nu, self.lam, self.lr = per_user, self.per_member(nu), self.per_member(lam), lr
         self.train_steps, self.batch_size, self.train_served_only = train_steps, batch_size, train_served_only
         self.code_training = code_training
@@ -161,10 +160,8 @@ class NeuralUCB(MemberPolicy):
         self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
         self.mlp, self.input_dim = None, None
-        if not user_features:
+        if not user_features:  # NeuA+U: the input [x_arm ; x_user] is sized when user features are seen
             self._build(dim)
-        elif max_covariance_gb <= 0:  # NeuA+U: the input [x_arm ; x_user] is sized when user features are seen
-            raise UserError("max_covariance_gb must be positive")
 
     def _build(self, input_dim: int) -> None:
         self.mlp, self.input_dim = neural.MLP(input_dim, **self.network), input_dim
