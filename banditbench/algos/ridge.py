@@ -71,7 +71,9 @@ class RidgeStats:
         if self.logdet is not None:
             self.logdet[at] += np.log1p(quad)
 
-    def _update_one(self, m: int, learner: int, x, reward: float, known=None, matrix=(), span=slice(None)) -> None:
+    def _update_one(
+        self, m: int, learner: int, x: np.ndarray, reward: float, known=None, matrix=(), span=slice(None)
+    ) -> None:
         """One pair's update on views of its learner's statistics; ``matrix`` and ``span`` (block statistics): the
         index of x's block in the learner's A⁻¹ and G and that block's span of θ and b, x then the block's entries."""
         quad = sherman_morrison(self.A_inv[m, learner][matrix], self.theta[m, learner, span], x, reward, known)

@@ -115,8 +115,8 @@ class SCLUB(BuiltAtFirstRound, MemberPolicy):
             self._merge(checked, c[checked], t)
 
     def _split_tests(self, t, served, i, j, c, shared) -> None:
-        """Split: served user i leaves its cluster j (a member whose j is ``shared``) when ‖θ_i − θ_j‖ >
-        α₁(F(T_i) + F(T_j)) or |T_i/t − T_j/(|j|·t)| > α_p·F(t)."""
+        """Split, for the members whose cluster is ``shared``: served user i leaves its cluster j when
+        ‖θ_i − θ_j‖ > α₁(F(T_i) + F(T_j)) or |T_i/t − T_j/(|j|·t)| > α_p·F(t); ``c`` takes the new clusters."""
         users, groups, F = self.users, self.groups, self.confidence.upto(t)
         difference = users.theta[i] - groups.theta[j]
         distance = np.sqrt((difference[:, None, :] @ difference[:, :, None])[:, 0, 0])
