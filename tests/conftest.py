@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,12 @@ from unittest.mock import patch
 import pytest
 
 from banditbench.data import load_dataset, synthetic
+
+# A suite started in the background by a non-interactive shell (or by nohup, cron, some CI runners) inherits SIGINT
+# ignored, and so would every command the tests start, which Python then leaves deaf to Ctrl-C. The tests of Ctrl-C
+# need the disposition a terminal gives a command.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
