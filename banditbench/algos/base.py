@@ -276,8 +276,8 @@ class AlgorithmSpec:
         return self.policy(n_users=n_users, n_arms=n_arms, dim=dim, seed=seed, **self.fixed, **params)
 
     def check(self, params: dict[str, Any]) -> None:
-        """A hyper-parameter outside its domain is a ``UserError`` naming it, however the policy is built (settings
-        check ``--set`` values so before anything runs), so that no constructor checks them again."""
+        """A hyper-parameter outside its domain is a ``UserError`` naming it, however the policy is built (the
+        settings check ``--set`` values the same way before anything runs); constructors do not check them again."""
         domains = self.domains()
         for name, value in params.items():
             domain = domains.get(name)

@@ -160,7 +160,7 @@ class NeuralUCB(MemberPolicy):
         self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
         self.mlp, self.input_dim = None, None
-        if not user_features:  # NeuA+U: the input [x_arm ; x_user] is sized when user features are seen
+        if not user_features:  # NeuA+U's input [x_arm ; x_user] is sized when it first sees user features
             self._build(dim)
 
     def _build(self, input_dim: int) -> None:
