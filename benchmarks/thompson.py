@@ -1,9 +1,11 @@
 """The Thompson learners (LinTS, Bayesian linear regression; with ``--algos`` NeuralTS, NeuralLinear-TS and the
 Showdown's networks) against LinUCB / NeuralUCB: CPU seconds per 1 000 seed-rounds of a group's select and update,
-on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems).
+on block-encoded rewards-table rounds (one linear model per action, as the Showdown's problems), or with ``--dense``
+on the same contexts undeclared, so that one model of dimension d·K reads them all (LinTS then draws θ̃ through a
+square root of A⁻¹ instead of each score from its marginal).
 
     .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
-        [--algos linucb-one,lints-one,blr-one] [--users 1] [--repeats 3] [--set ALGO.NAME=VALUE ...]
+        [--algos linucb-one,lints-one,blr-one] [--users 1] [--repeats 3] [--dense] [--set ALGO.NAME=VALUE ...]
 
 Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
 rewards N(0, 1); each round serves one of ``--users`` users at random, which only the per-user learners read) and
@@ -24,7 +26,7 @@ PROBLEMS = {"mushroom": (117, 2), "wheel": (2, 5)}
 ALGOS = ("linucb-one", "lints-one", "blr-one")
 
 
-def rounds_of(d: int, K: int, n: int, members: int, users: int = 1) -> list[list[Round]]:
+def rounds_of(d: int, K: int, n: int, members: int, users: int = 1, dense: bool = False) -> list[list[Round]]:
     rng = np.random.default_rng(0)
     out = []
     for t in range(n):
@@ -34,7 +36,7 @@ def rounds_of(d: int, K: int, n: int, members: int, users: int = 1) -> list[list
             for a in range(K):
                 arms[a, a * d : (a + 1) * d] = rng.standard_normal(d)
             rewards = rng.standard_normal(K)
-            row.append(Round(t, int(rng.integers(users)), arms, rewards, rewards, block=d))
+            row.append(Round(t, int(rng.integers(users)), arms, rewards, rewards, block=None if dense else d))
         out.append(row)
     return out
 
@@ -70,13 +72,14 @@ def main() -> None:
     parser.add_argument("--algos", default=",".join(ALGOS))
     parser.add_argument("--users", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dense", action="store_true", help="contexts not declared as blocks: one d·K model")
     parser.add_argument("--set", action="append", default=[], metavar="ALGO.NAME=VALUE")
     args = parser.parse_args()
     params = settings(args.set)
     for problem in args.problems.split(","):
         d, K = PROBLEMS[problem]
         for members in map(int, args.members.split(",")):
-            rounds = rounds_of(d, K, args.rounds, members, args.users)
+            rounds = rounds_of(d, K, args.rounds, members, args.users, args.dense)
             for name in args.algos.split(","):
                 best = min(seconds(name, d, K, rounds, params.get(name, {}), args.users) for _ in range(args.repeats))
                 per = 1000 * best / (members * args.rounds)

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.ridge import RidgeStats, potter_update
 from banditbench.algos.thompson import MemberStream, standard_gammas
 from banditbench.envs.round import Budget, Round
 
@@ -171,15 +172,37 @@ def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params,
     for m, policy in enumerate(alone):
         assert np.array_equal(group.stats.A_inv[m], policy.stats.A_inv[0])
         assert np.array_equal(group.stats.theta[m], policy.stats.theta[0])
+        if group.stats.root is not None:
+            assert np.array_equal(group.stats.root[m], policy.stats.root[0])
 
 
-def test_an_a_inverse_that_rounding_made_indefinite_still_gives_its_members_draws():
-    from banditbench.algos.thompson import posterior_factors
+def test_potters_update_keeps_a_square_root_of_each_learners_a_inverse():
+    """One pair at a time and three at once, then a context repeated until A is badly conditioned (A⁻¹'s smallest
+    eigenvalue 1e-5 of its largest): R Rᵀ stays (λI + Σ x xᵀ)⁻¹, and a reset learner starts again from I / √λ."""
+    ridge, d = np.array([1.0, 0.25]), 4
+    stats = RidgeStats(2, 3, d, ridge, raw_sums=False, logdet=False, root=True)
+    A = ridge[:, None, None, None] * np.broadcast_to(np.eye(d), (2, 3, d, d))
+    rng = np.random.default_rng(0)
+    for t in range(200):
+        pairs = [(t % 2, t % 3)] if t % 4 else [(0, 0), (1, 2), (0, 1)]
+        members, learners = (np.array(column) for column in zip(*pairs))
+        x = rng.normal(size=(len(pairs), d))
+        if t >= 100:
+            x[:] = [1.0, 2.0, 0.0, -1.0]
+        stats.update(members, learners, x, np.zeros(len(pairs)))
+        A[members, learners] += x[:, :, None] * x[:, None, :]
+    R = stats.root
+    np.testing.assert_allclose(R @ np.swapaxes(R, 2, 3), np.linalg.inv(A), rtol=1e-7, atol=1e-12)
+    stats.reset(1, 2)
+    np.testing.assert_allclose(stats.root[1, 2], np.eye(d) / np.sqrt(0.25), atol=1e-15)
 
-    good = np.array([[2.0, 0.5], [0.5, 1.0]])
-    bad = np.array([[1.0, 0.0], [0.0, -1e-15]])  # what a long run of rank-one updates can leave
-    factors = posterior_factors(np.stack([good, bad]))
-    np.testing.assert_allclose(factors[0], np.linalg.cholesky(good))  # the healthy member keeps its own factor
-    np.testing.assert_allclose(factors[1] @ factors[1].T, np.diag([1.0, 0.0]), atol=1e-12)
-    with pytest.raises(np.linalg.LinAlgError):
-        np.linalg.cholesky(bad)
+
+def test_a_wrong_square_root_update_fails_that_check():
+    """The control: R ← R − (R u) uᵀ / (1 + q), Sherman–Morrison's coefficient on the root, leaves R Rᵀ off A⁻¹."""
+    d = 3
+    R, x = np.eye(d), np.array([1.0, 0.5, -2.0])
+    u = R.T @ x
+    wrong = R - np.outer(R @ u, u) / (1.0 + u @ u)
+    assert not np.allclose(wrong @ wrong.T, np.linalg.inv(np.eye(d) + np.outer(x, x)), rtol=1e-7)
+    potter_update(R[None], x[None])
+    np.testing.assert_allclose(R @ R.T, np.linalg.inv(np.eye(d) + np.outer(x, x)), rtol=1e-12)

@@ -24,6 +24,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
     transient = ("_terms",)  # this round's products, from ``scores`` to ``update``
     intercept = False  # a constant 1 after every context, fitted as one more weight (Bayesian linear regression's)
+    square_roots = False  # keep R with R Rᵀ = A⁻¹ on shared contexts (LinTS's posterior draws)
 
     def __init__(self, *, n_users, n_arms, dim, seeds, per_user: bool = True, alpha=1.0, ridge=1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
@@ -35,13 +36,17 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
-        return ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
+        matrices = ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
+        return 2 * matrices if cls.square_roots and block is None else matrices  # A⁻¹, and R beside it
 
     def _build(self, block: int | None) -> None:
         models = self.n_users if self.per_user else 1
         blocks, width = (1, self.dim) if block is None else (self.dim // block, block)
         width += self.intercept
-        self.stats = RidgeStats(len(self.members), models * blocks, width, self.ridge, raw_sums=False, logdet=False)
+        root = self.square_roots and block is None
+        self.stats = RidgeStats(
+            len(self.members), models * blocks, width, self.ridge, raw_sums=False, logdet=False, root=root
+        )
 
     def scores(self, views) -> np.ndarray:
         """The LinUCB score of every member's arms [M, K] (what ``select`` maximises): xᵀθ_u + α·sqrt(xᵀA_u⁻¹x)."""

@@ -5,7 +5,8 @@ update costs O(d²) instead of the O(d³) of a fresh inverse:
     (A + x xᵀ)⁻¹ = A⁻¹ − (A⁻¹ x)(A⁻¹ x)ᵀ / (1 + xᵀ A⁻¹ x)        (Sherman–Morrison)
 The raw Gram matrix G = Σ x xᵀ is kept too, so that groups of users can pool their samples
 (A_group = λI + Σ_members G_u, the regulariser counted once), and log det A is updated by the
-matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius.
+matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius. A square root
+R of A⁻¹ (R Rᵀ = A⁻¹, for Thompson sampling's draws θ̂ + R z) can be kept as well, by Potter's rank-one update.
 Every array has the member axis first (``A_inv[m, u]``), and the batched products compute each member's slice bit for
 bit as the same product alone, so a group learns exactly as its members alone.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ARRAYS = ("A_inv", "gram", "b", "theta", "count", "logdet")  # a RidgeStats' arrays (None where not kept)
+ARRAYS = ("A_inv", "gram", "b", "theta", "count", "logdet", "root")  # a RidgeStats' arrays (None where not kept)
 
 
 def ridge_bytes(n_learners: int, dim: int, raw_sums: bool = True, block: int | None = None) -> int:
@@ -27,13 +28,17 @@ class RidgeStats:
     """The ridge statistics of ``n_learners`` learners of each of ``members`` members, the member axis first: A⁻¹ and G
     [M, n, d, d], b and θ [M, n, d], pull counts and log det A [M, n]; λ one value or one per member [M].
     ``raw_sums=False`` drops G and b (learners whose samples are never pooled), ``logdet=False`` drops log det A:
-    fewer array operations per update in the round loop."""
+    fewer array operations per update in the round loop; ``root=True`` keeps R with R Rᵀ = A⁻¹ [M, n, d, d] too."""
 
-    def __init__(self, members: int, n_learners: int, dim: int, ridge=1.0, raw_sums: bool = True, logdet=True):
+    def __init__(
+        self, members: int, n_learners: int, dim: int, ridge=1.0, raw_sums: bool = True, logdet=True, root=False
+    ):
         self.ridge = np.broadcast_to(np.asarray(ridge, dtype=float), (members,)).copy()  # [M]
         shape, matrices = (members, n_learners), self.matrix_shape(dim)
         identity = np.broadcast_to(np.eye(matrices[-1]), (*shape, *matrices))
-        self.A_inv = identity / self.ridge.reshape(members, *[1] * (identity.ndim - 1))  # I / λ of each member
+        per_member = self.ridge.reshape(members, *[1] * (identity.ndim - 1))
+        self.A_inv = identity / per_member  # I / λ of each member
+        self.root = identity / np.sqrt(per_member) if root else None  # I / √λ
         self.gram = np.zeros((*shape, *matrices)) if raw_sums else None  # Σ x xᵀ (no regulariser)
         self.b = np.zeros((*shape, dim)) if raw_sums else None
         self.theta = np.zeros((*shape, dim))  # A⁻¹ b
@@ -70,6 +75,10 @@ class RidgeStats:
             self.b[at] += reward[:, None] * x
         if self.logdet is not None:
             self.logdet[at] += np.log1p(quad)
+        if self.root is not None:
+            root = self.root[at]
+            potter_update(root, x)
+            self.root[at] = root
 
     def _update_one(
         self, m: int, learner: int, x: np.ndarray, reward: float, known=None, matrix=(), span=slice(None)
@@ -83,6 +92,8 @@ class RidgeStats:
             self.b[m, learner, span] += reward * x
         if self.logdet is not None:
             self.logdet[m, learner] += np.log1p(quad)
+        if self.root is not None:  # dense statistics only (LinTS's)
+            potter_update(self.root[m, learner : learner + 1], x[None])
 
     def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings; G may be a stack of
@@ -96,6 +107,8 @@ class RidgeStats:
             self.b[m, learner] = b
         if self.logdet is not None:
             self.logdet[m, learner] = np.linalg.slogdet(A)[1].sum()
+        if self.root is not None:
+            self.root[m, learner] = np.linalg.cholesky(np.linalg.inv(A))
 
     def pool(self, m: int, learners: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """Raw sums (Σ G, Σ b, Σ count) over member m's ``learners``: what a group built from them starts with."""
@@ -106,7 +119,7 @@ class RidgeStats:
 
     def fresh(self, n_learners: int) -> RidgeStats:
         """``n_learners`` new learners per member (A = λI, nothing seen) of the same kind and dimension."""
-        kinds = {"raw_sums": self.gram is not None, "logdet": self.logdet is not None}
+        kinds = {"raw_sums": self.gram is not None, "logdet": self.logdet is not None, "root": self.root is not None}
         return RidgeStats(len(self.ridge), n_learners, self.theta.shape[2], self.ridge, **kinds)
 
     def grow(self, n_learners: int) -> None:
@@ -166,6 +179,18 @@ def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward
     theta += gain * (reward - prediction)
     A_inv -= gain[:, None] * A_inv_x
     return quad
+
+
+def potter_update(root: np.ndarray, x: np.ndarray) -> None:
+    """Add the sample x [P, d] to the square roots R [P, d, d] of P learners' A⁻¹ (R Rᵀ = A⁻¹), in place: with
+    u = Rᵀx and q = uᵀu = xᵀA⁻¹x, R' = R − c·(R u) uᵀ, c = 1 / (1 + q + sqrt(1 + q)), so that
+    R' R'ᵀ = R (I − u uᵀ/(1 + q)) Rᵀ = (A + x xᵀ)⁻¹ (Potter's square-root update: Potter & Stern 1963; Bierman 1977).
+    O(d²) a sample where a fresh Cholesky factor of A⁻¹ costs O(d³), and R Rᵀ stays positive semi-definite whatever
+    the rounding."""
+    u = (x[:, None, :] @ root)[:, 0, :]  # uᵀ = xᵀR
+    q = np.add.reduce(u * u, axis=1)
+    R_u = (root @ u[:, :, None])[:, :, 0]
+    root -= (R_u / (1.0 + q + np.sqrt(1.0 + q))[:, None])[:, :, None] * u[:, None, :]
 
 
 def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:

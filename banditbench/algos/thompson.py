@@ -12,12 +12,13 @@ from a posterior instead of an upper confidence bound:
   (r − xᵀθ̂)² / (1 + xᵀA⁻¹x) (the recursive least-squares identity), so each update stays O(d²). The prior
   a₀ = b₀ = 6, λ = 0.25, two initial round-robin pulls of each arm and an intercept (a constant 1 appended to each
   learner's context, ``intercept=True``) are the Showdown's LinFullPost settings; without the intercept its regret
-  on the wheel and statlog is 53–86 % higher than their code's (benchmarks/parity_showdown.py).
+  on the wheel and statlog is 62–87 % higher than their code's (benchmarks/parity_showdown.py).
 
 Block-encoded contexts (one learner per arm, as the Showdown's per-action models): arm a's score xᵀθ̃_a reads only
 its own learner's draw, and the learners' draws are independent, so each score is drawn directly from its exact
 marginal N(xᵀθ̂_a, s² xᵀA_a⁻¹x) (s = v, or σ̃_a): the same distribution as drawing θ̃_a, at LinUCB's O(K d²) per
-round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·L z, L Lᵀ = A⁻¹.
+round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·R z with R Rᵀ = A⁻¹,
+R kept by Potter's O(d²) rank-one update at every sample (banditbench/algos/ridge.py) rather than factored anew.
 
 Every member draws from its own generator, and a group draws for all its members at once: each member's standard
 normals and exponentials are drawn a chunk at a time (``MemberStream``), and a round takes one slice of them for
@@ -40,6 +41,7 @@ class LinTS(LinUCB):
 
     member_params = ("v", "ridge")
     domains = {"v": d.NON_NEGATIVE, "ridge": d.POSITIVE}
+    square_roots = True
 
     def __init__(self, *, n_users, n_arms, dim, seeds, per_user: bool = True, v=1.0, ridge=1.0):
         super().__init__(
@@ -60,9 +62,9 @@ class LinTS(LinUCB):
         if self.block is not None:  # one learner per arm: each score from its exact marginal
             z = self.normals.take(self.rngs, arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
-        factor = posterior_factors(self.stats.A_inv[self.at(learners[:, 0])])
+        root = self.stats.root[self.at(learners[:, 0])]
         z = self.normals.take(self.rngs, arms.shape[2])
-        return means + scale * (arms @ (factor @ z[:, :, None]))[:, :, 0]
+        return means + scale * (arms @ (root @ z[:, :, None]))[:, :, 0]
 
 
 class BayesianLinearRegression(LinTS):
@@ -175,23 +177,3 @@ def inverse_gamma_scales(rngs, shape: np.ndarray, rate: np.ndarray) -> np.ndarra
     m's ``rngs[m]`` in learner order: NeuralLinear-TS's per-action draws, whose runs reproduce this order."""
     gamma = [rng.standard_gamma(k) for rng, row in zip(rngs, shape.tolist()) for k in row]
     return np.sqrt(rate / np.reshape(gamma, shape.shape))
-
-
-def posterior_factors(A_inv: np.ndarray) -> np.ndarray:
-    """L with L Lᵀ = A⁻¹ for every member's A⁻¹ [M, d, d] (symmetrised: Sherman–Morrison keeps it so only up to
-    rounding); a member whose A⁻¹ rounding has made slightly indefinite alone takes ``eigen_factor``."""
-    symmetric = 0.5 * (A_inv + np.swapaxes(A_inv, 1, 2))
-    try:
-        return np.linalg.cholesky(symmetric)
-    except np.linalg.LinAlgError:
-        return np.stack([eigen_factor(matrix) for matrix in symmetric])
-
-
-def eigen_factor(matrix: np.ndarray) -> np.ndarray:
-    """The Cholesky factor of a symmetric matrix, or V·diag(sqrt(max(λ, 0))) from its eigen-decomposition when it is
-    not positive definite: the factor of the nearest positive semi-definite matrix."""
-    try:
-        return np.linalg.cholesky(matrix)
-    except np.linalg.LinAlgError:
-        values, vectors = np.linalg.eigh(matrix)
-        return vectors * np.sqrt(np.maximum(values, 0.0))
