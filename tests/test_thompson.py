@@ -177,22 +177,23 @@ def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params,
 
 
 def test_potters_update_keeps_a_square_root_of_each_learners_a_inverse():
-    """One pair at a time and three at once, then a context repeated until A is badly conditioned (A⁻¹'s smallest
-    eigenvalue 1e-5 of its largest): R Rᵀ stays (λI + Σ x xᵀ)⁻¹, and a reset learner starts again from I / √λ."""
+    """One pair at a time and three at once, then one context 2 000 times more on one learner, until its A⁻¹'s
+    smallest eigenvalue is under 1e-5 of its largest: R Rᵀ stays (λI + Σ x xᵀ)⁻¹, and a reset learner starts again
+    from I / √λ."""
     ridge, d = np.array([1.0, 0.25]), 4
     stats = RidgeStats(2, 3, d, ridge, raw_sums=False, logdet=False, root=True)
     A = ridge[:, None, None, None] * np.broadcast_to(np.eye(d), (2, 3, d, d))
     rng = np.random.default_rng(0)
-    for t in range(200):
-        pairs = [(t % 2, t % 3)] if t % 4 else [(0, 0), (1, 2), (0, 1)]
+    for t in range(2100):
+        pairs = [(0, 0)] if t >= 100 else [(t % 2, t % 3)] if t % 4 else [(0, 0), (1, 2), (0, 1)]
         members, learners = (np.array(column) for column in zip(*pairs))
-        x = rng.normal(size=(len(pairs), d))
-        if t >= 100:
-            x[:] = [1.0, 2.0, 0.0, -1.0]
+        x = np.array([[30.0, 60.0, 0.0, -30.0]]) if t >= 100 else rng.normal(size=(len(pairs), d))
         stats.update(members, learners, x, np.zeros(len(pairs)))
         A[members, learners] += x[:, :, None] * x[:, None, :]
+    eigenvalues = np.linalg.eigvalsh(A[0, 0])
+    assert eigenvalues[0] / eigenvalues[-1] < 1e-5
     R = stats.root
-    np.testing.assert_allclose(R @ np.swapaxes(R, 2, 3), np.linalg.inv(A), rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(R @ np.swapaxes(R, 2, 3), np.linalg.inv(A), rtol=1e-6, atol=1e-12)
     stats.reset(1, 2)
     np.testing.assert_allclose(stats.root[1, 2], np.eye(d) / np.sqrt(0.25), atol=1e-15)
 
