@@ -120,12 +120,29 @@ def test_lints_scores_are_drawn_from_each_arms_posterior_marginal():
         assert stats.kstest(draws[:, a], stats.norm(mean, 2 * sd).cdf).pvalue < 1e-3
 
 
+@pytest.mark.parametrize("name", ["lints-one", "blr-one"])
+def test_one_shared_models_posterior_is_the_closed_form_of_its_samples(name):
+    """Without blocks one model learns from every played arm, in square-root form: R Rᵀ = (λI + XᵀX)⁻¹, θ̂ = A⁻¹Xᵀy."""
+    policy = group_of(name, [{"ridge": 0.5}], [0], n_users=1, n_arms=K, dim=W)
+    rounds = random_rounds(60, dense_round)
+    chosen = play(policy, rounds)
+    X = np.array([rnd.arms[c] for rnd, c in zip(rounds, chosen)])
+    y = np.array([rnd.rewards[c] for rnd, c in zip(rounds, chosen)])
+    if policy.intercept:
+        X = np.hstack([X, np.ones((len(X), 1))])
+    A = 0.5 * np.eye(X.shape[1]) + X.T @ X
+    R = policy.stats.root[0, 0]
+    np.testing.assert_allclose(R @ R.T, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(policy.stats.theta[0, 0], np.linalg.solve(A, X.T @ y), rtol=1e-9, atol=1e-12)
+
+
 def test_lints_on_shared_contexts_draws_one_theta_for_every_arm():
     """Without blocks the arms' scores are xᵀθ̃ of one draw θ̃ ~ N(θ̂, v²A⁻¹): covariance v² X A⁻¹ Xᵀ."""
     policy = fitted("lints-one", {"v": 0.5}, make=dense_round, dim=W, width=W)
     rnd = random_rounds(1, dense_round, seed=7)[0]
     draws = np.array([policy.scores([rnd.view(Budget())])[0] for _ in range(4000)])
-    X, A_inv, theta = rnd.arms, policy.stats.A_inv[0, 0], policy.stats.theta[0, 0]
+    R, theta = policy.stats.root[0, 0], policy.stats.theta[0, 0]
+    X, A_inv = rnd.arms, R @ R.T
     np.testing.assert_allclose(draws.mean(0), X @ theta, atol=4 * 0.5 * np.sqrt(np.diag(X @ A_inv @ X.T)).max() / 60)
     np.testing.assert_allclose(np.cov(draws.T), 0.25 * X @ A_inv @ X.T, rtol=0.1, atol=1e-3)
 
@@ -169,11 +186,10 @@ def test_a_group_draws_and_learns_bit_for_bit_as_its_members_alone(name, params,
         for policy, view, rnd, arm in zip(alone, views, rounds, chosen):
             assert policy.select([view], [Budget()]) == [arm]
             policy.update([view], [arm], [float(rnd.rewards[arm])])
+    inverse = "A_inv" if group.stats.root is None else "root"  # A⁻¹, or its square root R on shared contexts
     for m, policy in enumerate(alone):
-        assert np.array_equal(group.stats.A_inv[m], policy.stats.A_inv[0])
+        assert np.array_equal(getattr(group.stats, inverse)[m], getattr(policy.stats, inverse)[0])
         assert np.array_equal(group.stats.theta[m], policy.stats.theta[0])
-        if group.stats.root is not None:
-            assert np.array_equal(group.stats.root[m], policy.stats.root[0])
 
 
 def test_potters_update_keeps_a_square_root_of_each_learners_a_inverse():
@@ -205,5 +221,5 @@ def test_a_wrong_square_root_update_fails_that_check():
     u = R.T @ x
     wrong = R - np.outer(R @ u, u) / (1.0 + u @ u)
     assert not np.allclose(wrong @ wrong.T, np.linalg.inv(np.eye(d) + np.outer(x, x)), rtol=1e-7)
-    potter_update(R[None], x[None])
+    potter_update(R[None], np.zeros((1, d)), x[None], np.zeros(1))
     np.testing.assert_allclose(R @ R.T, np.linalg.inv(np.eye(d) + np.outer(x, x)), rtol=1e-12)

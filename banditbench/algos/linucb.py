@@ -24,7 +24,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
     domains = {"alpha": d.NON_NEGATIVE, "ridge": d.POSITIVE}
     transient = ("_terms",)  # this round's products, from ``scores`` to ``update``
     intercept = False  # a constant 1 after every context, fitted as one more weight (Bayesian linear regression's)
-    square_roots = False  # keep R with R Rᵀ = A⁻¹ on shared contexts (LinTS's posterior draws)
+    square_roots = False  # R with R Rᵀ = A⁻¹ instead of A⁻¹ on shared contexts (LinTS's posterior draws)
 
     def __init__(self, *, n_users, n_arms, dim, seeds, per_user: bool = True, alpha=1.0, ridge=1.0):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
@@ -36,8 +36,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
-        matrices = ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
-        return 2 * matrices if cls.square_roots and block is None else matrices  # A⁻¹, and R beside it
+        return ridge_bytes(n_users if per_user else 1, dim, raw_sums=False, block=block)
 
     def _build(self, block: int | None) -> None:
         models = self.n_users if self.per_user else 1
@@ -54,10 +53,17 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         return means + self.alpha[:, None] * np.sqrt(np.maximum(quad, 0.0))
 
     def means_and_quadratic_forms(self, views) -> tuple[np.ndarray, np.ndarray]:
-        """xᵀθ_u and xᵀA_u⁻¹x of every member's arms [M, K], kept with A⁻¹x for this round's ``update``."""
+        """xᵀθ_u and xᵀA_u⁻¹x of every member's arms [M, K], kept with A⁻¹x (Rᵀx in square-root form) for this round's
+        ``update``."""
         self._prepare(views)
         arms, learners = self._arms_and_learners(views)
         stats = self.stats
+        if stats.root is not None:  # square-root form (shared contexts only): u = Rᵀx, xᵀA⁻¹x = uᵀu
+            at = self.at(learners[:, 0])
+            u = arms @ stats.root[at]
+            quad, means = np.add.reduce(u * u, axis=2), means_each(stats.theta[at], arms)
+            self._terms = views, learners, arms, (u, quad, means)
+            return means, quad
         if self.block is None:
             at = self.at(learners[:, 0])
             A_inv_arms = arms @ stats.A_inv[at]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric

@@ -5,8 +5,9 @@ update costs O(d²) instead of the O(d³) of a fresh inverse:
     (A + x xᵀ)⁻¹ = A⁻¹ − (A⁻¹ x)(A⁻¹ x)ᵀ / (1 + xᵀ A⁻¹ x)        (Sherman–Morrison)
 The raw Gram matrix G = Σ x xᵀ is kept too, so that groups of users can pool their samples
 (A_group = λI + Σ_members G_u, the regulariser counted once), and log det A is updated by the
-matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius. A square root
-R of A⁻¹ (R Rᵀ = A⁻¹, for Thompson sampling's draws θ̂ + R z) can be kept as well, by Potter's rank-one update.
+matrix-determinant lemma, log det(A + x xᵀ) = log det A + log(1 + xᵀ A⁻¹ x), for OFUL's radius. In square-root
+form a learner keeps R with R Rᵀ = A⁻¹ instead of A⁻¹ (for Thompson sampling's draws θ̂ + R z), by Potter's
+rank-one update, O(d²) as Sherman–Morrison's.
 Every array has the member axis first (``A_inv[m, u]``), and the batched products compute each member's slice bit for
 bit as the same product alone, so a group learns exactly as its members alone.
 """
@@ -28,7 +29,8 @@ class RidgeStats:
     """The ridge statistics of ``n_learners`` learners of each of ``members`` members, the member axis first: A⁻¹ and G
     [M, n, d, d], b and θ [M, n, d], pull counts and log det A [M, n]; λ one value or one per member [M].
     ``raw_sums=False`` drops G and b (learners whose samples are never pooled), ``logdet=False`` drops log det A:
-    fewer array operations per update in the round loop; ``root=True`` keeps R with R Rᵀ = A⁻¹ [M, n, d, d] too."""
+    fewer array operations per update in the round loop. ``root=True`` is the square-root form: R with R Rᵀ = A⁻¹
+    [M, n, d, d] instead of A⁻¹ (None), for ``update``, ``assign`` and ``reset`` (the scoring helpers read A⁻¹)."""
 
     def __init__(
         self, members: int, n_learners: int, dim: int, ridge=1.0, raw_sums: bool = True, logdet=True, root=False
@@ -37,7 +39,7 @@ class RidgeStats:
         shape, matrices = (members, n_learners), self.matrix_shape(dim)
         identity = np.broadcast_to(np.eye(matrices[-1]), (*shape, *matrices))
         per_member = self.ridge.reshape(members, *[1] * (identity.ndim - 1))
-        self.A_inv = identity / per_member  # I / λ of each member
+        self.A_inv = None if root else identity / per_member  # I / λ of each member
         self.root = identity / np.sqrt(per_member) if root else None  # I / √λ
         self.gram = np.zeros((*shape, *matrices)) if raw_sums else None  # Σ x xᵀ (no regulariser)
         self.b = np.zeros((*shape, dim)) if raw_sums else None
@@ -51,10 +53,14 @@ class RidgeStats:
 
     def update(self, members: np.ndarray, learners: np.ndarray, x: np.ndarray, reward: np.ndarray, known=None):
         """Member ``members[p]`` adds the sample (x[p], reward[p]) to its learner ``learners[p]``, every pair distinct,
-        in one batched Sherman–Morrison update; ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) [P, …] when the caller has just
-        computed them. Every product is a stacked matmul, which computes each pair's slice bit for bit as the product
-        alone; one or two pairs take in-place updates of their views instead, the same numbers with fewer array
-        operations (below three pairs they cost less than the gathers and scatters of the batch)."""
+        in one batched Sherman–Morrison update (Potter's in square-root form); ``known`` = (A⁻¹x, xᵀA⁻¹x, xᵀθ) [P, …],
+        in square-root form (Rᵀx, xᵀA⁻¹x, xᵀθ), when the caller has just computed them. Every product is a stacked
+        matmul, which computes each pair's slice bit for bit as the product alone; one or two pairs take in-place
+        updates of their views instead, the same numbers with fewer array operations (below three pairs they cost less
+        than the gathers and scatters of the batch)."""
+        if self.root is not None:
+            self._update_roots(members, learners, x, reward, known)
+            return
         if len(learners) <= 2:
             for p, (m, learner) in enumerate(zip(members.tolist(), learners.tolist())):
                 one = None if known is None else (known[0][p], known[1][p], known[2][p])
@@ -69,16 +75,29 @@ class RidgeStats:
         gain = A_inv_x / (1.0 + quad)[:, None]
         self.theta[at] = theta + gain * (reward - prediction)[:, None]
         self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
+        self._add_sums(at, x, reward, quad)
+
+    def _update_roots(self, members, learners, x, reward, known) -> None:
+        """``update`` in square-root form: one pair's rows updated in place (views), several gathered and written
+        back, by the same stacked products."""
+        if len(learners) == 1:
+            at = int(members[0]), slice(int(learners[0]), int(learners[0]) + 1)
+            quad = potter_update(self.root[at], self.theta[at], x, reward, known)
+        else:
+            at = members, learners
+            root, theta = self.root[at], self.theta[at]
+            quad = potter_update(root, theta, x, reward, known)
+            self.root[at], self.theta[at] = root, theta
+        self._add_sums(at, x, reward, quad)
+
+    def _add_sums(self, at, x: np.ndarray, reward: np.ndarray, quad: np.ndarray) -> None:
+        """The pull counts, raw sums and log det A of the learners ``at`` [P] after their samples x [P, d]."""
         self.count[at] += 1
         if self.gram is not None:
             self.gram[at] += x[:, :, None] * x[:, None, :]
             self.b[at] += reward[:, None] * x
         if self.logdet is not None:
             self.logdet[at] += np.log1p(quad)
-        if self.root is not None:
-            root = self.root[at]
-            potter_update(root, x)
-            self.root[at] = root
 
     def _update_one(
         self, m: int, learner: int, x: np.ndarray, reward: float, known=None, matrix=(), span=slice(None)
@@ -92,30 +111,31 @@ class RidgeStats:
             self.b[m, learner, span] += reward * x
         if self.logdet is not None:
             self.logdet[m, learner] += np.log1p(quad)
-        if self.root is not None:  # dense statistics only (LinTS's)
-            potter_update(self.root[m, learner : learner + 1], x[None])
 
     def assign(self, m: int, learner: int, gram: np.ndarray, b: np.ndarray, count: int) -> None:
         """Set member m's learner from pooled raw sums (one O(d³) inverse, for rare regroupings; G may be a stack of
         diagonal blocks [blocks, w, w], each inverted alone, b then their vectors side by side)."""
         A = self.ridge[m] * np.eye(gram.shape[-1]) + gram
-        self.A_inv[m, learner] = np.linalg.inv(A)
-        self.theta[m, learner] = (self.A_inv[m, learner] @ b.reshape(*gram.shape[:-1], 1)).ravel()
+        A_inv = np.linalg.inv(A)
+        if self.root is None:
+            self.A_inv[m, learner] = A_inv
+        else:
+            self.root[m, learner] = np.linalg.cholesky(A_inv)
+        self.theta[m, learner] = (A_inv @ b.reshape(*gram.shape[:-1], 1)).ravel()
         self.count[m, learner] = count
         if self.gram is not None:
             self.gram[m, learner] = gram
             self.b[m, learner] = b
         if self.logdet is not None:
             self.logdet[m, learner] = np.linalg.slogdet(A)[1].sum()
-        if self.root is not None:
-            self.root[m, learner] = np.linalg.cholesky(np.linalg.inv(A))
 
     def pool(self, m: int, learners: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """Raw sums (Σ G, Σ b, Σ count) over member m's ``learners``: what a group built from them starts with."""
         return self.gram[m, learners].sum(axis=0), self.b[m, learners].sum(axis=0), int(self.count[m, learners].sum())
 
     def reset(self, m: int, learner: int) -> None:
-        self.assign(m, learner, np.zeros(self.A_inv.shape[2:]), np.zeros(self.theta.shape[2]), 0)
+        matrices = (self.A_inv if self.root is None else self.root).shape[2:]
+        self.assign(m, learner, np.zeros(matrices), np.zeros(self.theta.shape[2]), 0)
 
     def fresh(self, n_learners: int) -> RidgeStats:
         """``n_learners`` new learners per member (A = λI, nothing seen) of the same kind and dimension."""
@@ -181,16 +201,21 @@ def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward
     return quad
 
 
-def potter_update(root: np.ndarray, x: np.ndarray) -> None:
-    """Add the sample x [P, d] to the square roots R [P, d, d] of P learners' A⁻¹ (R Rᵀ = A⁻¹), in place: with
-    u = Rᵀx and q = uᵀu = xᵀA⁻¹x, R' = R − c·(R u) uᵀ, c = 1 / (1 + q + sqrt(1 + q)), so that
-    R' R'ᵀ = R (I − u uᵀ/(1 + q)) Rᵀ = (A + x xᵀ)⁻¹ (Potter's square-root update: Potter & Stern 1963; Bierman 1977).
-    O(d²) a sample where a fresh Cholesky factor of A⁻¹ costs O(d³), and R Rᵀ stays positive semi-definite whatever
-    the rounding."""
-    u = (x[:, None, :] @ root)[:, 0, :]  # uᵀ = xᵀR
-    q = np.add.reduce(u * u, axis=1)
-    R_u = (root @ u[:, :, None])[:, :, 0]
-    root -= (R_u / (1.0 + q + np.sqrt(1.0 + q))[:, None])[:, :, None] * u[:, None, :]
+def potter_update(root: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: np.ndarray, known=None) -> np.ndarray:
+    """Add the samples (x[p], reward[p]) to P learners in square-root form, in place: their R [P, d, d] (R Rᵀ = A⁻¹)
+    and θ [P, d]; ``known`` = (Rᵀx, xᵀA⁻¹x, xᵀθ) when the caller has them. Returns xᵀA⁻¹x [P]. With u = Rᵀx and
+    q = uᵀu = xᵀA⁻¹x, R u = A⁻¹x gives Sherman–Morrison's θ' = θ + A⁻¹x·(r − xᵀθ)/(1 + q), and
+    R' = R − c·(R u) uᵀ, c = 1 / (1 + q + sqrt(1 + q)), gives R' R'ᵀ = R (I − u uᵀ/(1 + q)) Rᵀ = (A + x xᵀ)⁻¹
+    (Potter's square-root update: Potter & Stern 1963; Bierman 1977). R Rᵀ stays positive semi-definite whatever
+    the rounding, and a draw θ̂ + R z needs no factorisation."""
+    if known is None:
+        u = (x[:, None, :] @ root)[:, 0, :]  # uᵀ = xᵀR
+        known = u, np.add.reduce(u * u, axis=1), np.add.reduce(x * theta, axis=1)
+    u, quad, prediction = known
+    A_inv_x = (root @ u[:, :, None])[:, :, 0]
+    theta += A_inv_x * ((reward - prediction) / (1.0 + quad))[:, None]
+    root -= (A_inv_x / (1.0 + quad + np.sqrt(1.0 + quad))[:, None])[:, :, None] * u[:, None, :]
+    return quad
 
 
 def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:

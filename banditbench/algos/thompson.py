@@ -17,8 +17,9 @@ from a posterior instead of an upper confidence bound:
 Block-encoded contexts (one learner per arm, as the Showdown's per-action models): arm a's score xᵀθ̃_a reads only
 its own learner's draw, and the learners' draws are independent, so each score is drawn directly from its exact
 marginal N(xᵀθ̂_a, s² xᵀA_a⁻¹x) (s = v, or σ̃_a): the same distribution as drawing θ̃_a, at LinUCB's O(K d²) per
-round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·R z with R Rᵀ = A⁻¹,
-R kept by Potter's O(d²) rank-one update at every sample (banditbench/algos/ridge.py) rather than factored anew.
+round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·R z with R Rᵀ = A⁻¹:
+there the learners keep R instead of A⁻¹, by Potter's O(d²) rank-one update at every sample (the square-root form
+of banditbench/algos/ridge.py), so that no round factors A⁻¹ anew.
 
 Every member draws from its own generator, and a group draws for all its members at once: each member's standard
 normals and exponentials are drawn a chunk at a time (``MemberStream``), and a round takes one slice of them for
