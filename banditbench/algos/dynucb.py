@@ -96,9 +96,14 @@ class DynUCB(MemberPolicy):
         served, x, reward = self.played(views, chosen, rewards)
         i = self.at(served)
         old = self.label[i].copy()
-        stats.update(members, served, x, reward)
-        if not self.refresh_on_move:
+        if self.refresh_on_move:
+            stats.update(members, served, x, reward)
+        elif len(members) == 1:  # a unit: two one-pair updates cost less than assembling a batch of two
+            stats.update(members, served, x, reward)
             stats.update(members, N + old, x, reward)
+        else:  # the user's and its cluster's Sherman–Morrison updates as one batch (distinct learners)
+            twice, learners = np.concatenate((members, members)), np.concatenate((served, N + old))
+            stats.update(twice, learners, np.concatenate((x, x)), np.concatenate((reward, reward)))
         new = distances(self._centres(), stats.theta[i][:, None]).argmin(axis=1)  # the nearest cluster
         for m in (new != old).nonzero()[0].tolist():
             self._move(m, int(served[m]), int(old[m]), int(new[m]))
