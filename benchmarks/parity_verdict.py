@@ -22,7 +22,6 @@ A difference with no spread at all (identical runs) is exact: its interval is th
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 LEVEL = 0.05  # each one-sided test; the two-sided interval that carries both is the 90 % one
 VERDICTS = ("parity", "not discriminating", "differs", "inconclusive")
@@ -56,6 +55,10 @@ def compare(ours, theirs, margin: float, paired: bool) -> dict:
     elif np.isnan(spread):  # a single run a side: nothing can be shown
         low, high, p_equivalent, p_beyond = np.nan, np.nan, 1.0, 1.0
     else:
+        # imported here: the harness's workers import this module, and their fresh-process ("cold") time is to
+        # measure the learners, not scipy's half-second import
+        from scipy import stats
+
         t = stats.t(df)
         half = t.ppf(1 - LEVEL) * spread
         low, high = difference - half, difference + half
