@@ -134,8 +134,8 @@ class RidgeStats:
         return self.gram[m, learners].sum(axis=0), self.b[m, learners].sum(axis=0), int(self.count[m, learners].sum())
 
     def reset(self, m: int, learner: int) -> None:
-        matrices = (self.A_inv if self.root is None else self.root).shape[2:]
-        self.assign(m, learner, np.zeros(matrices), np.zeros(self.theta.shape[2]), 0)
+        dim = self.theta.shape[2]
+        self.assign(m, learner, np.zeros(self.matrix_shape(dim)), np.zeros(dim), 0)
 
     def fresh(self, n_learners: int) -> RidgeStats:
         """``n_learners`` new learners per member (A = λI, nothing seen) of the same kind and dimension."""

@@ -63,9 +63,9 @@ class LinTS(LinUCB):
         if self.block is not None:  # one learner per arm: each score from its exact marginal
             z = self.normals.take(self.rngs, arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
-        root = self.stats.root[self.at(learners[:, 0])]
+        u = self._terms[3][0]  # u = Rᵀx of every arm (square-root form), so that xᵀR z = uᵀz
         z = self.normals.take(self.rngs, arms.shape[2])
-        return means + scale * (arms @ (root @ z[:, :, None]))[:, :, 0]
+        return means + scale * (u @ z[:, :, None])[:, :, 0]
 
 
 class BayesianLinearRegression(LinTS):
