@@ -29,7 +29,6 @@ from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
 from banditbench.algos.graphs import cuts_by_member, dense_components
 from banditbench.algos.ridge import RidgeStats, log_ucb_scores_each, oful_radius, ridge_bytes, ucb_round
-from banditbench.errors import UserError
 
 CONVENTIONS = ("paper", "bandpy")
 
@@ -124,10 +123,6 @@ class BASS(MemberPolicy):
         bandpy_clock: bool = False,
     ):
         super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
-        if radius_convention not in CONVENTIONS:
-            raise UserError(
-                f"bass.radius_convention must be one of {', '.join(CONVENTIONS)}, got {radius_convention!r}"
-            )
         self.alpha, self.ridge, self.delta, self.gamma = self.per_member(alpha), ridge, delta, gamma
         self.sigma, self.S, self.epsilon, self.radius_convention = sigma, S, epsilon, radius_convention
         self.bandpy_clock = bandpy_clock

@@ -168,7 +168,7 @@ class RidgeStats:
 
     def quadratic_forms_of(self, m: int, learner: int, contexts: np.ndarray) -> np.ndarray:
         """xᵀA⁻¹x of member m's learner for every context x [n, d]."""
-        return quadratic_forms(self.A_inv[m, learner], contexts)
+        return np.einsum("kd,kd->k", contexts @ self.A_inv[m, learner], contexts)
 
     def quadratic_forms_of_all(self, m: int, contexts: np.ndarray) -> np.ndarray:
         """xᵀA⁻¹x of every context x [k, d] for every learner of member m → [k, learners]."""
@@ -216,11 +216,6 @@ def potter_update(root: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: np
     theta += A_inv_x * ((reward - prediction) / (1.0 + quad))[:, None]
     root -= (A_inv_x / (1.0 + quad + np.sqrt(1.0 + quad))[:, None])[:, :, None] * u[:, None, :]
     return quad
-
-
-def quadratic_forms(A_inv: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """xᵀ A⁻¹ x for every row x of ``arms`` [K, d]."""
-    return np.einsum("kd,kd->k", arms @ A_inv, arms)
 
 
 def oful_radius(logdet: np.ndarray | float, dim: int, ridge: float, sigma: float, S: float, delta: float):
