@@ -7,7 +7,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ties import assert_first_difference_is_rounding, first_difference  # noqa: E402
+from ties import assert_first_difference_is_rounding, assert_same_choice, first_difference  # noqa: E402
 
 SCORES = torch.tensor([0.5, 0.25, 0.125])
 
@@ -31,3 +31,10 @@ def test_a_first_difference_above_rounding_is_a_logical_difference(difference):
 def test_choices_that_part_on_equal_scores_are_refused():
     with pytest.raises(AssertionError, match="scores were equal"):
         assert_first_difference_is_rounding([(0, SCORES, SCORES), (1, SCORES, SCORES)])
+
+
+def test_another_choice_is_allowed_on_a_near_tie_only():
+    assert_same_choice(0, 0, SCORES)
+    assert_same_choice(1, 0, torch.tensor([0.5, 0.5 - 3e-8, 0.125]))  # the top two a few ulps apart
+    with pytest.raises(AssertionError, match="top two scores are 2.5e-01 apart"):
+        assert_same_choice(1, 0, SCORES)

@@ -29,6 +29,16 @@ def relative_difference(scores, reference) -> float:
     return float((a - b).abs().max() / max(float(b.abs().max()), 1.0))
 
 
+def assert_same_choice(choice: int, reference: int, reference_scores) -> None:
+    """``choice`` equals ``reference`` (the argmax of ``reference_scores``) unless the reference's top two scores lie
+    within ROUNDING of each other, where rounding may break the tie the other way."""
+    if choice != reference:
+        scores = torch.as_tensor(reference_scores, dtype=torch.float64).flatten()
+        top = scores.topk(2).values
+        gap = float(top[0] - top[1]) / max(float(scores.abs().max()), 1.0)
+        assert gap <= ROUNDING, f"chose arm {choice}, not {reference}, where the top two scores are {gap:.1e} apart"
+
+
 def assert_first_difference_is_rounding(score_pairs) -> None:
     """``score_pairs``: (t, scores, reference scores) of every round up to the one at which the choices part. The
     first round whose scores differ at all must differ by at most ROUNDING."""
