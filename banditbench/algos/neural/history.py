@@ -28,10 +28,8 @@ class History:
     def add(self, users: int | np.integer | torch.Tensor, x: torch.Tensor, r: float, block: int = 0) -> None:
         """Store sample (x, r) once and list it in the histories of ``users``: one user (an int: fewer and cheaper
         tensor operations) or a tensor of them."""
-        if self.size == self.x.shape[0]:
-            self.x = torch.cat([self.x, torch.zeros_like(self.x)])
-            self.r = torch.cat([self.r, torch.zeros_like(self.r)])
-            self.block = torch.cat([self.block, torch.zeros_like(self.block)])
+        if self.size == self.x.shape[0]:  # full: double the log
+            self.x, self.r, self.block = (torch.cat([t, torch.zeros_like(t)]) for t in (self.x, self.r, self.block))
         row = self.size
         self.x[row], self.r[row] = x, r
         if self.n_blocks:
@@ -63,21 +61,18 @@ class History:
         dense[torch.arange(flat.numel(), device=flat.device), take(self.block, flat)] = take(self.x, flat)
         return dense.view(*rows.shape, -1)
 
-    def _rows(self, users: torch.Tensor, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
-        """Rows drawn uniformly with replacement from each user's history, shape [..., U, size]."""
-        pick = (torch.rand(shape, generator=generator, device=self.device) * self.counts[users][:, None]).long()
-        return take(self.rows.view(-1), users[:, None] * self.rows.shape[1] + pick)  # the picked entries only
-
     def sample(self, users: torch.Tensor, size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """``size`` samples drawn uniformly with replacement from each user's history → x [U, size, d], r [U, size].
         Every listed user must have at least one sample."""
-        rows = self._rows(users, (len(users), size), generator)
+        rows = self.minibatch_rows(users, size, generator, 1)[0]
         return self.inputs(rows), take(self.r, rows)
 
     def minibatch_rows(self, users: torch.Tensor, size: int, generator: torch.Generator, steps: int) -> torch.Tensor:
         """The rows of ``steps`` such samples, one per optimiser step, [steps, U, size], drawn with one call to the
         generator (the same numbers as ``steps`` calls of ``sample``)."""
-        return self._rows(users, (steps, len(users), size), generator)
+        counts = self.counts[users][:, None]
+        pick = (torch.rand(steps, len(users), size, generator=generator, device=self.device) * counts).long()
+        return take(self.rows.view(-1), users[:, None] * self.rows.shape[1] + pick)  # the picked entries only
 
     def all_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.inputs(torch.arange(self.size, device=self.device)), self.r[: self.size]
