@@ -61,8 +61,7 @@ class UserLearners:
         if self.history.size == 0:
             return None
         x = self.history.inputs(torch.arange(max(0, self.history.size - probes), self.history.size, device=self.device))
-        with torch.no_grad():
-            P = self.mlp.forward(self.theta, x).T  # [probes, n]
+        P = self.predict(x).T  # [probes, n]
         agree = ((P[:, :, None] - P[:, None, :]).abs() <= threshold).float().mean(0)
         return (agree > 0.5).cpu().numpy()
 
