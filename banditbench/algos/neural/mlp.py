@@ -56,12 +56,10 @@ class BlockRows:
 
     def first_layer(self, W: torch.Tensor) -> torch.Tensor:
         """x W_1ᵀ for every arm [..., K, m], or every sample [B, s, m] ([s, m] for one network's W [m, K·b])."""
-        blocks = self._blocks(W)
         if self.segments is None:
-            return (self.x @ blocks.mT).flatten(-3, -2)
+            return (self.x @ self._blocks(W).mT).flatten(-3, -2)
         network, block, size = self.segments
-        if W.dim() == 2:
-            blocks = blocks[None]
+        blocks = self._blocks(W if W.dim() == 3 else W[None])
         parts = [x @ blocks[i, k].T for x, i, k in zip(self.x.split(size), network, block)]  # W_1 read, not copied
         h = W.new_empty(len(self.x), W.shape[-2])
         h[self.order] = torch.cat(parts)
@@ -149,9 +147,8 @@ class MLP:
     def init(self, generator: torch.Generator, device: torch.device) -> torch.Tensor:
         parts = []
         for layer, ((out, fan_in), n_bias) in enumerate(self.shapes):
-            last = layer == self.depth - 1
             if self.init_kind == "paper":
-                std = np.sqrt((1.0 if last else 2.0) / self.width)
+                std = np.sqrt((1.0 if layer == self.depth - 1 else 2.0) / self.width)
                 parts.append(torch.randn(out * fan_in, generator=generator, device=device) * std)
                 parts.append(torch.zeros(n_bias, device=device))
             else:
