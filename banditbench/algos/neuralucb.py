@@ -225,10 +225,7 @@ class NeuralUCB(MemberPolicy):
             each = [neural.ArmGradients(self.mlp, self.theta[m, model], x[m]) for m, model in zip(self.members, models)]
             f = torch.stack([g.f for g in each])
             widths = torch.stack([self.Z.widths((m, model), g) for m, model, g in zip(self.members, models, each)])
-
-            def gradients_of(chosen):
-                return torch.stack([g.row(arm) for g, arm in zip(each, chosen.tolist())])
-
+            gradients_of = lambda chosen: torch.stack([g.row(arm) for g, arm in zip(each, chosen.tolist())])
         return models, x, self.index(f.double(), widths), gradients_of
 
     def index(self, f: torch.Tensor, widths: torch.Tensor) -> torch.Tensor:
@@ -243,7 +240,7 @@ class NeuralUCB(MemberPolicy):
         if not neural.is_training_round(views[0].t, self.schedule):  # the schedule depends on t only: every member's
             return
         if self.code_training:
-            self._train_code(models.tolist())
+            self._train_code(models)
             return
         jobs = [self._training_job(m, model) for m, model in zip(self.members, models.tolist())]
         for m, job, theta in zip(self.members, jobs, neural.train_jobs(self.mlp, jobs, lr=self.lr)):
@@ -254,33 +251,26 @@ class NeuralUCB(MemberPolicy):
     def _training_job(self, m: int, model: int) -> neural.TrainingJob | None:
         """Alg. 1 line 11 for member m's networks to train (all that saw new samples, or the served user's only)."""
         history = self.histories[m]
-        counts = history.counts
         if self.train_served_only:
             models = torch.tensor([model], device=self.device)
         else:
-            models = torch.nonzero(counts > self.trained_counts[m]).flatten()
+            models = torch.nonzero(history.counts > self.trained_counts[m]).flatten()
         if len(models) == 0:
             return None
-        scale = self.mlp.width * float(self.lam[m]) / (2.0 * counts[models].float())  # mλ/2 per sample of Eq. 4.1
+        scale = self.mlp.width * float(self.lam[m]) / (2.0 * history.counts[models].float())  # mλ/2 per sample, Eq. 4.1
         rows = history.minibatch_rows(models, self.batch_size, self.generators[m], self.train_steps)
         anchor = (scale, self.theta0[m, models])
         return neural.TrainingJob(self.theta[m, models], rows, history, anchor=anchor, models=models)
 
-    def _train_code(self, models: list[int]) -> None:
+    def _train_code(self, models: np.ndarray) -> None:
         """The authors' loop (``code_training``) on every member's served network, the networks stacked in one loop
         (``neural.train_passes_each``)."""
-        trained = neural.train_passes_each(
-            self.mlp,
-            torch.stack([self.theta[m, model] for m, model in zip(self.members, models)]),
-            [history.of(model) for history, model in zip(self.histories, models)],
-            self.generators,
-            lr=self.lr,
-            optimiser="sgd",
-            max_steps=500,
+        at = self.at(models)
+        samples = [history.of(model) for history, model in zip(self.histories, models)]
+        self.theta[at] = neural.train_passes_each(
+            self.mlp, self.theta[at], samples, self.generators, lr=self.lr, optimiser="sgd", max_steps=500
         )
-        for m, model, theta in zip(self.members, models, trained):
-            self.theta[m, model] = theta
-            self.trained_counts[m, model] = self.histories[m].counts[model]
+        self.trained_counts[at] = torch.tensor([len(r) for _, r in samples], device=self.device)
 
     def clusters(self, m):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)
