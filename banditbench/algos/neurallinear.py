@@ -186,8 +186,7 @@ class NeuralLinear(MemberPolicy):
         x = self._arms(views, arms)
         phi = self._embed(self.theta, neural.arm_inputs(x, self.block))
         grams, b_Cs = zip(*(self._component_sums(m, user) for m, user in zip(self.members, served.tolist())))
-        lam, alpha = torch.as_tensor(self.lam), torch.as_tensor(self.alpha)
-        return x, phi, cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), lam, alpha, views[0].t)
+        return x, phi, cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
 
     def update(self, views, chosen, rewards):
         served = [view.user for view in views]
