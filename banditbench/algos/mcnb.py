@@ -195,10 +195,9 @@ class MCNB(MemberPolicy):
         (one pass over the stacked [M, n, p] learners costs more: stacking them copies every member's networks)."""
         P = torch.stack([users.predict(self._arms_input(xs)) for users, xs in zip(self.users, x)])  # [M, n, K]
         gap = (P - P[torch.arange(len(P)), torch.as_tensor(served)][:, None, :]).abs().mT  # [M, K, n]
-        if self.code_threshold:  # γ itself, strict
-            groups = gap < torch.tensor(self.gamma, dtype=gap.dtype, device=self.device)[:, None, None]
-        else:
-            groups = gap <= torch.tensor(self.threshold, dtype=gap.dtype, device=self.device)[:, None, None]
+        limit = self.gamma if self.code_threshold else self.threshold
+        limit = torch.tensor(limit, dtype=gap.dtype, device=self.device)[:, None, None]
+        groups = gap < limit if self.code_threshold else gap <= limit  # the code: γ itself, strict
         if self.group_cap:
             for m, user in enumerate(served):
                 self._cap(m, groups[m], int(user))  # in place, from the member's own generator
@@ -213,8 +212,7 @@ class MCNB(MemberPolicy):
         if len(over) == 0:
             return groups
         users = torch.nonzero(groups[over])[:, 1].split(sizes[over].tolist())  # each capped arm's, in arm order
-        generator = self.generators[m]
-        draws = [u[torch.randint(len(u), (cap,), generator=generator, device=self.device)] for u in users]
+        draws = [u[torch.randint(len(u), (cap,), generator=self.generators[m], device=self.device)] for u in users]
         groups[over] = False
         groups[over.repeat_interleave(cap), torch.cat(draws)] = True
         groups[over, user] = True
@@ -223,14 +221,9 @@ class MCNB(MemberPolicy):
     # (2) meta adaptation, Alg. 2 for all K arms in one vectorised step
     def _adapt(self, groups: torch.Tensor) -> torch.Tensor:
         """Alg. 2 for every member and arm [M, K, p]; each member draws its samples from its own stream."""
-
-        def draw():
-            xs, rs = zip(*(self._draw(m) for m in range(len(self.users))))
-            return torch.stack(xs), torch.stack(rs)
-
         weights = torch.stack([self._weights(m, member_groups) for m, member_groups in enumerate(groups)])
         eta2 = torch.tensor(self.eta2, dtype=torch.float32, device=self.device)[:, None, None]
-        return meta_adapt(self.mlp, self.Theta, weights, draw, eta2, self.meta_steps)
+        return meta_adapt(self.mlp, self.Theta, weights, self._draw, eta2, self.meta_steps)
 
     def _user_side(self, m: int, user: int) -> float:
         """sqrt((S+1)/(2μ)) + sqrt(2 log(1/δ)/μ) with μ = μ^{u_t}_{t−1} (at least 1): the same for every arm."""
@@ -242,14 +235,15 @@ class MCNB(MemberPolicy):
         with_data = (groups & (self.users[m].mu > 0)).float()
         return with_data / with_data.sum(1, keepdim=True).clamp_min(1)
 
-    def _draw(self, m: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """One sample (x_u, r_u) from each user's T^u of member m, zeros for users without data: x [n, d], r [n]."""
-        xs = torch.zeros(self.n_users, self.mlp.dim, device=self.device)
-        rs = torch.zeros(self.n_users, device=self.device)
-        data_users = torch.nonzero(self.users[m].mu > 0).flatten()
-        if len(data_users):
-            x, r = self.users[m].history.sample(data_users, 1, self.generators[m])
-            xs[data_users], rs[data_users] = x[:, 0], r[:, 0]
+    def _draw(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """One sample (x_u, r_u) from every member's users' T^u, zeros for users without data: x [M, n, d], r [M, n]."""
+        xs = torch.zeros(len(self.users), self.n_users, self.mlp.dim, device=self.device)
+        rs = torch.zeros(len(self.users), self.n_users, device=self.device)
+        for m, users in enumerate(self.users):
+            data_users = torch.nonzero(users.mu > 0).flatten()
+            if len(data_users):
+                x, r = users.history.sample(data_users, 1, self.generators[m])
+                xs[m, data_users], rs[m, data_users] = x[:, 0], r[:, 0]
         return xs, rs
 
     def _adapt_code(self, groups: torch.Tensor) -> torch.Tensor:
