@@ -170,8 +170,7 @@ class MetaBan(MemberPolicy):
                 at = users.theta[data_users]
             else:  # pooled, at Θ_{t,i}; every arm starts from Θ_{t−1}, so one gradient per user serves all arms
                 at = Theta if step == 0 else thetas[:, None, :]
-            # ∇ ½ mean_s (f − r)²
-            _, per_user = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)
+            _, per_user = self.mlp.gradient(at, xs, lambda f: (f - rs) / self.batch_size)  # ∇ ½ mean_s (f − r)²
             if self.meta_update == "fomaml":
                 per_user = per_user + float(self.lam[m]) / np.sqrt(self.mlp.width) * torch.sign(at)  # Eq. 6's L1 term
             thetas = thetas - float(self.eta2[m]) * (weights @ per_user)[:, 0]  # Σ_u w_iu ∇_u, [K, p]
