@@ -139,9 +139,7 @@ class MLP:
         self.gradients = check_choice("gradients", gradients, GRADIENTS)
         self.dim, self.width, self.depth, self.bias, self.init_kind = dim, width, depth, bias, init
         sizes = [dim] + [width] * (depth - 1) + [1]
-        self.shapes: list[tuple[tuple[int, int], int]] = [
-            ((sizes[i + 1], sizes[i]), sizes[i + 1] if bias else 0) for i in range(depth)
-        ]
+        self.shapes: list[tuple[tuple[int, int], int]] = [((o, i), o if bias else 0) for i, o in zip(sizes, sizes[1:])]
         self.p = sum(o * i + b for (o, i), b in self.shapes)
 
     def init(self, generator: torch.Generator, device: torch.device) -> torch.Tensor:
