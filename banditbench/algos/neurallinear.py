@@ -142,15 +142,6 @@ class NeuralLinear(MemberPolicy):
         self.blocks = True  # read block-encoded contexts per block where the round declares them; False: dense
         self.block: int | None = None  # the block width once a block-encoded first round is seen, else None
 
-    def _arms(self, views, arms: np.ndarray) -> torch.Tensor:
-        """Every member's arms as its history keeps them: x [M, K, d], or in block mode each arm's block [M, K, b]
-        (decided on the first round of block-encoded contexts)."""
-        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
-        if self.block is None:
-            for m, history in enumerate(self.histories):
-                self.block, self.histories[m] = neural.start_blocks(self, views[0], history)
-        return x if self.block is None else neural.arm_blocks(x, self.block)
-
     def _embed(self, theta: torch.Tensor, x) -> torch.Tensor:
         with torch.no_grad():
             return self.mlp.embed(theta, x).double()
@@ -181,9 +172,15 @@ class NeuralLinear(MemberPolicy):
         return self._ucb(views)[2]
 
     def _ucb(self, views) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every member's arms x, their embeddings φ and the UCB of each arm on its user's component's statistics."""
+        """Every member's arms x as its history keeps them ([M, K, d], or in block mode each arm's block [M, K, b]),
+        their embeddings φ and the UCB of each arm on its user's component's statistics."""
         arms, served = self.read_arms(views)
-        x = self._arms(views, arms)
+        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
+        if self.block is None:  # block mode (``neural.start_blocks``), decided on the first block-encoded round
+            for m, history in enumerate(self.histories):
+                self.block, self.histories[m] = neural.start_blocks(self, views[0], history)
+        if self.block is not None:
+            x = neural.arm_blocks(x, self.block)
         phi = self._embed(self.theta, neural.arm_inputs(x, self.block))
         grams, b_Cs = zip(*(self._component_sums(m, user) for m, user in zip(self.members, served.tolist())))
         return x, phi, cluster_ucb(phi, torch.stack(grams), torch.stack(b_Cs), self.lam, self.alpha, views[0].t)
