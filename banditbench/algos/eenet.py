@@ -163,9 +163,7 @@ class EENet(MemberPolicy):
         return G
 
     def select(self, views, budgets):
-        arms, _ = self.read_arms(views)
-        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
-        f1, phi, pairs, score = self._scores(x, views[0].t)
+        x, f1, phi, pairs, score = self._scores(views)
         chosen = torch.argmax(score, -1)
         self._decisions += 1
         self._overturns += (chosen != torch.argmax(f1, -1)).cpu().numpy()  # f2 changed exploitation's choice
@@ -175,11 +173,11 @@ class EENet(MemberPolicy):
 
     def scores(self, views) -> torch.Tensor:
         """The decision maker's score of every member's arms [M, K], of which ``select`` plays the largest."""
-        arms, _ = self.read_arms(views)
-        return self._scores(torch.tensor(arms, dtype=torch.float32, device=self.device), views[0].t)[3]
+        return self._scores(views)[4]
 
-    def _scores(self, x: torch.Tensor, t: int):
-        """f1, φ, the pairs [f1, f2] and the decision's scores of every member's arms x [M, K, d]."""
+    def _scores(self, views):
+        """Every member's arms x [M, K, d], their f1, φ, the pairs [f1, f2] and the decision's scores."""
+        x = torch.tensor(self.read_arms(views)[0], dtype=torch.float32, device=self.device)
         if self.f1.gradients == "closed":  # f1 and ∇f1 for every member's K arms in one call
             arms = neural.ArmGradients(self.f1, self.theta1, x)
             f1, G = arms.f, arms.rows()
@@ -190,13 +188,13 @@ class EENet(MemberPolicy):
         with torch.no_grad():
             f2 = self.f2.forward(self.theta2, phi)
         pairs = torch.stack([f1, f2], -1)
-        if self.decision == "neural" and t >= self.decision_warmup:
+        if self.decision == "neural" and views[0].t >= self.decision_warmup:
             score = self.f3.forward(self.theta3, pairs)  # neural decision maker f3([f1, f2]; θ3)
         elif self.code_decision:
-            score = f1 + (0.1 if t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
+            score = f1 + (0.1 if views[0].t <= 1000 else 0.01) * (f2 - 1.0)  # the code switches after t = 1000
         else:
             score = f1 + f2  # linear decision maker f3
-        return f1, phi, pairs, score
+        return x, f1, phi, pairs, score
 
     def diagnostics(self, m) -> dict[str, float]:
         """``overturn_share``: the share of rounds since the last sample in which the decision maker chose another
