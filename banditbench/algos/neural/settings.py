@@ -65,11 +65,9 @@ def torch_generator(seed: np.random.SeedSequence, device: torch.device, threads:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)
     torch.set_num_threads(threads)
-    generator = torch.Generator(device=device)
-    generator.manual_seed(
+    return torch.Generator(device=device).manual_seed(  # manual_seed returns the generator
         int(np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key + (7,)).generate_state(1, np.uint64)[0] >> 1)
     )
-    return generator
 
 
 def is_training_round(t: int, schedule: str = "paper") -> bool:
