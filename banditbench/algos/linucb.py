@@ -58,24 +58,18 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         self._prepare(views)
         arms, learners = self._arms_and_learners(views)
         stats = self.stats
-        if stats.root is not None:  # square-root form (shared contexts only): u = Rᵀx, xᵀA⁻¹x = uᵀu
-            at = self.at(learners[:, 0])
-            u = arms @ stats.root[at]
-            quad, means = np.add.reduce(u * u, axis=2), means_each(stats.theta[at], arms)
-            self._terms = views, learners, arms, (u, quad, means)
-            return means, quad
         if self.block is None:
             at = self.at(learners[:, 0])
-            A_inv_arms = arms @ stats.A_inv[at]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
             means = means_each(stats.theta[at], arms)
+            if stats.root is not None:  # square-root form (shared contexts only): u = Rᵀx, xᵀA⁻¹x = uᵀu
+                u = arms @ stats.root[at]
+                quad = np.add.reduce(u * u, axis=2)
+                self._terms = views, learners, arms, (u, quad, means)
+                return means, quad
+            A_inv_arms = arms @ stats.A_inv[at]  # row i = (A⁻¹x_i)ᵀ, A⁻¹ being symmetric
         else:  # each member's learners of blocks 0 … K−1 read in place: a gather would copy K blocks of w × w
-            firsts = learners[:, 0].tolist()
-            A_inv_arms = np.stack(
-                [
-                    np.einsum("kij,kj->ki", stats.A_inv[m, u : u + len(x)], x)
-                    for m, u, x in zip(self.members, firsts, arms)
-                ]
-            )
+            rows = zip(self.members, learners[:, 0].tolist(), arms)  # (member, its first learner, its arms)
+            A_inv_arms = np.stack([np.einsum("kij,kj->ki", stats.A_inv[m, u : u + len(x)], x) for m, u, x in rows])
             means = np.add.reduce(stats.theta[self.members[:, None], learners] * arms, axis=2)
         quad = np.add.reduce(A_inv_arms * arms, axis=2)  # x_iᵀA⁻¹x_i
         self._terms = views, learners, arms, (A_inv_arms, quad, means)
