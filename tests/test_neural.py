@@ -230,35 +230,45 @@ def test_mcnb_exploration_bonus_is_zero_at_initialisation(dataset):
     assert (policy.bonus > 0).all()
 
 
+# (name, algorithm, settings beyond its defaults) of the cosine problem's runs: M-CNB's served-user-only reading (the
+# authors' code) is the one whose learners can tell the clusters apart
+COSINE_METHODS = [(name, name, {}) for name in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban")]
+COSINE_METHODS += [
+    ("eenet", "eenet", {}),
+    ("mcnb-served", "mcnb", {"share_with_cluster": False}),
+    ("eenet-neural", "eenet", {"decision": "neural", "decision_warmup": 300}),
+]
+# One seed's regret and inferred groups move with the processor's rounding (another's kernels took one seed's Meta-Ban
+# ARI from 0.33 to 0), so the tests read means over seeds; the groups vary more (ARI 0.0 to 0.87 over six seeds)
+COSINE_SEEDS, GROUPING_SEEDS = 4, 6
+GROUPING = ("mcnb-served", "metaban")
+
+
 @pytest.fixture(scope="module")
 def cosine_runs(tmp_path_factory):
-    """One unit of each method on a small non-linear problem: 6 users in 2 clusters, d = 5, K = 10, T = 1000."""
+    """Units of each method on a small non-linear problem (6 users in 2 clusters, d = 5, K = 10, T = 1000), one per
+    seed: COSINE_SEEDS of them, GROUPING_SEEDS for the methods whose inferred groups are scored."""
     folder = tmp_path_factory.mktemp("datasets")
     synthetic.prepare(folder, users=6, clusters=2, dim=5, arms=10, noise=0.1, z=0.0, seed=0, protocol="cosine")
     dataset = load_dataset(folder, "synthetic-cosine")
     runs = {}
-    for algorithm in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban", "eenet"):
-        unit = Unit("synthetic-cosine", "cosine", algorithm, ALGORITHMS[algorithm].defaults(), 0, 0, 1000, None)
-        runs[algorithm] = run_unit(unit, dataset)
-    # M-CNB's served-user-only reading (the authors' code) is the one whose learners can tell the clusters apart
-    params = {**ALGORITHMS["mcnb"].defaults(), "share_with_cluster": False}
-    runs["mcnb-served"] = run_unit(Unit("synthetic-cosine", "cosine", "mcnb", params, 0, 0, 1000, None), dataset)
-    params = {**ALGORITHMS["eenet"].defaults(), "decision": "neural", "decision_warmup": 300}
-    runs["eenet-neural"] = run_unit(Unit("synthetic-cosine", "cosine", "eenet", params, 0, 0, 1000, None), dataset)
+    for name, algorithm, settings in COSINE_METHODS:
+        params = {**ALGORITHMS[algorithm].defaults(), **settings}
+        seeds = GROUPING_SEEDS if name in GROUPING else COSINE_SEEDS
+        units = [Unit("synthetic-cosine", "cosine", algorithm, params, 0, seed, 1000, None) for seed in range(seeds)]
+        runs[name] = [run_unit(unit, dataset) for unit in units]
     runs["true_groups"] = dataset.table("users").sort_values("user")["cluster"].to_numpy()
     return runs
 
 
 def test_neural_methods_beat_linucb_and_random_on_the_cosine_problem(cosine_runs):
-    regret = {
-        a: float(r.outcome.column("regret").to_numpy().sum()) for a, r in cosine_runs.items() if a != "true_groups"
+    regret = {  # mean final regret over the same COSINE_SEEDS seeds
+        name: np.mean([r.outcome.column("regret").to_numpy().sum() for r in cosine_runs[name][:COSINE_SEEDS]])
+        for name, _, _ in COSINE_METHODS
     }
     baseline = min(regret["random"], regret["linucb-one"])
-    for algorithm in ("neuucb-one", "neuucb-ind", "mcnb-served", "metaban", "eenet", "eenet-neural"):
-        assert regret[algorithm] < 0.8 * baseline, regret
-    # M-CNB's default (Alg. 1 lines 14–17, feedback shared with the cluster) plays within 1 % of the served-only
-    # reading here (450 against 445, 0.80 × random) but sits on the 0.8 line, so it gets a little room
-    assert regret["mcnb"] < 0.82 * baseline, regret
+    for name in ("neuucb-one", "neuucb-ind", "mcnb", "mcnb-served", "metaban", "eenet", "eenet-neural"):
+        assert regret[name] < 0.85 * baseline, regret  # measured: 0.47 (EE-Net) to 0.78 (M-CNB) of random's
 
 
 def test_eenet_neural_decision_maker_decides_after_its_warm_up():
@@ -306,18 +316,29 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     )  # the linear default has no f3 to train
 
 
-@pytest.mark.parametrize("algorithm", ["mcnb-served", "metaban"])
-def test_inferred_groups_match_the_ground_truth_better_than_chance(cosine_runs, algorithm):
-    samples = cosine_runs[algorithm].outcome.to_pandas().dropna(subset=["diag_ari"]).iloc[4:]  # rounds 500–1000
-    sizes = np.bincount(cosine_runs["true_groups"])
-    same = (sizes * (sizes - 1)).sum() / (len(cosine_runs["true_groups"]) * (len(cosine_runs["true_groups"]) - 1))
-    chance_f1 = 2 * same / (1 + same)  # pair F1 of linking everyone, the best a group-blind graph scores
-    assert samples["diag_ari"].mean() > 0.15  # chance level is 0
-    assert samples["diag_pair_f1"].mean() > chance_f1 + 0.05
+def inferred_groups(runs, truth) -> tuple[float, float, float]:
+    """The mean ARI and pair F1 of a method's inferred groups over rounds 500–1000 and its seeds, and the pair F1 of
+    linking everyone (the best a group-blind graph scores)."""
+    samples = [run.outcome.to_pandas().dropna(subset=["diag_ari"]).iloc[4:] for run in runs]
+    sizes = np.bincount(truth)
+    same = (sizes * (sizes - 1)).sum() / (len(truth) * (len(truth) - 1))
+    ari, f1 = (np.mean([sample[column].mean() for sample in samples]) for column in ("diag_ari", "diag_pair_f1"))
+    return ari, f1, 2 * same / (1 + same)
+
+
+@pytest.mark.parametrize("name", GROUPING)
+def test_inferred_groups_match_the_ground_truth_better_than_chance(cosine_runs, name):
+    ari, f1, everyone = inferred_groups(cosine_runs[name], cosine_runs["true_groups"])
+    assert ari > 0.15 and f1 > everyone, (ari, f1, everyone)  # chance: ARI 0; measured 0.33–0.53 and 0.66–0.71
+
+
+def test_a_group_blind_method_fails_that_bar(cosine_runs):
+    ari, f1, everyone = inferred_groups(cosine_runs["neuucb-ind"], cosine_runs["true_groups"])  # every user alone
+    assert not (ari > 0.15 and f1 > everyone)
 
 
 def test_mcnb_time_split_goes_to_the_timing_sidecar_only(cosine_runs):
-    result = cosine_runs["mcnb"]
+    result = cosine_runs["mcnb"][0]
     assert {"clustering_seconds", "meta_adaptation_seconds", "user_training_seconds"} <= set(result.timing.column_names)
     assert not any("seconds" in name for name in result.outcome.column_names)
     timing = result.timing.to_pandas()
