@@ -316,25 +316,26 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     )  # the linear default has no f3 to train
 
 
-def inferred_groups(runs, truth) -> tuple[float, float, float]:
-    """The mean ARI and pair F1 of a method's inferred groups over rounds 500–1000 and its seeds, and the pair F1 of
-    linking everyone (the best a group-blind graph scores)."""
+def groups_beat_chance(runs, truth) -> tuple[bool, tuple[float, float, float]]:
+    """Whether a method's inferred groups, over rounds 500–1000 and its seeds, have a mean ARI above 0.15 (chance: 0)
+    and a mean pair F1 above that of linking everyone (the best a group-blind graph scores); and those three."""
     samples = [run.outcome.to_pandas().dropna(subset=["diag_ari"]).iloc[4:] for run in runs]
     sizes = np.bincount(truth)
     same = (sizes * (sizes - 1)).sum() / (len(truth) * (len(truth) - 1))
     ari, f1 = (np.mean([sample[column].mean() for sample in samples]) for column in ("diag_ari", "diag_pair_f1"))
-    return ari, f1, 2 * same / (1 + same)
+    everyone = 2 * same / (1 + same)
+    return ari > 0.15 and f1 > everyone, (ari, f1, everyone)
 
 
 @pytest.mark.parametrize("name", GROUPING)
 def test_inferred_groups_match_the_ground_truth_better_than_chance(cosine_runs, name):
-    ari, f1, everyone = inferred_groups(cosine_runs[name], cosine_runs["true_groups"])
-    assert ari > 0.15 and f1 > everyone, (ari, f1, everyone)  # chance: ARI 0; measured 0.33–0.53 and 0.66–0.71
+    beats, figures = groups_beat_chance(cosine_runs[name], cosine_runs["true_groups"])
+    assert beats, figures  # measured: ARI 0.33–0.53, pair F1 0.66–0.71 against 0.57
 
 
 def test_a_group_blind_method_fails_that_bar(cosine_runs):
-    ari, f1, everyone = inferred_groups(cosine_runs["neuucb-ind"], cosine_runs["true_groups"])  # every user alone
-    assert not (ari > 0.15 and f1 > everyone)
+    beats, _ = groups_beat_chance(cosine_runs["neuucb-ind"], cosine_runs["true_groups"])  # every user alone
+    assert not beats
 
 
 def test_mcnb_time_split_goes_to_the_timing_sidecar_only(cosine_runs):

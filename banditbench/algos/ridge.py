@@ -80,13 +80,10 @@ class RidgeStats:
     def _update_roots(self, members, learners, x, reward, known) -> None:
         """``update`` in square-root form: one pair's rows updated in place (views), several gathered and written
         back, by the same stacked products."""
-        if len(learners) == 1:
-            at = int(members[0]), slice(int(learners[0]), int(learners[0]) + 1)
-            quad = potter_update(self.root[at], self.theta[at], x, reward, known)
-        else:
-            at = members, learners
-            root, theta = self.root[at], self.theta[at]
-            quad = potter_update(root, theta, x, reward, known)
+        at = pair_index(members, learners)
+        root, theta = self.root[at], self.theta[at]
+        quad = potter_update(root, theta, x, reward, known)
+        if len(learners) > 1:  # gathered copies: written back
             self.root[at], self.theta[at] = root, theta
         self._add_sums(at, x, reward, quad)
 
@@ -154,13 +151,8 @@ class RidgeStats:
         """The score CLUB, SCLUB and LOCB give arms from a learner's statistics, t the 0-based round: member
         ``members[p]`` scores its arms ``arms[p]`` [P, K, d] from its learner ``learners[p]`` with α ``alpha[p]``
         → [P, K], BASS's α-LinUCB index, or with ``reference_code`` the authors' index (``reference_beta``)."""
-        if len(learners) == 1:  # one learner's rows read in place (a view, not a gather): the same numbers
-            m, u = int(members[0]), int(learners[0])
-            at, count = (m, slice(u, u + 1)), self.count[m, u]
-        else:
-            at = members, learners
-            count = self.count[at][:, None]
-        theta, A_inv = self.theta[at], self.A_inv[at]
+        at = pair_index(members, learners)
+        theta, A_inv, count = self.theta[at], self.A_inv[at], self.count[at][:, None]
         if reference_code:
             beta = alpha[:, None] * reference_beta(count, self.theta.shape[2], t)
             return means_each(theta, arms) + beta * quadratic_forms_each(A_inv, arms)
@@ -185,6 +177,14 @@ class RidgeStats:
         """xᵀθ and xᵀA⁻¹x of every arm x [P, d], arm p from learner ``learners[p]`` of member ``members[p]``."""
         A_inv_arms = np.einsum("kde,ke->kd", self.A_inv[members, learners], arms)
         return np.einsum("kd,kd->k", arms, self.theta[members, learners]), np.einsum("kd,kd->k", A_inv_arms, arms)
+
+
+def pair_index(members: np.ndarray, learners: np.ndarray) -> tuple:
+    """The index of the (member, learner) pairs [P] in arrays [M, n, …] → [P, …]: one pair's row read in place (a
+    view, whose writes go through), several gathered; both give the same numbers."""
+    if len(learners) == 1:
+        return int(members[0]), slice(int(learners[0]), int(learners[0]) + 1)
+    return members, learners
 
 
 def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, known=None) -> float:

@@ -58,13 +58,12 @@ class LinTS(LinUCB):
     def scores(self, views) -> np.ndarray:
         """A posterior draw of xᵀθ for every member's arms [M, K]: LinUCB's means xᵀθ̂ plus the noise."""
         means, quad = self.means_and_quadratic_forms(views)
-        _, learners, arms, _ = self._terms
+        _, learners, arms, (u, _, _) = self._terms  # u = Rᵀx of every arm on shared contexts (square-root form)
         scale = self.scales(learners)
         if self.block is not None:  # one learner per arm: each score from its exact marginal
             z = self.normals.take(self.rngs, arms.shape[1])
             return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
-        u = self._terms[3][0]  # u = Rᵀx of every arm (square-root form), so that xᵀR z = uᵀz
-        z = self.normals.take(self.rngs, arms.shape[2])
+        z = self.normals.take(self.rngs, arms.shape[2])  # xᵀR z = uᵀz
         return means + scale * (u @ z[:, :, None])[:, :, 0]
 
 
