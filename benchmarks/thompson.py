@@ -6,16 +6,21 @@ square root of A⁻¹ instead of each score from its marginal).
 
     .venv/bin/python benchmarks/thompson.py [--members 1,10] [--rounds 2000] [--problems mushroom,wheel]
         [--algos linucb-one,lints-one,blr-one] [--users 1] [--repeats 3] [--dense] [--set ALGO.NAME=VALUE ...]
+        [--data-dir DIR --arms K]
 
 Each problem's rounds are drawn once (mushroom-sized: d = 117, K = 2; wheel-sized: d = 2, K = 5; contexts and
 rewards N(0, 1); each round serves one of ``--users`` users at random, which only the per-user learners read) and
 every algorithm's group of M members plays them with seeds 0 … M−1; the best of ``--repeats`` repetitions is kept;
-``--set`` gives an algorithm a hyper-parameter (repeatable). Prints one line per problem, group size and algorithm."""
+``--set`` gives an algorithm a hyper-parameter (repeatable). ``--problems movielens`` plays instead the rounds of
+the MovieLens dataset prepared in ``--data-dir`` (50 user groups, shared item contexts of its SVD dimension, so one
+model of that dimension per user) with ``--arms`` arms a round, every member the same rounds. Prints one line per
+problem, group size and algorithm."""
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -41,6 +46,18 @@ def rounds_of(d: int, K: int, n: int, members: int, users: int = 1, dense: bool 
     return out
 
 
+def movielens_rounds(data_dir: Path, arms: int, n: int, members: int) -> tuple[list[list[Round]], int, int]:
+    """(rounds, users, context dimension) of the prepared MovieLens dataset with ``arms`` arms a round."""
+    from banditbench.data.prepared import load_dataset
+    from banditbench.envs.recommendation import RecommendationEnvironment
+
+    dataset = load_dataset(data_dir, "movielens")
+    dataset.manifest["parameters"]["arms"] = arms  # the preparation fixes K = 10; the environment reads any
+    environment = RecommendationEnvironment(dataset, np.random.SeedSequence(0))
+    rounds = list(environment.rounds(n))
+    return [[rnd] * members for rnd in rounds], environment.n_users, rounds[0].arms.shape[1]
+
+
 def settings(assignments: list[str]) -> dict[str, dict]:
     """{algorithm: {hyper-parameter: value}} from ALGO.NAME=VALUE texts, each value parsed by its domain."""
     params: dict[str, dict] = {}
@@ -51,10 +68,10 @@ def settings(assignments: list[str]) -> dict[str, dict]:
     return params
 
 
-def seconds(name: str, d: int, K: int, rounds: list[list[Round]], params: dict, users: int = 1) -> float:
+def seconds(name: str, dim: int, K: int, rounds: list[list[Round]], params: dict, users: int = 1) -> float:
     members = len(rounds[0])
     seeds = [np.random.SeedSequence(s) for s in range(members)]
-    policy = ALGORITHMS[name].build_members(n_users=users, n_arms=K, dim=d * K, seeds=seeds, params=[params] * members)
+    policy = ALGORITHMS[name].build_members(n_users=users, n_arms=K, dim=dim, seeds=seeds, params=[params] * members)
     budgets = [Budget() for _ in range(members)]
     start = time.process_time()
     for row in rounds:
@@ -74,14 +91,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dense", action="store_true", help="contexts not declared as blocks: one d·K model")
     parser.add_argument("--set", action="append", default=[], metavar="ALGO.NAME=VALUE")
+    parser.add_argument("--data-dir", type=Path, default=Path("datasets"), help="movielens: its prepared datasets")
+    parser.add_argument("--arms", type=int, default=10, help="movielens: arms a round")
     args = parser.parse_args()
     params = settings(args.set)
     for problem in args.problems.split(","):
-        d, K = PROBLEMS[problem]
         for members in map(int, args.members.split(",")):
-            rounds = rounds_of(d, K, args.rounds, members, args.users, args.dense)
+            if problem == "movielens":
+                K = args.arms
+                rounds, users, dim = movielens_rounds(args.data_dir, K, args.rounds, members)
+            else:
+                (d, K), users = PROBLEMS[problem], args.users
+                rounds, dim = rounds_of(d, K, args.rounds, members, users, args.dense), d * K
             for name in args.algos.split(","):
-                best = min(seconds(name, d, K, rounds, params.get(name, {}), args.users) for _ in range(args.repeats))
+                best = min(seconds(name, dim, K, rounds, params.get(name, {}), users) for _ in range(args.repeats))
                 per = 1000 * best / (members * args.rounds)
                 print(f"{problem:9s} M = {members:3d}  {name:15s} {per:7.4f} CPU s per 1000 seed-rounds")
 

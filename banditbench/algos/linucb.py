@@ -32,7 +32,7 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         self.alpha = self.per_member(alpha)
         self.ridge = self.per_member(ridge)
         self.stats: RidgeStats | None = None  # built at the first round, when the encoding is known (blocks.py)
-        self._terms = None  # (views, learners, contexts, (A⁻¹x, xᵀA⁻¹x, xᵀθ)) of every arm, from the last ``scores``
+        self._terms = None  # the last ``scores``' (views, learners, contexts, (A⁻¹x, xᵀA⁻¹x, xᵀθ) of every arm or None)
 
     @classmethod
     def state_bytes(cls, *, n_users, n_arms, dim, per_user=True, block=None, **params):
@@ -95,16 +95,20 @@ class LinUCB(BuiltAtFirstRound, MemberPolicy):
         return self.scores(views).argmax(axis=1).tolist()
 
     def update(self, views, chosen, rewards):
+        x, learner, known = self.chosen_terms(views, chosen)
+        self.stats.update(self.members, learner, x, np.asarray(rewards, dtype=float), known)
+
+    def chosen_terms(self, views, chosen):
+        """Every member's chosen context [M, ·], its learner [M] and, where this round's ``scores`` computed them, the
+        (A⁻¹x, xᵀA⁻¹x, xᵀθ) of it that Sherman–Morrison needs (Rᵀx first in square-root form), else None."""
         self._prepare(views)
         pick = self.at(chosen)  # every member's chosen arm
         if self._terms is not None and same_views(self._terms[0], views):
-            # Sherman–Morrison needs A⁻¹x, xᵀA⁻¹x and xᵀθ of the chosen arms: this round's ``scores`` computed them
-            _, learners, arms, (A_inv_arms, quad, means) = self._terms
-            known = A_inv_arms[pick], quad[pick], means[pick]
+            _, learners, arms, products = self._terms
         else:
-            (arms, learners), known = self._arms_and_learners(views), None
+            (arms, learners), products = self._arms_and_learners(views), None
         learner = learners[:, 0] if self.block is None else learners[pick]
-        self.stats.update(self.members, learner, arms[pick], np.asarray(rewards, dtype=float), known)
+        return arms[pick], learner, None if products is None else tuple(product[pick] for product in products)
 
     def clusters(self, m):
         return np.arange(self.n_users) if self.per_user else np.zeros(self.n_users, dtype=np.int64)

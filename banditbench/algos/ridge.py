@@ -77,6 +77,17 @@ class RidgeStats:
         self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
         self._add_sums(at, x, reward, quad)
 
+    def terms(self, members: np.ndarray, learners: np.ndarray, x: np.ndarray) -> tuple:
+        """``update``'s ``known`` of each pair's sample x [P, d]: (A⁻¹x, xᵀA⁻¹x, xᵀθ), Rᵀx first in square-root form."""
+        at = pair_index(members, learners)
+        if self.root is not None:
+            first = (x[:, None, :] @ self.root[at])[:, 0, :]
+            quad = np.add.reduce(first * first, axis=1)
+        else:
+            first = (self.A_inv[at] @ x[:, :, None])[:, :, 0]
+            quad = np.add.reduce(first * x, axis=1)
+        return first, quad, np.add.reduce(x * self.theta[at], axis=1)
+
     def _update_roots(self, members, learners, x, reward, known) -> None:
         """``update`` in square-root form: one pair's rows updated in place (views), several gathered and written
         back, by the same stacked products."""

@@ -17,9 +17,10 @@ from a posterior instead of an upper confidence bound:
 Block-encoded contexts (one learner per arm, as the Showdown's per-action models): arm a's score xᵀθ̃_a reads only
 its own learner's draw, and the learners' draws are independent, so each score is drawn directly from its exact
 marginal N(xᵀθ̂_a, s² xᵀA_a⁻¹x) (s = v, or σ̃_a): the same distribution as drawing θ̃_a, at LinUCB's O(K d²) per
-round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·R z with R Rᵀ = A⁻¹:
-there the learners keep R instead of A⁻¹, by Potter's O(d²) rank-one update at every sample (the square-root form
-of banditbench/algos/ridge.py), so that no round factors A⁻¹ anew.
+round instead of a Cholesky factor's O(K d³). Contexts shared by one learner draw θ̃ = θ̂ + s·R z with R Rᵀ = A⁻¹
+once and score every arm as xᵀθ̃, O(d² + K d) a round against LinUCB's O(K d²) (the update then computes the chosen
+arm's Rᵀx alone): there the learners keep R instead of A⁻¹, by Potter's O(d²) rank-one update at every sample (the
+square-root form of banditbench/algos/ridge.py), so that no round factors A⁻¹ anew.
 
 Every member draws from its own generator, and a group draws for all its members at once: each member's standard
 normals and exponentials are drawn a chunk at a time (``MemberStream``), and a round takes one slice of them for
@@ -33,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import same_views
 from banditbench.algos.linucb import LinUCB
+from banditbench.algos.ridge import means_each
 
 
 class LinTS(LinUCB):
@@ -56,15 +57,20 @@ class LinTS(LinUCB):
         return self.v[:, None]
 
     def scores(self, views) -> np.ndarray:
-        """A posterior draw of xᵀθ for every member's arms [M, K]: LinUCB's means xᵀθ̂ plus the noise."""
-        means, quad = self.means_and_quadratic_forms(views)
-        _, learners, arms, (u, _, _) = self._terms  # u = Rᵀx of every arm on shared contexts (square-root form)
+        """A posterior draw of xᵀθ for every member's arms [M, K] (module docstring)."""
+        self._prepare(views)
+        if self.block is not None:  # one learner per arm: each score from its exact marginal, LinUCB's terms
+            means, quad = self.means_and_quadratic_forms(views)
+            _, learners, arms, _ = self._terms
+            scale = self.scales(learners)
+            return means + scale * np.sqrt(np.maximum(quad, 0.0)) * self.normals.take(self.rngs, arms.shape[1])
+        # one learner sees every arm: θ̃ = θ̂ + s·R z drawn once, scored as xᵀθ̃
+        arms, learners = self._arms_and_learners(views)
+        at = self.at(learners[:, 0])
         scale = self.scales(learners)
-        if self.block is not None:  # one learner per arm: each score from its exact marginal
-            z = self.normals.take(self.rngs, arms.shape[1])
-            return means + scale * np.sqrt(np.maximum(quad, 0.0)) * z
-        z = self.normals.take(self.rngs, arms.shape[2])  # xᵀR z = uᵀz
-        return means + scale * (u @ z[:, :, None])[:, :, 0]
+        z = self.normals.take(self.rngs, arms.shape[2])
+        self._terms = views, learners, arms, None  # the update computes the chosen arm's terms alone
+        return means_each(self.stats.theta[at] + scale * (self.stats.root[at] @ z[:, :, None])[:, :, 0], arms)
 
 
 class BayesianLinearRegression(LinTS):
@@ -119,14 +125,13 @@ class BayesianLinearRegression(LinTS):
         return super().select(views, budgets)
 
     def update(self, views, chosen, rewards):
-        if self._terms is None or not same_views(self._terms[0], views):  # the round-robin start drew nothing
-            self.means_and_quadratic_forms(views)  # xᵀθ̂ and xᵀA⁻¹x, which LinUCB's update then reuses too
-        _, learners, _, (_, quad, prediction) = self._terms
-        pick = self.members, np.asarray(chosen)
-        learner = learners[:, 0] if self.block is None else learners[pick]
-        error = np.asarray(rewards, dtype=float) - prediction[pick]
-        self.residual[self.members, learner] += error * error / (1.0 + quad[pick])
-        super().update(views, chosen, rewards)
+        x, learner, known = self.chosen_terms(views, chosen)
+        if known is None:  # the round-robin start and shared contexts score no quadratic form: the chosen arm's now
+            known = self.stats.terms(self.members, learner, x)
+        rewards = np.asarray(rewards, dtype=float)
+        _, quad, prediction = known
+        self.residual[self.members, learner] += (rewards - prediction) ** 2 / (1.0 + quad)
+        self.stats.update(self.members, learner, x, rewards, known)
         self.rounds += 1
 
 
