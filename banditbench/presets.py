@@ -76,7 +76,9 @@ class PaperValue:
     """A number the paper prints for one algorithm: in which table or figure (``exhibit``, one of the paper's
     inventory) and ``column`` of it, in which ``metric`` (empty: the preset's; see report/claims.py's METRICS), at
     which round ``at`` (0: the preset's horizon), and the ``setting`` of its column when the exhibit has several:
-    protocol settings (``users``), ``budget``, or the algorithm's hyper-parameters (``depth``)."""
+    protocol settings (``users``), ``budget``, or the algorithm's hyper-parameters (``depth``). ``runs``: how many
+    runs the value averages, where its source says so (0: not said, the value is taken as exact); its verdict then
+    allows for their spread (report/verdicts.py's ``printed_value``)."""
 
     algorithm: str
     value: float
@@ -85,6 +87,7 @@ class PaperValue:
     metric: str = ""
     at: int = 0
     setting: Mapping[str, Any] = field(default_factory=dict)
+    runs: int = 0
 
     @property
     def where(self) -> str:
@@ -810,7 +813,8 @@ for _dataset, _column in (("mind", "mind"), ("movielens-logged", "movielens-20m"
 
 
 # The Showdown's repository README runs every method once on 2000 mushroom contexts and prints total rewards; the
-# rewards-table protocol reports cumulative regret, so each printed value is the optimal 5 235 minus the method's.
+# rewards-table protocol reports cumulative regret, so each printed value is the optimal 5 235 minus the method's,
+# from one run.
 _SHOWDOWN_OPTIMAL = 5235.0
 _showdown_totals = {
     "blr-one": ("LinFullPost", 4365.0),
@@ -857,7 +861,7 @@ preset(
     printed=PaperSide(
         "cumulative regret after 2000 rounds (5 235 − total reward)",
         values=tuple(
-            PaperValue(a, _SHOWDOWN_OPTIMAL - total, "README", column=f"{name} total reward {total:g}")
+            PaperValue(a, _SHOWDOWN_OPTIMAL - total, "README", column=f"{name} total reward {total:g}", runs=1)
             for a, (name, total) in _showdown_totals.items()
         ),
         claims=(

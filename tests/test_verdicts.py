@@ -136,6 +136,23 @@ def test_a_printed_value_is_an_equivalence_test_against_the_papers_number():
     assert verdicts.printed_value(here[:2], 4447.1, 444.7).reason == "n = 2: no test"
 
 
+def test_a_value_printed_from_one_run_allows_for_that_runs_spread_and_can_still_disagree():
+    """The Showdown README's mushroom totals are single runs: one run lies anywhere in a seed's spread (here sd 400),
+    so a value 1.1 sd from our mean is no disagreement, while taken as exact it is one. Far outside the spread, a
+    one-run value still disagrees, and inside the margin it still agrees."""
+    here = 1340.0 + 150.0 * NOISE  # sd 405 over 10 seeds
+    paper, margin = 870.0, 87.0
+    assert verdicts.printed_value(here, paper, margin).verdict == DISAGREES
+    one_run = verdicts.printed_value(here, paper, margin, runs=1)
+    assert one_run.verdict == INCONCLUSIVE and "the paper's value from 1 run, its spread taken" in one_run.reason
+    assert verdicts.printed_value(here, 5000.0, margin, runs=1).verdict == DISAGREES
+    assert verdicts.printed_value(here, 1340.0, 2000.0, runs=1).verdict == AGREES
+    # the interval of the mean less one more run: √(1/n + 1) times as wide as the mean's alone
+    low, high = stats.mean_interval(here, 0.9, runs=1)
+    alone_low, alone_high = stats.mean_interval(here, 0.9)
+    assert (high - low) / (alone_high - alone_low) == pytest.approx(np.sqrt(1 + 10))
+
+
 def test_an_improvement_agrees_within_half_the_papers_gain():
     baseline = SEED_LEVEL + 1000
     wide = seeds(mine=baseline * 0.92 + NOISE, club=baseline, locb=baseline + 50)

@@ -382,7 +382,7 @@ def _value_row(run: Run, spec: dict, value: PaperValue) -> dict[str, Any]:
     if differences:
         return {**row, "verdict": NOT_COMPARABLE, "reason": "; ".join(differences)}
     margin = chosen.margin * (abs(value.value) if chosen.relative else 1.0)
-    said = verdicts.printed_value(here[value.algorithm].to_numpy(dtype=float), value.value, margin)
+    said = verdicts.printed_value(here[value.algorithm].to_numpy(dtype=float), value.value, margin, value.runs)
     return {**row, "verdict": said.verdict, "reason": said.reason}
 
 

@@ -67,15 +67,17 @@ def describe(values) -> dict[str, float]:
     }
 
 
-def mean_interval(values, confidence: float) -> tuple[float, float]:
+def mean_interval(values, confidence: float, runs: int = 0) -> tuple[float, float]:
     """The two-sided Student-t interval of the mean, mean ± t_{n−1}·std/√n; a point when every value is equal
-    (the interval of a zero-variance sample), NaN with fewer than 2 values."""
+    (the interval of a zero-variance sample), NaN with fewer than 2 values. With ``runs``, the prediction interval
+    of the mean less the mean of ``runs`` more values of the same spread, mean ± t_{n−1}·std·√(1/n + 1/runs): where
+    a number averaged over that many runs of its own may lie."""
     values = np.asarray(values, dtype=float)
     n = values.size
     if n < 2:
         return np.nan, np.nan
     mean, std = values.mean(), values.std(ddof=1)
-    half = stdtrit(n - 1, (1 + confidence) / 2) * std / np.sqrt(n)
+    half = stdtrit(n - 1, (1 + confidence) / 2) * std * np.sqrt(1 / n + (1 / runs if runs else 0.0))
     return float(mean - half), float(mean + half)
 
 

@@ -149,16 +149,17 @@ def ordering(wide: pd.DataFrame, pairs: list[tuple[str, str]], higher: bool, tes
 
 
 def within_margin(
-    differences: np.ndarray, margin: float, *, one_sided: bool = False
+    differences: np.ndarray, margin: float, *, one_sided: bool = False, runs: int = 0
 ) -> tuple[str, tuple[float, float]]:
     """Equivalence of a difference to 0 within ± ``margin`` (Schuirmann's two one-sided tests at level α: the
     (1 − 2α) t-interval inside the margin), or with ``one_sided`` non-inferiority (the interval below +margin).
     Disagrees when the interval lies entirely beyond the margin (beyond +margin for ``one_sided``). A sample of
-    one repeated difference has a point for its interval."""
+    one repeated difference has a point for its interval. ``runs``: the differences are to a number averaged over
+    that many runs of its own, whose spread the interval adds (``stats.mean_interval``)."""
     n = differences.size
     if n < MIN_TEST_SEEDS:
         return INCONCLUSIVE, (np.nan, np.nan)
-    low, high = mean_interval(differences, INTERVAL)
+    low, high = mean_interval(differences, INTERVAL, runs)
     if one_sided:
         verdict = AGREES if high < margin else DISAGREES if low > margin else INCONCLUSIVE
     else:
@@ -195,14 +196,17 @@ def close_to(wide: pd.DataFrame, a: str, b: str, higher: bool, margin: float, *,
     return Verdict(verdict, f"{lead}: {said}{degenerate}")
 
 
-def printed_value(values: np.ndarray, paper: float, margin: float) -> Verdict:
-    """A number the paper prints against here's mean over seeds: equivalence of (here − paper) within ± margin,
-    the paper's value taken as exact (its own run-to-run spread is rarely printed)."""
+def printed_value(values: np.ndarray, paper: float, margin: float, runs: int = 0) -> Verdict:
+    """A number the paper prints against here's mean over seeds: equivalence of (here − paper) within ± margin.
+    The paper's value is taken as exact (its own run-to-run spread is rarely printed), unless its source says it
+    averages ``runs`` runs: then their spread, estimated by ours, widens the interval (a single run, ``runs=1``,
+    varies as much as one seed here)."""
     values = values[np.isfinite(values)]
-    verdict, (low, high) = within_margin(values - paper, margin)
+    verdict, (low, high) = within_margin(values - paper, margin, runs=runs)
     if not np.isfinite(low):
         return Verdict(INCONCLUSIVE, f"n = {values.size}: no test")
-    interval = f"here − paper {_interval_text(low, high)} ({percent(INTERVAL)} interval, {values.size} seeds)"
+    spread = f"; the paper's value from {runs} run{'s' * (runs > 1)}, its spread taken as ours" if runs else ""
+    interval = f"here − paper {_interval_text(low, high)} ({percent(INTERVAL)} interval, {values.size} seeds{spread})"
     lead = {
         AGREES: "within the margin",
         DISAGREES: "outside the margin",
