@@ -19,8 +19,9 @@ Four families of the authors' code, each with its own instance:
 - EE-Net (``parity_eenet.py``; REF = banyikun/EE-Net-ICLR-2022 at 08d6ed7) on their MNIST protocol (DIR: the MNIST
   IDX files);
 - the Deep Bayesian Bandits Showdown (``parity_showdown.py``; REF = the deep_contextual_bandits directory, e.g.
-  mlisicki/deep_contextual_bandits at cdb5bd1) for BLR (their LinFullPost) and Uniform, on ``--problem wheel`` or
-  ``statlog`` as their samplers draw them (DIR: the folder of UCI's shuttle.trn, for statlog).
+  mlisicki/deep_contextual_bandits at cdb5bd1) for BLR (their LinFullPost) and Uniform, on ``--problem wheel``,
+  ``statlog`` or ``mushroom`` as their samplers draw them (DIR: the folder of UCI's shuttle.trn for statlog, of
+  agaricus-lepiota.data for mushroom).
 
 **Same draws.** Run i of theirs is a fresh process seeded with i. It records what it drew; ours replays exactly
 that: the Ban family's rounds (served user, ten contexts, rewards), bandpy's agents and noisy rewards (our
@@ -740,7 +741,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--instance", help="bandpy: users=18,clusters=2,arms=10,dim=5,noise=1,omega=0.785,seed=0 (any of)")
     p.add_argument("--instance-dir", type=Path, help="bandpy: a --data-dir holding a prepared synthetic dataset")
-    p.add_argument("--problem", choices=("wheel", "statlog"), default="wheel", help="the Showdown: its problem")
+    p.add_argument("--problem", choices=showdown_side().PROBLEMS, default="wheel", help="the Showdown: its problem")
     p.add_argument("--measure", choices=("regret", "speed"), default="regret")
     p.add_argument("--algos", default="club", help=f"comma list of {', '.join(FAMILY)}")
     p.add_argument("--rounds", type=int, default=3000)

@@ -1,13 +1,16 @@
 """The Deep Bayesian Bandits Showdown's side of the parity harness (benchmarks/parity.py dispatches ``--algos
 blr-one`` and ``--algos random`` here).
 
-The instances are two of the Showdown's problems as its example script builds them (Riquelme, Tucker & Snoek 2018,
-§4 and App. A), drawn by its own samplers in run i's process after ``np.random.seed(i)``:
+The instances are three of the Showdown's problems as its example script builds them (Riquelme, Tucker & Snoek
+2018, §4 and App. A), drawn by its own samplers in run i's process after ``np.random.seed(i)``:
 
 - ``wheel``: ``sample_wheel_bandit_data`` with the script's δ = 0.95, small rewards N(1.0 | 1.2, 0.05²) and the
   large one N(50, 0.01²); the expected rewards are the means its definition gives each context;
 - ``statlog``: ``sample_statlog_data`` on UCI's shuttle training file (``--pools`` holds ``shuttle.trn``): the
-  first ``--rounds`` rows of a shuffle, each feature standardised over those rows, reward 1 for the row's class.
+  first ``--rounds`` rows of a shuffle, each feature standardised over those rows, reward 1 for the row's class;
+- ``mushroom``: ``sample_mushroom_data`` on UCI's ``agaricus-lepiota.data`` (in ``--pools``): ``--rounds`` rows drawn
+  with replacement, the 117 one-hot attributes as context, action 0 don't eat (0), action 1 eat (+5 if edible, else
+  +5 or −35 with probability ½); the expected rewards are 0, and 5 or −15.
 
 Their learners run unedited from REF (the deep_contextual_bandits directory of tensorflow/models, or a fork):
 ``LinearFullPosteriorSampling`` (their LinFullPost) for ``blr-one`` and ``UniformSampling`` for ``random``, in the
@@ -35,10 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-PROBLEMS = ("wheel", "statlog")
+PROBLEMS = ("wheel", "statlog", "mushroom")
 # their example script's wheel: δ, the small rewards' means and σ, the large reward's mean and σ
 WHEEL = {"delta": 0.95, "mean_v": [1.0, 1.0, 1.0, 1.0, 1.2], "std_v": [0.05] * 5, "mu_large": 50.0, "std_large": 0.01}
 STATLOG_FILE, STATLOG_ACTIONS, STATLOG_ROWS = "shuttle.trn", 7, 43_500
+MUSHROOM_FILE = "agaricus-lepiota.data"
+POOL_FILES = {"statlog": STATLOG_FILE, "mushroom": MUSHROOM_FILE}
 # their learner (module, class) for each of ours
 METHODS = {
     "blr-one": ("linear_full_posterior_sampling", "LinearFullPosteriorSampling"),
@@ -65,9 +70,18 @@ def check_reference(reference: Path, problem: str, pools: Path | None) -> str | 
     for module, _ in METHODS.values():
         if not (reference / "bandits" / "algorithms" / f"{module}.py").is_file():
             return f"{reference} has no bandits/algorithms/{module}.py: not the Showdown's deep_contextual_bandits"
-    if problem == "statlog" and (pools is None or not (pools / STATLOG_FILE).is_file()):
-        return f"--problem statlog needs --pools, a folder holding UCI's {STATLOG_FILE}"
+    needed = POOL_FILES.get(problem)
+    if needed and (pools is None or not (pools / needed).is_file()):
+        return f"--problem {problem} needs --pools, a folder holding UCI's {needed}"
     return None
+
+
+def python2_messages() -> None:
+    """Their LinFullPost is Python 2 code: when NumPy cannot draw from a posterior (``LinAlgError``) it prints the
+    error's ``message``, which Python 3's exceptions lack, before its fallback draw (β ~ N(0, I) that round). The
+    attribute, given back, lets that fallback run as it did for them, their code unedited."""
+    if not hasattr(np.linalg.LinAlgError, "message"):
+        np.linalg.LinAlgError.message = property(str)
 
 
 def fake_tensorflow() -> types.ModuleType:
@@ -92,8 +106,14 @@ def sample(problem: str, rounds: int, pools: Path | None) -> tuple[np.ndarray, n
     tensorflow = sys.modules.setdefault("tensorflow", fake_tensorflow())
     if not hasattr(tensorflow, "gfile"):  # a TensorFlow 2 (their NeuralLinear's runs) keeps it as tf.io.gfile
         tensorflow.gfile = fake_tensorflow().gfile
-    from bandits.data.data_sampler import sample_statlog_data
+    from bandits.data.data_sampler import sample_mushroom_data, sample_statlog_data
 
+    if problem == "mushroom":
+        table, (best_value, _) = sample_mushroom_data(str(pools / MUSHROOM_FILE), rounds)
+        contexts, rewards = table[:, :-2].astype(float), table[:, -2:].astype(float)
+        edible = best_value > 0  # their optimal expected reward: 5 for an edible row, 0 (don't eat) otherwise
+        expected = np.stack([np.zeros(rounds), np.where(edible, 5.0, -15.0)], axis=1)
+        return contexts, rewards, expected
     contexts, rewards, _ = sample_statlog_data(str(pools / STATLOG_FILE), min(rounds, STATLOG_ROWS), shuffle_rows=True)
     return contexts, rewards, rewards  # a class reward is known, not drawn
 
@@ -115,6 +135,7 @@ def run_reference(
 ) -> dict:
     """Run ``seed`` of theirs in this fresh process; the draws go to ``record`` for ours to replay."""
     sys.path.insert(0, str(reference))
+    python2_messages()
     np.random.seed(seed)
     contexts, rewards, expected = sample(problem, rounds, pools)
     np.savez(record, contexts=contexts, rewards=rewards, expected=expected)
@@ -154,6 +175,8 @@ def shown(record: dict, params: dict) -> tuple[dict, dict]:
 def describe(problem: str, pools: Path | None) -> str:
     if problem == "wheel":
         return "the Showdown's wheel (their sampler, δ = 0.95, their example's σ), their draws replayed"
+    if problem == "mushroom":
+        return f"the Showdown's mushroom ({pools.name}/{MUSHROOM_FILE}, their sampler), their draws replayed"
     return f"the Showdown's statlog ({pools.name if pools else ''}/{STATLOG_FILE}, their sampler), their rows replayed"
 
 

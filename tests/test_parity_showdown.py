@@ -159,8 +159,41 @@ def test_what_their_code_cannot_run_is_refused_in_one_line(settings, rounds, pro
         parity_showdown.check_settings("blr-one", settings, rounds, problem)
 
 
-def test_a_checkout_without_their_learners_or_statlog_without_its_file_is_named(tmp_path, monkeypatch):
+def test_a_checkout_without_their_learners_or_a_problem_without_its_file_is_named(tmp_path, monkeypatch):
     assert "not the Showdown's" in parity_showdown.check_reference(tmp_path, "wheel", None)
     stand_in(tmp_path / "ref", monkeypatch)
     assert parity_showdown.check_reference(tmp_path / "ref", "wheel", None) is None
     assert "shuttle.trn" in parity_showdown.check_reference(tmp_path / "ref", "statlog", tmp_path)
+    assert "agaricus-lepiota.data" in parity_showdown.check_reference(tmp_path / "ref", "mushroom", None)
+
+
+# Their mushroom sampler's return, for three drawn rows: one-hot contexts (edible first, as their table's first two
+# columns), don't-eat and eat rewards, and their optimal expected reward of each row (5 edible, 0 poisonous).
+STAND_IN_MUSHROOM = """
+import numpy as np
+
+
+def sample_mushroom_data(file_name, num_contexts):
+    contexts = np.array([[True, False], [False, True], [False, True]])[:num_contexts]
+    eat = np.array([5.0, -35.0, 5.0])[:num_contexts, None]
+    return np.hstack((contexts, np.zeros((num_contexts, 1)), eat)), (np.array([5.0, 0.0, 0.0]), None)
+
+
+def sample_statlog_data(*args, **kwargs):
+    raise AssertionError("not the mushroom sampler")
+"""
+
+
+def test_the_mushroom_rows_expected_rewards_are_the_eat_and_dont_eat_means(tmp_path, monkeypatch):
+    """Don't eat pays 0; eating pays 5 for an edible row and −15 in expectation for a poisonous one, whatever the
+    draw (−35 or +5) their sampler realised."""
+    reference = stand_in(tmp_path, monkeypatch)
+    (reference / "bandits/data/data_sampler.py").write_text(STAND_IN_MUSHROOM)
+    sys.path.insert(0, str(reference))
+    for module in (*MODULES, "bandits.data.data_sampler"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, "tensorflow", parity_showdown.fake_tensorflow())
+    contexts, rewards, expected = parity_showdown.sample("mushroom", 3, tmp_path)
+    np.testing.assert_array_equal(contexts, [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(rewards, [[0.0, 5.0], [0.0, -35.0], [0.0, 5.0]])
+    np.testing.assert_array_equal(expected, [[0.0, 5.0], [0.0, -15.0], [0.0, -15.0]])

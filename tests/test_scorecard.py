@@ -43,22 +43,23 @@ def runs(tmp_path_factory):
     ]
 
 
-def test_the_inventory_alone_fits_80_columns_and_names_all_32(capsys):
+def test_the_inventory_alone_fits_80_columns_and_names_all_34(capsys):
     shown = banditbench_here("claims", capsys=capsys)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert max(map(len, lines)) <= 80
-    assert lines[0].startswith("32 tables and figures with results in 6 papers: 20 covered by a preset (0")
-    assert "(0 decided, 0 inconclusive, 20 not run here), 12 not reproduced." in " ".join(lines[:3])
-    assert sum(line.startswith(("  Table ", "  Fig. ", "  README")) for line in lines) == 32
+    assert lines[0].startswith("34 tables and figures with results in 6 papers: 20 covered by a preset (0")
+    assert "(0 decided, 0 inconclusive, 20 not run here), 14 not reproduced." in " ".join(lines[:3])
+    exhibits = ("  Table ", "  Fig. ", "  README", "  regret table", "  wheel δ sweep")
+    assert sum(line.startswith(exhibits) for line in lines) == 34
     as_json = json.loads(banditbench_here("claims", "--json", capsys=capsys).stdout)
     assert as_json["counts"] == {
-        "exhibits": 32,
+        "exhibits": 34,
         "covered": 20,
         "decided": 0,
         "inconclusive": 0,
         "not run": 20,
-        "not reproduced": 12,
+        "not reproduced": 14,
     }
 
 
@@ -94,7 +95,7 @@ def test_into_rewrites_only_the_marked_block(runs, tmp_path, capsys):
     done = banditbench_here("claims", *runs, "--format", "md", "--into", page, capsys=capsys)
     assert done.returncode == 0, done.stderr
     text = page.read_text()
-    assert text.startswith("# Fidelity\n\nbefore\n\n" + BEGIN + "\n**32 tables") and text.endswith(f"{END}\n\nafter\n")
+    assert text.startswith("# Fidelity\n\nbefore\n\n" + BEGIN + "\n**34 tables") and text.endswith(f"{END}\n\nafter\n")
     assert "old scorecard" not in text and text.count(BEGIN) == 1
 
 

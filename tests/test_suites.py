@@ -70,7 +70,7 @@ def test_the_showdown_suite_prepares_each_problem_as_its_preset_does():
     assert members["showdown-census"].prepare_command() == census
     assert members["showdown-wheel"].data == {"contexts": 2000, "seed": 0}
     assert members["showdown-jester"].data == {"context_jokes": 32}
-    assert members["showdown-statlog"].data == {}  # no preset: whatever is prepared
+    assert members["showdown-statlog"].data == {}  # its preset's: the preparation's defaults
 
 
 def test_a_suite_file_declares_members_with_settings_and_a_tuning_split(tmp_path):
