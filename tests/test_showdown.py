@@ -136,6 +136,10 @@ def test_adult_drops_rows_with_missing_attributes_and_makes_the_occupation_the_a
     # 6 numeric attributes, then one column per category of the 8 categorical ones seen in the 3 rows kept
     assert x.shape == (3, 6 + 3 + 2 + 3 + 2 + 1 + 1 + 1 + 1)
     np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
+    # verified against adult.names' 32 561 rows (and the empty last line), the three-row file is refused whole
+    with pytest.raises(UserError, match=r"adult.data: row count mismatch, expected 32,562 lines .* found 5 lines"):
+        showdown.prepare_uci(tmp_path / "verified", "adult", source=str(raw), offline=True)
+    assert not (tmp_path / "verified" / "showdown-adult").exists()
 
 
 @pytest.mark.skipif(not (SHARED / "uci-shuttle" / "shuttle.trn").is_file(), reason="genuine shuttle not available")
