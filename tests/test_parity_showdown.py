@@ -197,3 +197,12 @@ def test_the_mushroom_rows_expected_rewards_are_the_eat_and_dont_eat_means(tmp_p
     np.testing.assert_array_equal(contexts, [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     np.testing.assert_array_equal(rewards, [[0.0, 5.0], [0.0, -35.0], [0.0, 5.0]])
     np.testing.assert_array_equal(expected, [[0.0, 5.0], [0.0, -15.0], [0.0, -15.0]])
+
+
+def test_their_python_2_fallback_reads_a_linalg_errors_message():
+    """Their LinFullPost prints ``e.message`` before its fallback draw; Python 3's exceptions have no such attribute,
+    so without the harness's shim their run would stop there."""
+    parity_showdown.python2_messages()
+    with pytest.raises(np.linalg.LinAlgError) as error:
+        raise np.linalg.LinAlgError("SVD did not converge")
+    assert error.value.message == "SVD did not converge"
