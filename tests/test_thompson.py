@@ -74,26 +74,6 @@ def test_each_arms_posterior_is_the_closed_form_of_its_samples(name):
             np.testing.assert_allclose(policy.residual[0, a], y @ y - theta @ A @ theta, rtol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["lints-one", "blr-one"])
-def test_one_model_on_shared_contexts_is_the_closed_form_of_its_samples(name):
-    """On contexts no block structure splits, one model reads every arm: R Rᵀ = A⁻¹, θ̂ and BLR's S as closed forms
-    of every chosen context (the scores draw θ̃ once; the update computes the chosen arm's terms alone)."""
-    policy = group_of(name, [{"ridge": 0.5}], [0], n_users=1, n_arms=K, dim=W)
-    rounds = random_rounds(60, dense_round)
-    chosen = play(policy, rounds)
-    X = np.array([rnd.arms[c] for rnd, c in zip(rounds, chosen)])
-    y = np.array([rnd.rewards[c] for rnd, c in zip(rounds, chosen)])
-    if policy.intercept:
-        X = np.hstack([X, np.ones((len(X), 1))])
-    A = 0.5 * np.eye(X.shape[1]) + X.T @ X
-    theta = np.linalg.solve(A, X.T @ y)
-    root = policy.stats.root[0, 0]
-    np.testing.assert_allclose(root @ root.T, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(policy.stats.theta[0, 0], theta, rtol=1e-9, atol=1e-12)
-    if name == "blr-one":
-        np.testing.assert_allclose(policy.residual[0, 0], y @ y - theta @ A @ theta, rtol=1e-9)
-
-
 def test_blr_starts_with_the_showdowns_round_robin_pulls():
     policy = group_of("blr-one", [{"initial_pulls": 2}], [0], n_users=1, n_arms=K, dim=K * W)
     assert play(policy, random_rounds(2 * K))[: 2 * K] == [0, 1, 2, 0, 1, 2]
@@ -142,7 +122,8 @@ def test_lints_scores_are_drawn_from_each_arms_posterior_marginal():
 
 @pytest.mark.parametrize("name", ["lints-one", "blr-one"])
 def test_one_shared_models_posterior_is_the_closed_form_of_its_samples(name):
-    """Without blocks one model learns from every played arm, in square-root form: R Rᵀ = (λI + XᵀX)⁻¹, θ̂ = A⁻¹Xᵀy."""
+    """Without blocks one model learns from every played arm, in square-root form: R Rᵀ = (λI + XᵀX)⁻¹, θ̂ = A⁻¹Xᵀy,
+    and BLR's S = yᵀy − θ̂ᵀAθ̂ (its update computes the chosen arm's terms alone: the scores draw θ̃ once)."""
     policy = group_of(name, [{"ridge": 0.5}], [0], n_users=1, n_arms=K, dim=W)
     rounds = random_rounds(60, dense_round)
     chosen = play(policy, rounds)
@@ -151,9 +132,11 @@ def test_one_shared_models_posterior_is_the_closed_form_of_its_samples(name):
     if policy.intercept:
         X = np.hstack([X, np.ones((len(X), 1))])
     A = 0.5 * np.eye(X.shape[1]) + X.T @ X
-    R = policy.stats.root[0, 0]
+    R, theta = policy.stats.root[0, 0], np.linalg.solve(A, X.T @ y)
     np.testing.assert_allclose(R @ R.T, np.linalg.inv(A), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(policy.stats.theta[0, 0], np.linalg.solve(A, X.T @ y), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(policy.stats.theta[0, 0], theta, rtol=1e-9, atol=1e-12)
+    if name == "blr-one":
+        np.testing.assert_allclose(policy.residual[0, 0], y @ y - theta @ A @ theta, rtol=1e-9)
 
 
 def test_lints_on_shared_contexts_draws_one_theta_for_every_arm():
