@@ -67,11 +67,8 @@ class RidgeStats:
                 self._update_one(m, learner, x[p], reward[p], one)
             return
         at = members, learners
-        A_inv, theta, column = self.A_inv[at], self.theta[at], x[:, :, None]
-        if known is None:
-            A_inv_x = (A_inv @ column)[:, :, 0]
-            known = A_inv_x, (A_inv_x[:, None, :] @ column)[:, 0, 0], (theta[:, None, :] @ column)[:, 0, 0]
-        A_inv_x, quad, prediction = known
+        A_inv, theta = self.A_inv[at], self.theta[at]
+        A_inv_x, quad, prediction = known if known is not None else ridge_terms(A_inv, theta, x)
         gain = A_inv_x / (1.0 + quad)[:, None]
         self.theta[at] = theta + gain * (reward - prediction)[:, None]
         self.A_inv[at] = A_inv - gain[:, :, None] * A_inv_x[:, None, :]
@@ -81,12 +78,8 @@ class RidgeStats:
         """``update``'s ``known`` of each pair's sample x [P, d]: (A⁻¹x, xᵀA⁻¹x, xᵀθ), Rᵀx first in square-root form."""
         at = pair_index(members, learners)
         if self.root is not None:
-            first = (x[:, None, :] @ self.root[at])[:, 0, :]
-            quad = np.add.reduce(first * first, axis=1)
-        else:
-            first = (self.A_inv[at] @ x[:, :, None])[:, :, 0]
-            quad = np.add.reduce(first * x, axis=1)
-        return first, quad, np.add.reduce(x * self.theta[at], axis=1)
+            return square_root_terms(self.root[at], self.theta[at], x)
+        return ridge_terms(self.A_inv[at], self.theta[at], x)
 
     def _update_roots(self, members, learners, x, reward, known) -> None:
         """``update`` in square-root form: one pair's rows updated in place (views), several gathered and written
@@ -198,6 +191,20 @@ def pair_index(members: np.ndarray, learners: np.ndarray) -> tuple:
     return members, learners
 
 
+def ridge_terms(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray) -> tuple:
+    """(A⁻¹x, xᵀA⁻¹x, xᵀθ) of P learners' samples x [P, d] from their A⁻¹ [P, d, d] and θ [P, d]: stacked products,
+    each learner's bit for bit as its own."""
+    column = x[:, :, None]
+    A_inv_x = (A_inv @ column)[:, :, 0]
+    return A_inv_x, (A_inv_x[:, None, :] @ column)[:, 0, 0], (theta[:, None, :] @ column)[:, 0, 0]
+
+
+def square_root_terms(root: np.ndarray, theta: np.ndarray, x: np.ndarray) -> tuple:
+    """(Rᵀx, xᵀA⁻¹x = ‖Rᵀx‖², xᵀθ) of P learners' samples x [P, d] from their R [P, d, d] (R Rᵀ = A⁻¹) and θ."""
+    u = (x[:, None, :] @ root)[:, 0, :]  # uᵀ = xᵀR
+    return u, np.add.reduce(u * u, axis=1), np.add.reduce(x * theta, axis=1)
+
+
 def sherman_morrison(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, known=None) -> float:
     """Add (x, reward) to one learner's A⁻¹ and θ, in place (views), and return xᵀA⁻¹x (before the update);
     ``known`` as in ``RidgeStats.update``."""
@@ -219,10 +226,7 @@ def potter_update(root: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: np
     R' = R − c·(R u) uᵀ, c = 1 / (1 + q + sqrt(1 + q)), gives R' R'ᵀ = R (I − u uᵀ/(1 + q)) Rᵀ = (A + x xᵀ)⁻¹
     (Potter's square-root update: Potter & Stern 1963; Bierman 1977). R Rᵀ stays positive semi-definite whatever
     the rounding, and a draw θ̂ + R z needs no factorisation."""
-    if known is None:
-        u = (x[:, None, :] @ root)[:, 0, :]  # uᵀ = xᵀR
-        known = u, np.add.reduce(u * u, axis=1), np.add.reduce(x * theta, axis=1)
-    u, quad, prediction = known
+    u, quad, prediction = known if known is not None else square_root_terms(root, theta, x)
     A_inv_x = (root @ u[:, :, None])[:, :, 0]
     theta += A_inv_x * ((reward - prediction) / (1.0 + quad))[:, None]
     root -= (A_inv_x / (1.0 + quad + np.sqrt(1.0 + quad))[:, None])[:, :, None] * u[:, None, :]
