@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ties import ROUNDING, assert_same_choice, relative_difference  # noqa: E402
 
 K, W = 3, 4  # arms, and the width of one arm's block
-SMALL = {"width": 8, "train_every": 10, "train_steps": 5, "batch_size": 16}
+SMALL = {"width": 8, "training_freq": 10, "train_steps": 5, "batch_size": 16}
 
 
 def policy_of(seed=0, **params):
@@ -54,15 +54,16 @@ def play(policy, played: list[Round]) -> list[int]:
 
 
 def test_each_actions_posterior_after_a_rebuild_is_the_normal_inverse_gamma_closed_form():
-    """After the training of round 30: Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and rate b₀ + (yᵀy − μᵀΛμ)/2, with
-    Φ the trained network's embeddings of each action's played contexts (dense input, computed here)."""
-    policy, played = policy_of(prior_a=3.0, prior_b=2.0, lam=0.5), rounds(30)
+    """After the training of round 30 and four samples added since: Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and
+    rate b₀ + (yᵀy − μᵀΛμ)/2, with Φ the trained network's embeddings of each action's played contexts (computed
+    here): the rebuild and the samples added one at a time under the same φ."""
+    policy, played = policy_of(prior_a=3.0, prior_b=2.0, lam=0.5), rounds(34)
     chosen = play(policy, played)
     L, solved, shape, rate = policy.posterior()
     for a in range(K):
         x = torch.tensor(np.array([r.arms[a] for r, c in zip(played, chosen) if c == a]), dtype=torch.float32)
         y = torch.tensor([r.rewards[a] for r, c in zip(played, chosen) if c == a], dtype=torch.float64)
-        phi = policy.mlp.embed(policy.theta[0], x).double()
+        phi = policy.mlp.embed(policy.theta[0, 0], x).double()
         precision = phi.T @ phi + 0.5 * torch.eye(phi.shape[1], dtype=torch.float64)
         mu = torch.linalg.solve(precision, phi.T @ y)
         torch.testing.assert_close(L[0, a] @ L[0, a].T, precision, rtol=1e-5, atol=1e-5)
@@ -80,7 +81,7 @@ def test_scores_are_drawn_from_each_actions_marginal_with_the_members_own_draws(
     rng = np.random.default_rng()
     rng.bit_generator.state = policy.rngs[0].bit_generator.state
     L, solved, shape, rate = policy.posterior()
-    phi = policy.mlp.embed(policy.theta[0], torch.tensor(played[24].arms, dtype=torch.float32)).double()
+    phi = policy.mlp.embed(policy.theta[0, 0], torch.tensor(played[24].arms, dtype=torch.float32)).double()
     sigma = np.sqrt(rate[0].numpy() / np.array([rng.standard_gamma(k) for k in shape[0].tolist()]))
     z = rng.standard_normal(K)
     expected = []
@@ -101,7 +102,7 @@ def test_same_seed_same_choices_and_another_seed_others():
     assert play(policy_of(1), played) == play(policy_of(1), played) != play(policy_of(2), played)
 
 
-@pytest.mark.parametrize("param,value", [("prior_a", "0"), ("lam", "-1"), ("train_every", "0")])
+@pytest.mark.parametrize("param,value", [("prior_a", "0"), ("lam", "-1"), ("training_freq", "0")])
 def test_bad_hyper_parameters_are_refused_in_one_line(param, value):
     with pytest.raises(UserError) as error:
         grid.resolve({"neurallinear-ts": {param: [value]}}, ["neurallinear-ts"])
@@ -128,21 +129,21 @@ def pool_policy(seeds=(0,), params=None):
 
 
 def test_the_shared_posterior_after_a_rebuild_is_the_closed_form_over_every_played_arm():
-    """One Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and rate b₀ + (yᵀy − μᵀΛμ)/2 over all n = 30 samples, whichever
-    arm position each was played at."""
-    policy, played = pool_policy(params=[{"prior_a": 3.0, "prior_b": 2.0, "lam": 0.5}]), pool_rounds(30)
+    """One Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and rate b₀ + (yᵀy − μᵀΛμ)/2 over all n = 34 samples (30 at the
+    last training's rebuild, four added since), whichever arm position each was played at."""
+    policy, played = pool_policy(params=[{"prior_a": 3.0, "prior_b": 2.0, "lam": 0.5}]), pool_rounds(34)
     chosen = play(policy, played)
     assert len(set(chosen)) == K  # samples from every position, all in the one posterior
     L, solved, shape, rate = policy.posterior()
     assert L.shape[1] == 1
     x = torch.tensor(np.array([r.arms[c] for r, c in zip(played, chosen)]), dtype=torch.float32)
     y = torch.tensor([r.rewards[c] for r, c in zip(played, chosen)], dtype=torch.float64)
-    phi = policy.mlp.embed(policy.theta[0], x).double()
+    phi = policy.mlp.embed(policy.theta[0, 0], x).double()
     precision = phi.T @ phi + 0.5 * torch.eye(phi.shape[1], dtype=torch.float64)
     mu = torch.linalg.solve(precision, phi.T @ y)
     torch.testing.assert_close(L[0, 0] @ L[0, 0].T, precision, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(torch.linalg.solve(precision, L[0, 0] @ solved[0, 0]), mu, rtol=1e-5, atol=1e-5)
-    assert float(shape[0, 0]) == 3.0 + 30 / 2
+    assert float(shape[0, 0]) == 3.0 + 34 / 2
     torch.testing.assert_close(rate[0, 0], 2.0 + (y @ y - mu @ precision @ mu) / 2, rtol=1e-5, atol=1e-5)
 
 
@@ -157,7 +158,7 @@ def test_shared_scores_are_one_draw_of_beta_from_the_members_own_generator():
     z = torch.from_numpy(rng.standard_normal(L.shape[-1]))
     mu = torch.linalg.solve(L[0, 0] @ L[0, 0].T, L[0, 0] @ solved[0, 0])
     beta = mu + sigma * torch.linalg.solve(L[0, 0].T, z)
-    phi = policy.mlp.embed(policy.theta[0], torch.tensor(played[24].arms, dtype=torch.float32)).double()
+    phi = policy.mlp.embed(policy.theta[0, 0], torch.tensor(played[24].arms, dtype=torch.float32)).double()
     scores = policy.scores([played[24].view(Budget())])[0]
     torch.testing.assert_close(scores, phi @ beta, rtol=1e-4, atol=1e-5)
     # a draw with covariance σ̃²Λ instead of σ̃²Λ⁻¹ (noise L·z) is told apart

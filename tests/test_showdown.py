@@ -188,8 +188,8 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
         "bbb": 5235 - 2505,
         "random": 5235 + 4930,
     }
-    networks = ("bootrms", "dropout-ts", "paramnoise")
-    assert {"neurallinear-ts", "bbb", *networks} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
+    networks = ("neurallinear-ts", "bootrms", "dropout-ts", "paramnoise")
+    assert {"bbb", *networks} <= set(presets.PRESETS["showdown-mushroom"]["algos"])
     # the networks' rate decays over all their steps, and BBB takes every switch to their code, as in the README's run
     assert presets.preset_settings("showdown-mushroom")["set"] == {
         **{name: {"lr_reset": [False]} for name in networks},

@@ -17,12 +17,13 @@ MovieLens), position a's samples come from unrelated items and its posterior lea
 as ``blr-one`` on the network's features): the arms' scores φ(x_{t,a})ᵀβ̃ then share one draw
 β̃ = μ + σ̃ L⁻ᵀz ~ N(μ, σ̃²Λ⁻¹), LLᵀ = Λ, z ~ N(0, I).
 
-Settings (the Showdown's code, its mushroom example): one hidden layer of 50 ReLU units, the network retrained
-every 50 rounds for 100 minibatch steps, BLR statistics updated every round, a₀ = b₀ = 6, λ = 0.25 and two
-round-robin pulls of every arm first. Ours differ in the network: one output per arm vector (theirs has one head per
-action on the raw context) and Adam at a fixed lr (theirs RMSProp from lr 0.1 with decay), the training every
-neural policy here shares. After each training every action's Λ, Φᵀy, yᵀy and n are rebuilt from the whole history
-under the new φ in one batched embedding per member.
+The network and its training are the Showdown's, as for BootRMS, Dropout and ParamNoise
+(banditbench/algos/showdown_network.py): one hidden layer of 50 ReLU units, weights from U(±0.3), retrained every 50
+rounds by 100 RMSProp steps from lr 0.1 with inverse-time decay on minibatches of 512 drawn from all samples,
+gradients clipped to norm 5. The regressions (their code's mushroom example): a₀ = b₀ = 6, λ = 0.25, two
+round-robin pulls of every arm first. Each round's sample joins its posterior under the current φ; after every
+training, as their code replaces its latent data, every posterior's Λ, Φᵀy, yᵀy and n are rebuilt from the whole
+history under the new φ.
 """
 
 from __future__ import annotations
@@ -31,41 +32,19 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
-from banditbench.algos.base import MemberPolicy
-from banditbench.algos.neural import (
-    MLP,
-    NETWORK_DOMAINS,
-    History,
-    arm_blocks,
-    arm_inputs,
-    group_by_block,
-    resolve_device,
-    start_blocks,
-    torch_generator,
-    train_jobs,
-    whole_history_job,
-)
 from banditbench.algos.neurallinear import user_grams
+from banditbench.algos.showdown_network import ShowdownNetworks
 from banditbench.algos.thompson import inverse_gamma_scales
 
 POSTERIORS = ("per_action", "shared")  # one BLR per arm position, or one for every arm
 
 
-class NeuralLinearTS(MemberPolicy):
-    """Over the members of a group: every member's network [M, p], its posteriors' statistics [M, K, …] (per action)
-    or [M, 1, …] (shared), history and generators (numpy for the posterior draws, torch for the network)."""
+class NeuralLinearTS(ShowdownNetworks):
+    """One network per member [M, 1, p] and its posteriors' statistics [M, K, …] (per action) or [M, 1, …] (shared),
+    with the action each stored sample was played as [M, n]."""
 
     member_params = ("prior_a", "prior_b", "lam")
-    domains = {
-        **{name: domain for name, domain in NETWORK_DOMAINS.items() if name != "schedule"},
-        "prior_a": d.POSITIVE,
-        "prior_b": d.POSITIVE,
-        "lam": d.POSITIVE,
-        "train_every": d.COUNT,
-        "initial_pulls": d.STEPS,
-        "posterior": d.Choice(POSTERIORS),
-    }
-    transient = ("mlp", "_picked")
+    domains = {"prior_a": d.POSITIVE, "prior_b": d.POSITIVE, "lam": d.POSITIVE, "posterior": d.Choice(POSTERIORS)}
 
     def __init__(
         self,
@@ -77,52 +56,25 @@ class NeuralLinearTS(MemberPolicy):
         prior_a=6.0,
         prior_b=6.0,
         lam=0.25,
-        train_every: int = 50,
-        initial_pulls: int = 2,
         posterior: str = "per_action",
-        width: int = 50,
-        depth: int = 2,
-        bias: bool = True,
-        init: str = "torch",
-        lr: float = 1e-2,
-        train_steps: int = 100,
-        batch_size: int = 512,
-        gradients: str = "closed",
-        device: str = "cpu",
-        threads: int = 1,
+        **settings,
     ):
-        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds)
+        super().__init__(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, **settings)
+        self._start(1, inclusion=1.0, keep_prob=1.0)
         self.prior_a, self.prior_b, self.lam = self.per_member(prior_a), self.per_member(prior_b), self.per_member(lam)
-        self.train_every, self.initial_pulls = train_every, initial_pulls
         self.shared = posterior == "shared"
-        models = 1 if self.shared else n_arms
-        self.lr, self.train_steps, self.batch_size = lr, train_steps, batch_size
-        self.device = resolve_device(device)
-        self.generators = [torch_generator(seed, self.device, threads) for seed in seeds]
-        self.mlp = MLP(dim, width, depth, bias, init, gradients)
-        self.theta = torch.stack([self.mlp.init(generator, self.device) for generator in self.generators])
-        M, m = len(seeds), width
-        self.histories = [History(1, dim, self.device) for _ in seeds]
-        self.arm_of_row = torch.zeros(M, 1024, dtype=torch.long, device=self.device)
+        M, models, m = len(seeds), 1 if self.shared else n_arms, self.mlp.width
         lam = torch.as_tensor(self.lam, device=self.device)[:, None, None, None]
         self.precision = torch.eye(m, dtype=torch.float64, device=self.device).mul(lam).repeat(1, models, 1, 1)
         self.phi_y = torch.zeros(M, models, m, dtype=torch.float64, device=self.device)
         self.y_y = torch.zeros(M, models, dtype=torch.float64, device=self.device)
         self.count = torch.zeros(M, models, dtype=torch.float64, device=self.device)
-        self.rounds = 0
-        self.blocks, self.block = True, None  # as NeuralLinear: per-block reading of block-encoded contexts
+        self.model_of_row = torch.zeros(M, self.x.shape[1], dtype=torch.long, device=self.device)
 
-    def _embed(self, theta: torch.Tensor, x) -> torch.Tensor:
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """φ under every member's network of its vectors x [M, k, d] → [M, k, m], in float64 for the regressions."""
         with torch.no_grad():
-            return self.mlp.embed(theta, x).double()
-
-    def _arms(self, views) -> torch.Tensor:
-        arms, _ = self.read_arms(views)
-        x = torch.tensor(arms, dtype=torch.float32, device=self.device)
-        if self.block is None:
-            for m, history in enumerate(self.histories):
-                self.block, self.histories[m] = start_blocks(self, views[0], history)
-        return x if self.block is None else arm_blocks(x, self.block)
+            return self.mlp.embed(self.theta[:, 0], x).double()
 
     def posterior(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every posterior (one per action, or the shared one): the Cholesky factor L of Λ [M, ·, m, m], L⁻¹Φᵀy
@@ -135,80 +87,50 @@ class NeuralLinearTS(MemberPolicy):
         return L, solved, shape, rate
 
     def scores(self, views) -> torch.Tensor:
-        """A posterior draw of every member's arms' rewards [M, K], each from its action's exact marginal."""
-        return self._draw(views)[1]
-
-    def _draw(self, views) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        x = self._arms(views)
-        phi = self._embed(self.theta, arm_inputs(x, self.block))  # [M, K, m]: arm a's embedding, for action a's BLR
+        """A posterior draw of every member's arms' rewards [M, K], each from its action's exact marginal (or all
+        from one draw of the shared β̃)."""
+        arms, _ = self.read_arms(views)
+        phi = self.embed(torch.tensor(arms, dtype=torch.float32, device=self.device))  # [M, K, m]
         L, solved, shape, rate = self.posterior()
         sigma = inverse_gamma_scales(self.rngs, shape.cpu().numpy(), rate.cpu().numpy())  # [M, K] or [M, 1]
         if self.shared:  # one β̃ = L⁻ᵀ(L⁻¹Φᵀy + σ̃z) for every arm
             z = np.array([rng.standard_normal(phi.shape[2]) for rng in self.rngs])
             noisy = solved[:, 0] + torch.from_numpy(sigma * z).to(self.device)
             beta = torch.linalg.solve_triangular(L[:, 0].mT, noisy[..., None], upper=True)
-            return x, (phi @ beta)[..., 0], phi
+            return (phi @ beta)[..., 0]
         y = torch.linalg.solve_triangular(L, phi[..., None], upper=False)[..., 0]  # L⁻¹φ_a
         mean, spread = (y * solved).sum(-1), y.square().sum(-1).sqrt()  # φᵀμ and sqrt(φᵀΛ⁻¹φ)
-        z = np.array([rng.standard_normal(x.shape[1]) for rng in self.rngs])
-        return x, mean + torch.from_numpy(sigma * z).to(self.device) * spread, phi
-
-    def select(self, views, budgets):
-        x, score, phi = self._draw(views)
-        if self.rounds < self.initial_pulls * self.n_arms:  # the Showdown's round-robin start
-            chosen = torch.full((len(views),), self.rounds % x.shape[1], device=self.device)
-        else:
-            chosen = torch.argmax(score, dim=-1)
-        picked = torch.arange(len(views)), chosen
-        self._picked = x[picked], phi[picked]
-        return chosen.tolist()
+        z = np.array([rng.standard_normal(phi.shape[1]) for rng in self.rngs])
+        return mean + torch.from_numpy(sigma * z).to(self.device) * spread
 
     def update(self, views, chosen, rewards):
-        x, phi = self._picked
-        for m, arm, reward in zip(self.members, chosen, rewards):
-            model = 0 if self.shared else arm
-            row = self.histories[m].size
-            self.histories[m].add(0, x[m], reward, arm)
-            if row == self.arm_of_row.shape[1]:
-                self.arm_of_row = torch.cat([self.arm_of_row, torch.zeros_like(self.arm_of_row)], dim=1)
-            self.arm_of_row[m, row] = arm
-            self.precision[m, model].add_(torch.outer(phi[m], phi[m]))
-            self.phi_y[m, model].add_(reward * phi[m])
-            self.y_y[m, model] += reward * reward
-            self.count[m, model] += 1
-        self.rounds += 1
-        if self.rounds % self.train_every == 0:
-            self._train()
+        """The sample joins its posterior under the current φ; the network stores it and trains on schedule."""
+        _, x, r = self.played(views, chosen, rewards)
+        phi = self.embed(torch.tensor(x[:, None], dtype=torch.float32, device=self.device))[:, 0]
+        r = torch.as_tensor(r, device=self.device)
+        pair = torch.arange(len(self.members)), torch.as_tensor(chosen, device=self.device) * (not self.shared)
+        self.precision[pair] += phi[:, :, None] * phi[:, None, :]
+        self.phi_y[pair] += r[:, None] * phi
+        self.y_y[pair] += r * r
+        self.count[pair] += 1
+        if self.rounds == self.model_of_row.shape[1]:
+            self.model_of_row = torch.cat([self.model_of_row, torch.zeros_like(self.model_of_row)], 1)
+        self.model_of_row[:, self.rounds] = pair[1]
+        super().update(views, chosen, rewards)
 
     def _train(self) -> None:
-        """The network on every member's whole history, then every action's posterior rebuilt under the new φ."""
-        jobs = [
-            whole_history_job(
-                self.theta[m : m + 1], history, generator, batch_size=self.batch_size, steps=self.train_steps
-            )
-            for m, (history, generator) in enumerate(zip(self.histories, self.generators))
-        ]
-        for m, theta in enumerate(train_jobs(self.mlp, jobs, lr=self.lr)):
-            self.theta[m] = theta[0]
-            self.rebuild(m)
+        super()._train()
+        self.rebuild()
 
-    def rebuild(self, m: int) -> None:
-        """Member m's Λ, Φᵀy, yᵀy and n of every posterior from its stored samples, φ of the whole history in one
-        call."""
-        history = self.histories[m]
-        if self.block is None:
-            x, r = history.all_rows()
-        else:  # every stored block, read through its block's columns of W_1
-            rows = torch.arange(history.size, device=self.device)[None]
-            x, r = group_by_block(rows, history.x, history.block, self.n_arms), history.r[: history.size]
-        phi, r, models = self._embed(self.theta[m], x), r.double(), self.arm_of_row[m, : history.size]
-        if self.shared:
-            models = torch.zeros_like(models)
-        n_models = self.count.shape[1]
-        self.precision[m] = user_grams(phi, models, n_models, float(self.lam[m]))
-        self.phi_y[m] = torch.zeros_like(self.phi_y[m]).index_add_(0, models, r[:, None] * phi)
-        self.y_y[m] = torch.zeros_like(self.y_y[m]).index_add_(0, models, r * r)
-        self.count[m] = torch.bincount(models, minlength=n_models).double()
+    def rebuild(self) -> None:
+        """Every posterior's Λ, Φᵀy, yᵀy and n from its member's stored samples under the new φ."""
+        n = self.rounds
+        phi, r, models = self.embed(self.x[:, :n]), self.r[:, :n].double(), self.model_of_row[:, :n]
+        for m in range(len(self.members)):
+            self.precision[m] = user_grams(phi[m], models[m], self.count.shape[1], float(self.lam[m]))
+        self.phi_y = torch.zeros_like(self.phi_y).scatter_add_(1, models[..., None].expand_as(phi), r[..., None] * phi)
+        self.y_y = torch.zeros_like(self.y_y).scatter_add_(1, models, r * r)
+        self.count = torch.zeros_like(self.count).scatter_add_(1, models, torch.ones_like(r))
 
     def clusters(self, m):
         return np.zeros(self.n_users, dtype=np.int64)  # one network and one set of action models for every user
