@@ -205,11 +205,19 @@ NEURAL_LINEAR = {
 }
 
 
-def neural_linear_run(reference: Path, pools: Path | None, problem: str, rounds: int, seed: int) -> dict:
+def neural_linear_run(
+    reference: Path, pools: Path | None, problem: str, rounds: int, seed: int, layer_norm: bool = True
+) -> dict:
     """One run of their TF2 NeuralLinear (``neural_linear_sampling_tf2``) on their sampler's draws of ``seed``: its
     total reward and final regret. Needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and
-    tf_keras): their port builds its network with ``tf.compat.v1.layers``, which Keras 3 no longer serves."""
+    tf_keras): their port builds its network with ``tf.compat.v1.layers``, which Keras 3 no longer serves.
+    ``layer_norm=False``: the control without the layer normalisation their port puts after every hidden layer
+    (their TF1 network, the paper's, has none unless its ``layer_norm`` setting asks): the harness hands their
+    ``build_layer`` an identity in place of Keras's ``LayerNormalization``."""
     import tensorflow as tf
+
+    if not layer_norm:
+        tf.keras.layers.LayerNormalization = lambda **settings: lambda layer: layer
 
     sys.path.insert(0, str(reference))
     np.random.seed(seed)
@@ -247,17 +255,26 @@ def main() -> None:
     p.add_argument("--problems", default="wheel,statlog")
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--first-seed", type=int, default=0, help="runs use seeds FIRST … FIRST + RUNS − 1")
+    p.add_argument("--without-layer-norm", action="store_true", help="the control without their port's LayerNorm")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     import tensorflow as tf
 
-    found = {"learner": "their NeuralLinear (neural_linear_sampling_tf2)", "hparams": NEURAL_LINEAR}
+    learner = "their NeuralLinear (neural_linear_sampling_tf2)" + (
+        ", its hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
+    )
+    found = {"learner": learner, "hparams": NEURAL_LINEAR}
     found.update(tensorflow=tf.__version__, machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
     for problem in args.problems.split(","):
         reason = check_reference(args.reference_dir, problem, args.pools)
         if reason:
             raise SystemExit(reason)
-        runs = [neural_linear_run(args.reference_dir, args.pools, problem, args.rounds, s) for s in range(args.runs)]
+        seeds = range(args.first_seed, args.first_seed + args.runs)
+        runs = [
+            neural_linear_run(args.reference_dir, args.pools, problem, args.rounds, s, not args.without_layer_norm)
+            for s in seeds
+        ]
         found["problems"][problem] = runs
         print(problem, [round(r["final_regret"], 1) for r in runs], flush=True)
     args.out.write_text(json.dumps(found, indent=1) + "\n")
