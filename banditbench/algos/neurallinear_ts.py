@@ -108,7 +108,11 @@ class NeuralLinearTS(ShowdownNetworks):
         _, x, r = self.played(views, chosen, rewards)
         phi = self.embed(torch.tensor(x[:, None], dtype=torch.float32, device=self.device))[:, 0]
         r = torch.as_tensor(r, device=self.device)
-        pair = torch.arange(len(self.members)), torch.as_tensor(chosen, device=self.device) * (not self.shared)
+        actions = torch.as_tensor(chosen, device=self.device)
+        pair = (
+            torch.arange(len(self.members), device=self.device),
+            torch.zeros_like(actions) if self.shared else actions,
+        )
         self.precision[pair] += phi[:, :, None] * phi[:, None, :]
         self.phi_y[pair] += r[:, None] * phi
         self.y_y[pair] += r * r
