@@ -180,10 +180,10 @@ def describe(problem: str, pools: Path | None) -> str:
     return f"the Showdown's statlog ({pools.name if pools else ''}/{STATLOG_FILE}, their sampler), their rows replayed"
 
 
-# ------------------------------------------------------------------------------- their NeuralLinear, for later
-# their example script's NeuralLinear: one hidden layer of 50 ReLU units, RMSProp from 0.1 decayed by half, the
-# network retrained for 100 steps of 512 every 50 rounds, the BLR head refitted every round
-NEURAL_LINEAR = {
+# ------------------------------------------------------------------------------- their networks, for later
+# their example script's network settings: one hidden layer of 50 ReLU units, RMSProp from 0.1 decayed by half,
+# retrained for 100 steps of 512 every 50 rounds after two round-robin pulls of every action
+NETWORK = {
     "init_scale": 0.3,
     "layer_sizes": [50],
     "batch_size": 512,
@@ -196,38 +196,55 @@ NEURAL_LINEAR = {
     "initial_pulls": 2,
     "reset_lr": True,
     "lr_decay_rate": 0.5,
-    "training_freq": 1,
-    "training_freq_network": 50,
     "training_epochs": 100,
-    "a0": 6,
-    "b0": 6,
-    "lambda_prior": 0.25,
+}
+# their learner (module, class, the example's settings beyond NETWORK) of each of ours: NeuralLinear refits its
+# BLR heads every round and the network every 50; BootRMS trains q = 3 networks, each sample joining each with p
+NETWORKS = {
+    "neurallinear-ts": (
+        "neural_linear_sampling_tf2",
+        "NeuralLinearPosteriorSampling",
+        {"training_freq": 1, "training_freq_network": 50, "a0": 6, "b0": 6, "lambda_prior": 0.25},
+    ),
+    "bootrms": ("bootstrapped_bnn_sampling", "BootstrappedBNNSampling", {"training_freq": 50, "p": 0.95, "q": 3}),
 }
 
 
-def neural_linear_run(
-    reference: Path, pools: Path | None, problem: str, rounds: int, seed: int, layer_norm: bool = True
+def network_run(
+    reference: Path,
+    pools: Path | None,
+    problem: str,
+    rounds: int,
+    seed: int,
+    algorithm: str = "neurallinear-ts",
+    layer_norm: bool = True,
 ) -> dict:
-    """One run of their TF2 NeuralLinear (``neural_linear_sampling_tf2``) on their sampler's draws of ``seed``: its
-    total reward and final regret. Needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and
-    tf_keras): their port builds its network with ``tf.compat.v1.layers``, which Keras 3 no longer serves.
-    ``layer_norm=False``: the control without the layer normalisation their port puts after every hidden layer
+    """One run of their learner for ``algorithm`` (``NETWORKS``) on their sampler's draws of ``seed``: its total
+    reward and final regret. Their networks run as their TF2 port builds them (``neural_bandit_model_tf2``), which
+    needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and tf_keras): it builds its layers
+    with ``tf.compat.v1.layers``, which Keras 3 no longer serves. Their BootRMS imports their TF1 network
+    (``tf.contrib``), which TensorFlow 2 cannot build: the harness hands it the port's instead.
+    ``layer_norm=False``: the control without the layer normalisation the port puts after every hidden layer
     (their TF1 network, the paper's, has none unless its ``layer_norm`` setting asks): the harness hands their
     ``build_layer`` an identity in place of Keras's ``LayerNormalization``."""
+    import importlib
+
     import tensorflow as tf
 
     if not layer_norm:
         tf.keras.layers.LayerNormalization = lambda **settings: lambda layer: layer
-
     sys.path.insert(0, str(reference))
+    sys.modules["bandits.algorithms.neural_bandit_model"] = importlib.import_module(
+        "bandits.algorithms.neural_bandit_model_tf2"
+    )
     np.random.seed(seed)
     contexts, rewards, expected = sample(problem, rounds, pools)
-    from bandits.algorithms.neural_linear_sampling_tf2 import NeuralLinearPosteriorSampling
-
+    module, name, settings = NETWORKS[algorithm]
+    their_class = getattr(importlib.import_module(f"bandits.algorithms.{module}"), name)
     hparams = types.SimpleNamespace(
-        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **NEURAL_LINEAR
+        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **NETWORK, **settings
     )
-    learner = NeuralLinearPosteriorSampling("NeuralLinear", hparams)
+    learner = their_class(algorithm, hparams)
     T = len(contexts)
     chosen = np.zeros(T, np.int64)
     start = time.perf_counter()
@@ -244,7 +261,8 @@ def neural_linear_run(
 
 
 def main() -> None:
-    """``--neural-linear``: their NeuralLinear's totals on wheel and statlog, for a later comparison with ours."""
+    """Their network learners' totals (``--algorithm``, NeuralLinear or BootRMS) on wheel, statlog or mushroom, for a
+    later comparison with ours."""
     import argparse
     import json
     import platform
@@ -256,15 +274,17 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2000)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--first-seed", type=int, default=0, help="runs use seeds FIRST … FIRST + RUNS − 1")
+    p.add_argument("--algorithm", choices=sorted(NETWORKS), default="neurallinear-ts")
     p.add_argument("--without-layer-norm", action="store_true", help="the control without their port's LayerNorm")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     import tensorflow as tf
 
-    learner = "their NeuralLinear (neural_linear_sampling_tf2)" + (
-        ", its hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
+    module, name, settings = NETWORKS[args.algorithm]
+    learner = f"their {name} ({module}, the networks of neural_bandit_model_tf2)" + (
+        ", their hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
     )
-    found = {"learner": learner, "hparams": NEURAL_LINEAR}
+    found = {"learner": learner, "hparams": NETWORK | settings}
     found.update(tensorflow=tf.__version__, machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
     for problem in args.problems.split(","):
         reason = check_reference(args.reference_dir, problem, args.pools)
@@ -272,7 +292,9 @@ def main() -> None:
             raise SystemExit(reason)
         seeds = range(args.first_seed, args.first_seed + args.runs)
         runs = [
-            neural_linear_run(args.reference_dir, args.pools, problem, args.rounds, s, not args.without_layer_norm)
+            network_run(
+                args.reference_dir, args.pools, problem, args.rounds, s, args.algorithm, not args.without_layer_norm
+            )
             for s in seeds
         ]
         found["problems"][problem] = runs
