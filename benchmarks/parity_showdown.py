@@ -260,12 +260,34 @@ def network_run(
     }
 
 
+def ours_run(reference: Path, pools: Path | None, problem: str, rounds: int, seed: int, algorithm: str, params: dict):
+    """One run of ours (banditbench's ``algorithm`` with ``params``) on the draws ``network_run`` gives their learner
+    for ``seed``: the same rows in the same order, so run i of each side is paired. Needs no TensorFlow."""
+    from parity import replay
+
+    sys.path.insert(0, str(reference))
+    np.random.seed(seed)
+    contexts, rewards, expected = sample(problem, rounds, pools)
+    shown_rounds, own = shown({"contexts": contexts, "rewards": rewards, "expected": expected}, params)
+    result = replay(algorithm, own, shown_rounds, seed)
+    chosen = np.asarray(result["chosen"])
+    return {
+        "seed": seed,
+        "total_reward": float(rewards[np.arange(len(chosen)), chosen].sum()),
+        "final_regret": float(result["regret"][-1]),
+        "seconds": result["loop_seconds"],
+    }
+
+
 def main() -> None:
-    """Their network learners' totals (``--algorithm``, NeuralLinear or BootRMS) on wheel, statlog or mushroom, for a
-    later comparison with ours."""
+    """Their network learners' totals (``--algorithm``, NeuralLinear or BootRMS) on wheel, statlog or mushroom; with
+    ``--ours``, ours on the same draws; with ``--against``, ours against theirs run by run."""
     import argparse
     import json
     import platform
+
+    from parity import parse_settings
+    from parity_verdict import compare, signed
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("--reference-dir", type=Path, required=True)
@@ -276,29 +298,55 @@ def main() -> None:
     p.add_argument("--first-seed", type=int, default=0, help="runs use seeds FIRST … FIRST + RUNS − 1")
     p.add_argument("--algorithm", choices=sorted(NETWORKS), default="neurallinear-ts")
     p.add_argument("--without-layer-norm", action="store_true", help="the control without their port's LayerNorm")
+    p.add_argument("--ours", action="store_true", help="run banditbench's --algorithm on their draws instead")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of ours (--ours)")
+    p.add_argument("--against", type=Path, help="with --ours: their runs (this script's --out), compared by seed")
+    p.add_argument("--margin", type=float, default=0.10, help="--against: the margin, a share of their mean")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
-    import tensorflow as tf
+    if args.against and not args.ours:
+        raise SystemExit("--against compares ours with theirs: add --ours")
+    if args.set and not args.ours:
+        raise SystemExit("--set gives ours a setting: add --ours")
+    theirs = json.loads(args.against.read_text())["problems"] if args.against else {}
+    settings = parse_settings(args.set)
+    if args.ours:
+        found = {"learner": f"ours: {args.algorithm} on their draws", "settings": settings}
+    else:
+        import tensorflow as tf
 
-    module, name, settings = NETWORKS[args.algorithm]
-    learner = f"their {name} ({module}, the networks of neural_bandit_model_tf2)" + (
-        ", their hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
-    )
-    found = {"learner": learner, "hparams": NETWORK | settings}
-    found.update(tensorflow=tf.__version__, machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
+        module, name, hparams = NETWORKS[args.algorithm]
+        learner = f"their {name} ({module}, the networks of neural_bandit_model_tf2)" + (
+            ", their hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
+        )
+        found = {"learner": learner, "hparams": NETWORK | hparams, "tensorflow": tf.__version__}
+    found.update(machine=f"{platform.machine()} CPU", rounds=args.rounds, problems={})
     for problem in args.problems.split(","):
         reason = check_reference(args.reference_dir, problem, args.pools)
         if reason:
             raise SystemExit(reason)
         seeds = range(args.first_seed, args.first_seed + args.runs)
-        runs = [
-            network_run(
-                args.reference_dir, args.pools, problem, args.rounds, s, args.algorithm, not args.without_layer_norm
-            )
-            for s in seeds
-        ]
+        if args.ours:
+            runs = [
+                ours_run(args.reference_dir, args.pools, problem, args.rounds, s, args.algorithm, settings)
+                for s in seeds
+            ]
+        else:
+            layer_norm = not args.without_layer_norm
+            runs = [
+                network_run(args.reference_dir, args.pools, problem, args.rounds, s, args.algorithm, layer_norm)
+                for s in seeds
+            ]
         found["problems"][problem] = runs
         print(problem, [round(r["final_regret"], 1) for r in runs], flush=True)
+        if problem in theirs:
+            their_regret = {run["seed"]: run["final_regret"] for run in theirs[problem]}
+            both = [run for run in runs if run["seed"] in their_regret]
+            if not both:
+                raise SystemExit(f"{args.against} has no run of {problem} with seeds {seeds.start} … {seeds.stop - 1}")
+            c = compare([r["final_regret"] for r in both], [their_regret[r["seed"]] for r in both], args.margin, True)
+            found.setdefault("against", {})[problem] = c
+            print(f"{problem}: ours {signed(c)} from theirs, {len(both)} runs paired by draws", flush=True)
     args.out.write_text(json.dumps(found, indent=1) + "\n")
 
 

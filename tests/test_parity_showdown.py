@@ -206,3 +206,63 @@ def test_their_python_2_fallback_reads_a_linalg_errors_message():
     with pytest.raises(np.linalg.LinAlgError) as error:
         raise np.linalg.LinAlgError("SVD did not converge")
     assert error.value.message == "SVD did not converge"
+
+
+def ours_on_their_draws(reference: Path, monkeypatch, tmp_path, *extra: str) -> dict:
+    """``parity_showdown.py --ours`` on the stand-in's wheel: NeuralLinear-TS, two runs of 100 rounds."""
+    import json
+
+    out = tmp_path / "ours.json"
+    argv = ["parity_showdown.py", "--reference-dir", str(reference), "--problems", "wheel", "--rounds", "100"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--runs", "2", "--ours", *extra, "--out", str(out)])
+    for module in MODULES:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    parity_showdown.main()
+    return json.loads(out.read_text())
+
+
+def test_ours_replays_the_rows_their_run_of_the_same_seed_draws(tmp_path, monkeypatch):
+    reference = stand_in(tmp_path / "ref", monkeypatch)
+    import parity
+
+    shown_to_ours = []
+
+    def replay(algorithm, params, rounds, seed):
+        shown_to_ours.append(rounds)
+        return {"chosen": [0] * len(rounds["arms"]), "regret": [0.0], "loop_seconds": 0.0}
+
+    monkeypatch.setattr(parity, "replay", replay)
+    parity_showdown.ours_run(reference, None, "wheel", 30, 4, "neurallinear-ts", {})
+    np.random.seed(4)  # what their run of seed 4 draws (network_run)
+    contexts, rewards, _ = parity_showdown.sample("wheel", 30, None)
+    np.testing.assert_array_equal(shown_to_ours[0]["arms"][:, 2, 4:6], contexts)  # action 2's block
+    np.testing.assert_array_equal(shown_to_ours[0]["rewards"], rewards)
+
+
+def test_ours_against_theirs_is_equivalent_to_itself_and_differs_from_a_worse_learner(tmp_path, monkeypatch):
+    import json
+
+    reference = stand_in(tmp_path / "ref", monkeypatch)
+    ours = ours_on_their_draws(reference, monkeypatch, tmp_path, "--set", "lr_reset=false")
+    assert ours["settings"] == {"lr_reset": False} and [run["seed"] for run in ours["problems"]["wheel"]] == [0, 1]
+    for scale, equivalent in ((1.0, True), (1.5, False)):
+        theirs = {
+            "problems": {
+                "wheel": [{**run, "final_regret": scale * run["final_regret"]} for run in ours["problems"]["wheel"]]
+            }
+        }
+        (tmp_path / "theirs.json").write_text(json.dumps(theirs))
+        again = ours_on_their_draws(
+            reference, monkeypatch, tmp_path, "--set", "lr_reset=false", "--against", str(tmp_path / "theirs.json")
+        )
+        low, high = again["against"]["wheel"]["interval_pct"]
+        assert (-10 < low <= high < 10) is equivalent and (high < -10) is (not equivalent), (low, high)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"), [(["--against", "x.json"], "add --ours"), (["--set", "lr=1"], "add --ours")]
+)
+def test_settings_and_comparisons_of_ours_need_ours(tmp_path, monkeypatch, extra, message):
+    monkeypatch.setattr(sys, "argv", ["p", "--reference-dir", str(tmp_path), *extra, "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match=message):
+        parity_showdown.main()
