@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import banditbench_here
 from fixtures_raw import SHARED
 from scipy import stats
 
@@ -112,6 +113,49 @@ def test_statlog_standardises_each_feature_and_pays_one_for_the_class(tmp_path):
     np.testing.assert_array_equal(means, rewards)
 
 
+def shuttle_file(folder, rows: int = 40) -> np.ndarray:
+    """A shuttle training file of ``rows`` rows (features on unlike scales, classes 1 … 7); returns its table."""
+    rng = np.random.default_rng(3)
+    features = rng.integers(-50, 150, size=(rows, 9)) * np.array([1, 10, 1, 1, 100, 1, 1, 1, 1])
+    table = np.column_stack([features, rng.integers(1, 8, rows)])
+    folder.mkdir(exist_ok=True)
+    (folder / "shuttle.trn").write_text("\n".join(" ".join(map(str, row)) for row in table) + "\n")
+    return table
+
+
+def test_a_run_keeping_fewer_rows_standardises_them_as_the_showdowns_sampler_does(tmp_path):
+    """``--env contexts=N``: each run keeps N rows of its own, drawn without replacement from its stream, with their
+    features standardised over those N: the raw rows' standardisation over them (their sampler's), not the file's."""
+    table = shuttle_file(tmp_path / "raw")
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), offline=True, verify=False)
+    dataset = load_dataset(tmp_path / "ds", "showdown-statlog")
+    whole = RewardsTableEnvironment(dataset, np.random.SeedSequence(0))
+    np.testing.assert_allclose(whole.x, showdown.standardised(table[:, :9].astype(float)), atol=1e-12)
+    kept = {}
+    for seed in (0, 1):
+        env = RewardsTableEnvironment(dataset, np.random.SeedSequence(seed), {"contexts": 15})
+        kept[seed] = np.random.default_rng(np.random.SeedSequence(seed)).choice(40, size=15, replace=False)
+        np.testing.assert_allclose(env.x, showdown.standardised(table[kept[seed], :9].astype(float)), atol=1e-12)
+        np.testing.assert_array_equal(env.rewards.argmax(axis=1), table[kept[seed], 9] - 1)
+        assert len(set(kept[seed])) == 15 and len(list(env.rounds(15))) == 15
+    assert set(kept[0]) != set(kept[1])
+    # a problem prepared without standardising keeps its contexts as they are
+    showdown.prepare_wheel(tmp_path, delta=0.5, contexts=40, seed=0)
+    wheel = load_dataset(tmp_path, "showdown-wheel")
+    rows = RewardsTableEnvironment(wheel, np.random.SeedSequence(0), {"contexts": 15}).x
+    prepared = RewardsTableEnvironment(wheel, np.random.SeedSequence(0)).x
+    assert all((prepared == row).all(axis=1).any() for row in rows)
+
+
+def test_a_run_cannot_keep_more_rows_than_the_problem_has(tmp_path, capsys):
+    shuttle_file(tmp_path / "raw")
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), offline=True, verify=False)
+    args = ("run", "--dataset", "showdown-statlog", "--data-dir", tmp_path / "ds", "--algos", "random")
+    done = banditbench_here(*args, "--rounds", 5, "--env", "contexts=41", "--out", tmp_path / "r", capsys=capsys)
+    assert done.returncode == 2 and not (tmp_path / "r").exists()
+    assert done.stderr.strip() == "error: --env contexts=41: 'showdown-statlog' holds 40 rows"
+
+
 ADULT = (
     "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
     "United-States, <=50K\n"
@@ -200,7 +244,7 @@ def test_the_mushroom_preset_prints_the_readme_totals_as_regret_against_its_opti
     assert presets.missing_for("showdown-mushroom") == presets.missing_for("showdown-wheel") == []
 
 
-@pytest.mark.parametrize("problem", ["census", "jester", "financial"])
+@pytest.mark.parametrize("problem", ["statlog", "covertype", "adult", "census", "jester", "financial"])
 def test_each_real_problem_has_a_preset_that_says_why_it_prints_no_paper_numbers(problem):
     from banditbench import presets
 
@@ -209,6 +253,9 @@ def test_each_real_problem_has_a_preset_that_says_why_it_prints_no_paper_numbers
     assert "random" in spec["algos"] and presets.missing_for(f"showdown-{problem}") == []
     assert not spec["printed"].values and not spec["printed"].claims
     assert "not entered" in spec["printed"].stand_in
+    # the problems prepared whole: each run keeps the example script's 2000 rows, standardised over them
+    sampled = problem in ("statlog", "covertype", "adult")
+    assert presets.preset_settings(f"showdown-{problem}")["env"] == ({"contexts": 2000} if sampled else {})
 
 
 GROUPS = (0, 2, 5)  # the file's occupation codes: actions 0, 1, 2

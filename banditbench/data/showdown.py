@@ -36,7 +36,8 @@ its name announces, the stock file 3 713 days of 21 numbers; every value is chec
 sha256 of what was read is recorded.
 
 The Showdown draws a problem's rewards once per row; so does prepare, from ``--seed``. Its samplers pick
-``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row.
+``num_contexts`` rows per run; here a run streams passes over a seeded shuffle of every prepared row, or keeps
+``--env contexts=N`` rows of its own (banditbench/envs/rewards_table.py).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ from banditbench.data.sanity import rows_report
 from banditbench.errors import UserError
 
 PAPER = "Riquelme, Tucker & Snoek, ICLR 2018 (Deep Bayesian Bandits Showdown)"
+# the problems whose features are standardised when prepared, which a run keeping fewer rows standardises again
+STANDARDISED = ("showdown-statlog", "showdown-covertype", "showdown-adult", "showdown-census")
 PROTOCOL = "rewards-table"
 TABLE = "rows"  # the one table of a prepared problem
 

@@ -97,7 +97,7 @@ PROTOCOLS["rewards-table"] = ProtocolInfo(
     "rewards-table",
     ".rewards_table:RewardsTableEnvironment",
     "one row per round: a context and a reward for every action (drawn once when prepared), block contexts (a "
-    "linear model per action); no users; regret against the row's best expected reward",
+    "linear model per action); no users; regret against the row's best expected reward; --env contexts: rows per run",
     "Riquelme, Tucker & Snoek 2018 (Deep Bayesian Bandits Showdown) §4",
 )
 PROTOCOLS["logged"] = ProtocolInfo(

@@ -10,6 +10,12 @@ x_{t,a} = (0, …, x, …, 0) ∈ R^{dK} of the classification protocol, and the
 policy keeps one d-dimensional model per block, that is per action, which is exactly the Showdown's per-action
 model, while every other policy of banditbench (which scores arms by their contexts) runs unchanged. There are no
 users: every round is user 0.
+
+The Showdown's samplers give each run its own ``num_contexts`` rows (a shuffle's first ones) and standardise the
+features over those rows alone. ``--env contexts=N`` does the same: each run keeps N rows drawn without replacement
+from its own stream and, on the problems prepared with standardised features (``STANDARDISED``), standardises them
+again over those N; standardisation is affine per feature, so this is the standardisation of the raw rows over the
+N. ``contexts=0`` (the default) keeps every prepared row, standardised over the whole file.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from banditbench.data.prepared import PreparedDataset
-from banditbench.data.showdown import TABLE
+from banditbench.data.showdown import STANDARDISED, TABLE, standardised
 from banditbench.envs.round import Round
+from banditbench.errors import SettingError
 
 
 def columns(names: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -30,7 +37,9 @@ def columns(names: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 
 class RewardsTableEnvironment:
-    def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence):
+    SETTINGS = {"contexts": 0}  # rows each run keeps (the Showdown's num_contexts); 0: every row
+
+    def __init__(self, dataset: PreparedDataset, seed: np.random.SeedSequence, settings: dict | None = None):
         table = dataset.table(TABLE)
         x, realised, expected = columns(list(table.columns))
         self.x = table[x].to_numpy(np.float64)
@@ -40,6 +49,23 @@ class RewardsTableEnvironment:
         self.n_users, self.dim = 1, self.d * self.n_arms
         self.true_groups = None
         self.rng = np.random.default_rng(seed)
+        contexts = (settings or self.SETTINGS)["contexts"]
+        if contexts:  # this run's rows, as the Showdown's sampler draws them
+            kept = self.rng.choice(len(self.x), size=contexts, replace=False)
+            self.x, self.rewards, self.expected = self.x[kept], self.rewards[kept], self.expected[kept]
+            if dataset.name in STANDARDISED:
+                self.x = standardised(self.x)
+
+    @staticmethod
+    def check(dataset: PreparedDataset, env: dict, budget) -> None:
+        rows = dataset.manifest["counts"]["rows"]
+        if env["contexts"] > rows:
+            raise SettingError(
+                "{env} contexts={value}: {dataset!r} holds {rows} rows",
+                value=env["contexts"],
+                dataset=dataset.name,
+                rows=rows,
+            )
 
     @staticmethod
     def dimensions(dataset: PreparedDataset) -> tuple[int, int, int, int]:

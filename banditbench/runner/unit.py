@@ -43,7 +43,9 @@ class ArmRounds:
     revealed = True  # every round's feedback reaches the policy (a log's skipped events do not: runner/logged.py)
 
     def __init__(self, unit: Unit, dataset: PreparedDataset, env_seed):
-        self.env = PROTOCOLS[unit.protocol].environment(dataset, env_seed)
+        environment = PROTOCOLS[unit.protocol].environment
+        settings = (unit.env,) if hasattr(environment, "SETTINGS") else ()  # a protocol with settings is given them
+        self.env = environment(dataset, env_seed, *settings)
         self.diagnosed = False
 
     def begin(self, policy) -> None:
