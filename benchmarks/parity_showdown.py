@@ -27,11 +27,16 @@ generator, ours from the runner's streams), so the same arm is expected often, n
 Their LinFullPost fits an intercept (their ``ContextualDataset(intercept=True)`` appends a constant 1 to every
 context); so does our BLR (``intercept``, on by default), in each action's model; the control without it shows what
 the intercept is worth.
+
+Run as a script, it runs their network learners instead (NeuralLinear, BootRMS, Dropout, ParamNoise and BBB, for
+ours of ``NETWORKS``; TensorFlow 2 in a scratch environment, ``network_run``), or with ``--ours`` ours on the rows
+their run of each seed draws, and with ``--against`` pairs the two by seed.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -198,16 +203,77 @@ NETWORK = {
     "lr_decay_rate": 0.5,
     "training_epochs": 100,
 }
-# their learner (module, class, the example's settings beyond NETWORK) of each of ours: NeuralLinear refits its
-# BLR heads every round and the network every 50; BootRMS trains q = 3 networks, each sample joining each with p
+# their learner (module, class, the example's settings beyond NETWORK, the model it is told to build) of each of
+# ours: NeuralLinear refits its BLR heads every round and the network every 50; BootRMS trains q = 3 networks, each
+# sample joining each with p; Dropout keeps each hidden unit with p = 0.8 in training and when it acts; ParamNoise
+# perturbs the weights with an adaptive σ; BBB is their variational network, its noise σ fixed, its rate not reset
 NETWORKS = {
     "neurallinear-ts": (
         "neural_linear_sampling_tf2",
         "NeuralLinearPosteriorSampling",
         {"training_freq": 1, "training_freq_network": 50, "a0": 6, "b0": 6, "lambda_prior": 0.25},
+        (),
     ),
-    "bootrms": ("bootstrapped_bnn_sampling", "BootstrappedBNNSampling", {"training_freq": 50, "p": 0.95, "q": 3}),
+    "bootrms": ("bootstrapped_bnn_sampling", "BootstrappedBNNSampling", {"training_freq": 50, "p": 0.95, "q": 3}, ()),
+    "dropout-ts": (
+        "posterior_bnn_sampling",
+        "PosteriorBNNSampling",
+        {"training_freq": 50, "optimizer": "RMS", "use_dropout": True, "keep_prob": 0.8},
+        ("RMSProp",),
+    ),
+    "paramnoise": (
+        "parameter_noise_sampling",
+        "ParameterNoiseSampling",
+        {"training_freq": 50, "optimizer": "RMS", "noise_std": 0.05, "eps": 0.1, "d_samples": 300, "verbose": False},
+        (),
+    ),
+    "bbb": (
+        "posterior_bnn_sampling",
+        "PosteriorBNNSampling",
+        {
+            "training_freq": 50,
+            "optimizer": "RMS",
+            "use_sigma_exp_transform": True,
+            "cleared_times_trained": 10,
+            "initial_training_steps": 100,
+            "noise_sigma": 0.1,
+            "reset_lr": False,
+        },
+        ("Variational",),
+    ),
 }
+# the models their posterior_bnn_sampling imports beside the two it builds here: TF1 code (tf.contrib) that
+# TensorFlow 2 cannot import, so the harness hands it empty stand-ins, never called
+UNUSED_MODELS = {
+    "bb_alpha_divergence_model": "BBAlphaDivergence",
+    "bf_variational_neural_bandit_model": "BfVariationalNeuralBanditModel",
+    "multitask_gp": "MultitaskGP",
+}
+# the modules of their TF1 graph code (ParamNoise's noise ops, BBB's network) that TensorFlow 2 runs in its v1 form
+TF1_CODE = {"paramnoise": "parameter_noise_sampling", "bbb": "variational_neural_bandit_model"}
+# their learners that cannot run on the port's network as it is: its LayerNorm is a Keras layer, so ParamNoise's
+# second forward pass (the noisy one) builds a second one, whose variables nothing initialises
+NO_LAYER_NORM = {"paramnoise"}
+# their learners on a network of their own, not the port's (which alone has the LayerNorm)
+OWN_NETWORK = {"bbb": "their VariationalNeuralBanditModel on tf.compat.v1, no LayerNorm"}
+
+
+def their_summaries(folder: str) -> None:
+    """Their variational network writes its graph's summary to the ``--logdir`` flag of their example script: here a
+    temporary folder."""
+    from absl import flags
+
+    if "logdir" not in flags.FLAGS:
+        flags.DEFINE_string("logdir", folder, "where their networks write summaries")
+    flags.FLAGS.mark_as_parsed()
+    flags.FLAGS.logdir = folder
+
+
+class HParams(types.SimpleNamespace):
+    """Their settings object (TF1's ``tf.contrib.training.HParams``): attributes, and ``in`` for the ones set."""
+
+    def __contains__(self, name: str) -> bool:
+        return hasattr(self, name)
 
 
 def network_run(
@@ -222,11 +288,14 @@ def network_run(
     """One run of their learner for ``algorithm`` (``NETWORKS``) on their sampler's draws of ``seed``: its total
     reward and final regret. Their networks run as their TF2 port builds them (``neural_bandit_model_tf2``), which
     needs TensorFlow with the legacy Keras layers (``TF_USE_LEGACY_KERAS=1`` and tf_keras): it builds its layers
-    with ``tf.compat.v1.layers``, which Keras 3 no longer serves. Their BootRMS imports their TF1 network
-    (``tf.contrib``), which TensorFlow 2 cannot build: the harness hands it the port's instead.
-    ``layer_norm=False``: the control without the layer normalisation the port puts after every hidden layer
-    (their TF1 network, the paper's, has none unless its ``layer_norm`` setting asks): the harness hands their
-    ``build_layer`` an identity in place of Keras's ``LayerNormalization``."""
+    with ``tf.compat.v1.layers``, which Keras 3 no longer serves. Their BootRMS, Dropout and ParamNoise import
+    their TF1 network (``tf.contrib``), which TensorFlow 2 cannot build: the harness hands them the port's instead.
+    ParamNoise's noise ops and BBB's variational network are TF1 graph code without ``tf.contrib``: they run on
+    TensorFlow 2's ``tf.compat.v1``. The other models their posterior sampler imports (``UNUSED_MODELS``) cannot
+    be imported and are never built: empty stand-ins take their place. ``layer_norm=False``: the control without
+    the layer normalisation the port puts after every hidden layer (their TF1 network, the paper's, has none unless
+    its ``layer_norm`` setting asks): the harness hands their ``build_layer`` an identity in place of Keras's
+    ``LayerNormalization``."""
     import importlib
 
     import tensorflow as tf
@@ -237,20 +306,26 @@ def network_run(
     sys.modules["bandits.algorithms.neural_bandit_model"] = importlib.import_module(
         "bandits.algorithms.neural_bandit_model_tf2"
     )
+    for module, name in UNUSED_MODELS.items():
+        sys.modules[f"bandits.algorithms.{module}"] = types.SimpleNamespace(**{name: None})
     np.random.seed(seed)
     contexts, rewards, expected = sample(problem, rounds, pools)
-    module, name, settings = NETWORKS[algorithm]
-    their_class = getattr(importlib.import_module(f"bandits.algorithms.{module}"), name)
-    hparams = types.SimpleNamespace(
-        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **NETWORK, **settings
+    module, name, settings, model = NETWORKS[algorithm]
+    their_module = importlib.import_module(f"bandits.algorithms.{module}")
+    if algorithm in TF1_CODE:  # their TF1 graph code runs on TensorFlow 2's v1 interface
+        importlib.import_module(f"bandits.algorithms.{TF1_CODE[algorithm]}").tf = tf.compat.v1
+    hparams = HParams(
+        num_actions=rewards.shape[1], context_dim=contexts.shape[1], activation=tf.nn.relu, **(NETWORK | settings)
     )
-    learner = their_class(algorithm, hparams)
     T = len(contexts)
     chosen = np.zeros(T, np.int64)
-    start = time.perf_counter()
-    for t in range(T):
-        chosen[t] = learner.action(contexts[t])
-        learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
+    with tempfile.TemporaryDirectory(prefix="showdown-summaries-") as logs:
+        their_summaries(logs)
+        learner = getattr(their_module, name)(algorithm, hparams, *model)
+        start = time.perf_counter()
+        for t in range(T):
+            chosen[t] = learner.action(contexts[t])
+            learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
     got = rewards[np.arange(T), chosen]
     return {
         "seed": seed,
@@ -280,7 +355,7 @@ def ours_run(reference: Path, pools: Path | None, problem: str, rounds: int, see
 
 
 def main() -> None:
-    """Their network learners' totals (``--algorithm``, NeuralLinear or BootRMS) on wheel, statlog or mushroom; with
+    """Their network learners' totals (``--algorithm``, one of ``NETWORKS``) on wheel, statlog or mushroom; with
     ``--ours``, ours on the same draws; with ``--against``, ours against theirs run by run."""
     import argparse
     import json
@@ -308,6 +383,8 @@ def main() -> None:
         raise SystemExit("--against compares ours with theirs: add --ours")
     if args.set and not args.ours:
         raise SystemExit("--set gives ours a setting: add --ours")
+    if args.algorithm in NO_LAYER_NORM and not (args.ours or args.without_layer_norm):
+        raise SystemExit(f"their {args.algorithm} cannot run on their port's LayerNorm: add --without-layer-norm")
     theirs = json.loads(args.against.read_text())["problems"] if args.against else {}
     settings = parse_settings(args.set)
     if args.ours:
@@ -315,8 +392,9 @@ def main() -> None:
     else:
         import tensorflow as tf
 
-        module, name, hparams = NETWORKS[args.algorithm]
-        learner = f"their {name} ({module}, the networks of neural_bandit_model_tf2)" + (
+        module, name, hparams, _ = NETWORKS[args.algorithm]
+        network = OWN_NETWORK.get(args.algorithm, "the networks of neural_bandit_model_tf2")
+        learner = f"their {name} ({module}, {network})" + (
             ", their hidden layers' LayerNormalization removed" if args.without_layer_norm else ""
         )
         found = {"learner": learner, "hparams": NETWORK | hparams, "tensorflow": tf.__version__}

@@ -260,9 +260,21 @@ def test_ours_against_theirs_is_equivalent_to_itself_and_differs_from_a_worse_le
 
 
 @pytest.mark.parametrize(
-    ("extra", "message"), [(["--against", "x.json"], "add --ours"), (["--set", "lr=1"], "add --ours")]
+    ("extra", "message"),
+    [
+        (["--against", "x.json"], "add --ours"),
+        (["--set", "lr=1"], "add --ours"),
+        (["--algorithm", "paramnoise"], "their paramnoise cannot run on their port's LayerNorm: add --without-layer"),
+    ],
 )
 def test_settings_and_comparisons_of_ours_need_ours(tmp_path, monkeypatch, extra, message):
     monkeypatch.setattr(sys, "argv", ["p", "--reference-dir", str(tmp_path), *extra, "--out", str(tmp_path / "o")])
     with pytest.raises(SystemExit, match=message):
         parity_showdown.main()
+
+
+@pytest.mark.parametrize("algorithm", sorted(parity_showdown.NETWORKS))
+def test_each_network_learner_of_theirs_has_ours_to_run_on_their_rows(tmp_path, monkeypatch, algorithm):
+    reference = stand_in(tmp_path, monkeypatch)
+    run = parity_showdown.ours_run(reference, None, "wheel", 60, 0, algorithm, {"training_freq": 20})
+    assert run["seed"] == 0 and 0 <= run["final_regret"] <= 60 * 50
