@@ -880,11 +880,12 @@ preset(
     "showdown-wheel",
     reproduces="§4 wheel bandit (δ sweep; prepare showdown-wheel --delta D)",
     dataset="showdown-wheel",
-    data={"contexts": 2000, "seed": 0},  # any δ of the sweep
+    data={"contexts": 100_000, "seed": 0},  # any δ of the sweep
     **_SHOWDOWN_RUN,
     notes="contexts on the unit disc, 5 actions, N(1.0, 0.01²) for a₁…a₄ and N(1.2, 0.01²) for a₅ inside radius δ, "
     "N(50, 0.01²) for the quadrant's action outside it; one dataset per δ of the sweep (0.5, 0.7, 0.9, 0.95, "
-    "0.99). 2000 rows are our choice.",
+    "0.99), of 100 000 contexts drawn once, of which a seed plays 2000 in its own shuffle: nearly fresh contexts "
+    "per seed, as each run of the Showdown draws its own 2000 (our choice of pool).",
     printed=PaperSide(
         "cumulative regret after 2000 rounds",
         stand_in="the δ-sweep table's numbers are not entered: they await transcription from the paper's table",

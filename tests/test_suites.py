@@ -68,7 +68,7 @@ def test_the_showdown_suite_prepares_each_problem_as_its_preset_does():
     members = {m.dataset: m for m in load_suite("showdown").members}
     census = "banditbench prepare showdown-census --contexts 2000 --seed 0"
     assert members["showdown-census"].prepare_command() == census
-    assert members["showdown-wheel"].data == {"contexts": 2000, "seed": 0}
+    assert members["showdown-wheel"].data == {"contexts": 100_000, "seed": 0}
     assert members["showdown-jester"].data == {"context_jokes": 32}
     assert members["showdown-statlog"].data == {}  # its preset's: the preparation's defaults
 
