@@ -93,12 +93,17 @@ def uci_suite() -> Suite:
 
 
 def showdown_suite() -> Suite:
-    """Every problem of the Showdown, each with the preparation parameters of its preset where it has one."""
+    """Every problem of the Showdown, each with the preparation parameters and protocol settings of its preset where
+    it has one."""
     from banditbench.data import DATASETS
     from banditbench.presets import PRESETS, SHOWDOWN
 
-    data = {spec["dataset"]: spec["data"] for spec in PRESETS.values() if spec["paper"] == SHOWDOWN}
-    problems = tuple(Member(n, data=dict(data.get(n, {}))) for n in DATASETS if n.startswith("showdown-"))
+    specs = {spec["dataset"]: spec for spec in PRESETS.values() if spec["paper"] == SHOWDOWN}
+    problems = tuple(
+        Member(n, dict(specs[n]["env"]), dict(specs[n]["data"])) if n in specs else Member(n)
+        for n in DATASETS
+        if n.startswith("showdown-")
+    )
     return Suite("showdown", "The problems of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018).", problems)
 
 

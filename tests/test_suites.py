@@ -71,6 +71,7 @@ def test_the_showdown_suite_prepares_each_problem_as_its_preset_does():
     assert members["showdown-wheel"].data == {"contexts": 100_000, "seed": 0}
     assert members["showdown-jester"].data == {"context_jokes": 32}
     assert members["showdown-statlog"].data == {}  # its preset's: the preparation's defaults
+    assert members["showdown-statlog"].env == {"contexts": 2000} and members["showdown-wheel"].env == {}
 
 
 def test_a_suite_file_declares_members_with_settings_and_a_tuning_split(tmp_path):
