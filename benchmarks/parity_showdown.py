@@ -259,10 +259,11 @@ OWN_NETWORK = {"bbb": "their VariationalNeuralBanditModel on tf.compat.v1, no La
 
 
 def their_summaries(folder: str) -> None:
-    """Their variational network writes its graph's summary to the ``--logdir`` flag of their example script: here a
-    temporary folder."""
+    """Their networks write their graphs' summaries to the port's ``LOGDIR`` (``./logs/``, wherever the harness
+    runs) and to the ``--logdir`` flag of their example script (the variational network): both to ``folder``."""
     from absl import flags
 
+    sys.modules["bandits.algorithms.neural_bandit_model"].LOGDIR = folder
     if "logdir" not in flags.FLAGS:
         flags.DEFINE_string("logdir", folder, "where their networks write summaries")
     flags.FLAGS.mark_as_parsed()
