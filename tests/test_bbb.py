@@ -112,6 +112,7 @@ def fitted_linear(x, r, params: dict):
     n, dim = x.shape
     params = {"depth": 1, "batch_size": n, "noise_sigma": 1.0, **NO_TRAINING, **params}
     policy = group_of("bbb", [params], [0], n_users=1, n_arms=2, dim=dim)
+    policy._build_once(None)  # plain contexts, as a round without a block encoding would build it
     policy.x[0, :n], policy.r[0, :n], policy.included[0, :n] = torch.tensor(x), torch.tensor(r), True
     policy.rounds = n
     return policy

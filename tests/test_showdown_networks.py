@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy import stats
 from test_domains import resolve
-from test_thompson import K, W, block_round, group_of, play, random_rounds
+from test_thompson import K, W, block_round, dense_round, group_of, play, random_rounds
 from ties import assert_first_difference_is_rounding
 
 from banditbench.algos import showdown_network
@@ -31,6 +31,20 @@ def played(name: str, params: dict, rounds: int = 60, seed: int = 0):
     policy = group_of(name, [params], [seed], **PROBLEM)
     play(policy, random_rounds(rounds))
     return policy
+
+
+@pytest.mark.parametrize(("make", "width"), [(block_round, W), (dense_round, K * W)])
+def test_samples_are_kept_as_their_block_and_read_back_as_played(make, width):
+    """Under a block encoding a sample is kept as its arm's block (K times smaller); what training reads is the
+    played vector itself (in the network's float32), past the store's first doubling."""
+    rounds = random_rounds(1100, make=make, dim=W if make is block_round else K * W)
+    policy = group_of("bootrms", [{"q": 2, **NO_TRAINING}], [0], **PROBLEM)
+    chosen = play(policy, rounds)
+    assert policy.x.shape[-1] == width and policy.x.shape[1] >= 1100
+    stored = policy.inputs(torch.zeros(1, 1, dtype=torch.long), torch.arange(1100)[None])[0]
+    np.testing.assert_array_equal(
+        stored.numpy(), np.stack([rnd.arms[a] for rnd, a in zip(rounds, chosen)]).astype(np.float32)
+    )
 
 
 def test_each_sample_joins_each_networks_data_with_probability_p():

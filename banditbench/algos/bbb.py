@@ -181,7 +181,7 @@ class BayesByBackprop(ShowdownNetworks):
         shape = (self.batch_size, self.mlp.width * (self.mlp.depth - 1) + 1) if self.local_reparam else (self.mlp.p,)
         members = torch.arange(len(self.members), device=self.device)[:, None]
         for step in range(self.train_steps):
-            x, r = self.x[members, rows[step]], self.r[members, rows[step]]
+            x, r = self.inputs(members, rows[step]), self.r[members, rows[step]]
             noise = torch.stack([torch.randn(shape, generator=g, device=self.device) for g in self.generators])
             leaf = self.posterior.detach().requires_grad_(True)
             with torch.enable_grad():

@@ -69,7 +69,7 @@ class NeuralLinearTS(ShowdownNetworks):
         self.phi_y = torch.zeros(M, models, m, dtype=torch.float64, device=self.device)
         self.y_y = torch.zeros(M, models, dtype=torch.float64, device=self.device)
         self.count = torch.zeros(M, models, dtype=torch.float64, device=self.device)
-        self.model_of_row = torch.zeros(M, self.x.shape[1], dtype=torch.long, device=self.device)
+        self.model_of_row = torch.zeros(M, self.r.shape[1], dtype=torch.long, device=self.device)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """φ under every member's network of its vectors x [M, k, d] → [M, k, m], in float64 for the regressions."""
@@ -129,7 +129,11 @@ class NeuralLinearTS(ShowdownNetworks):
     def rebuild(self) -> None:
         """Every posterior's Λ, Φᵀy, yᵀy and n from its member's stored samples under the new φ."""
         n = self.rounds
-        phi, r, models = self.embed(self.x[:, :n]), self.r[:, :n].double(), self.model_of_row[:, :n]
+        members, rows = (
+            torch.arange(len(self.members), device=self.device)[:, None],
+            torch.arange(n, device=self.device),
+        )
+        phi, r, models = self.embed(self.inputs(members, rows)), self.r[:, :n].double(), self.model_of_row[:, :n]
         for m in range(len(self.members)):
             self.precision[m] = user_grams(phi[m], models[m], self.count.shape[1], float(self.lam[m]))
         self.phi_y = torch.zeros_like(self.phi_y).scatter_add_(1, models[..., None].expand_as(phi), r[..., None] * phi)

@@ -18,7 +18,8 @@ the reset builds a new schedule the optimiser never reads, so s counts every ste
 rate is below 0.002 after it. The first ``initial_pulls`` · K rounds play the arms in turn (round robin), as the code.
 
 Every member of a group keeps its networks (N of them, stacked on the axis after the member axis), its samples and
-its generator; one batched forward scores every member's arms and one stacked loop trains every network.
+its generator; one batched forward scores every member's arms and one stacked loop trains every network. A
+block-encoded sample is kept as its arm's block and the arm (K times smaller), and put back in place when read.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import MemberPolicy
+from banditbench.algos.blocks import BuiltAtFirstRound
 from banditbench.algos.neural import DEVICES, MLP, resolve_device, torch_generator
 from banditbench.algos.rmsprop import rmsprop_step
 
 PROBABILITY_ONE = d.real(0, 1, low_open=True)  # inclusion and keep probabilities: (0, 1], 1 keeps everything
+CAPACITY = 1024  # samples kept room for at first, doubled when full
 
 
 def forward(mlp: MLP, theta: torch.Tensor, x: torch.Tensor, masks: list[torch.Tensor] | None = None) -> torch.Tensor:
@@ -74,7 +77,7 @@ def uniform_init(mlp: MLP, generator: torch.Generator, scale: float, device: tor
     return theta
 
 
-class ShowdownNetworks(MemberPolicy):
+class ShowdownNetworks(BuiltAtFirstRound, MemberPolicy):
     """Networks per member, each trained on the samples its inclusion mask keeps, with dropout on its hidden layers
     where the subclass draws masks; each round one network, uniform, plays its greedy arm. A subclass calls
     ``_start`` with its number of networks, per-member inclusion probability and keep probability."""
@@ -152,11 +155,30 @@ class ShowdownNetworks(MemberPolicy):
         self._start_samples(networks)
 
     def _start_samples(self, networks: int) -> None:
-        """Every member's played arms and rewards, and which of its ``networks`` keeps each sample (grown as needed)."""
+        """Every member's rewards and which of its ``networks`` keeps each sample (grown as needed); the played arms'
+        vectors are kept from the first round on (``_build``), when the encoding is known."""
         members = len(self.members)
-        self.x = torch.zeros(members, 1024, self.dim, device=self.device)
-        self.r = torch.zeros(members, 1024, device=self.device)
-        self.included = torch.zeros(members, 1024, networks, dtype=torch.bool, device=self.device)
+        self.x = self.arm = None
+        self.r = torch.zeros(members, CAPACITY, device=self.device)
+        self.included = torch.zeros(members, CAPACITY, networks, dtype=torch.bool, device=self.device)
+
+    def _build(self, block: int | None) -> None:
+        """The played arms' vectors [M, n, d], or under a block encoding their arm's block [M, n, w] and the arm."""
+        members, capacity = self.r.shape
+        self.x = torch.zeros(members, capacity, block or self.dim, device=self.device)
+        if block:
+            self.arm = torch.zeros(members, capacity, dtype=torch.long, device=self.device)
+
+    def inputs(self, member: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """The stored samples ``rows`` of ``member`` (the two broadcast together) as the network reads them [..., d]:
+        a block-encoded sample's block back in its arm's place, zeros elsewhere."""
+        x = self.x[member, rows]
+        if self.block is None:
+            return x
+        dense = x.new_zeros(*x.shape[:-1], self.dim // self.block, self.block)
+        every = dense.view(-1, *dense.shape[-2:])
+        every[torch.arange(len(every), device=self.device), self.arm[member, rows].flatten()] = x.view(-1, self.block)
+        return dense.flatten(-2)
 
     @property
     def n_networks(self) -> int:
@@ -191,26 +213,32 @@ class ShowdownNetworks(MemberPolicy):
         return forward(self.mlp, theta, x, self.dropout_masks((1,)))
 
     def select(self, views, budgets):
+        self._prepare(views)
         if self.rounds < self.initial_pulls * self.n_arms:  # the Showdown's round-robin start: nothing drawn
             arms, _ = self.read_arms(views)
             return [self.rounds % arms.shape[1]] * len(self.members)
         return torch.argmax(self.scores(views), dim=-1).tolist()  # the first of tied arms, as numpy's argmax
 
     def update(self, views, chosen, rewards):
+        self._prepare(views)
         _, x, r = self.played(views, chosen, rewards)
-        self._store(torch.tensor(x, dtype=torch.float32, device=self.device), torch.tensor(r, device=self.device))
+        x = torch.tensor(x, dtype=torch.float32, device=self.device)
+        self._store(x, torch.tensor(r, device=self.device), torch.as_tensor(chosen, device=self.device))
         self.rounds += 1
         if self.rounds % self.training_freq == 0:
             self._train()
 
-    def _store(self, x: torch.Tensor, r: torch.Tensor) -> None:
-        """Append every member's sample [M, d], [M], kept by each network with probability ``inclusion`` (from the
-        member's generator; the first sample by every network, as the Showdown's code)."""
+    def _store(self, x: torch.Tensor, r: torch.Tensor, arm: torch.Tensor) -> None:
+        """Append every member's sample [M, d], [M] of its played ``arm`` [M], kept by each network with probability
+        ``inclusion`` (from the member's generator; the first sample by every network, as the Showdown's code)."""
         n = self.rounds
-        if n == self.x.shape[1]:
-            self.x, self.r, self.included = (
-                torch.cat([t, torch.zeros_like(t)], 1) for t in (self.x, self.r, self.included)
+        if n == self.r.shape[1]:
+            self.x, self.r, self.included, self.arm = (
+                None if t is None else torch.cat([t, torch.zeros_like(t)], 1)
+                for t in (self.x, self.r, self.included, self.arm)
             )
+        if self.block is not None:  # the arm's block alone
+            x, self.arm[:, n] = x.view(len(x), -1, self.block)[torch.arange(len(x), device=self.device), arm], arm
         self.x[:, n], self.r[:, n] = x, r
         if n == 0 or not self.draws_inclusion:
             self.included[:, n] = True
@@ -241,7 +269,7 @@ class ShowdownNetworks(MemberPolicy):
         s = 0 if self.lr_reset else self.steps
         for step in range(self.train_steps):
             at = rows[step].flatten(0, 1)[trains]  # [T, batch]
-            x, r = self.x[member[:, None], at], self.r[member[:, None], at]
+            x, r = self.inputs(member[:, None], at), self.r[member[:, None], at]
             masks = self.dropout_masks((self.n_networks, self.batch_size))
             masks = None if masks is None else [mask.flatten(0, 1)[trains] for mask in masks]
             _, g = gradient(self.mlp, theta, x, masks, lambda f: 2 * (f - r) / r.shape[-1])  # of Σ(f − r)² / batch
