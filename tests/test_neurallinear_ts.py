@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from banditbench.algos import ALGORITHMS
+from banditbench.algos import ALGORITHMS, neurallinear_ts
 from banditbench.envs.round import Budget, Round
 from banditbench.errors import UserError
 from banditbench.runner import grid
@@ -53,10 +53,14 @@ def play(policy, played: list[Round]) -> list[int]:
     return chosen
 
 
-def test_each_actions_posterior_after_a_rebuild_is_the_normal_inverse_gamma_closed_form():
+@pytest.mark.parametrize("chunked", [False, True])
+def test_each_actions_posterior_after_a_rebuild_is_the_normal_inverse_gamma_closed_form(chunked, monkeypatch):
     """After the training of round 30 and four samples added since: Λ = ΦᵀΦ + λI, μ = Λ⁻¹Φᵀy, shape a₀ + n/2 and
     rate b₀ + (yᵀy − μᵀΛμ)/2, with Φ the trained network's embeddings of each action's played contexts (computed
-    here): the rebuild and the samples added one at a time under the same φ."""
+    here): the rebuild and the samples added one at a time under the same φ; also when the rebuild embeds the
+    stored samples a few rows at a time."""
+    if chunked:
+        monkeypatch.setattr(neurallinear_ts, "REBUILD_FLOATS", 7 * K * W)  # 7 rows at a time
     policy, played = policy_of(prior_a=3.0, prior_b=2.0, lam=0.5), rounds(34)
     chosen = play(policy, played)
     L, solved, shape, rate = policy.posterior()

@@ -23,7 +23,7 @@ rounds by 100 RMSProp steps from lr 0.1 with inverse-time decay on minibatches o
 gradients clipped to norm 5. The regressions (their code's mushroom example): a₀ = b₀ = 6, λ = 0.25, two
 round-robin pulls of every arm first. Each round's sample joins its posterior under the current φ; after every
 training, as their code replaces its latent data, every posterior's Λ, Φᵀy, yᵀy and n are rebuilt from the whole
-history under the new φ.
+history under the new φ, embedding the stored samples a chunk of rows at a time (``REBUILD_FLOATS``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from banditbench.algos.showdown_network import ShowdownNetworks
 from banditbench.algos.thompson import inverse_gamma_scales
 
 POSTERIORS = ("per_action", "shared")  # one BLR per arm position, or one for every arm
+REBUILD_FLOATS = 2**24  # the most numbers of whole stored samples a rebuild holds at once (64 MiB of float32)
 
 
 class NeuralLinearTS(ShowdownNetworks):
@@ -129,11 +130,11 @@ class NeuralLinearTS(ShowdownNetworks):
     def rebuild(self) -> None:
         """Every posterior's Λ, Φᵀy, yᵀy and n from its member's stored samples under the new φ."""
         n = self.rounds
-        members, rows = (
-            torch.arange(len(self.members), device=self.device)[:, None],
-            torch.arange(n, device=self.device),
-        )
-        phi, r, models = self.embed(self.inputs(members, rows)), self.r[:, :n].double(), self.model_of_row[:, :n]
+        members = torch.arange(len(self.members), device=self.device)[:, None]
+        step = max(1, REBUILD_FLOATS // (len(self.members) * self.dim))  # rows made whole at once
+        rows = torch.arange(n, device=self.device).split(step)
+        phi = torch.cat([self.embed(self.inputs(members, chunk)) for chunk in rows], 1)
+        r, models = self.r[:, :n].double(), self.model_of_row[:, :n]
         for m in range(len(self.members)):
             self.precision[m] = user_grams(phi[m], models[m], self.count.shape[1], float(self.lam[m]))
         self.phi_y = torch.zeros_like(self.phi_y).scatter_add_(1, models[..., None].expand_as(phi), r[..., None] * phi)
