@@ -18,7 +18,7 @@ from banditbench.algos.bbb import BayesByBackprop
 from banditbench.algos.neural import MLP
 from banditbench.algos.rmsprop import rmsprop_step
 from banditbench.algos.showdown_network import forward, gradient, uniform_init
-from banditbench.envs.round import Budget
+from banditbench.envs.round import Budget, Round
 from banditbench.errors import UserError
 
 PROBLEM = {"n_users": 1, "n_arms": K, "dim": K * W}
@@ -251,8 +251,24 @@ def test_paramnoise_widens_its_noise_while_the_kl_is_below_delta_and_narrows_it_
     np.testing.assert_allclose(policy.eps, 0.1 * 0.99)
 
 
+def test_paramnoise_on_blocks_chooses_as_on_the_same_vectors_undeclared():
+    """Its reservoir keeps each arm's block under a block encoding and puts them back for the KL's minibatch: the
+    choices, noise scale and reservoir read back are those of the same arm vectors given without a block."""
+    block_rounds = random_rounds(150)
+    plain_rounds = [Round(r.t, r.user, r.arms, r.rewards, r.expected) for r in block_rounds]
+    params = {"kl_samples": 40, **SHORT_TRAINING}
+    blocks, plain = (group_of("paramnoise", [params], [3], **PROBLEM) for _ in range(2))
+    assert play(blocks, block_rounds) == play(plain, plain_rounds)
+    np.testing.assert_array_equal(blocks.noise_std, plain.noise_std)
+    np.testing.assert_array_equal(blocks.kl_divergence(), plain.kl_divergence())  # the same rows, θ̃ and arms
+    assert blocks.reservoir.shape[-1] == W and plain.reservoir.shape[-1] == K * W
+    # each slot holds arm a's block a
+    torch.testing.assert_close(blocks.reservoir[0], plain.reservoir[0].view(40, K, K, W)[:, range(K), range(K)])
+
+
 def test_paramnoise_keeps_a_uniform_sample_of_past_rounds():
     policy = group_of("paramnoise", [{"kl_samples": 40, **NO_TRAINING}] * 5, list(range(5)), **PROBLEM)
+    policy._build_once(None)  # plain arm vectors
     for t in range(1000):
         policy._keep_arms(torch.full((5, K, K * W), float(t)))
     kept = policy.reservoir[:, :, 0, 0].flatten().numpy()

@@ -9,7 +9,8 @@ played. σ (``noise_std``, 0.05) adapts after every training, as Plappert et al.
 and then ε ← 0.99 ε (``eps``, 0.1). The Showdown draws the minibatch from all past contexts; a network scoring arm
 vectors needs every arm of those rounds, so each member keeps a uniform sample of ``kl_samples`` past rounds'
 arms (Vitter's reservoir) and the minibatch is drawn from it with replacement: the same distribution while the
-history is no longer than the reservoir, a uniform subsample of it after.
+history is no longer than the reservoir, a uniform subsample of it after. Under a block encoding it keeps each arm's
+block alone, K times smaller, and puts the blocks back in place for the minibatch.
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ class ParamNoise(ShowdownNetworks):
         self._start(1, inclusion=1.0, keep_prob=1.0)
         self.noise_std = self.per_member(noise_std)  # σ of every member, adapted after each training
         self.eps = self.per_member(eps)
-        self.reservoir = torch.zeros(len(seeds), kl_samples, n_arms, dim, device=self.device)  # past rounds' arms
+        self.kl_samples = kl_samples
+        self.reservoir = None  # past rounds' arms [M, S, K, d] (or their blocks [M, S, K, w]), from the first round
         self.offered = torch.zeros(len(seeds), kl_samples, n_arms, dtype=torch.bool, device=self.device)  # arms held
         self.seen = 0  # rounds offered to the reservoir
+
+    def _build(self, block: int | None) -> None:
+        super()._build(block)
+        shape = (len(self.members), self.kl_samples, self.n_arms, block or self.dim)
+        self.reservoir = torch.zeros(shape, device=self.device)
 
     def perturbed(self) -> torch.Tensor:
         """Every member's θ̃ = θ + σ ε [M, p], ε ~ N(0, I) from its own generator."""
@@ -61,6 +68,7 @@ class ParamNoise(ShowdownNetworks):
         return forward(self.mlp, self.perturbed(), torch.tensor(arms, dtype=torch.float32, device=self.device))
 
     def update(self, views, chosen, rewards):
+        self._prepare(views)
         read = getattr(self, "_read", None)
         arms = read[1] if read is not None and same_views(read[0], views) else self.read_arms(views)[0]
         self._keep_arms(torch.tensor(arms, dtype=torch.float32, device=self.device))
@@ -71,6 +79,8 @@ class ParamNoise(ShowdownNetworks):
         j < size), the slot drawn from the member's generator; a round of fewer than ``n_arms`` arms fills the
         first K places of its slot."""
         size, K = self.reservoir.shape[1], arms.shape[1]
+        if self.block is not None:  # arm a's block a alone
+            arms = arms.view(*arms.shape[:2], -1, self.block)[:, torch.arange(K), torch.arange(K)]
         for m, g in enumerate(self.generators):
             slot = self.seen
             if self.seen >= size:
@@ -86,16 +96,26 @@ class ParamNoise(ShowdownNetworks):
 
     def _adapt_noise(self) -> None:
         """Plappert et al.'s adaptive σ against the KL divergence of the arms' softmax, as the Showdown applies it."""
+        kl = self.kl_divergence()
+        delta = -np.log1p(-self.eps + self.eps / self.n_arms)
+        self.noise_std = np.where(kl < delta, self.noise_std * 1.01, self.noise_std / 1.01)
+        self.eps = self.eps * 0.99
+
+    def kl_divergence(self) -> np.ndarray:
+        """KL(softmax f(·; θ) ‖ softmax f(·; θ̃)) of every member [M], mean over a minibatch of its reservoir's rounds
+        drawn with replacement, under one fresh perturbation θ̃."""
         size = self.reservoir.shape[1]
         held = min(self.seen, size)
         rows = torch.stack([torch.randint(held, (size,), generator=g, device=self.device) for g in self.generators])
-        arms = self.reservoir[torch.arange(len(self.members), device=self.device)[:, None], rows]  # [M, S, K, d]
+        arms = self.reservoir[torch.arange(len(self.members), device=self.device)[:, None], rows]  # [M, S, K, ·]
+        if self.block is not None:  # each arm's block back in its place
+            blocks, K = arms, arms.shape[2]
+            arms = blocks.new_zeros(*blocks.shape[:3], self.dim // self.block, self.block)
+            arms[:, :, torch.arange(K), torch.arange(K)] = blocks
+            arms = arms.flatten(-2)
         offered = self.offered[torch.arange(len(self.members), device=self.device)[:, None], rows]  # [M, S, K]
         plain = forward(self.mlp, self.theta[:, 0, None], arms).double().masked_fill(~offered, -torch.inf)
         noisy = forward(self.mlp, self.perturbed()[:, None], arms).double().masked_fill(~offered, -torch.inf)
         log_p, log_q = plain.log_softmax(-1), noisy.log_softmax(-1)
         terms = torch.where(offered, log_p.exp() * (log_p - log_q), 0.0)
-        kl = terms.sum(-1).clamp(min=0).mean(-1).cpu().numpy()  # KL(softmax f(·; θ) ‖ softmax f(·; θ̃)) per member
-        delta = -np.log1p(-self.eps + self.eps / self.n_arms)
-        self.noise_std = np.where(kl < delta, self.noise_std * 1.01, self.noise_std / 1.01)
-        self.eps = self.eps * 0.99
+        return terms.sum(-1).clamp(min=0).mean(-1).cpu().numpy()
