@@ -96,6 +96,12 @@ def fake_tensorflow() -> types.ModuleType:
     return module
 
 
+def draws(problem: str, rounds: int, pools: Path | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What their run of ``seed`` draws: ``sample`` after ``np.random.seed(seed)``, as their example script seeds."""
+    np.random.seed(seed)
+    return sample(problem, rounds, pools)
+
+
 def sample(problem: str, rounds: int, pools: Path | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(contexts [T, d], realised rewards [T, K], expected rewards [T, K]) from their sampler, on NumPy's global
     generator as seeded by the caller."""
@@ -141,8 +147,7 @@ def run_reference(
     """Run ``seed`` of theirs in this fresh process; the draws go to ``record`` for ours to replay."""
     sys.path.insert(0, str(reference))
     python2_messages()
-    np.random.seed(seed)
-    contexts, rewards, expected = sample(problem, rounds, pools)
+    contexts, rewards, expected = draws(problem, rounds, pools, seed)
     np.savez(record, contexts=contexts, rewards=rewards, expected=expected)
     learner = their_learner(algorithm, contexts.shape[1], rewards.shape[1], ours)
     T = len(contexts)
@@ -309,8 +314,7 @@ def network_run(
     )
     for module, name in UNUSED_MODELS.items():
         sys.modules[f"bandits.algorithms.{module}"] = types.SimpleNamespace(**{name: None})
-    np.random.seed(seed)
-    contexts, rewards, expected = sample(problem, rounds, pools)
+    contexts, rewards, expected = draws(problem, rounds, pools, seed)
     module, name, settings, model = NETWORKS[algorithm]
     their_module = importlib.import_module(f"bandits.algorithms.{module}")
     if algorithm in TF1_CODE:  # their TF1 graph code runs on TensorFlow 2's v1 interface
@@ -327,12 +331,18 @@ def network_run(
         for t in range(T):
             chosen[t] = learner.action(contexts[t])
             learner.update(contexts[t], int(chosen[t]), rewards[t, chosen[t]])
-    got = rewards[np.arange(T), chosen]
+    return totals(seed, rewards, expected, chosen, time.perf_counter() - start)
+
+
+def totals(seed: int, rewards: np.ndarray, expected: np.ndarray, chosen: np.ndarray, seconds: float) -> dict:
+    """A network run's record: its seed, total realised reward, final regret (expected) and loop seconds."""
+    played = np.arange(len(chosen)), chosen
+    regret = (expected.max(1) - expected[played]).sum()
     return {
         "seed": seed,
-        "total_reward": float(got.sum()),
-        "final_regret": float((expected.max(1) - expected[np.arange(T), chosen]).sum()),
-        "seconds": time.perf_counter() - start,
+        "total_reward": float(rewards[played].sum()),
+        "final_regret": float(regret),
+        "seconds": seconds,
     }
 
 
@@ -342,17 +352,10 @@ def ours_run(reference: Path, pools: Path | None, problem: str, rounds: int, see
     from parity import replay
 
     sys.path.insert(0, str(reference))
-    np.random.seed(seed)
-    contexts, rewards, expected = sample(problem, rounds, pools)
+    contexts, rewards, expected = draws(problem, rounds, pools, seed)
     shown_rounds, own = shown({"contexts": contexts, "rewards": rewards, "expected": expected}, params)
     result = replay(algorithm, own, shown_rounds, seed)
-    chosen = np.asarray(result["chosen"])
-    return {
-        "seed": seed,
-        "total_reward": float(rewards[np.arange(len(chosen)), chosen].sum()),
-        "final_regret": float(result["regret"][-1]),
-        "seconds": result["loop_seconds"],
-    }
+    return totals(seed, rewards, expected, np.asarray(result["chosen"]), result["loop_seconds"])
 
 
 def main() -> None:

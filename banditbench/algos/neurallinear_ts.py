@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from banditbench.algos import domains as d
+from banditbench.algos.base import same_views
 from banditbench.algos.neurallinear import user_grams
 from banditbench.algos.showdown_network import ShowdownNetworks
 from banditbench.algos.thompson import inverse_gamma_scales
@@ -41,11 +42,11 @@ REBUILD_FLOATS = 2**24  # the most numbers of whole stored samples a rebuild hol
 
 
 class NeuralLinearTS(ShowdownNetworks):
-    """One network per member [M, 1, p] and its posteriors' statistics [M, K, …] (per action) or [M, 1, …] (shared),
-    with the action each stored sample was played as [M, n]."""
+    """One network per member [M, 1, p] and its posteriors' statistics [M, K, …] (per action) or [M, 1, …] (shared)."""
 
     member_params = ("prior_a", "prior_b", "lam")
     domains = {"prior_a": d.POSITIVE, "prior_b": d.POSITIVE, "lam": d.POSITIVE, "posterior": d.Choice(POSTERIORS)}
+    transient = (*ShowdownNetworks.transient, "_embedded")
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class NeuralLinearTS(ShowdownNetworks):
         self.phi_y = torch.zeros(M, models, m, dtype=torch.float64, device=self.device)
         self.y_y = torch.zeros(M, models, dtype=torch.float64, device=self.device)
         self.count = torch.zeros(M, models, dtype=torch.float64, device=self.device)
-        self.model_of_row = torch.zeros(M, self.r.shape[1], dtype=torch.long, device=self.device)
+        self._embedded = None  # the last ``scores``' views and φ of their arms
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """φ under every member's network of its vectors x [M, k, d] → [M, k, m], in float64 for the regressions."""
@@ -92,6 +93,7 @@ class NeuralLinearTS(ShowdownNetworks):
         from one draw of the shared β̃)."""
         arms, _ = self.read_arms(views)
         phi = self.embed(torch.tensor(arms, dtype=torch.float32, device=self.device))  # [M, K, m]
+        self._embedded = views, phi  # the update's chosen arms' φ
         L, solved, shape, rate = self.posterior()
         sigma = inverse_gamma_scales(self.rngs, shape.cpu().numpy(), rate.cpu().numpy())  # [M, K] or [M, 1]
         if self.shared:  # one β̃ = L⁻ᵀ(L⁻¹Φᵀy + σ̃z) for every arm
@@ -107,9 +109,12 @@ class NeuralLinearTS(ShowdownNetworks):
     def update(self, views, chosen, rewards):
         """The sample joins its posterior under the current φ; the network stores it and trains on schedule."""
         _, x, r = self.played(views, chosen, rewards)
-        phi = self.embed(torch.tensor(x[:, None], dtype=torch.float32, device=self.device))[:, 0]
         r = torch.as_tensor(r, device=self.device)
         actions = torch.as_tensor(chosen, device=self.device)
+        if self._embedded is not None and same_views(self._embedded[0], views):
+            phi = self._embedded[1][torch.arange(len(self.members), device=self.device), actions]
+        else:  # the round-robin start scores nothing
+            phi = self.embed(torch.tensor(x[:, None], dtype=torch.float32, device=self.device))[:, 0]
         pair = (
             torch.arange(len(self.members), device=self.device),
             torch.zeros_like(actions) if self.shared else actions,
@@ -118,9 +123,6 @@ class NeuralLinearTS(ShowdownNetworks):
         self.phi_y[pair] += r[:, None] * phi
         self.y_y[pair] += r * r
         self.count[pair] += 1
-        if self.rounds == self.model_of_row.shape[1]:
-            self.model_of_row = torch.cat([self.model_of_row, torch.zeros_like(self.model_of_row)], 1)
-        self.model_of_row[:, self.rounds] = pair[1]
         super().update(views, chosen, rewards)
 
     def _train(self) -> None:
@@ -134,7 +136,9 @@ class NeuralLinearTS(ShowdownNetworks):
         step = max(1, REBUILD_FLOATS // (len(self.members) * self.dim))  # rows made whole at once
         rows = torch.arange(n, device=self.device).split(step)
         phi = torch.cat([self.embed(self.inputs(members, chunk)) for chunk in rows], 1)
-        r, models = self.r[:, :n].double(), self.model_of_row[:, :n]
+        r, models = self.r[:, :n].double(), self.arm[:, :n]  # a sample's posterior: its action's, or the shared one
+        if self.shared:
+            models = torch.zeros_like(models)
         for m in range(len(self.members)):
             self.precision[m] = user_grams(phi[m], models[m], self.count.shape[1], float(self.lam[m]))
         self.phi_y = torch.zeros_like(self.phi_y).scatter_add_(1, models[..., None].expand_as(phi), r[..., None] * phi)

@@ -108,11 +108,8 @@ class ParamNoise(ShowdownNetworks):
         held = min(self.seen, size)
         rows = torch.stack([torch.randint(held, (size,), generator=g, device=self.device) for g in self.generators])
         arms = self.reservoir[torch.arange(len(self.members), device=self.device)[:, None], rows]  # [M, S, K, ·]
-        if self.block is not None:  # each arm's block back in its place
-            blocks, K = arms, arms.shape[2]
-            arms = blocks.new_zeros(*blocks.shape[:3], self.dim // self.block, self.block)
-            arms[:, :, torch.arange(K), torch.arange(K)] = blocks
-            arms = arms.flatten(-2)
+        if self.block is not None:  # arm a's block back in block a
+            arms = self.whole(arms, torch.arange(arms.shape[2], device=self.device).expand(arms.shape[:3]))
         offered = self.offered[torch.arange(len(self.members), device=self.device)[:, None], rows]  # [M, S, K]
         plain = forward(self.mlp, self.theta[:, 0, None], arms).double().masked_fill(~offered, -torch.inf)
         noisy = forward(self.mlp, self.perturbed()[:, None], arms).double().masked_fill(~offered, -torch.inf)

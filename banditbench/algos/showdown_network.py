@@ -155,29 +155,31 @@ class ShowdownNetworks(BuiltAtFirstRound, MemberPolicy):
         self._start_samples(networks)
 
     def _start_samples(self, networks: int) -> None:
-        """Every member's rewards and which of its ``networks`` keeps each sample (grown as needed); the played arms'
-        vectors are kept from the first round on (``_build``), when the encoding is known."""
+        """Every member's played arms and rewards, and which of its ``networks`` keeps each sample (grown as needed);
+        the played arms' vectors are kept from the first round on (``_build``), when the encoding is known."""
         members = len(self.members)
-        self.x = self.arm = None
+        self.x = None
+        self.arm = torch.zeros(members, CAPACITY, dtype=torch.long, device=self.device)
         self.r = torch.zeros(members, CAPACITY, device=self.device)
         self.included = torch.zeros(members, CAPACITY, networks, dtype=torch.bool, device=self.device)
 
     def _build(self, block: int | None) -> None:
-        """The played arms' vectors [M, n, d], or under a block encoding their arm's block [M, n, w] and the arm."""
+        """The played arms' vectors [M, n, d], or under a block encoding their arm's block [M, n, w]."""
         members, capacity = self.r.shape
         self.x = torch.zeros(members, capacity, block or self.dim, device=self.device)
-        if block:
-            self.arm = torch.zeros(members, capacity, dtype=torch.long, device=self.device)
 
     def inputs(self, member: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """The stored samples ``rows`` of ``member`` (the two broadcast together) as the network reads them [..., d]:
         a block-encoded sample's block back in its arm's place, zeros elsewhere."""
         x = self.x[member, rows]
-        if self.block is None:
-            return x
-        dense = x.new_zeros(*x.shape[:-1], self.dim // self.block, self.block)
+        return x if self.block is None else self.whole(x, self.arm[member, rows])
+
+    def whole(self, blocks: torch.Tensor, arm: torch.Tensor) -> torch.Tensor:
+        """Block-encoded vectors [..., d] from their blocks [..., w], each in its ``arm``'s place [...], zeros
+        elsewhere."""
+        dense = blocks.new_zeros(*blocks.shape[:-1], self.dim // self.block, self.block)
         every = dense.view(-1, *dense.shape[-2:])
-        every[torch.arange(len(every), device=self.device), self.arm[member, rows].flatten()] = x.view(-1, self.block)
+        every[torch.arange(len(every), device=self.device), arm.flatten()] = blocks.reshape(-1, self.block)
         return dense.flatten(-2)
 
     @property
@@ -234,12 +236,11 @@ class ShowdownNetworks(BuiltAtFirstRound, MemberPolicy):
         n = self.rounds
         if n == self.r.shape[1]:
             self.x, self.r, self.included, self.arm = (
-                None if t is None else torch.cat([t, torch.zeros_like(t)], 1)
-                for t in (self.x, self.r, self.included, self.arm)
+                torch.cat([t, torch.zeros_like(t)], 1) for t in (self.x, self.r, self.included, self.arm)
             )
         if self.block is not None:  # the arm's block alone
-            x, self.arm[:, n] = x.view(len(x), -1, self.block)[torch.arange(len(x), device=self.device), arm], arm
-        self.x[:, n], self.r[:, n] = x, r
+            x = x.view(len(x), -1, self.block)[torch.arange(len(x), device=self.device), arm]
+        self.x[:, n], self.r[:, n], self.arm[:, n] = x, r, arm
         if n == 0 or not self.draws_inclusion:
             self.included[:, n] = True
         else:
