@@ -104,3 +104,23 @@ def write_cifar_binary(folder: Path, batches) -> Path:
         records = np.concatenate([np.asarray(labels, np.uint8)[:, None], pixels], axis=1)
         (inner / f"{name}.bin").write_bytes(records.tobytes())
     return inner
+
+
+def covertype_rows(n: int = 21) -> np.ndarray:
+    """Covertype's layout: 10 whole-number measurements, 4 wilderness and 40 soil-type indicators, class 1 … 7."""
+    rng = np.random.default_rng(0)
+    indicators = np.zeros((n, 44), dtype=np.int64)
+    indicators[np.arange(n), rng.integers(0, 4, n)] = 1
+    indicators[np.arange(n), 4 + rng.integers(0, 40, n)] = 1
+    return np.column_stack([rng.integers(0, 3000, (n, 10)), indicators, np.arange(n) % 7 + 1])
+
+
+def write_covertype(folder, rows: np.ndarray, compressed: bool = True):
+    """The published covtype.data.gz (gzip), or the file decompressed."""
+    folder.mkdir(exist_ok=True)
+    text = "".join(",".join(map(str, row)) + "\n" for row in rows).encode()
+    if compressed:
+        (folder / "covtype.data.gz").write_bytes(gzip.compress(text))
+    else:
+        (folder / "covtype.data").write_bytes(text)
+    return folder

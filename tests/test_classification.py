@@ -3,7 +3,7 @@ import tarfile
 
 import numpy as np
 import pytest
-from fixtures_raw import SHARED, write_idx
+from fixtures_raw import SHARED, covertype_rows, write_covertype, write_idx
 
 from banditbench.data import classification, load_dataset
 from banditbench.envs.classification import ClassificationEnvironment
@@ -110,6 +110,15 @@ def test_uci_tables(tmp_path):
     assert x.shape[1] == sum(
         len(set(col)) for col in zip(*[r.split(",")[1:] for r in (raw / "agaricus-lepiota.data").read_text().split()])
     )
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_covertype_reads_the_published_gzip_or_its_decompressed_file(tmp_path, compressed):
+    rows = covertype_rows()
+    raw = write_covertype(tmp_path / "raw", rows, compressed)
+    x, y = features(prepare(tmp_path, "covertype", raw, normalise="none"))
+    np.testing.assert_array_equal(x, rows[:, :54])
+    np.testing.assert_array_equal(y, rows[:, 54] - 1)  # classes 1 … 7 → 0 … 6
 
 
 def test_shuttle_compressed_training_file(tmp_path):

@@ -24,6 +24,7 @@ UCI_LINES = {  # a line of each UCI file in its published layout
     "letter-recognition.data": "T,2,8,3,5,1,8,13,0,6,6,10,8,0,8,0,8",
     "agaricus-lepiota.data": "p,x,s,n,t,p,f,c,n,k,e,e,s,s,w,w,p,w,o,p,k,s,u",
     "shuttle.trn": "50 21 77 0 28 0 27 48 22 2",
+    "covtype.data": "2596,51,3,258,0,510,221,232,148,6279," + "1,0,0,0," + "0," * 28 + "1," + "0," * 11 + "5",
 }
 FAMILY = {
     "magic04.data": "magic",
@@ -31,6 +32,7 @@ FAMILY = {
     "letter-recognition.data": "letter",
     "agaricus-lepiota.data": "mushroom",
     "shuttle.trn": "shuttle",
+    "covtype.data": "covertype",
 }
 
 
@@ -79,6 +81,8 @@ def uci_folder(tmp_path, name: str, last: str, lines: int = 30):
         ("magic04.data", "28.8,16.0,2.6,0.4,0.2,27.7,22.0,-8.2,inf,81.9,g\n", r"line 31: field 9 inf is not a finite"),
         ("agaricus-lepiota.data", "p,x,s,n,t,p,f,c,n,k,e,e,s,s,w,w,p,w,o,p,k,s,UU\n", r"line 31: field 23 'UU' is not"),
         ("shuttle.trn", "50 21 77 0 28 0 27 48 22 2 1\n", r"line 31: 11 fields, expected 10"),
+        ("covtype.data", UCI_LINES["covtype.data"][:60] + "\n", r"line 31: 22 fields, expected 55: a short or cut"),
+        ("covtype.data", UCI_LINES["covtype.data"][:-1] + "8\n", r"line 31: class '8' is not one of 1, 2, 3"),
         (
             "pendigits.tra",
             " 47,100, 27, 81, 57, 37, 26,  0,  0, 23, 56, 53,100, 90, 40, 98, 12\n",
@@ -106,10 +110,12 @@ def test_blank_lines_count_in_the_line_number(tmp_path):
         classification.prepare(tmp_path / "ds", "magic", source=str(folder), offline=True, verify=False)
 
 
-def test_the_uci_row_count_check_is_not_called_a_checksum(tmp_path):
-    folder = uci_folder(tmp_path, "magic04.data", "")
-    with pytest.raises(UserError, match=r"magic04.data: row count mismatch, expected 19,020 lines .* found 30 lines"):
-        classification.prepare(tmp_path / "ds", "magic", source=str(folder), offline=True)
+@pytest.mark.parametrize(("name", "rows"), [("magic04.data", "19,020"), ("covtype.data", "581,012")])
+def test_the_uci_row_count_check_is_not_called_a_checksum(tmp_path, name, rows):
+    folder = uci_folder(tmp_path, name, "")
+    with pytest.raises(UserError, match=rf"{name}: row count mismatch, expected {rows} lines .* found 30 lines"):
+        classification.prepare(tmp_path / "ds", FAMILY[name], source=str(folder), offline=True)
+    assert not (tmp_path / "ds").exists()
 
 
 def write_u_data(folder, ratings):

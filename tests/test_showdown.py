@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import banditbench_here
-from fixtures_raw import SHARED
+from fixtures_raw import SHARED, covertype_rows, write_covertype
 from scipy import stats
 
 from banditbench import api
@@ -20,6 +20,7 @@ MUSHROOMS = (
     "e,x,s,y,t,a,f,c,b,k,e,c,s,s,w,w,p,w,o,p,n,n,g\n"
     "e,b,s,w,t,l,f,c,b,n,e,?,s,s,w,w,p,w,o,p,n,n,m\n"
 )
+UNVERIFIED = {"offline": True, "verify": False}  # self-made files carry the published names, not their bytes
 SHUTTLE = "50 21 77 0 28 0 27 48 22 1\n55 0 92 0 0 26 36 92 56 4\n53 0 82 0 52 -5 29 30 2 1\n41 0 83 0 46 0 42 37 5 7\n"
 
 
@@ -110,6 +111,19 @@ def test_statlog_standardises_each_feature_and_pays_one_for_the_class(tmp_path):
     np.testing.assert_allclose(x.std(axis=0)[varying], 1)
     assert not varying[3]  # the constant column stays 0
     assert rewards.argmax(axis=1).tolist() == [0, 3, 0, 6] and rewards.sum(axis=1).tolist() == [1] * 4
+    np.testing.assert_array_equal(means, rewards)
+
+
+def test_covertype_reads_the_published_gzip_standardises_and_pays_one_for_the_class(tmp_path):
+    rows = covertype_rows(28)
+    raw = write_covertype(tmp_path / "raw", rows)
+    showdown.prepare_uci(tmp_path / "ds", "covertype", source=str(raw), **UNVERIFIED)
+    x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-covertype"))
+    features = rows[:, :54].astype(float)
+    spread = features.std(axis=0)
+    expected = (features - features.mean(axis=0)) / np.where(spread > 0, spread, 1.0)  # a constant column only centred
+    np.testing.assert_allclose(x, expected, atol=1e-6)
+    np.testing.assert_array_equal(rewards, np.eye(7)[rows[:, 54] - 1])
     np.testing.assert_array_equal(means, rewards)
 
 
@@ -467,8 +481,24 @@ def test_a_bad_stock_file_is_refused_in_one_line_and_nothing_is_written(tmp_path
 
 
 def prepared_problem(tmp_path, problem: str):
+    """Each Showdown problem prepared from a small local copy of its raw files in their published layout."""
     raw, data = tmp_path / "raw", tmp_path / "ds"
-    if problem == "census":
+    if problem == "wheel":
+        showdown.prepare_wheel(data, delta=0.5, contexts=100, seed=0)
+    elif problem == "mushroom":
+        raw.mkdir()
+        (raw / "agaricus-lepiota.data").write_text(MUSHROOMS * 20)
+        showdown.prepare_uci(data, "mushroom", source=str(raw), **UNVERIFIED)
+    elif problem == "statlog":
+        shuttle_file(raw)
+        showdown.prepare_uci(data, "statlog", source=str(raw), **UNVERIFIED)
+    elif problem == "covertype":
+        showdown.prepare_uci(data, "covertype", source=str(write_covertype(raw, covertype_rows(40))), **UNVERIFIED)
+    elif problem == "adult":
+        raw.mkdir()
+        (raw / "adult.data").write_text(ADULT * 10)
+        showdown.prepare_uci(data, "adult", source=str(raw), **UNVERIFIED)
+    elif problem == "census":
         showdown.prepare_census(data, contexts=20, source=str(census_file(raw)), offline=True, verify=False)
     elif problem == "jester":
         ratings = np.round(np.random.default_rng(1).uniform(-10, 10, size=(40, 40)), 2)
@@ -478,11 +508,36 @@ def prepared_problem(tmp_path, problem: str):
     return load_dataset(data, f"showdown-{problem}")
 
 
-@pytest.mark.parametrize("problem", ["census", "jester", "financial"])
-def test_the_thompson_learners_run_on_each_real_problem_and_the_oracle_has_no_regret(tmp_path, problem):
+SMALL_NETWORK = {"width": 8, "train_steps": 2, "batch_size": 8}
+THOMPSON_LEARNERS = {  # the learners of the Thompson family, with networks small enough for a test
+    "lints-one": {},
+    "lints-ind": {},
+    "blr-one": {},
+    "blr-ind": {},
+    "neuralts-one": SMALL_NETWORK,
+    "neuralts-ind": SMALL_NETWORK,
+    **{
+        name: {**SMALL_NETWORK, "training_freq": 20}
+        for name in ("neurallinear-ts", "bootrms", "dropout-ts", "paramnoise", "bbb")
+    },
+}
+
+
+PROBLEMS = ("wheel", "mushroom", "statlog", "covertype", "adult", "census", "jester", "financial")
+
+
+def test_the_problems_below_are_the_showdown_suites():
+    from banditbench.suites import load_suite
+
+    assert sorted(load_suite("showdown").datasets) == sorted(f"showdown-{problem}" for problem in PROBLEMS)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_every_thompson_learner_runs_on_each_problem_and_the_oracle_has_no_regret(tmp_path, problem):
     dataset = prepared_problem(tmp_path, problem)
-    for algorithm in ("lints-one", "blr-one"):
-        outcome = run_unit(Unit(dataset.name, "rewards-table", algorithm, {}, 0, 0, 60, None), dataset).outcome
-        assert len(outcome) == 60 and (outcome["regret"].to_numpy() >= -1e-12).all()
-    oracle = run_unit(Unit(dataset.name, "rewards-table", "oracle", {}, 0, 0, 60, None), dataset).outcome
+    for algorithm, params in THOMPSON_LEARNERS.items():
+        outcome = run_unit(Unit(dataset.name, "rewards-table", algorithm, params, 0, 0, 40, None), dataset).outcome
+        regret = outcome["regret"].to_numpy()
+        assert len(outcome) == 40 and np.isfinite(regret).all() and (regret >= -1e-12).all(), algorithm
+    oracle = run_unit(Unit(dataset.name, "rewards-table", "oracle", {}, 0, 0, 40, None), dataset).outcome
     np.testing.assert_array_equal(oracle["regret"].to_numpy(), 0.0)
