@@ -499,12 +499,12 @@ def prepared_problem(tmp_path, problem: str):
         (raw / "adult.data").write_text(ADULT * 10)
         showdown.prepare_uci(data, "adult", source=str(raw), **UNVERIFIED)
     elif problem == "census":
-        showdown.prepare_census(data, contexts=20, source=str(census_file(raw)), offline=True, verify=False)
+        showdown.prepare_census(data, contexts=20, source=str(census_file(raw)), **UNVERIFIED)
     elif problem == "jester":
         ratings = np.round(np.random.default_rng(1).uniform(-10, 10, size=(40, 40)), 2)
-        showdown.prepare_jester(data, source=jester_file(raw, ratings), offline=True, verify=False)
+        showdown.prepare_jester(data, source=jester_file(raw, ratings), **UNVERIFIED)
     else:
-        showdown.prepare_financial(data, source=stock_file(raw, CHANGES[:40]), offline=True, verify=False)
+        showdown.prepare_financial(data, source=stock_file(raw, CHANGES[:40]), **UNVERIFIED)
     return load_dataset(data, f"showdown-{problem}")
 
 
