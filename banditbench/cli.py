@@ -1014,6 +1014,14 @@ def entry() -> None:
         # While the interpreter shuts down, Python restores SIGINT's default action, so a Ctrl-C landing then
         # killed a finished run without a word. Ignored from here on (a disposition Python keeps), it cannot.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        forget_interrupted_exec()
+
+
+def forget_interrupted_exec() -> None:
+    """CPython marks a KeyboardInterrupt that left an exec or eval of a string (dataclasses and namedtuple build
+    their methods so) as unhandled, even once caught, and then ends the process by SIGINT whatever exit code was
+    asked for: a Ctrl-C handled as exit 130 read as a death by signal. Each exec of a string clears the mark."""
+    exec("")
 
 
 def closed_pipe(exit: SystemExit) -> bool:

@@ -456,6 +456,31 @@ def test_a_ctrl_c_as_the_finished_command_returns_is_one_line_and_exit_130(tmp_p
     assert finished.stderr.strip().splitlines()[-1] == "interrupted"
 
 
+@pytest.mark.parametrize("where", ["command", "start-up"])
+def test_a_ctrl_c_inside_an_exec_of_a_string_still_exits_130(tmp_path, where):
+    # A Ctrl-C landing while a dataclass builds its methods (an exec of a string), in a command or while the
+    # command's modules import: seen in the fault-injection test as exit -SIGINT after "interrupted". Run with -m,
+    # as `python -m banditbench` is: a script's SystemExit ends the process before CPython looks at its mark.
+    script = tmp_path / "exec_ctrl_c.py"
+    if where == "command":
+        body = "from banditbench import cli\ncli.main = lambda: exec('raise KeyboardInterrupt')\ncli.entry()\n"
+    else:
+        body = (
+            "import runpy, sys\n"
+            "class CtrlCWhileTheCommandImports:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'banditbench.cli':\n"
+            "            exec('raise KeyboardInterrupt')\n"
+            "sys.meta_path.insert(0, CtrlCWhileTheCommandImports())\n"
+            "runpy.run_module('banditbench', run_name='__main__')\n"
+        )
+    script.write_text(body)
+    finished = subprocess.run(
+        [sys.executable, "-m", script.stem], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert (finished.returncode, finished.stderr) == (130, "interrupted\n")
+
+
 def test_kill_9_leaves_no_worker_fork_server_or_resource_tracker(data_dir, tmp_path):
     process = command(*LONG, "--data-dir", data_dir, "--out", tmp_path / "out")
     wait_for(lambda: len(session_processes(process.pid)) >= 5)  # the run, tracker, fork server, 2 workers
