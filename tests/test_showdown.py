@@ -85,7 +85,7 @@ def test_mushroom_eats_for_five_and_poison_costs_thirty_five_half_the_time(tmp_p
     raw.mkdir()
     rows = MUSHROOMS.splitlines()
     (raw / "agaricus-lepiota.data").write_text("\n".join(rows[i % 3] for i in range(600)) + "\n")
-    showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), offline=True, verify=False, seed=3)
+    showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), **UNVERIFIED, seed=3)
     x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-mushroom"))
     poisonous = np.arange(600) % 3 == 0
     assert x.shape[0] == 600 and np.all(x.sum(axis=1) == 22)  # one-hot, not normalised
@@ -103,7 +103,7 @@ def test_statlog_standardises_each_feature_and_pays_one_for_the_class(tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "shuttle.trn").write_text(SHUTTLE)
-    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(raw), offline=True, verify=False)
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(raw), **UNVERIFIED)
     x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-statlog"))
     assert x.shape == (4, 9)
     np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-12)
@@ -141,7 +141,7 @@ def test_a_run_keeping_fewer_rows_standardises_them_as_the_showdowns_sampler_doe
     """``--env contexts=N``: each run keeps N rows of its own, drawn without replacement from its stream, with their
     features standardised over those N: the raw rows' standardisation over them (their sampler's), not the file's."""
     table = shuttle_file(tmp_path / "raw")
-    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), offline=True, verify=False)
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), **UNVERIFIED)
     dataset = load_dataset(tmp_path / "ds", "showdown-statlog")
     whole = RewardsTableEnvironment(dataset, np.random.SeedSequence(0))
     np.testing.assert_allclose(whole.x, showdown.standardised(table[:, :9].astype(float)), atol=1e-12)
@@ -163,7 +163,7 @@ def test_a_run_keeping_fewer_rows_standardises_them_as_the_showdowns_sampler_doe
 
 def test_a_run_cannot_keep_more_rows_than_the_problem_has(tmp_path, capsys):
     shuttle_file(tmp_path / "raw")
-    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), offline=True, verify=False)
+    showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), **UNVERIFIED)
     args = ("run", "--dataset", "showdown-statlog", "--data-dir", tmp_path / "ds", "--algos", "random")
     done = banditbench_here(*args, "--rounds", 5, "--env", "contexts=41", "--out", tmp_path / "r", capsys=capsys)
     assert done.returncode == 2 and not (tmp_path / "r").exists()
@@ -185,7 +185,7 @@ def test_adult_drops_rows_with_missing_attributes_and_makes_the_occupation_the_a
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "adult.data").write_text(ADULT + "\n")  # the published file ends with an empty line
-    showdown.prepare_uci(tmp_path / "ds", "adult", source=str(raw), offline=True, verify=False)
+    showdown.prepare_uci(tmp_path / "ds", "adult", source=str(raw), **UNVERIFIED)
     dataset = load_dataset(tmp_path / "ds", "showdown-adult")
     x, rewards, means = table(dataset)
     assert dataset.manifest["sanity"]["rows"]["dropped"] == {"missing attribute": 1}
@@ -214,7 +214,7 @@ def test_bad_input_to_prepare_says_one_line_and_writes_nothing(tmp_path):
     raw.mkdir()
     (raw / "agaricus-lepiota.data").write_text(MUSHROOMS + "e,x,s\n")
     with pytest.raises(UserError, match="agaricus-lepiota.data, line 4: 3 fields, expected 23") as error:
-        showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), offline=True, verify=False)
+        showdown.prepare_uci(tmp_path / "ds", "mushroom", source=str(raw), **UNVERIFIED)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "ds" / "showdown-mushroom").exists()
 
@@ -291,7 +291,7 @@ def census_file(folder, people: int = 30, extra: str = ""):
 
 def test_census_samples_people_one_hot_and_pays_one_for_their_occupation_group(tmp_path):
     raw = census_file(tmp_path / "raw")
-    showdown.prepare_census(tmp_path / "ds", contexts=12, seed=4, source=str(raw), offline=True, verify=False)
+    showdown.prepare_census(tmp_path / "ds", contexts=12, seed=4, source=str(raw), **UNVERIFIED)
     dataset = load_dataset(tmp_path / "ds", "showdown-census")
     x, rewards, means = table(dataset)
     assert rewards.shape == (12, 3) and rewards.sum(axis=1).tolist() == [1] * 12
@@ -340,7 +340,7 @@ def test_a_census_file_with_other_columns_is_refused_by_its_header(tmp_path):
     (raw / showdown.CENSUS_FILE).write_text("caseid,dAge\n1,2\n")
     refused = "USCensus1990.data.txt: cannot read it as the coded US Census 1990 table.*header is caseid,dAge, expected"
     with pytest.raises(UserError, match=refused):
-        showdown.prepare_census(tmp_path / "ds", source=str(raw), offline=True, verify=False)
+        showdown.prepare_census(tmp_path / "ds", source=str(raw), **UNVERIFIED)
     with pytest.raises(UserError, match="--contexts must be between 1 and 150000"):
         api.prepare("showdown-census", data_dir=tmp_path, contexts=200_000, source=str(raw))
 
@@ -354,7 +354,7 @@ def jester_file(folder, ratings) -> str:
 def test_jester_shows_32_jokes_ratings_and_pays_the_rating_of_the_recommended_joke(tmp_path):
     ratings = np.round(np.random.default_rng(0).uniform(-10, 10, size=(50, 40)), 2)
     source = jester_file(tmp_path / "raw", ratings)
-    showdown.prepare_jester(tmp_path / "ds", source=source, offline=True, verify=False)
+    showdown.prepare_jester(tmp_path / "ds", source=source, **UNVERIFIED)
     dataset = load_dataset(tmp_path / "ds", "showdown-jester")
     x, rewards, means = table(dataset)
     np.testing.assert_array_equal(x, ratings[:, :32])
@@ -365,7 +365,7 @@ def test_jester_shows_32_jokes_ratings_and_pays_the_rating_of_the_recommended_jo
     assert [counts[f"best_action_{a}"] for a in range(8)] == np.bincount(
         ratings[:, 32:].argmax(axis=1), minlength=8
     ).tolist()
-    showdown.prepare_jester(tmp_path / "ten", context_jokes=30, source=source, offline=True, verify=False)
+    showdown.prepare_jester(tmp_path / "ten", context_jokes=30, source=source, **UNVERIFIED)
     x, rewards, _ = table(load_dataset(tmp_path / "ten", "showdown-jester"))
     assert x.shape == (50, 30) and rewards.shape == (50, 10)
 
@@ -375,7 +375,7 @@ def test_shuffled_jokes_are_a_seeded_permutation_of_the_columns_recorded_in_the_
     source = jester_file(tmp_path / "raw", ratings)
 
     def prepared(folder, **options):
-        showdown.prepare_jester(tmp_path / folder, source=source, offline=True, verify=False, **options)
+        showdown.prepare_jester(tmp_path / folder, source=source, **UNVERIFIED, **options)
         dataset = load_dataset(tmp_path / folder, "showdown-jester")
         x, rewards, _ = table(dataset)
         return np.hstack([x, rewards]), dataset.manifest["parameters"]
@@ -442,7 +442,7 @@ CHANGES = np.round(np.random.default_rng(0).normal(0, 1, size=(300, 21)), 6)
 
 def test_financial_portfolios_are_unit_norm_linear_in_the_day_plus_their_own_noise(tmp_path):
     source = stock_file(tmp_path / "raw", CHANGES)
-    showdown.prepare_financial(tmp_path / "ds", seed=5, source=source, offline=True, verify=False)
+    showdown.prepare_financial(tmp_path / "ds", seed=5, source=source, **UNVERIFIED)
     x, rewards, means = table(load_dataset(tmp_path / "ds", "showdown-financial"))
     np.testing.assert_array_equal(x, CHANGES)  # the first line is skipped, the days kept as they are
     weights = np.linalg.lstsq(x, means, rcond=None)[0]  # exact: 300 days of 21 independent stocks
