@@ -20,6 +20,7 @@ import torch
 
 from banditbench.algos import domains as d
 from banditbench.algos.base import same_views
+from banditbench.algos.neural import arm_blocks
 from banditbench.algos.showdown_network import ShowdownNetworks, forward
 
 
@@ -80,7 +81,7 @@ class ParamNoise(ShowdownNetworks):
         first K places of its slot."""
         size, K = self.reservoir.shape[1], arms.shape[1]
         if self.block is not None:  # arm a's block a alone
-            arms = arms.view(*arms.shape[:2], -1, self.block)[:, torch.arange(K), torch.arange(K)]
+            arms = arm_blocks(arms, self.block)
         for m, g in enumerate(self.generators):
             slot = self.seen
             if self.seen >= size:
