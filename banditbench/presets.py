@@ -909,9 +909,9 @@ for _problem, _data, _env, _notes in (
      "numeric attributes and the one-hot categorical ones (income among them) standardised over those, the "
      "occupation as action (14) paying 1 for the row's."),
     ("census", {"contexts": 2000, "seed": 0}, {}, "the coded US Census 1990 table: 2000 people sampled without "
-     "replacement from seed 0 (its example script's 2000 contexts; its sampler takes at most 150 000), the occupation "
-     "group as action (9 in the Showdown), every other attribute one-hot over the codes the sample holds and "
-     "standardised."),
+     "replacement from seed 0 (the 2000 contexts of its example script, which takes at most 150 000), the "
+     "occupation group as action (9 in the Showdown), every other attribute one-hot over the codes the sample holds "
+     "and standardised."),
     ("jester", {"context_jokes": 32}, {}, "the dense Jester subset (19 181 users × 40 jokes): the ratings of the first "
      "32 jokes as context, the last 8 as actions paying the user's rating, so the regret is exact. The Showdown's "
      "example shuffles the 40 jokes once before the split; the split here is fixed, and the 2000 rounds stream a "

@@ -257,7 +257,7 @@ DESCRIPTIONS = {
     "class)",
     "covertype": "UCI Covertype, 581 012 rows, 54 standardised features, 7 actions (reward 1 if the class)",
     "adult": "UCI Adult without its rows of missing values, the occupation as action (14), the other attributes "
-    "one-hot and standardised (reward 1 for the row's occupation)",
+    "standardised, the categorical ones one-hot (reward 1 for the row's occupation)",
 }
 
 
@@ -297,7 +297,7 @@ CENSUS_COLUMNS = (
 CENSUS_FILE = "USCensus1990.data.txt"
 CENSUS_ROWS = 2_458_285
 CENSUS_ACTION, CENSUS_KEY = "dOccup", "caseid"  # the occupation group is the action; the case id is no attribute
-CENSUS_MOST = 150_000  # the Showdown's sampler takes at most this many census rows
+CENSUS_MOST = 150_000  # the Showdown's example script takes at most this many census rows
 UCI_STATIC = "https://archive.ics.uci.edu/static/public/"
 SHOWDOWN_MIRROR = "https://storage.googleapis.com/bandits_datasets/"
 
@@ -433,7 +433,7 @@ def prepare_jester(
 
 
 # The Showdown's stock contexts: a first line it skips, then one line per trading day of 21 whitespace-separated
-# numbers, the day's price change of each stock. Its sampler reads at most 3 713 days, the file's length.
+# numbers, the day's price change of each stock. Its example script takes at most 3 713 days, the file's length.
 STOCK_FILE = "raw_stock_contexts"
 STOCKS, TRADING_DAYS = 21, 3713
 PORTFOLIO_NOISE = tuple(0.01 * (a + 1) for a in range(8))  # σ_a of portfolio a's reward, as its example script sets
