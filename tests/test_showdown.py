@@ -316,6 +316,21 @@ def test_census_samples_by_seed(tmp_path):
     assert first[0].shape != other[0].shape or not np.array_equal(first[0], other[0])
 
 
+def test_a_census_group_the_sample_lacks_stays_an_action_that_never_pays(tmp_path):
+    """The actions are the whole file's occupation groups, whichever people the sample holds."""
+    raw = census_file(tmp_path / "raw")
+    path = raw / showdown.CENSUS_FILE
+    frame = showdown.read_census(path).astype(np.int64)
+    later = frame.index > 2
+    frame.loc[later, "dOccup"] = frame.loc[later, "dOccup"].replace(GROUPS[2], GROUPS[1])  # group 5: row 2 alone
+    frame.to_csv(path, index=False)
+    seed = next(s for s in range(100) if 2 not in np.random.default_rng(s).choice(30, size=10, replace=False))
+    showdown.prepare_census(tmp_path / "ds", contexts=10, seed=seed, source=str(raw), **UNVERIFIED)
+    _, rewards, _ = table(load_dataset(tmp_path / "ds", "showdown-census"))
+    assert rewards.shape == (10, 3) and rewards.sum(axis=1).tolist() == [1] * 10
+    assert rewards[:, 2].sum() == 0 and rewards[:, :2].sum(axis=0).min() > 0
+
+
 @pytest.mark.parametrize(
     ("extra", "contexts", "verify", "message"),
     [

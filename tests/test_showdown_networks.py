@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from scipy import stats
+from scipy import special, stats
 from test_domains import resolve
 from test_thompson import K, W, block_round, dense_round, group_of, play, random_rounds
 from ties import assert_first_difference_is_rounding
@@ -146,6 +146,36 @@ def test_the_rate_decays_with_the_steps_of_a_training_or_of_all_of_them(reset, m
     assert max(clipped) <= 0.01 * (1 + 1e-5)  # every gradient clipped to its global norm
 
 
+def test_dropout_trains_every_sample_through_a_fresh_mask_of_keep_prob(monkeypatch):
+    masks = []
+
+    def recording(mlp, theta, x, step_masks, loss):
+        masks.append(step_masks[0])
+        return gradient(mlp, theta, x, step_masks, loss)
+
+    monkeypatch.setattr(showdown_network, "gradient", recording)
+    played("dropout-ts", {"keep_prob": 0.8, **SHORT_TRAINING}, rounds=40)
+    assert len(masks) == 10 and not torch.equal(masks[0], masks[1])  # two trainings of 5 steps, a mask per step
+    units = torch.cat([mask.flatten() for mask in masks])
+    assert torch.equal(torch.unique(units), torch.tensor([0.0, 1.0]) / torch.tensor(0.8))
+    kept = int((units > 0).sum())
+    assert stats.binomtest(kept, units.numel(), 0.8).pvalue > 1e-3
+    assert stats.binomtest(kept, units.numel(), 0.75).pvalue < 1e-3
+
+
+def test_rmsprop_starts_from_a_mean_square_of_ones_and_carries_it_from_one_training_to_the_next(monkeypatch):
+    slots = []
+
+    def recording(theta, gradient, mean_square, lr):
+        slots.append(mean_square.clone())
+        rmsprop_step(theta, gradient, mean_square, lr)
+
+    monkeypatch.setattr(showdown_network, "rmsprop_step", recording)
+    played("bootrms", SHORT_TRAINING, rounds=40)
+    assert torch.equal(slots[0], torch.ones_like(slots[0]))
+    assert (slots[5] != 1).all()  # the second training's first step starts where the first training ended
+
+
 @pytest.mark.parametrize(
     "name, params",
     [("bootrms", {}), ("dropout-ts", {}), ("paramnoise", {}), ("bbb", {}), ("bbb", BBB_CODE)],
@@ -249,6 +279,36 @@ def test_paramnoise_widens_its_noise_while_the_kl_is_below_delta_and_narrows_it_
     policy._adapt_noise()
     np.testing.assert_allclose(policy.noise_std, noise_std * 1.01 if grows else noise_std / 1.01)
     np.testing.assert_allclose(policy.eps, 0.1 * 0.99)
+
+
+@pytest.mark.parametrize("below", [True, False])
+def test_paramnoise_compares_the_kl_with_delta_of_eps_and_the_number_of_arms(below, monkeypatch):
+    """δ = −log(1 − ε + ε/K): 0.069 at ε = 0.1 and K = 3, where −log(1 − ε) would be 0.105."""
+    policy = played("paramnoise", {"eps": 0.1, **NO_TRAINING})
+    delta = -np.log(1 - 0.1 + 0.1 / K)
+    monkeypatch.setattr(policy, "kl_divergence", lambda: np.array([delta * (0.99 if below else 1.01)]))
+    policy._adapt_noise()
+    np.testing.assert_allclose(policy.noise_std, 0.05 * 1.01 if below else 0.05 / 1.01)
+
+
+def test_paramnoise_kl_is_from_the_plain_networks_softmax_to_the_perturbed_ones():
+    """KL(p ‖ q) with p the softmax over a round's arms of f(·; θ) and q of f(·; θ̃), clamped at 0 and averaged over
+    a minibatch of the reservoir's rounds drawn with replacement, then one perturbation: recomputed here in numpy."""
+    params = {"noise_std": 0.5, "kl_samples": 30, **SHORT_TRAINING}
+    policy = group_of("paramnoise", [params], [0], n_users=1, n_arms=K, dim=W)  # plain contexts, a plain reservoir
+    play(policy, random_rounds(60, dense_round))
+    state = policy.generators[0].get_state()
+    kl = policy.kl_divergence()[0]
+    policy.generators[0].set_state(state)
+    rows = torch.randint(30, (30,), generator=policy.generators[0])
+    arms = policy.reservoir[0, rows][None]  # [1, S, K, d]
+    plain = forward(policy.mlp, policy.theta[:, 0, None], arms)[0].double().numpy()
+    noisy = forward(policy.mlp, policy.perturbed()[:, None], arms)[0].double().numpy()
+    log_p, log_q = special.log_softmax(plain, axis=-1), special.log_softmax(noisy, axis=-1)
+    forward_kl = np.maximum((np.exp(log_p) * (log_p - log_q)).sum(-1), 0).mean()
+    reverse_kl = np.maximum((np.exp(log_q) * (log_q - log_p)).sum(-1), 0).mean()
+    assert abs(forward_kl - reverse_kl) > 0.01 * forward_kl  # the two directions are told apart here
+    np.testing.assert_allclose(kl, forward_kl, rtol=1e-9)
 
 
 def test_paramnoise_on_blocks_chooses_as_on_the_same_vectors_undeclared():

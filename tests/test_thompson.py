@@ -148,6 +148,22 @@ def test_lints_on_shared_contexts_draws_one_theta_for_every_arm():
     X, A_inv = rnd.arms, R @ R.T
     np.testing.assert_allclose(draws.mean(0), X @ theta, atol=4 * 0.5 * np.sqrt(np.diag(X @ A_inv @ X.T)).max() / 60)
     np.testing.assert_allclose(np.cov(draws.T), 0.25 * X @ A_inv @ X.T, rtol=0.1, atol=1e-3)
+    # exactly: with z = e_i the scores move by v·X R e_i, so the draw's map from z is read off column by column, and
+    # v² (X R)(X R)ᵀ must be v² X A⁻¹ Xᵀ (a draw through Rᵀ instead has X RᵀR Xᵀ, within the sampling check's rtol)
+    units = iter(np.eye(W))
+    policy.normals.take = lambda rngs, n: next(units)[None, :n]
+    moved = np.array([policy.scores([rnd.view(Budget())])[0] - X @ theta for _ in range(W)]).T
+    np.testing.assert_allclose(moved @ moved.T, 0.25 * X @ A_inv @ X.T, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("pulls", [1, 2])
+def test_blr_plays_every_arm_in_turn_for_initial_pulls_rounds_each_and_then_its_draws(pulls, monkeypatch):
+    policy = group_of("blr-one", [{"initial_pulls": pulls}], [0], n_users=1, n_arms=K, dim=K * W)
+    rounds = random_rounds(pulls * K + 1)
+    assert play(policy, rounds[:-1]) == list(range(K)) * pulls
+    favoured = K - 1  # the round robin would play arm 0 next
+    monkeypatch.setattr(policy, "scores", lambda views: np.eye(K)[None, favoured])
+    assert play(policy, rounds[-1:]) == [favoured]
 
 
 @pytest.mark.parametrize("name", ["lints-one", "blr-one", "lints-ind"])
