@@ -301,12 +301,25 @@ def test_bass_table_3_judges_the_clustering_scores_ordering_and_best_claim():
         "ordering of Table 3, scenario 1 (similar θ), best first",
         "ordering of Table 3, scenario 2 (almost orthogonal θ), best first",
     ]
+    # the paper's ties (dynucb = bass, club = sclub = cmlb) are no claimed pairs: 6 ordered pairs in scenario 1
+    scenario_1 = orderings.iloc[0]
+    assert scenario_1["verdict"] == "agrees" and "every one of the 6 ordered pairs" in scenario_1["reason"]
     best = by_claim(rows).loc["bass best of all in pair F1"]
     assert best["verdict"] == "agrees" and "each of the 4 others" in best["reason"]  # oracle left out, Ind has none
     # a graph that never cut an edge scores the complete graph's F1 (0.64 for 2 clusters of 9): no clustering earns it
     f1["diag_n_clusters"] = {a: [1.0] * 10 if a == "bass" else [2.0] * 10 for a in algos}
     best = by_claim(judge(make_run("bass-synthetic", finals, columns=f1))).loc["bass best of all in pair F1"]
     assert best["verdict"] == "inconclusive" and "one cluster on every seed" in best["reason"]
+
+
+def test_the_showdown_readmes_one_run_totals_are_judged_with_that_runs_spread():
+    """blr-one 1 340 ± 405 (sd over 10 seeds) against the README's single run of 870: undecided, not disagreeing, as
+    the one run may lie anywhere in a seed's spread; the beats claim still agrees."""
+    finals = {"blr-one": list(1340.0 + 150.0 * NOISE), "random": list(10165 + 50 * NOISE)}
+    rows = by_claim(judge(make_run("showdown-mushroom", finals, data={"seed": 0})))
+    linfullpost = rows.loc[next(claim for claim in rows.index if claim.startswith("blr-one: cumulative regret"))]
+    assert linfullpost["verdict"] == "inconclusive" and "from 1 run, its spread taken as ours" in linfullpost["reason"]
+    assert rows.loc["blr-one beats random", "verdict"] == "agrees"
 
 
 @pytest.mark.skipif(not (SHARED / "movielens-100k").is_dir(), reason="MovieLens-100K raw files not present")

@@ -161,6 +161,27 @@ def test_a_run_keeping_fewer_rows_standardises_them_as_the_showdowns_sampler_doe
     assert all((prepared == row).all(axis=1).any() for row in rows)
 
 
+def test_each_seed_streams_fresh_shuffles_of_the_rows_with_their_expected_rewards_apart(tmp_path):
+    """A run plays a permutation of every row drawn from its seed, then a fresh one for each further pass; each
+    round carries its row's realised rewards and, apart, their means, from which regret is counted."""
+    showdown.prepare_wheel(tmp_path, delta=0.5, contexts=40, seed=0)
+    wheel = load_dataset(tmp_path, "showdown-wheel")
+    orders = {}
+    for seed in (0, 1):
+        env = RewardsTableEnvironment(wheel, np.random.SeedSequence(seed))
+        rounds = list(env.rounds(100))
+        rows = [int(np.flatnonzero((env.x == rnd.arms[0, :2]).all(axis=1))[0]) for rnd in rounds]
+        rng = np.random.default_rng(np.random.SeedSequence(seed))
+        np.testing.assert_array_equal(rows, np.concatenate([rng.permutation(40) for _ in range(3)])[:100])
+        assert rows[:40] != rows[40:80]
+        for rnd, row in zip(rounds, rows):
+            np.testing.assert_array_equal(rnd.rewards, env.rewards[row])
+            np.testing.assert_array_equal(rnd.expected, env.expected[row])
+        assert any((rnd.rewards != rnd.expected).any() for rnd in rounds)  # the wheel's noise, kept out of regret
+        orders[seed] = rows
+    assert orders[0] != orders[1]
+
+
 def test_a_run_cannot_keep_more_rows_than_the_problem_has(tmp_path, capsys):
     shuttle_file(tmp_path / "raw")
     showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), **UNVERIFIED)

@@ -1,10 +1,12 @@
 """The verdict rules on constructed per-seed results: a clear win, a tie, a reversal, equivalence inside and outside
-its margin, zero variance, two seeds, an entry behind by mean claimed best, "faster" on timing columns; and the
-statistics under them (bootstrap intervals, degenerate paired tests, the seeds a power calculation asks for)."""
+its margin, zero variance, two seeds, an entry behind by mean claimed best, "faster" on timing columns, and each rule
+just inside its edges (the level, the margin's scale and interval, the ratio's bounds); and the statistics under
+them (bootstrap intervals, degenerate paired tests, the seeds a power calculation asks for)."""
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 from banditbench.report import stats, verdicts
 from banditbench.report.verdicts import AGREES, DISAGREES, INCONCLUSIVE
@@ -83,6 +85,9 @@ def test_best_agrees_only_when_better_than_every_other_holm_over_its_own_pairs()
     said = verdicts.best(wide, "a", contenders, higher=False)
     assert said.verdict == INCONCLUSIVE and said.reason.startswith("undecided (Holm, 10 seeds): a ahead of tied (p =")
     assert "x0" not in said.reason  # the pairs a wins significantly are not named
+    behind = (wide["tied"] - wide["a"]).to_numpy()  # the undecided pair's advantages: seeds at Holm's first level
+    needed = stats.seeds_for_power(behind.mean(), behind.std(ddof=1), 0.05 / 7)
+    assert f"≈ {needed:.0f} seeds would settle it" in said.reason and needed > 1000
     clear = verdicts.best(wide.drop(columns="tied"), "a", contenders[:-1], higher=False)
     assert clear.verdict == AGREES and "each of the 6 others (Holm, 10 seeds)" in clear.reason
     lost = verdicts.best(wide, "x0", contenders, higher=False)
@@ -120,11 +125,32 @@ def test_equivalence_inside_and_outside_the_margin():
     assert verdicts.close_to(outside, "a", "b", False, 0.05, one_sided=False, word="").verdict == DISAGREES
     edge = seeds(a=base + 65 + 10 * NOISE, b=base)  # the interval straddles +65
     assert verdicts.close_to(edge, "a", "b", False, 0.05, one_sided=False, word="").verdict == INCONCLUSIVE
+    assert verdicts.close_to(edge, "a", "b", False, 0.05, one_sided=True, word="").verdict == INCONCLUSIVE
     # "competitive" bounds only the shortfall: far better is still competitive, far worse is not
     better = seeds(a=base - 200 + NOISE, b=base)
     assert verdicts.close_to(better, "a", "b", False, 0.05, one_sided=True, word="").verdict == AGREES
     assert verdicts.close_to(better, "a", "b", False, 0.05, one_sided=False, word="").verdict == DISAGREES
     assert verdicts.close_to(outside, "a", "b", False, 0.05, one_sided=True, word="").verdict == DISAGREES
+
+
+def test_the_margin_is_a_share_of_the_reference_algorithms_mean():
+    b = 1000 + NOISE
+    a = b + 52 + 0.1 * np.roll(NOISE, 3)  # 52 behind: over 5 % of b's mean (50), under 5 % of a's (52.6)
+    assert verdicts.close_to(seeds(a=a, b=b), "a", "b", False, 0.05, one_sided=False, word="").verdict == DISAGREES
+
+
+def test_the_equivalence_interval_is_the_90_percent_t_interval_of_the_mean():
+    """Schuirmann's two one-sided tests at α = 0.05: the (1 − 2α) interval, not the 95 % one."""
+    differences = 10 + 20 * NOISE
+    _, (low, high) = verdicts.within_margin(differences, 1e9)
+    expected = scipy_stats.ttest_1samp(differences, 0).confidence_interval(0.90)
+    np.testing.assert_allclose([low, high], [expected.low, expected.high])
+
+
+def test_a_win_at_p_between_the_level_and_twice_it_is_not_significant():
+    advantage = 1.7 + NOISE  # two-sided p = 0.070: a one-sided test, or a level of 0.1, would call it a win
+    assert 0.05 < scipy_stats.ttest_1samp(advantage, 0).pvalue < 0.1
+    assert verdicts.beats(seeds(a=SEED_LEVEL - advantage, b=SEED_LEVEL), "a", "b", False).verdict == INCONCLUSIVE
 
 
 def test_a_printed_value_is_an_equivalence_test_against_the_papers_number():
@@ -172,6 +198,14 @@ def test_faster_is_judged_on_seconds_per_round_with_a_margin_and_the_machine():
     assert slow.verdict == DISAGREES
     close = seeds(a=1e-4 * 0.93 * jitter, b=1e-4 * np.roll(jitter, 3))  # 7 % faster: inside the margin
     assert verdicts.faster(close, "a", "b", 0.10, machine)[0].verdict == INCONCLUSIVE
+    # the edges are t_a/t_b = 0.9 and 1/0.9 = 1.11: 9.5 % faster and 10.5 % slower are both inside them
+    steady = 1 + NOISE / 1000
+    for ratio in (0.905, 1.105):
+        inside = seeds(a=1e-4 * ratio * steady, b=1e-4 * steady)
+        assert verdicts.faster(inside, "a", "b", 0.10, machine)[0].verdict == INCONCLUSIVE
+    spread = 1 + NOISE / 20  # ± 20 %: the interval [0.80, 0.97] around 0.88 reaches past 0.9
+    crossing = seeds(a=1e-4 * 0.88 * spread, b=1e-4 * np.roll(spread, 3))
+    assert verdicts.faster(crossing, "a", "b", 0.10, machine)[0].verdict == INCONCLUSIVE
 
 
 def test_the_bootstrap_interval_is_the_percentile_bootstrap_deterministic_and_inside_the_values():
