@@ -15,6 +15,7 @@ from fixtures_raw import SHARED
 from banditbench import presets
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.ridge import oful_radius
+from banditbench.report import claims
 from banditbench.report.claims import Run, judge
 
 PACKAGE = Path(__file__).resolve().parents[1] / "banditbench"
@@ -310,6 +311,19 @@ def test_bass_table_3_judges_the_clustering_scores_ordering_and_best_claim():
     f1["diag_n_clusters"] = {a: [1.0] * 10 if a == "bass" else [2.0] * 10 for a in algos}
     best = by_claim(judge(make_run("bass-synthetic", finals, columns=f1))).loc["bass best of all in pair F1"]
     assert best["verdict"] == "inconclusive" and "one cluster on every seed" in best["reason"]
+
+
+def test_a_run_without_a_record_of_a_data_parameter_the_paper_names_is_a_stand_in():
+    item = presets.PaperValue("linucb-one", 1.0, "Table 1")
+    printed = presets.PaperSide("regret", (item,), data={"variant": "25m"}, data_text="ML-25M")
+    spec = {"printed": printed, "rounds": 100, "dataset": "movielens", "env": {}, "budget": None}
+    config = {"dataset": "movielens", "algorithms": {}, "env": {}, "budget": None}
+    run = Run("p", "movielens", False, 100, pd.DataFrame(), config, data={})
+    assert any("a stand-in for ML-25M" in reason for reason in claims._differences(run, spec, item))
+    run.data = {"variant": "25m"}
+    assert claims._differences(run, spec, item) == []
+    assert claims._stand_in_flag({"stand_in": True}) == "run on stand-in data (--allow-stand-in)"
+    assert claims._stand_in_flag({}) == ""
 
 
 def test_the_showdown_readmes_one_run_totals_are_judged_with_that_runs_spread():

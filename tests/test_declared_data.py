@@ -113,3 +113,18 @@ def test_prepare_never_replaces_data_prepared_otherwise(data_dir, tmp_path):
     with pytest.raises(UserError, match="^prepare would replace .* prepared with .*users = 20.*--force`"):
         bb.run(preset="bass-synthetic", data_dir=data_dir, prepare=True, out=tmp_path / "out", **TINY)
     assert (data_dir / "synthetic" / "manifest.json").read_bytes() == manifest and not (tmp_path / "out").exists()
+
+
+def test_an_option_whose_flag_differs_from_its_name_is_read_under_the_flags_name():
+    """lastfm's ``pipeline_name`` is prepared with ``--pipeline``: data prepared with it is no stand-in."""
+    option = next(o for o in DATASETS["lastfm"].options if o.name == "pipeline_name")
+    other = next(c for c in option.choices if c != option.default) if option.choices else "something-else"
+    assert declared_data.recorded(option, {"pipeline": other}) == other
+    assert declared_data.differences("lastfm", {"pipeline_name": other}, {"pipeline": other}) == {}
+
+
+def test_a_declared_value_equal_to_the_prepared_one_is_no_stand_in_whatever_its_type():
+    assert declared_data.differences("synthetic", {"noise": 1}, {"noise": 1.0}) == {}
+    assert declared_data.differences("synthetic", {"noise": 0.1}, {"noise": 0.2}) == {
+        "noise": {"needed": 0.1, "prepared": 0.2}
+    }

@@ -55,6 +55,19 @@ def test_ours_beyond_the_margin_differs_and_a_wide_interval_is_inconclusive():
     assert parity_verdict.verdict(parity_verdict.compare(noisy, theirs, 0.05, True), {})[0] == "inconclusive"
 
 
+def test_without_a_control_run_equivalence_is_no_parity():
+    theirs = runs(1000)
+    main = parity_verdict.compare(theirs, theirs, 0.05, paired=True)
+    assert main["p_equivalent"] < 0.05 and parity_verdict.verdict(main, {})[0] == "not discriminating"
+
+
+def test_only_rounding_is_taken_for_an_exact_match():
+    theirs = np.array([900.0, 1000, 1100, 950])
+    close = parity_verdict.compare(theirs + np.array([0.5, 0.3, 0.6, 0.4]), theirs, 0.05, paired=True)  # ≈ 0.05 %
+    assert close["difference"] == pytest.approx(0.45) and close["interval"][0] < close["interval"][1]
+    assert parity_verdict.compare(theirs + 1e-10, theirs, 0.05, paired=True)["interval"] == [0.0, 0.0]
+
+
 def test_identical_runs_are_exactly_equivalent_and_welch_counts_shared_noise_twice():
     theirs = np.array([160.0, 190, 200, 215, 235])
     paired = parity_verdict.compare(theirs, theirs, 0.05, paired=True)
@@ -154,6 +167,23 @@ def test_the_command_refuses_before_running_or_writing_anything(small_pools, tmp
     with pytest.raises(SystemExit) as refused:
         load_harness().main()
     assert "has no setting for alpha" in str(refused.value) and not out.exists()
+
+
+def test_no_two_controls_of_an_algorithm_are_the_same_learner():
+    harness = load_harness()
+    for algorithm in harness.CONTROLS:
+        if harness.FAMILY[algorithm] == "bandpy":  # built from an instance; its two controls are other algorithms
+            continue
+        learners = harness.learners(algorithm, ["code"], {}, {}, {})
+        controls = [repr(v) for k, v in learners.items() if k.startswith("control: ")]
+        assert len(set(controls)) == len(controls) > 0, (algorithm, controls)
+
+
+def test_a_pool_records_each_users_taste_and_its_groups_dislike_exactly_that_kind(tmp_path):
+    folder = parity_pools.write(tmp_path, name="t", users=40, groups=8, tastes=2, items=60, liked=6, disliked=4, seed=1)
+    np.testing.assert_array_equal(np.load(folder / "t_40users_truth.npy"), (np.arange(40) % 8) % 2)
+    rows = np.load(folder / "t_40users_60items_entry.npy")  # (user, item, rating)
+    np.testing.assert_array_equal(rows[:, 2] == -1, rows[:, 1] % 2 == (rows[:, 0] % 8) % 2)
 
 
 def test_settings_reach_every_variant_and_the_controls_that_share_them():

@@ -2,6 +2,7 @@
 parsed back, plots, the CI check and the errors. Shards are written with the real writer (planted final regrets),
 plus one experiment run by the real runner."""
 
+import copy
 import csv
 import json
 import re
@@ -13,6 +14,8 @@ import pyarrow as pa
 import pytest
 from conftest import banditbench, banditbench_here
 
+from banditbench.errors import SettingError
+from banditbench.report import check as gate
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
 from banditbench.report.load import load_results
@@ -440,6 +443,25 @@ def test_real_runner_results_give_every_format(data_dir, tmp_path, report_cli):
     assert rows.loc["linucb-ind", "diag_n_clusters"] == 20  # one model per user: 20 singleton clusters
     assert (out / "plots" / "clusters.png").stat().st_size > 1000
     assert "Wilcoxon signed-rank test" in (out / "report.md").read_text()
+
+
+def test_check_fails_on_other_rounds_or_a_missing_algorithm_even_with_every_value_unchanged(tmp_path):
+    report = build_report(load_results([write_results(tmp_path / "r", {"a": [10.0, 12.0], "b": [20.0, 22.0]})]))
+    saved = gate.baseline_entries(report)
+    assert gate.check(report, saved, 0.05).failures == []
+    other_rounds = copy.deepcopy(saved)
+    other_rounds["toy"]["a"]["rounds"] += 1
+    failures = gate.check(report, other_rounds, 0.05).failures
+    assert len(failures) == 1 and "a on toy" in failures[0] and "rounds" in failures[0]
+    ghost = copy.deepcopy(saved)
+    ghost["toy"]["ghost"] = dict(saved["toy"]["a"])
+    assert gate.check(report, ghost, 0.05).failures == ["ghost on toy: in the baseline but not in these results"]
+
+
+def test_a_tolerance_of_zero_is_the_strictest_gate_and_a_negative_one_is_refused():
+    assert gate.parse_tolerance("0") == gate.parse_tolerance("0%") == 0.0
+    with pytest.raises(SettingError):
+        gate.parse_tolerance("-1%")
 
 
 def test_check_on_ctr_fails_when_ctr_falls(tmp_path, report_cli):
