@@ -68,6 +68,17 @@ def test_only_rounding_is_taken_for_an_exact_match():
     assert parity_verdict.compare(theirs + 1e-10, theirs, 0.05, paired=True)["interval"] == [0.0, 0.0]
 
 
+def test_a_difference_exactly_at_the_margin_is_neither_inside_nor_beyond_it():
+    theirs = np.array([900.0, 1000, 1100])
+    at_margin = parity_verdict.compare(theirs + 500.0, theirs, 0.5, paired=True)  # 50 % of a mean of 1 000
+    assert at_margin["p_equivalent"] == at_margin["p_beyond"] == 1.0
+    assert parity_verdict.verdict(at_margin, {})[0] == "inconclusive"
+    at_level = {"p_beyond": 1.0, "p_equivalent": 0.05, "difference_pct": 0.0, "interval_pct": [-1.0, 1.0]}
+    control = {"p_beyond": 0.0, "p_equivalent": 1.0, "difference_pct": 40.0, "interval_pct": [39.0, 41.0]}
+    said = parity_verdict.verdict({**at_level, "margin_pct": 5}, {"c": {**control, "margin_pct": 5}})
+    assert said[0] == "inconclusive"  # equivalence needs p below the level, not at it
+
+
 def test_identical_runs_are_exactly_equivalent_and_welch_counts_shared_noise_twice():
     theirs = np.array([160.0, 190, 200, 215, 235])
     paired = parity_verdict.compare(theirs, theirs, 0.05, paired=True)
@@ -195,6 +206,22 @@ def test_settings_reach_every_variant_and_the_controls_that_share_them():
     neural = harness.learners("neuucb-one", ["code"], {}, {"nu": 0.05}, {})
     assert neural["control: untrained"][1]["nu"] == 0.05 and neural["control: untrained"][1]["lr"] == 1e-7
     assert neural["control: no exploration"][1]["nu"] == 0.0
+    # CLUB's pooled and independent controls take none of the run's settings: they differ in what makes them controls
+    club = harness.learners("club", ["code"], {}, {"ridge": 0.5, "alpha": 0.3}, {})
+    pooled, alone = club["control: pooled LinUCB"][1], club["control: independent LinUCB"][1]
+    own = ("alpha2", "served_pairs_only")
+    assert "ridge" not in alone and {k: v for k, v in pooled.items() if k not in own} == {
+        k: v for k, v in alone.items() if k not in own
+    }
+
+
+def test_the_same_arm_is_the_same_whole_context_and_a_tie_either_side_breaks_agrees():
+    harness = load_harness()
+    arms = np.zeros((4, 3, 2))
+    arms[:, :, 0], arms[:, :, 1] = np.arange(3), 0.7  # the second column constant, as the SVD layout's
+    assert harness.agreement(arms, [0, 1, 2, 0], [0, 2, 2, 1]) == 0.5
+    arms[:, 2] = arms[:, 1]  # two identical entries
+    assert harness.agreement(arms, [1, 1, 1, 1], [2, 2, 2, 0]) == 0.75
 
 
 # ------------------------------------------------------------------------------------------------ end to end
