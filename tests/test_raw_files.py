@@ -1,6 +1,7 @@
 """Raw files: unsafe archives are refused before anything is written, folders are verified file by file,
 every missing file is named at once, and a checksum failure says what to do."""
 
+import hashlib
 import io
 import json
 import re
@@ -209,3 +210,49 @@ def test_the_limit_flag_reaches_every_archive_and_free_space_is_checked(tmp_path
     ):
         with raw_files(spec, str(images), offline=True):
             pass
+
+
+def test_a_published_checksum_in_upper_case_hex_still_matches(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"hello\n")
+    digest = "sha256:" + hashlib.sha256(b"hello\n").hexdigest().upper()
+    assert fetch.hash_matches(path, digest)
+    fetch.check_hash(path, digest)
+
+
+def test_a_last_line_without_its_newline_is_counted(tmp_path):
+    (tmp_path / "cut.txt").write_bytes(b"1,2\n3,4\n5,6")
+    (tmp_path / "whole.txt").write_bytes(b"1,2\n3,4\n5,6\n")
+    assert fetch.count_lines(tmp_path / "cut.txt") == fetch.count_lines(tmp_path / "whole.txt") == 3
+
+
+def test_a_file_longer_than_its_published_row_count_is_refused_too(tmp_path):
+    path = tmp_path / "x.data"
+    path.write_bytes(b"1\n2\n3\n")
+    digest = fetch.sha256_of(path)
+
+    def published(rows):
+        return RawSpec("x", (), {"data": ("x.data",)}, member_rows={"x.data": rows})
+
+    with pytest.raises(UserError, match="row count mismatch.*3 lines"):
+        fetch.check_member(path, "x.data", published(2), digest)
+    assert fetch.check_member(path, "x.data", published(3), digest)
+
+
+def test_a_cached_archive_that_fails_its_checksum_is_not_used(tmp_path):
+    (tmp_path / "a.zip").write_bytes(b"not the published file")
+    item = fetch.Download("https://example.invalid/a.zip", "a.zip", "sha256:" + "0" * 64)
+    with pytest.raises(UserError, match="fails its checksum"):
+        fetch.download(item, tmp_path, offline=True)
+
+
+def test_a_published_file_found_in_a_sub_folder_of_the_source_is_checked(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.csv").write_bytes(b"a,b\n1,2\n")
+    published = fetch.Download("https://example.invalid/data.csv", "data.csv", "sha256:" + "0" * 64)
+    spec = RawSpec("x", (published,), {"data": ("data.csv",)})
+    with pytest.raises(UserError, match="checksum mismatch"):
+        with raw_files(spec, str(tmp_path), offline=True, cache=tmp_path / "cache"):
+            pass
+    with raw_files(spec, str(tmp_path), offline=True, cache=tmp_path / "cache", verify=False) as raw:
+        assert raw.verification == "unverified"
