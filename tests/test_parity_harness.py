@@ -180,6 +180,26 @@ def test_the_command_refuses_before_running_or_writing_anything(small_pools, tmp
     assert "has no setting for alpha" in str(refused.value) and not out.exists()
 
 
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--margin", "0"], "--margin is a share of their mean, between 0 and 1"),
+        (["--margin", "1"], "--margin is a share of their mean, between 0 and 1"),
+        (["--margin", "-0.05"], "--margin is a share of their mean, between 0 and 1"),
+        (["--rounds", "9"], "--rounds must be at least 10"),
+        (["--runs", "0"], "--runs and --jobs must be at least 1"),
+        (["--jobs", "0"], "--runs and --jobs must be at least 1"),
+    ],
+)
+def test_a_margin_outside_zero_to_one_or_too_few_rounds_runs_or_jobs_is_refused(
+    option, message, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(sys, "argv", ["parity.py", "--reference-dir", str(tmp_path), "--algos", "club", *option])
+    with pytest.raises(SystemExit) as refused:
+        load_harness().main()
+    assert refused.value.code == 2 and capsys.readouterr().err.strip().endswith(f"error: {message}")
+
+
 def test_no_two_controls_of_an_algorithm_are_the_same_learner():
     harness = load_harness()
     for algorithm in harness.CONTROLS:

@@ -335,3 +335,15 @@ def test_paramnoise_keeps_a_uniform_sample_of_past_rounds():
     assert len(set(kept[:40])) == 40 and policy.offered.all()
     assert stats.kstest(kept, stats.randint(0, 1000).cdf).pvalue > 1e-3
     assert stats.kstest(kept, stats.randint(500, 1000).cdf).pvalue < 1e-3  # the later rounds alone are told apart
+
+
+def test_paramnoise_reservoir_of_one_round_keeps_either_of_two_rounds_half_the_time():
+    """Algorithm R draws round t's slot from U{0..t}: with one slot, the second round replaces the first with
+    probability ½ (a slot from U{0..t−1} would replace it always)."""
+    members = 200
+    policy = group_of("paramnoise", [{"kl_samples": 1, **NO_TRAINING}] * members, list(range(members)), **PROBLEM)
+    policy._build_once(None)
+    for t in range(2):
+        policy._keep_arms(torch.full((members, K, K * W), float(t)))
+    replaced = int((policy.reservoir[:, 0, 0, 0] == 1.0).sum())
+    assert 70 < replaced < 130  # Binomial(200, ½): 4 standard deviations either side
