@@ -2,9 +2,11 @@
 a known value on logs drawn in the test."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from banditbench.report import offpolicy as ope
+from banditbench.report.logged import logged_table, mean_estimate, unit_estimates
 
 # four events: rewards, propensities of the logged arms, the target's probability of the logged arm, and a reward
 # model's estimates of the logged arm and of the target's choice
@@ -85,3 +87,82 @@ def test_snips_and_dr_cover_a_known_value_at_their_nominal_level():
         for name, e in estimates.items():
             covered[name] += e.low <= truth <= e.high
     assert all(count / 200 >= 0.9 for count in covered.values()), covered
+
+
+def test_each_estimators_standard_error_size_and_interval_on_the_four_events_worked_by_hand():
+    """w = [2, 4, 0, 1]. IPS's terms w·r = [2, 0, 0, 0]: mean ½, sample sd 1, se ½; its interval ½ ± 0.98 is cut to
+    the rewards' range at both ends. SNIPS's delta-method terms w(r − 2/7)/(7/4) = [40, −32, 0, −8]/49: sample sd
+    √896/49. DM's terms [0.6, 0.2, 0.4, 0.4]: sample sd √(0.08/3), on n = 4 events. DR's terms
+    [1.6, −1.8, 0.4, −0.1]: mean 0.025, sample sd √(5.9675/3). IPS, SNIPS and DR are worth Kish's 49/21 events."""
+    ips = ope.ips(REWARD, PROPENSITY, TARGET)
+    assert (ips.se, ips.low, ips.high) == pytest.approx((0.5, 0.0, 1.0))
+    snips = ope.snips(REWARD, PROPENSITY, TARGET)
+    assert snips.se == pytest.approx(np.sqrt(896) / 49 / 2)
+    assert (snips.low, snips.high) == pytest.approx((0.0, 2 / 7 + 1.959964 * snips.se))
+    dm = ope.direct(Q_TARGET)
+    assert (dm.se, dm.size) == pytest.approx((np.sqrt(0.08 / 3) / 2, 4))
+    assert (dm.low, dm.high) == pytest.approx((0.4 - 1.959964 * dm.se, 0.4 + 1.959964 * dm.se))
+    dr = ope.doubly_robust(REWARD, PROPENSITY, TARGET, Q_LOGGED, Q_TARGET)
+    assert dr.se == pytest.approx(np.sqrt(5.9675 / 3) / 2)
+    assert snips.size == dr.size == pytest.approx(49 / 21)
+    replay = ope.replay(np.array([1.0] * 2 + [0.0] * 8))
+    assert (replay.value, replay.size, replay.se) == pytest.approx((0.2, 10, np.sqrt(0.2 * 0.8 / 10)))
+
+
+def test_a_policy_that_never_picks_a_logged_arm_has_no_snips_estimate_and_a_zero_lift_is_undefined():
+    never = ope.snips(np.array([1.0, 0.0]), np.array([0.5, 0.5]), np.zeros(2))
+    assert np.isnan(never.value) and never.size == 0
+    clicks = ope.replay(np.array([1.0] * 10 + [0.0] * 90))
+    no_click = ope.replay(np.zeros(100))
+    assert np.isnan(ope.ratio(no_click, clicks)).all() and np.isnan(ope.ratio(clicks, no_click)).all()
+
+
+def unit(matched, kept, reward, propensity) -> pd.DataFrame:
+    """One unit's logged columns, as runner/logged.py writes them (a reward model of ½ everywhere)."""
+    n = len(matched)
+    return pd.DataFrame(
+        {
+            "matched": matched,
+            "kept": kept,
+            "logged_reward": reward,
+            "propensity": propensity,
+            "estimate_logged": [0.5] * n,
+            "estimate_chosen": [0.5] * n,
+        }
+    )
+
+
+def test_a_units_replay_reads_its_kept_events_and_the_weights_its_matched_ones():
+    """Rejection sampling keeps two of four matched events: the replay is their mean; the importance weights are
+    matched / p = [2, 10, 2, 10, 0, 0] whatever was kept, so IPS = 4/6 and SNIPS = 4/24."""
+    frame = unit(
+        [True] * 4 + [False] * 2, [True, False, True, False, False, False], [1.0, 0.0] * 3, [0.5, 0.1] * 2 + [0.5] * 2
+    )
+    estimates = unit_estimates(frame, (0.0, 1.0))
+    assert (estimates["replay"].value, estimates["replay"].size) == (1.0, 2)
+    assert (estimates["IPS"].value, estimates["SNIPS"].value) == pytest.approx((4 / 6, 4 / 24))
+
+
+def test_the_mean_over_seeds_leaves_out_a_seed_without_an_estimate():
+    defined = ope.Estimate(0.4, 0.3, 0.5, 100, 0.05)
+    assert mean_estimate([defined, ope.Estimate.undefined()]) == defined
+    both = mean_estimate([defined, ope.Estimate(0.2, 0.1, 0.3, 50, 0.05)])
+    assert (both.value, both.low, both.high, both.size, both.se) == pytest.approx((0.3, 0.2, 0.4, 75, 0.05))
+    assert np.isnan(mean_estimate([ope.Estimate.undefined(3.0)]).value)
+
+
+def test_the_logged_table_counts_events_per_seed_and_lifts_over_random():
+    """Two seeds of 50 events each: 50 events, 2 seeds; the algorithm whose replay CTR is twice random's has a lift
+    of 2, with the delta-method interval of the two replays' standard errors."""
+    frames = []
+    for algorithm, clicks in (("random", 5), ("linucb", 10)):
+        for seed in range(2):
+            frame = unit([True] * 50, [True] * 50, [1.0] * clicks + [0.0] * (50 - clicks), [0.5] * 50)
+            frames.append(frame.assign(dataset="log", algorithm=algorithm, seed=seed))
+    table = logged_table(pd.concat(frames), {"log": {"reward_range": [0.0, 1.0]}}, ["random", "linucb"])
+    assert set(table["events"]) == {50} and set(table["seeds"]) == {2}
+    replay = table[table["estimator"] == "replay"].set_index("algorithm")
+    assert replay.loc["random", "lift"] == 1.0 and replay.loc["linucb", "lift"] == pytest.approx(2.0)
+    spread = 1.959964 * np.sqrt(0.8 / (0.2 * 50) + 0.9 / (0.1 * 50))  # (se / p)² = (1 − p) / (p·n)
+    low, high = replay.loc["linucb", ["lift_low", "lift_high"]]
+    assert (low, high) == pytest.approx((2 * np.exp(-spread), 2 * np.exp(spread)), rel=1e-5)

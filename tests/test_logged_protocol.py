@@ -8,13 +8,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats
 
 import banditbench as bb
 from banditbench.algos.base import Policy
 from banditbench.data import load_dataset, logs
 from banditbench.envs.linear import LinearEnvironment
-from banditbench.envs.logged import simulate_log
-from banditbench.errors import UserError
+from banditbench.envs.logged import LoggedEnvironment, simulate_log
+from banditbench.errors import SettingError, UserError
 from banditbench.results.shards import BrokenShard, non_finite
 from banditbench.results.units import Unit
 from banditbench.runner.engines import group_units
@@ -153,3 +154,57 @@ def test_replay_of_linucb_on_a_uniform_log_agrees_with_its_online_run(tmp_path):
     rewards = online.frame().groupby("seed")["reward"].mean()
     half = 2 * np.hypot(rewards.std(ddof=1) / np.sqrt(len(rewards)), (replay["ci_high"] - replay["ci_low"]) / 4)
     assert abs(replay["estimate"] - rewards.mean()) < half
+
+
+def test_the_rejection_scale_is_a_propensity_of_the_log_at_the_quantile_asked(tmp_path):
+    """c defaults to the smallest propensity (quantile 0), even where most events have a larger one; any quantile
+    picks a propensity the log holds (the inverted CDF), never a value between two; a quantile outside [0, 1] is
+    refused."""
+    rare = write_log(tmp_path / "rare", n=400, propensity=lambda a: np.where(a == 0, 0.1, 0.7))  # ~¼ of events
+    dataset = load_dataset(tmp_path / "rare", rare)
+    assert LoggedEnvironment(dataset, 0).scale == 0.1
+    assert LoggedEnvironment(dataset, 0, {"rejection_quantile": 0.5}).scale == 0.7
+    halves = load_dataset(tmp_path / "halves", write_log(tmp_path / "halves", propensity=lambda a: 0.1 + 0.1 * (a > 1)))
+    small = int((pq.read_table(LoggedEnvironment(halves, 0).path)["propensity"].to_numpy() == 0.1).sum())
+    between = (small - 0.5) / 399  # linear interpolation would give 0.15 here
+    assert LoggedEnvironment(halves, 0, {"rejection_quantile": between}).scale in {0.1, 0.2}
+    for quantile in (-0.1, 1.5):
+        with pytest.raises(SettingError, match="rejection_quantile must be in"):
+            LoggedEnvironment.check(dataset, {"evaluator": "auto", "rejection_quantile": quantile}, None)
+
+
+def test_the_reward_model_estimates_each_arm_at_the_logged_slot_clipped_to_the_rewards_range(tmp_path):
+    """A click when arm 0 is logged or the slot is the first: a linear model of it overshoots 1 on arm 0 in slot 1.
+    Every event's estimates are its fold's and user's coefficients on the
+    arms' contexts and the event's one-hot slot, the features the model was fitted on, clipped to [0, 1]."""
+    rng = np.random.default_rng(0)
+    n = 600
+    action, position = rng.integers(K, size=n), rng.integers(1, 4, size=n)
+    log = logs.Log(
+        user=rng.integers(3, size=n),
+        action=action,
+        reward=((action == 0) | (position == 1)).astype(float),
+        propensity=np.full(n, 1 / K),
+        arm_features=np.eye(K, dtype=np.float32),
+        items=np.array(list("abcd")),
+        position=position,
+    )
+    logs.write_log(tmp_path / "slots", "slots", log, logs.log_parameters({"source": "test"}))
+    environment = LoggedEnvironment(load_dataset(tmp_path, "slots"), 0)
+    fold = np.arange(n) % logs.DEFAULT_FOLDS
+    features = logs.model_features(np.broadcast_to(np.eye(K), (n, K, K)), position, 3)
+    fitted = np.einsum("nkd,nd->nk", features, environment.theta[fold, log.user])
+    estimates = np.array([event.estimates for event in environment.rounds(n)])
+    assert fitted.max() > 1.5  # the clip matters
+    np.testing.assert_allclose(estimates, np.clip(fitted, 0.0, 1.0), rtol=1e-12, atol=1e-12)
+
+
+def test_a_simulated_log_draws_the_behaviours_arms_and_records_the_probability_of_the_logged_one(tmp_path):
+    bb.prepare("synthetic", users=5, clusters=1, dim=5, arms=3, noise=0.1, data_dir=tmp_path)
+    env = LinearEnvironment(load_dataset(tmp_path, "synthetic"), np.random.SeedSequence(0))
+    behaviour = np.array([0.6, 0.3, 0.1])
+    log, expected = simulate_log(env, 3000, behaviour=lambda _: behaviour, seed=1)
+    np.testing.assert_array_equal(log.propensity, behaviour[log.action])
+    counts = np.bincount(log.action, minlength=3)
+    assert stats.chisquare(counts, 3000 * behaviour).pvalue > 1e-3
+    assert expected.shape == (3000, 3) and log.extras.shape == (3000, 3, 5)
