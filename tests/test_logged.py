@@ -52,6 +52,7 @@ def test_movielens_logged_split(tmp_path):
         rows += [(u, 3, 4.0, t1), (u, 4, 1.0, t1 + day), (u, 5, 4.5, t1 + 2 * day)]  # train: 2 positives
         rows += [(u, 6, 5.0, t2)] if u != 5 else [(u, 6, 3.0, t2)]  # test: user 5 has no positive → dropped
     rows += [(9, 1, 5.0, t1)]  # only train activity → dropped
+    rows += [(7, 1, 5.0, t0), (7, 4, 1.0, t1), (7, 6, 5.0, t2)]  # no positive in train → dropped
     folder = tmp_path / "raw"
     folder.mkdir()
     (folder / "ratings.csv").write_text(

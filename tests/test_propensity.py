@@ -164,6 +164,61 @@ def test_the_learned_model_ranks_displayed_items_first_when_display_follows_an_i
     assert p[:, favoured - 1].mean() > 3 * np.delete(p, favoured - 1, axis=1).mean()
 
 
+def test_the_training_loss_is_the_mean_over_users_of_each_ones_mean_bce_over_its_slots():
+    """Among 8 items, user 0 was shown item 1 in training: one displayed item (one positive slot masked) and the 7
+    never displayed (3 of the 10 negative slots masked). User 1 was shown items 1–3, alike: two of them drawn and the
+    5 never displayed, 7 slots. Without a step (lr = 0) the epoch's loss is the mean of the two users' mean BCE under
+    the initial model, not the mean over their 15 slots."""
+    data = logged([[1], [1, 2, 3], [4]], [0, 1, 0], [False, False, True], 8)
+    rng = np.random.default_rng(0)
+    users, items = rng.normal(size=(2, 4)).astype(np.float32), rng.normal(size=(9, 4)).astype(np.float32)
+    items[2] = items[3] = items[1]
+    model, figures = prop.fit_propensity(data, users, items, np.random.default_rng(0), 0, lr=0.0, epochs=1)
+    p = model.raw(np.array([0, 1]), np.tile(np.arange(1, 9), (2, 1)))
+    first = (-np.log(p[0, 0]) - np.log1p(-p[0, 1:]).sum()) / 8
+    second = (-2 * np.log(p[1, 0]) - np.log1p(-p[1, 3:]).sum()) / 7
+    assert figures["epochs"][0]["train_loss"] == pytest.approx((first + second) / 2, rel=1e-5)
+
+
+def test_the_heldout_auc_scores_the_items_displayed_in_validation_impressions():
+    """Training impressions show items 1–15 and validation ones items 16–30: a model that learnt the training
+    displays ranks the validation displays below chance, where a held-out check on training displays would not."""
+    rng = np.random.default_rng(5)
+    n_items, n_users = 30, 20
+    shown, owners, valid = [], [], []
+    for user in range(n_users):
+        for split, pool in ((False, np.arange(1, 16)), (True, np.arange(16, 31))):
+            shown.append(rng.choice(pool, size=5, replace=False))
+            owners.append(user)
+            valid.append(split)
+    items = rng.normal(size=(n_items + 1, 8)).astype(np.float32)
+    users = rng.normal(size=(n_users, 8)).astype(np.float32)
+    data = logged(shown, owners, valid, n_items)
+    _, figures = prop.fit_propensity(data, users, items, np.random.default_rng(0), 0, lr=0.1, epochs=10)
+    assert figures["heldout_auc"] < 0.5 and figures["heldout_users"] == n_users  # about 0.4; 0.7 on training displays
+
+
+def test_the_empirical_propensity_counts_training_impressions_and_an_item_once_in_each():
+    """User 0's two training impressions show item 5 (twice in the first), 2 and 3; a validation impression shows 5
+    again and item 4, which no training impression shows: p = ½ for 5, 2 and 3, and 1 for 4 and the never-shown 1."""
+    data = logged([[5, 5, 2], [3], [5, 4]], [0, 0, 0], [False, False, True], 6)
+    p = ips.EmpiricalPropensity(data, data.impressions.train)
+    np.testing.assert_array_equal(p(np.array([[0]]), np.array([[5, 2, 3, 4, 1]])), [[0.5, 0.5, 0.5, 1.0, 1.0]])
+
+
+def test_the_propensity_summary_reads_real_candidates_and_each_rows_weights():
+    """p(1) = 1 and p(2) = p(3) = p(4) = ¼ (item 1 in all four impressions, the others in one each): rows [1, 2] and
+    [1, 3] weigh [1, 4] before normalisation, a Kish size of 25/17 in each row and 50/17 in all, under every
+    variant (``none`` as the self-normalised rule would weigh them); the padding item 0 is no candidate."""
+    data = logged([[1, 2], [1, 3], [1, 4], [1]], [0, 0, 0, 0], [False] * 4, 4)
+    p = ips.EmpiricalPropensity(data, data.impressions.train)
+    for variant in ips.VARIANTS:
+        summary = ips.propensity_summary(variant, p, np.array([0, 0]), np.array([[1, 2], [1, 3]]))
+        assert (summary["ess"], summary["ess_per_row_mean"]) == pytest.approx((50 / 17, 25 / 17)), variant
+    padded = ips.propensity_summary("empirical", p, np.array([0]), np.array([[2, 3, 0]]))
+    assert padded["mean"] == padded["min"] == 0.25 and padded["quantiles"] == [0.25] * len(padded["quantiles"])
+
+
 # -- simulator train --propensity learned, end to end ------------------------------------------------------------
 
 
