@@ -1,6 +1,8 @@
-"""Seed 004's two-stage protocol: the computational budget, DynaTopicRec, the budgeted two-stage allocation, the
-bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare → simulator train →
-run → report) on tiny MIND and MovieLens-20M fixtures."""
+"""Zhang et al. 2022's two-stage protocol: its draws, the computational budget, DynaTopicRec, the budgeted two-stage
+allocation, the bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare →
+simulator train → run → report) on tiny MIND and MovieLens-20M fixtures."""
+
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -8,12 +10,15 @@ import pytest
 import torch
 from conftest import banditbench
 from fixtures_logged import prepare_both
+from scipy import stats
 
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
 from banditbench.envs import Budget, BudgetExceeded
 from banditbench.envs.round import CatalogPool, RoundView
-from banditbench.envs.twostage import Catalogue, Problem
+from banditbench.envs.twostage import Catalogue, Problem, TwoStageEnvironment
+from banditbench.errors import SettingError, UserError
+from banditbench.simulator.logged import known_split
 
 SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items numbered from 100·v
 
@@ -179,6 +184,51 @@ def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
     vec = np.einsum("ia,b->iab", X.numpy(), z.numpy()).reshape(6, 12).astype(np.float64)
     direct = np.sqrt(np.einsum("ij,jk,ik->i", vec, glm.W.A_inv.numpy(), vec))
     np.testing.assert_allclose(glm.scores(X, z) - mean, direct, rtol=1e-5)
+
+
+# -- the protocol's draws -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mind(tmp_path_factory):
+    from banditbench.data import load_dataset
+
+    return load_dataset(prepare_both(tmp_path_factory.mktemp("draws")), "mind")
+
+
+def environment(dataset, budget, seed=123, users=4):
+    """The protocol's draws alone: no pre-training, and a simulator that only names its flip rate."""
+    settings = {"users": users, "pretrain": False, "slate_size": 2}
+    return TwoStageEnvironment(dataset, np.random.SeedSequence(seed), settings, budget, SimpleNamespace(flip=0.1))
+
+
+def test_a_trial_draws_its_users_from_its_own_stream_and_serves_each_of_them(mind):
+    """U_τ is the first ``users`` of a permutation of the known split's candidate users by the trial's own child of
+    the seed (the rounds draw from the other child); each round serves one of them, uniformly."""
+    env = environment(mind, budget=3)
+    trial, _ = np.random.SeedSequence(123).spawn(2)
+    candidates = known_split(env.data, 0.2).candidate_users
+    np.testing.assert_array_equal(env.users, np.sort(np.random.default_rng(trial).permutation(candidates)[:4]))
+    served = np.array([r.user for r in env.rounds(400)])
+    counts = np.array([(served == u).sum() for u in env.users])
+    assert counts.sum() == 400 and stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_candidates_are_budget_distinct_items_or_the_whole_catalogue_in_order(mind):
+    n = environment(mind, budget=None).catalogue.n_items
+    for budget in (None, n, n + 5):
+        assert all(np.array_equal(r.candidates, np.arange(1, n + 1)) for r in environment(mind, budget).rounds(5))
+    drawn = [r.candidates for r in environment(mind, budget=3).rounds(300)]
+    assert all(len(set(c)) == 3 and 1 <= c.min() and c.max() <= n for c in drawn)
+    assert set(np.concatenate(drawn)) == set(range(1, n + 1))
+
+
+def test_a_budget_as_large_as_the_slate_is_accepted(tmp_path):
+    dataset = SimpleNamespace(path=tmp_path, name="fake")  # no trained simulator: the check after the budget's
+    with pytest.raises(UserError, match="no trained simulator"):
+        TwoStageEnvironment.check(dataset, {**TwoStageEnvironment.SETTINGS, "slate_size": 5}, budget=5)
+    with pytest.raises(SettingError, match="smaller than the slate"):
+        TwoStageEnvironment.check(dataset, {**TwoStageEnvironment.SETTINGS, "slate_size": 5}, budget=4)
 
 
 # -- end to end ---------------------------------------------------------------------------------------------------
