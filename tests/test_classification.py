@@ -170,13 +170,13 @@ def test_block_and_shift_encodings(tmp_path):
     x, y = features(dataset)
     assert env.dim == 7840 and env.n_users == 10 and env.n_arms == 10
     seen = []
-    for rnd in env.rounds(45):  # 30 instances: a full pass and part of a second, fresh, permutation
+    for rnd in env.rounds(60):  # 30 instances: two passes, each over a fresh permutation
         row = int(np.flatnonzero((x == rnd.arms[0, :784]).all(axis=1))[0])
         seen.append(row)
         assert rnd.user == y[row] and rnd.rewards[y[row]] == 1 and rnd.rewards.sum() == 1
         np.testing.assert_array_equal(rnd.arms[7, 7 * 784 : 8 * 784], x[row])
         assert np.count_nonzero(rnd.arms[7, : 7 * 784]) == 0
-    assert sorted(seen[:30]) == list(range(30))
+    assert sorted(seen[:30]) == sorted(seen[30:]) == list(range(30)) and seen[:30] != seen[30:]
     dataset = prepare(tmp_path, "mnist", folder, split="test", normalise="l2", encoding="shift", force=True)
     env = ClassificationEnvironment(dataset, np.random.SeedSequence(0))
     rnd = next(env.rounds(1))

@@ -151,7 +151,7 @@ def test_async_rounds_draw_uniform_agents_and_noisy_table_values(tmp_path):
     dataset, _, _ = prepare(tmp_path, noise=0.5)
     env = MatrixEnvironment(dataset, np.random.SeedSequence(7))
     table = dataset.table("rewards").sort_values("user").filter(like="r_").to_numpy()
-    assert env.n_users == 10 and env.n_arms == 12 and env.dim == 6 and len(set(env.agents)) == 10
+    assert env.n_users == 10 and env.n_arms == 12 and env.dim == 6 and (np.diff(env.agents) > 0).all()  # user order
     arms = dataset.table("arms").filter(like="x_").to_numpy()
     users, noise = [], []
     for rnd in env.rounds(5000):

@@ -64,6 +64,22 @@ def test_paper_rounds_have_one_liked_item_among_nine_rated(tmp_path):
     assert len(set(positions)) == 10  # the positive lands anywhere
 
 
+def test_every_group_that_can_fill_a_round_is_served_with_its_members_mean_features(tmp_path):
+    """With K one more than the fewest negatives of a group, that group fills a round exactly and is served like
+    every other eligible group; a round's user features are the mean SVD features of its group's members."""
+    dataset, _ = prepare_fixture(tmp_path)
+    probe = RecommendationEnvironment(dataset, np.random.SeedSequence(0))
+    dataset.manifest["parameters"]["arms"] = int(probe.negatives.count[probe.positives.count >= 1].min()) + 1
+    env = RecommendationEnvironment(dataset, np.random.SeedSequence(0))
+    np.testing.assert_array_equal(env.eligible, np.flatnonzero(probe.positives.count >= 1))
+    users = dataset.table("users")
+    members = users.filter(regex=r"^f_\d+$").to_numpy()
+    rounds = list(env.rounds(200))
+    assert {r.user for r in rounds} == set(env.eligible)
+    for r in rounds[:20]:
+        np.testing.assert_allclose(r.user_features, members[users["group"].to_numpy() == r.user].mean(axis=0))
+
+
 def test_code_mode_rewards_the_single_disliked_item(tmp_path):
     options = RatingOptions(top_users=30, top_items=50, groups=5, negative_below=2.0)
     dataset, _ = prepare_fixture(tmp_path, options=options, mode="mcnb-code")

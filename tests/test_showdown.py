@@ -182,13 +182,15 @@ def test_each_seed_streams_fresh_shuffles_of_the_rows_with_their_expected_reward
     assert orders[0] != orders[1]
 
 
-def test_a_run_cannot_keep_more_rows_than_the_problem_has(tmp_path, capsys):
+def test_a_run_may_keep_every_row_but_no_more_than_the_problem_has(tmp_path, capsys):
     shuttle_file(tmp_path / "raw")
     showdown.prepare_uci(tmp_path / "ds", "statlog", source=str(tmp_path / "raw"), **UNVERIFIED)
     args = ("run", "--dataset", "showdown-statlog", "--data-dir", tmp_path / "ds", "--algos", "random")
     done = banditbench_here(*args, "--rounds", 5, "--env", "contexts=41", "--out", tmp_path / "r", capsys=capsys)
     assert done.returncode == 2 and not (tmp_path / "r").exists()
     assert done.stderr.strip() == "error: --env contexts=41: 'showdown-statlog' holds 40 rows"
+    every = banditbench_here(*args, "--rounds", 5, "--env", "contexts=40", "--out", tmp_path / "r", capsys=capsys)
+    assert every.returncode == 0, every.stderr
 
 
 ADULT = (
