@@ -1,5 +1,6 @@
 import gzip
 import zipfile
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -149,6 +150,23 @@ def test_round_robin_with_a_guaranteed_positive_gives_each_user_one_listened_art
             assert reward in {float((r.user, i) in listened) for i in same}
     first, second = rounds[0].arms, rounds[1].arms  # 24 of the 25 artists are shared within a step
     assert sum((first[:, None] == second[None]).all(axis=2).any(axis=1)) >= 24
+
+
+def test_the_guaranteed_artist_is_any_of_the_users_listened_artists_alike(tmp_path):
+    """With K = 2 (one shared random artist, one guaranteed), each of a user's 10–15 listened artists is the
+    guaranteed one in about 1/count of its rounds: over 1 000 steps every one shows up, rewarded, at least 40 times
+    (about 80 expected; the last one, were it never drawn, only about 20, as a shared artist)."""
+    from banditbench.envs import PROTOCOLS
+
+    dataset = ghosh_lastfm(tmp_path, guaranteed_positive=True)
+    dataset.manifest["parameters"]["arms"] = 2
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(2))
+    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]  # each arm shows its artist's id
+    shown = {user: Counter() for user in range(env.n_users)}
+    for r in env.rounds(1000 * env.n_users):
+        shown[r.user].update(int(arm[0]) for arm, reward in zip(r.arms, r.rewards) if reward == 1)
+    for user, item in listened_pairs(dataset):
+        assert shown[user][item] >= 40, (user, item)
 
 
 def test_guaranteed_positive_belongs_to_the_ghosh_pipeline(tmp_path):
