@@ -79,6 +79,8 @@ def test_summary_gives_final_regret_with_a_95_percent_interval(results):
         # the 95 % percentile bootstrap interval of the mean: inside the seeds' range, around the mean
         low, high = summary.at[algorithm, "regret_ci_low"], summary.at[algorithm, "regret_ci_high"]
         assert values.min() <= low <= values.mean() <= high <= values.max()
+        mean_reward = frame[frame["algorithm"] == algorithm].groupby("seed")["reward"].mean().mean()
+        assert summary.at[algorithm, "mean_reward"] == pytest.approx(mean_reward)  # each seed's mean, averaged
     assert summary.at["linucb-ind", "regret_mean"] < summary.at["random", "regret_mean"]
 
 

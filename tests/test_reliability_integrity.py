@@ -20,6 +20,7 @@ from test_reliability import SETTINGS, main, run, shards, tree  # noqa: E402
 
 from banditbench import api  # noqa: E402
 from banditbench.errors import UserError  # noqa: E402
+from banditbench.results.shards import config_sha256  # noqa: E402
 from banditbench.runner.experiment import execute, plan, prepare_output  # noqa: E402
 from banditbench.runner.settings import RunSettings  # noqa: E402
 
@@ -123,6 +124,18 @@ def test_a_shard_whose_record_is_renamed_to_another_seed_is_the_same_unit_twice(
     assert "it holds unit 'random-seed0', not 'random-seed1'" in refused(out, capsys)
     forge_record(folder / "random-seed1.parquet", unit_id="random-seed1")
     assert "random-seed1.parquet: it holds the same unit as random-seed0.parquet" in refused(out, capsys)
+
+
+def test_a_shard_of_a_unit_the_config_does_not_plan_is_refused(done, capsys):
+    out, _ = done
+    path = out / "shards" / "linucb-ind-seed0.parquet"
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"banditbench"])
+    meta["unit"]["params"]["alpha"] = 0.5  # the run's config sets alpha = 1; every checksum forged to match
+    meta["unit_sha256"] = config_sha256(meta["unit"])
+    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps(meta).encode()}), path)
+    forge_record(path, unit_sha256=meta["unit_sha256"])
+    assert "linucb-ind-seed0.parquet: it holds a unit that the manifest's config does not plan" in refused(out, capsys)
 
 
 def test_a_shard_without_its_checksum_record_is_refused_and_run_again(done, data_dir, capsys):
