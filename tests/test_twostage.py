@@ -2,6 +2,8 @@
 allocation, the bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare →
 simulator train → run → report) on tiny MIND and MovieLens-20M fixtures."""
 
+import json
+import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,7 +13,9 @@ import torch
 from conftest import banditbench
 from fixtures_logged import prepare_both
 from scipy import stats
+from test_reliability_integrity import forge_record
 
+import banditbench as bb
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
 from banditbench.envs import Budget, BudgetExceeded
@@ -377,6 +381,23 @@ def test_settings_are_part_of_the_config_and_bad_ones_are_one_line_errors(traine
             *args,
         )
         assert done.returncode == 2 and message in done.stderr and not (trained / "bad").exists(), done.stderr
+
+
+def test_shards_of_one_folder_that_disagree_on_the_ctr_optimum_need_allow_mixed(trained, tmp_path):
+    """A shard whose metadata names another CTR optimum (every checksum forged to match) stops the report; with
+    --allow-mixed the regret is counted against the highest optimum."""
+    out = tmp_path / "mixed"
+    shutil.copytree(two_policies_run(trained, "mind"), out)
+    path = out / "shards" / "slate-random-seed1.parquet"
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"banditbench"])
+    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps({**meta, "ctr_optimum": 0.8})}), path)
+    forge_record(path)
+    with pytest.raises(UserError, match=r"shards disagree on the CTR optimum \(\[0.8, 0.9\]\); pass --allow-mixed"):
+        bb.load(out)
+    rounds = bb.load(out, allow_mixed=True).frame()
+    rounds = rounds[(rounds["algorithm"] == "slate-random") & (rounds["seed"] == 1)]
+    np.testing.assert_allclose(rounds["ctr_regret"], 0.9 * (rounds["t"] + 1) - rounds["cumulative_ctr"])
 
 
 def test_the_papers_tables_are_runnable_presets():
