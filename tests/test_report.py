@@ -45,12 +45,14 @@ def write_results(
     extra=None,
     timing_extra=None,
     meta_rounds=None,
+    master_seed=0,
+    budget=None,
 ):
     """A results folder whose unit (algorithm, seed i) has final cumulative regret finals[algorithm][i]."""
     units = []
     for algorithm, values in finals.items():
         for i, final in enumerate(values):
-            unit = Unit(dataset, "linear", algorithm, {}, 0, i, meta_rounds or rounds, None)
+            unit = Unit(dataset, "linear", algorithm, {}, master_seed, i, meta_rounds or rounds, budget)
             t = np.arange(rounds)
             columns = {"t": t, "reward": np.full(rounds, 0.5), "regret": np.full(rounds, final / rounds)}
             columns.update((extra or {}).get(algorithm, lambda i, t: {})(i, t))
@@ -64,9 +66,9 @@ def write_results(
         "protocol": "linear",
         "algorithms": {a: {} for a in finals},
         "seeds": max(map(len, finals.values())),
-        "master_seed": 0,
+        "master_seed": master_seed,
         "rounds": rounds,
-        "budget": None,
+        "budget": budget,
     }
     (folder / "manifest.json").write_text(json.dumps({"config": config, "units": units}))
     return folder
@@ -395,10 +397,11 @@ def test_incompatible_shards_are_refused_unless_allow_mixed(tmp_path, report_cli
     assert report_cli(folder, "--format", "none", "--allow-mixed").returncode == 0
 
 
-def test_folders_of_one_dataset_with_other_settings_are_refused(tmp_path):
+@pytest.mark.parametrize("setting, value", [("rounds", 60), ("master_seed", 1), ("budget", 5)])
+def test_folders_of_one_dataset_with_other_settings_are_refused(tmp_path, setting, value):
     a = write_results(tmp_path / "a", {"x": [1.0, 2.0]})
-    b = write_results(tmp_path / "b", {"y": [1.0, 2.0]}, rounds=60)
-    with pytest.raises(Exception, match="differ in rounds; pass --allow-mixed"):
+    b = write_results(tmp_path / "b", {"y": [1.0, 2.0]}, **{setting: value})
+    with pytest.raises(Exception, match=f"differ in {setting}; pass --allow-mixed"):
         load_results([a, b])
     merged = load_results([a, b], allow_mixed=True)
     assert merged.datasets == ["toy"] and merged.warnings
