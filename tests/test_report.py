@@ -178,6 +178,17 @@ def test_a_two_seed_table_and_a_zero_variance_pair_warn_instead_of_printing_p_va
     assert "With 6 seeds the exact Wilcoxon test cannot go below p = 0.03125." in text  # 2·(1/2)^6
 
 
+def test_a_table_whose_algorithms_ran_different_seeds_warns_and_floors_by_the_fewest(tmp_path):
+    """Two algorithms on 10 seeds and one on 3: the table rests on 3 to 10 seeds, warns, and the Wilcoxon floor
+    is that of the pairs on 3 common seeds (0.25), not of those on 10 (0.00195, no note)."""
+    base = np.array(SEED_EFFECT + [150.0, 350.0, 450.0, 50.0])
+    ten = write_results(tmp_path / "ten", {"a": list(base), "b": list(base * 1.5)})
+    three = write_results(tmp_path / "three", {"c": list(base[:3] * 2)})
+    text = to_markdown(build_report(load_results([ten, three])))
+    assert "rests on 3 to 10 seeds per algorithm of 50 rounds. **Warning: fewer than 5 seeds**" in text
+    assert "With 3 seeds the exact Wilcoxon test cannot go below p = 0.25." in text
+
+
 def test_win_tie_loss_and_average_rank_across_datasets(tmp_path):
     base = np.array(SEED_EFFECT[:5])
     one = write_results(tmp_path / "one", {"x": list(base), "y": list(base * 1.2), "z": list(base * 3)}, dataset="one")

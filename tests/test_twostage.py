@@ -307,6 +307,14 @@ def test_prepare_train_run_two_policies_and_report_ctr(trained, name):
     assert "cumulative CTR" in report.stdout and "2-n-greedy" in report.stdout
 
 
+def test_the_ctr_table_prints_each_algorithms_interval(trained):
+    results = bb.load(two_policies_run(trained, "mind"))
+    summary, text = results.summary().set_index("algorithm"), results.report("md")
+    for algorithm in ("slate-random", "2-n-greedy"):
+        low, high = summary.loc[algorithm, ["ctr_ci_low", "ctr_ci_high"]]
+        assert low < high and f"| [{low:.2f}, {high:.2f}] |" in text, algorithm
+
+
 def test_a_repeated_run_gives_bit_identical_shards(trained):
     for out in ("again-1", "again-2"):
         done = banditbench(
