@@ -175,8 +175,8 @@ def test_the_rejection_scale_is_a_propensity_of_the_log_at_the_quantile_asked(tm
 
 def test_the_reward_model_estimates_each_arm_at_the_logged_slot_clipped_to_the_rewards_range(tmp_path):
     """A click when arm 0 is logged or the slot is the first: a linear model of it overshoots 1 on arm 0 in slot 1.
-    Every event's estimates are its fold's and user's coefficients on the
-    arms' contexts and the event's one-hot slot, the features the model was fitted on, clipped to [0, 1]."""
+    Every event's estimates are its fold's and user's coefficients on the arms' contexts and the event's one-hot
+    slot, the features the model was fitted on, clipped to [0, 1]."""
     rng = np.random.default_rng(0)
     n = 600
     action, position = rng.integers(K, size=n), rng.integers(1, 4, size=n)

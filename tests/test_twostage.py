@@ -18,6 +18,7 @@ from test_reliability_integrity import forge_record
 import banditbench as bb
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
+from banditbench.data import load_dataset
 from banditbench.envs import Budget, BudgetExceeded
 from banditbench.envs.round import CatalogPool, RoundView
 from banditbench.envs.twostage import Catalogue, Problem, TwoStageEnvironment
@@ -195,8 +196,6 @@ def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
 
 @pytest.fixture(scope="module")
 def mind(tmp_path_factory):
-    from banditbench.data import load_dataset
-
     return load_dataset(prepare_both(tmp_path_factory.mktemp("draws")), "mind")
 
 
