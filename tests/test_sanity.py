@@ -86,8 +86,23 @@ def test_degenerate_data_is_flagged(tmp_path):
     assert "50 groups for 993 users" not in warnings  # 50 ≤ 993 / 5
     servable = manifest["sanity"]["servable_groups"]  # a group needs 9 items its members rated and none liked
     assert 0 < servable < 50 and f"{50 - servable} of the 50 groups cannot serve a round" in warnings
-    yelp.prepare(tmp_path / "ds", source=str(path), offline=True, force=True, options=RatingOptions(groups=250))
-    assert "250 groups for 993 users" in " | ".join(load_dataset(tmp_path / "ds", "yelp").manifest["warnings"])
+
+
+def test_more_groups_than_a_fifth_of_the_users_are_flagged(tmp_path):
+    # every user likes one business and rates eleven others low, so every group serves rounds however K-means
+    # (whose clusters differ between machines) splits the users
+    rng = np.random.default_rng(0)
+    lines = [
+        json.dumps({"user_id": f"u{u}", "business_id": f"b{b}", "stars": 2.0 if i else 5.0, "date": "2019-01-01"})
+        for u in range(993)
+        for i, b in enumerate(rng.choice(300, 12, replace=False))
+    ]
+    path = tmp_path / "yelp_academic_dataset_review.json"
+    path.write_text("\n".join(lines) + "\n")
+    for groups, flagged in ((198, False), (250, True)):  # 993 / 5 = 198.6
+        yelp.prepare(tmp_path / "ds", source=str(path), offline=True, force=True, options=RatingOptions(groups=groups))
+        warnings = " | ".join(load_dataset(tmp_path / "ds", "yelp").manifest["warnings"])
+        assert (f"{groups} groups for 993 users" in warnings) == flagged, warnings
 
 
 def test_rows_read_kept_and_dropped_say_why(tmp_path):
