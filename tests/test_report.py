@@ -5,6 +5,7 @@ plus one experiment run by the real runner."""
 import copy
 import csv
 import json
+import os
 import re
 from html.parser import HTMLParser
 
@@ -18,7 +19,7 @@ from banditbench.errors import SettingError
 from banditbench.report import check as gate
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
-from banditbench.report.load import load_results
+from banditbench.report.load import latest_experiment, load_experiment, load_results
 from banditbench.report.tables import build_report, curves
 from banditbench.results.shards import write_shard
 from banditbench.runner.settings import RunSettings
@@ -58,7 +59,8 @@ def write_results(
             columns.update((extra or {}).get(algorithm, lambda i, t: {})(i, t))
             timing = {"t": t, "select_seconds": np.full(rounds, 0.001), "update_seconds": np.full(rounds, 0.002)}
             timing.update({name: np.full(rounds, value) for name, value in (timing_extra or {}).items()})
-            write_shard(folder, unit, UnitResult(pa.table(columns), pa.table(timing), 0.25 * (1 + i)), "sha")
+            result = UnitResult(pa.table(columns), pa.table(timing), 0.25 * (1 + i), peak_rss_mb=100.0 * (1 + i))
+            write_shard(folder, unit, result, "sha")
             units.append(unit.id)
     config = {
         "dataset": dataset,
@@ -248,6 +250,7 @@ def test_cost_columns_include_extra_timing_columns(tmp_path):
     assert row["clustering_seconds"] == pytest.approx(0.01 * ROUNDS)
     assert row["wall_seconds"] == pytest.approx((0.25 + 0.5) / 2)
     assert row["rounds_per_second"] == pytest.approx(2 * ROUNDS / 0.75)
+    assert row["peak_rss_mb"] == 200.0  # the largest of the units' peaks (100 and 200 MB), not their mean
     assert "clustering s/unit" in to_markdown(report)
 
 
@@ -397,6 +400,34 @@ def test_missing_and_empty_results_folders_are_clear_errors(tmp_path, report_cli
     assert empty.returncode == 2 and "is not a results folder" in empty.stderr
 
 
+def test_a_broken_shard_is_a_problem_and_not_also_a_unit_still_missing(tmp_path):
+    folder = write_results(tmp_path / "r", {"a": [1.0, 2.0, 3.0]})
+    (folder / "shards" / "a-seed1.parquet").write_bytes(b"not parquet")
+    for suffix in ("parquet", "timing.parquet", "sha256.json"):
+        (folder / "shards" / f"a-seed2.{suffix}").unlink()
+    experiment = load_experiment(folder)
+    assert [p.split(":")[0] for p in experiment.problems] == ["a-seed1.parquet"]
+    assert experiment.missing == ["a-seed2"]
+
+
+def test_without_folders_the_report_reads_the_newest_experiment(tmp_path):
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text("{}")
+    for newest, older in (("second", "first"), ("first", "second")):
+        os.utime(tmp_path / older / "manifest.json", (1_000_000, 1_000_000))
+        os.utime(tmp_path / newest / "manifest.json", (2_000_000, 2_000_000))
+        assert latest_experiment(tmp_path) == tmp_path / newest
+
+
+def test_a_dataset_reported_from_a_ctr_folder_and_a_regret_folder_is_a_regret_dataset_in_either_order(tmp_path):
+    clicks = {"y": lambda i, t: {"slate_size": np.full(ROUNDS, 5), "clicks": np.full(ROUNDS, 2)}}
+    regret = write_results(tmp_path / "regret", {"x": [1.0, 2.0]})
+    ctr = write_results(tmp_path / "ctr", {"y": [1.0, 2.0]}, extra=clicks)
+    assert load_results([ctr]).kinds == {"toy": "ctr"}
+    assert load_results([ctr, regret]).kinds == load_results([regret, ctr]).kinds == {"toy": "regret"}
+
+
 def test_incompatible_shards_are_refused_unless_allow_mixed(tmp_path, report_cli):
     folder = planted(tmp_path / "r")
     write_results(tmp_path / "other", {"twin": [1.0]}, meta_rounds=99)  # a shard of another config, with its record
@@ -472,6 +503,17 @@ def test_check_fails_on_other_rounds_or_a_missing_algorithm_even_with_every_valu
     assert gate.check(report, ghost, 0.05).failures == ["ghost on toy: in the baseline but not in these results"]
 
 
+def test_a_baseline_records_each_datasets_own_rounds_and_each_algorithms_seeds(tmp_path):
+    short = write_results(tmp_path / "short", {"a": [10.0, 12.0, 11.0]}, dataset="small", rounds=20)
+    long = write_results(tmp_path / "long", {"a": [10.0, 12.0], "b": [5.0, 6.0]}, dataset="large")
+    entries = gate.baseline_entries(build_report(load_results([short, long])))
+    assert {(d, a): (e["rounds"], e["seeds"]) for d, algorithms in entries.items() for a, e in algorithms.items()} == {
+        ("small", "a"): (20, 3),
+        ("large", "a"): (ROUNDS, 2),
+        ("large", "b"): (ROUNDS, 2),
+    }
+
+
 def test_a_tolerance_of_zero_is_the_strictest_gate_and_a_negative_one_is_refused():
     assert gate.parse_tolerance("0") == gate.parse_tolerance("0%") == 0.0
     with pytest.raises(SettingError):
@@ -488,6 +530,7 @@ def test_check_on_ctr_fails_when_ctr_falls(tmp_path, report_cli):
     baseline = tmp_path / "baseline.json"
     assert report_cli(before, "--format", "none", "-q", "--save-baseline", baseline).returncode == 0
     assert report_cli(higher, "--format", "none", "-q", "--check", baseline).returncode == 0
+    assert report_cli(lower, "--format", "none", "-q", "--check", baseline, "--tolerance", "30%").returncode == 0
     failed = report_cli(lower, "--format", "none", "-q", "--check", baseline)
     assert failed.returncode == 1
     assert failed.stdout.strip() == "REGRESSION mine on toy: lower: cumulative ctr 40 → 30 (-25.0 %, tolerance 5 %)"
