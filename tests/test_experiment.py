@@ -79,6 +79,8 @@ def test_resume_with_other_settings_is_refused(data_dir, tmp_path):
     run(data_dir, tmp_path / "a")
     with pytest.raises(UserError, match="other settings"):
         run(data_dir, tmp_path / "a", resume=True, rounds=301)
+    with pytest.raises(UserError, match="algorithms.linucb-ind.alpha: 1.0 in the folder, 0.5 now"):
+        run(data_dir, tmp_path / "a", resume=True, params=["linucb-ind.alpha=0.5"])
 
 
 def test_existing_results_are_kept_unless_overwrite(data_dir, tmp_path):

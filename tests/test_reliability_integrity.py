@@ -116,6 +116,28 @@ def test_a_non_finite_outcome_is_named_even_when_the_checksums_match(value, done
     assert ran == ["random-seed0"] and "holds" in warnings[0] and shards(out) == clean
 
 
+def test_a_shard_a_round_short_is_run_again_by_resume_even_when_the_checksums_match(done, data_dir):
+    out, clean = done
+    path = out / "shards" / "linucb-ind-seed0.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.slice(0, table.num_rows - 1), path)  # the schema's metadata kept
+    forge_record(path)
+    ran, warnings = resume(data_dir, out)
+    assert ran == ["linucb-ind-seed0"] and "it has 299 rows for 300 rounds" in warnings[0] and shards(out) == clean
+
+
+def test_a_shard_of_another_version_of_the_dataset_is_run_again_by_resume(done, data_dir):
+    out, clean = done
+    path = out / "shards" / "random-seed1.parquet"
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"banditbench"])
+    meta["dataset_manifest_sha256"] = "0" * 64  # every checksum forged to match
+    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps(meta).encode()}), path)
+    forge_record(path)
+    ran, warnings = resume(data_dir, out)
+    assert ran == ["random-seed1"] and "another version of the dataset" in warnings[0] and shards(out) == clean
+
+
 def test_a_shard_whose_record_is_renamed_to_another_seed_is_the_same_unit_twice(done, capsys):
     out, _ = done
     folder = out / "shards"
