@@ -447,6 +447,18 @@ def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
             assert table_bytes(after.outcome) == table_bytes(run_unit(unit, dataset).outcome)
 
 
+def test_a_group_whose_members_lack_a_common_checkpoint_round_starts_again_from_round_0(dataset, tmp_path):
+    group = units("linucb-ind", 3, rounds=100)
+    uninterrupted = [table_bytes(r.outcome) for r in run_group(group, dataset)]
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 30))
+    (tmp_path / "checkpoints" / f"{group[0].id}.npz").unlink()  # the others hold round 60
+    resumed = LoadedCheckpoints(tmp_path, 30)
+    resumed.loaded = []
+    assert [table_bytes(r.outcome) for r in run_group(group, dataset, checkpoints=resumed)] == uninterrupted
+    assert resumed.loaded == [None, 60, 60]
+
+
 @pytest.mark.parametrize(
     "algorithm,params",
     [
