@@ -386,6 +386,8 @@ def test_synchronous_protocol_shows_every_user_the_same_arms_each_step(sync_data
     assert all(r.arms is rounds[0].arms for r in rounds[:20]) and rounds[20].arms is not rounds[0].arms
     np.testing.assert_allclose(rounds[5].expected, rounds[5].arms @ env.theta[5])
     assert not np.allclose(rounds[0].rewards - rounds[0].expected, rounds[1].rewards - rounds[1].expected)
+    assert [r.group for r in rounds] == [int(env.group_of[r.user]) for r in rounds]  # each user's true cluster
+    assert len({r.group for r in rounds}) > 1
 
 
 def test_bass_centres():

@@ -162,11 +162,14 @@ def test_async_rounds_draw_uniform_agents_and_noisy_table_values(tmp_path):
     np.testing.assert_array_equal(rnd.arms, arms)
     counts = np.bincount(users, minlength=10)
     assert counts.min() > 400 and counts.max() < 600
-    noise = np.concatenate(noise)
+    noise = np.array(noise)  # [rounds, arms]
     assert abs(noise.mean()) < 0.01 and abs(noise.std() - 0.5) < 0.01
+    assert abs(np.corrcoef(noise[:, 0], noise[:, 1])[0, 1]) < 0.05  # each arm's own noise
     again = MatrixEnvironment(dataset, np.random.SeedSequence(7))
     assert np.array_equal(again.agents, env.agents)
     assert not np.array_equal(MatrixEnvironment(dataset, np.random.SeedSequence(8)).agents, env.agents)
+    # 10 of the 40 users without replacement (with it, 7 seeds in 10 would draw one user twice)
+    assert all(len(set(MatrixEnvironment(dataset, np.random.SeedSequence(s)).agents)) == 10 for s in range(20))
 
 
 def test_sync_rounds_pull_every_agent_each_step(tmp_path):
@@ -175,6 +178,8 @@ def test_sync_rounds_pull_every_agent_each_step(tmp_path):
     rounds = list(env.rounds(25))
     assert [r.user for r in rounds] == list(range(10)) * 2 + list(range(5))
     assert [r.step for r in rounds] == [0] * 10 + [1] * 10 + [2] * 5
+    rounds = list(env.rounds(2100))  # past the first block of 1 024 rounds, which 10 agents do not divide
+    assert [(r.user, r.step) for r in rounds] == [(t % 10, t // 10) for t in range(2100)]
 
 
 def test_run_reports_regret_as_row_maximum_minus_chosen_value(tmp_path):

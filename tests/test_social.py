@@ -169,6 +169,27 @@ def test_the_guaranteed_artist_is_any_of_the_users_listened_artists_alike(tmp_pa
         assert shown[user][item] >= 40, (user, item)
 
 
+def test_the_guaranteed_artist_takes_any_slot_and_the_shared_artists_are_distinct(tmp_path):
+    from banditbench.envs import PROTOCOLS
+
+    dataset = ghosh_lastfm(tmp_path, guaranteed_positive=True)
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(3))
+    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]  # each arm shows its artist's id
+    for r in env.rounds(20 * env.n_users):  # 24 shared artists drawn without replacement, and the guaranteed one
+        assert len(set(r.arms[:, 0])) >= 24
+    dataset.manifest["parameters"]["arms"] = 2  # one shared artist and the guaranteed one, in either slot
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(3))
+    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]
+    slots, N = [], env.n_users
+    rounds = list(env.rounds(500 * N))
+    for step in range(500):
+        rows = np.array([r.arms[:, 0] for r in rounds[step * N : (step + 1) * N]])
+        shared = [a for a in set(rows.ravel()) if (rows == a).any(axis=1).all()]
+        if len(shared) == 1:  # else some user's guaranteed artist is the shared one
+            slots += [int(row[1] != shared[0]) for row in rows if row[0] != row[1]]
+    assert 0.45 < np.mean(slots) < 0.55, np.mean(slots)  # about 15 000 users' rounds: a standard error of 0.004
+
+
 def test_guaranteed_positive_belongs_to_the_ghosh_pipeline(tmp_path):
     path, _ = write_lastfm_zip(tmp_path)
     with pytest.raises(UserError, match="--guaranteed-positive belongs to the round-robin protocol"):

@@ -217,6 +217,29 @@ def test_a_trial_draws_its_users_from_its_own_stream_and_serves_each_of_them(min
     assert counts.sum() == 400 and stats.chisquare(counts).pvalue > 1e-3
 
 
+def test_topic_pretraining_leaves_out_clicks_without_a_non_clicked_item(mind, monkeypatch):
+    """A click whose impression shows no other item has only padding (item 0) as its negative: the item model
+    trains on it, the topic model's pairs (clicked topic against a non-clicked one) leave it out."""
+    from banditbench.envs import learners
+    from banditbench.envs.twostage import logged_data
+
+    real, seen = learners.click_rows, {}
+
+    def half_padded(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        rows.candidates[::2, 1] = 0
+        seen.update(rows=len(rows.candidates), real=int((rows.candidates[:, 1] > 0).sum()))
+        return rows
+
+    def topic_pairs(model, titles, topic_of, histories, clicked, other, **settings):
+        seen.update(pairs=len(histories), other=len(other))
+
+    monkeypatch.setattr(learners, "click_rows", half_padded)
+    monkeypatch.setattr(learners, "train_topics", topic_pairs)
+    learners.pretrain(logged_data(mind), np.array([], np.int64), fraction=0.2, epochs=1, seed=0, topics=True)
+    assert seen["pairs"] == seen["other"] == seen["real"] and 0 < seen["real"] < seen["rows"]
+
+
 def test_candidates_are_budget_distinct_items_or_the_whole_catalogue_in_order(mind):
     n = environment(mind, budget=None).catalogue.n_items
     for budget in (None, n, n + 5):
