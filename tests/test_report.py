@@ -410,6 +410,13 @@ def test_a_broken_shard_is_a_problem_and_not_also_a_unit_still_missing(tmp_path)
     assert experiment.missing == ["a-seed2"]
 
 
+def test_an_experiment_folder_holding_another_experiment_is_reported_as_itself(tmp_path):
+    outer = write_results(tmp_path / "outer", {"x": [1.0, 2.0]})
+    write_results(outer / "inner", {"y": [1.0, 2.0]})  # a run written inside another's folder
+    assert load_results([outer]).algorithms == ["x"]
+    assert load_results([tmp_path]).algorithms == ["x"]  # a folder of experiments: the ones one level below
+
+
 def test_without_folders_the_report_reads_the_newest_experiment(tmp_path):
     for name in ("first", "second"):
         (tmp_path / name).mkdir()
