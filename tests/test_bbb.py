@@ -65,7 +65,7 @@ def test_under_the_local_reparameterisation_each_output_has_a_weight_draws_mean_
     np.testing.assert_allclose(f.var(0), expected_variance, rtol=5 * np.sqrt(2 / 20000))
 
 
-def test_the_authors_code_keeps_biases_at_their_means_under_a_fan_in_prior():
+def test_a_fan_in_prior_sets_each_layers_deviation_and_the_authors_code_keeps_biases_at_their_means():
     policy = group_of("bbb", [{"sample_biases": False, "prior": "fan-in"}], [0], **PROBLEM)
     (W1, _), (W2, _) = policy.mlp.layers(policy.prior_std)
     assert (W1 == np.float32(np.sqrt(2 / (K * W)))).all() and (W2 == np.float32(np.sqrt(2 / 50))).all()
@@ -76,6 +76,9 @@ def test_the_authors_code_keeps_biases_at_their_means_under_a_fan_in_prior():
     assert not torch.equal(policy.mlp.layers(draw)[0][0], mean_W1)  # the weights are drawn
     paper = group_of("bbb", [{}], [0], **PROBLEM)
     assert paper.prior_std.eq(1).all() and not torch.equal(paper.sampled_networks()[0, -1], paper.posterior[0, 0, -1])
+    both = group_of("bbb", [{"sample_biases": True, "prior": "fan-in"}], [0], **PROBLEM)
+    (_, b1), (_, b2) = both.mlp.layers(both.prior_std)  # drawn biases take their layer's fan-in deviation
+    assert (b1 == np.float32(np.sqrt(2 / (K * W)))).all() and (b2 == np.float32(np.sqrt(2 / 50))).all()
 
 
 def test_without_spread_the_drawn_network_plays_the_mean_networks_greedy_arm():

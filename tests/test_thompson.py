@@ -103,9 +103,18 @@ def test_the_batched_gamma_draws_are_gamma_distributed_at_every_shape(shape):
     the shape is below 1 (0.4: every draw; 1.0: about 5 % of them)."""
     rngs = [np.random.default_rng(s) for s in range(3)]
     streams = MemberStream("standard_normal", 3), MemberStream("standard_exponential", 3)
-    draws = np.concatenate([standard_gammas(np.full((3, 40), shape), *streams, rngs).ravel() for _ in range(50)])
+    # one draw per member and call, so that a call whose candidates are all accepted is common
+    draws = np.concatenate([standard_gammas(np.full((3, 1), shape), *streams, rngs).ravel() for _ in range(2000)])
     assert stats.kstest(draws, stats.gamma(shape).cdf).pvalue > 1e-3
     assert stats.kstest(draws, stats.gamma(shape * 1.1).cdf).pvalue < 1e-3
+
+
+def test_a_member_stream_hands_out_its_generators_variates_in_order_none_skipped():
+    stream, rng = MemberStream("standard_normal", 2), [np.random.default_rng(5), np.random.default_rng(6)]
+    sizes = [3, MemberStream.CHUNK - 3, 5, 2 * MemberStream.CHUNK + 1, 7]  # an exact fit, then more than a chunk
+    taken = np.concatenate([stream.take(rng, n) for n in sizes], axis=1)
+    expected = [np.random.default_rng(s).standard_normal(sum(sizes)) for s in (5, 6)]
+    np.testing.assert_array_equal(taken, expected)
 
 
 def test_lints_scores_are_drawn_from_each_arms_posterior_marginal():
