@@ -145,14 +145,15 @@ def test_the_expected_gradient_of_the_loss_vanishes_at_the_mean_field_optimum(lo
 
 
 def test_the_loss_divides_the_kl_by_the_samples_held_not_by_the_minibatch():
-    """On a minibatch of B = 5 of the n = 20 samples held: the misfit's mean over the B plus KL(q ‖ p) / n."""
+    """On a minibatch of B = 5 of the n = 20 samples held: the misfit's mean over the B, over 2s² (s = 2), plus
+    KL(q ‖ p) / n."""
     x, r, *_ = linear_gaussian(correlated=False)
-    policy = fitted_linear(x, r, {"batch_size": 5})
+    policy = fitted_linear(x, r, {"batch_size": 5, "noise_sigma": 2.0})
     mean, rho = policy.posterior.unbind(1)
     std = policy.std(rho)
     noise = torch.randn(1, policy.mlp.p, generator=torch.Generator().manual_seed(1))
     x5, r5 = torch.tensor(x[None, :5], dtype=torch.float32), torch.tensor(r[None, :5], dtype=torch.float32)
-    misfit = (forward(policy.mlp, mean + std * noise, x5) - r5).square().mean() / 2  # noise_sigma 1
+    misfit = (forward(policy.mlp, mean + std * noise, x5) - r5).square().mean() / (2 * 2.0**2)
     kl = torch.distributions.kl_divergence(torch.distributions.Normal(mean, std), torch.distributions.Normal(0, 1))
     np.testing.assert_allclose(policy.loss(policy.posterior, x5, r5, noise), misfit + kl.sum() / 20, rtol=1e-5)
 

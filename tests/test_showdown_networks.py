@@ -146,6 +146,23 @@ def test_the_rate_decays_with_the_steps_of_a_training_or_of_all_of_them(reset, m
     assert max(clipped) <= 0.01 * (1 + 1e-5)  # every gradient clipped to its global norm
 
 
+def test_the_networks_train_after_every_training_freq_th_sample_on_the_squared_errors_gradient(monkeypatch):
+    """Training after samples 20 and 40 of 45 (``training_freq`` 20), each of its 5 steps on the gradient of the
+    minibatch's mean squared error, 2 (f − r) / B."""
+    trained, slopes = [], []
+
+    def recording(mlp, theta, x, step_masks, loss):
+        trained.append(policy.rounds)
+        slopes.append(loss(torch.ones(x.shape[:-1])) - loss(torch.zeros(x.shape[:-1])))  # loss is linear in f
+        return gradient(mlp, theta, x, step_masks, loss)
+
+    monkeypatch.setattr(showdown_network, "gradient", recording)
+    policy = group_of("bootrms", [SHORT_TRAINING], [0], **PROBLEM)
+    play(policy, random_rounds(45))
+    assert trained == [20] * 5 + [40] * 5
+    assert all(torch.allclose(slope, torch.tensor(2 / 16)) for slope in slopes)  # batch_size 16
+
+
 def test_dropout_trains_every_sample_through_a_fresh_mask_of_keep_prob(monkeypatch):
     masks = []
 
