@@ -131,6 +131,16 @@ def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path)
     assert not any(u["tuning"] for u in reported)
 
 
+def test_cells_tied_on_the_tuning_seeds_go_to_the_first_of_the_grid(data_dir, tmp_path, monkeypatch):
+    from banditbench.runner import experiment as running
+
+    monkeypatch.setattr(running, "final_regret", lambda path: 7.0)  # every cell ties
+    experiment = planned(data_dir, tune_seeds=2, seeds=1, params=["linucb-ind.alpha=3,0.01", "linucb-ind.ridge=1"])
+    out = tmp_path / "tied"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    assert json.loads((out / "manifest.json").read_text())["tuning"]["linucb-ind"]["chosen"]["alpha"] == 3.0
+
+
 def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_dir, tmp_path):
     experiment = planned(data_dir, seeds=2, params=["linucb-ind.alpha=0.1,1"])
     out = tmp_path / "sweep"
