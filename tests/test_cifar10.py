@@ -139,6 +139,14 @@ def test_truncated_archive_and_batches_are_one_line_errors(tmp_path):
         prepare(tmp_path, binary)
 
 
+@pytest.mark.parametrize("label", [-1, 10])
+def test_a_label_outside_the_ten_classes_is_refused(tmp_path, label):
+    batches = cifar_batches(per_batch=10)
+    batches["data_batch_3"][1][4] = label
+    with pytest.raises(UserError, match=f"data_batch_3: label {label} outside 0..9"):
+        prepare(tmp_path, write_cifar_python(tmp_path / "raw", batches))
+
+
 def test_a_missing_batch_is_named(tmp_path):
     folder = write_cifar_python(tmp_path / "raw", cifar_batches(per_batch=10), tar=False)
     (folder / "data_batch_4").unlink()

@@ -76,6 +76,21 @@ def test_notmnist_tar_skips_corrupt_pngs(tmp_path):
     np.testing.assert_allclose(x[y == 4][1], 41 / 255, rtol=1e-6)
 
 
+def test_letter_splits_its_20_000_rows_into_the_first_16_000_for_training_and_the_rest_for_testing(tmp_path):
+    raw = tmp_path / "uci"
+    raw.mkdir()
+    rows = [f"{'AB'[i % 2]},{1 if i < 16000 else 2}" + ",0" * 15 for i in range(20000)]
+    (raw / "letter-recognition.data").write_text("\n".join(rows) + "\n")
+    for split, n, value in (("train", 16000, 1), ("test", 4000, 2)):
+        x, _ = features(prepare(tmp_path, "letter", raw, normalise="none", split=split, force=True))
+        assert x.shape == (n, 16) and (x[:, 0] == value).all()
+
+
+def test_l2_leaves_an_all_zero_row_at_zero():
+    x = np.array([[3.0, 4.0], [0.0, 0.0]])
+    np.testing.assert_allclose(classification.apply_normalisation(x, "l2", images=False), [[0.6, 0.8], [0, 0]], 1e-6)
+
+
 def test_uci_tables(tmp_path):
     raw = tmp_path / "uci"
     raw.mkdir()

@@ -239,8 +239,9 @@ def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
             if labels.ndim != 1 or len(labels) != len(pixels) or not np.issubdtype(labels.dtype, np.integer):
                 raise ValueError(f"{len(pixels)} images but b'labels' is not a list of {len(pixels)} integers")
             labels = labels.astype(np.int64)
-    if labels.size and (labels.min() < 0 or labels.max() >= CIFAR_CLASSES):
-        raise UserError(f"{path}: label {int(labels.max())} outside 0..9")
+    outside = labels[(labels < 0) | (labels >= CIFAR_CLASSES)]
+    if outside.size:
+        raise UserError(f"{path}: label {int(outside[0])} outside 0..9")
     return pixels, labels
 
 
