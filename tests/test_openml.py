@@ -91,6 +91,18 @@ def test_a_broken_arff_file_is_refused_in_one_line(tmp_path, text, error):
     assert not (tmp_path / "datasets" / "openml-41").exists()
 
 
+def test_a_date_attribute_is_dropped_like_a_string_one(tmp_path):
+    header = HEADER.replace("@attribute note string", "@attribute note date 'yyyy-MM-dd'")
+    samples, manifest = prepared(tmp_path, header + "\n".join(ROWS).replace(",x,", ",2020-01-01,") + "\n")
+    assert samples.drop(columns="label").shape == (11, 5) and "attribute(s): note" in " ".join(manifest["warnings"])
+
+
+def test_a_class_holding_one_value_is_refused(tmp_path):
+    with pytest.raises(UserError, match="class 'play' holds one class only"):
+        prepared(tmp_path, HEADER + "\n".join(row.replace(",no", ",yes") for row in ROWS) + "\n")
+    assert not (tmp_path / "datasets" / "openml-41").exists()
+
+
 def test_a_numeric_class_is_refused_as_a_regression_target(tmp_path):
     with pytest.raises(UserError, match="class 'humidity' is numeric"):
         prepared(tmp_path, HEADER + "\n".join(ROWS) + "\n", target="humidity")

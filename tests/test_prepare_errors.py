@@ -67,6 +67,28 @@ def test_source_folder_missing_a_required_file(tmp_path):
         movielens.prepare(tmp_path / "ds", variant="1m", source=str(tmp_path / "ml-1m"), offline=True)
 
 
+def test_a_half_star_in_ml_1m_is_refused_as_off_its_whole_star_scale(tmp_path):
+    folder = tmp_path / "ml-1m"
+    folder.mkdir()
+    (folder / "ratings.dat").write_text("1::1::5::978300760\n1::2::4.5::978300761\n")
+    (folder / "movies.dat").write_text("1::Film (1990)::Comedy\n2::Film 2 (1991)::Drama\n")
+    with pytest.raises(UserError, match=r"ratings.dat, line 2: rating 4.5 is not a whole number"):
+        movielens.prepare(tmp_path / "ds", variant="1m", source=str(folder), offline=True, verify=False)
+    assert no_partial_output(tmp_path / "ds")
+
+
+def test_an_ml_100k_genre_flag_other_than_0_or_1_is_refused(tmp_path):
+    from test_raw_files import ml100k_folder
+
+    folder = ml100k_folder(tmp_path)
+    lines = (folder / "u.item").read_text(encoding="latin-1").splitlines(keepends=True)
+    lines[6] = lines[6][:-2] + "2\n"  # movie 7's last genre flag
+    (folder / "u.item").write_text("".join(lines), encoding="latin-1")
+    with pytest.raises(UserError, match=r"u.item: movie 7's genre flags hold '2', not 0 or 1"):
+        movielens.prepare(tmp_path / "ds", variant="100k", source=str(folder), offline=True, verify=False)
+    assert no_partial_output(tmp_path / "ds")
+
+
 def test_file_in_the_wrong_format(tmp_path):
     folder = tmp_path / "raw"
     folder.mkdir()

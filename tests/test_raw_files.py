@@ -220,6 +220,18 @@ def test_a_published_checksum_in_upper_case_hex_still_matches(tmp_path):
     fetch.check_hash(path, digest)
 
 
+def test_a_source_is_verified_only_when_every_file_read_matches_a_published_checksum(tmp_path):
+    (tmp_path / "u.data").write_bytes(b"1\t1\t5\t1\n")
+    (tmp_path / "u.item").write_bytes(b"1|Film|||x|0\n")
+    published = {"u.data": hashlib.sha256(b"1\t1\t5\t1\n").hexdigest()}
+    for members, verification in (
+        ({"data": ("u.data",)}, "verified"),
+        ({"data": ("u.data",), "items": ("u.item",)}, "no published checksum"),
+    ):
+        with raw_files(RawSpec("fixture", (), members, member_sha256=published), str(tmp_path), offline=True) as found:
+            assert found.verification == verification
+
+
 def test_a_last_line_without_its_newline_is_counted(tmp_path):
     (tmp_path / "cut.txt").write_bytes(b"1,2\n3,4\n5,6")
     (tmp_path / "whole.txt").write_bytes(b"1,2\n3,4\n5,6\n")

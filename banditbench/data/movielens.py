@@ -134,7 +134,12 @@ def read_movies(path: Path, variant: str) -> pd.DataFrame:
         frame = rows.read_fields(
             path, expected, names, sep="|", encoding="latin-1", dtype=str, empty=("release", "video_release", "url")
         )
-        flags = frame[list(GENRES_100K)].to_numpy() == "1"
+        values = frame[list(GENRES_100K)].to_numpy()
+        bad = ~np.isin(values, ("0", "1"))
+        if bad.any():
+            movie = frame["raw_item"].iloc[int(np.flatnonzero(bad.any(axis=1))[0])]
+            raise UserError(f"{path}: movie {movie}'s genre flags hold {values[bad][0]!r}, not 0 or 1")
+        flags = values == "1"
         frame["genres"] = ["|".join(g for g, on in zip(GENRES_100K, row) if on) for row in flags]
     elif variant == "1m":
         text = path.read_bytes().replace(b"::", b"\t")
