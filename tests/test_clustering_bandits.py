@@ -390,6 +390,42 @@ def test_synchronous_protocol_shows_every_user_the_same_arms_each_step(sync_data
     assert len({r.group for r in rounds}) > 1
 
 
+def test_club_keeps_each_served_users_confidence_width_at_its_own_pull_count():
+    """CB̃_i = α₂·sqrt((1 + ln(1 + T_i)) / (1 + T_i)) (Gentile et al. 2014), T_i user i's pulls so far."""
+    from banditbench.algos.ridge import club_confidence
+    from banditbench.envs.round import RoundView
+
+    policy = ALGORITHMS["club"].build_members(
+        n_users=5, n_arms=4, dim=3, seeds=[np.random.SeedSequence(0)], params=[{"alpha2": 0.7}]
+    )
+    rng = np.random.default_rng(0)
+    for t in range(40):
+        view = RoundView(t, int(rng.integers(5)), rng.normal(size=(4, 3)))
+        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+    count = policy.users.count[0]
+    assert count.min() > 1 and len(set(count.tolist())) > 1
+    np.testing.assert_allclose(policy.cb[0], 0.7 * club_confidence(count))
+
+
+@pytest.mark.parametrize("gamma, flips", [(2.0, True), (4.0, False)])
+def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gamma, flips, monkeypatch):
+    """A seed is finished once F(N_s) ≤ γ/4 (Ban & He, NeurIPS 2021), F(0) = 1: at γ = 4 every seed is finished from
+    the start and no user ever joins or leaves one; at γ = 2 seeds stay open for their first pulls."""
+    from banditbench.algos.locb import LOCB
+    from banditbench.envs.round import RoundView
+
+    moved = []
+    monkeypatch.setattr(LOCB, "_flip", lambda self, m, s, i: moved.append((m, s, i)))
+    policy = ALGORITHMS["locb"].build_members(
+        n_users=6, n_arms=4, dim=3, seeds=[np.random.SeedSequence(0)], params=[{"gamma": gamma}]
+    )
+    rng = np.random.default_rng(1)
+    for t in range(60):
+        view = RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3)))
+        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+    assert bool(moved) == flips
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
