@@ -426,6 +426,51 @@ def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gam
     assert bool(moved) == flips
 
 
+SWITCHES = [
+    (name, switch)
+    for name in ("club", "sclub", "cofiba", "locb", "dynucb", "bass", "cmlb")
+    for switch in ALGORITHMS[name].authors_code()
+]
+# switches whose authors' setting leaves 400 rounds of the small instance unchanged: each acts only in a state
+# that instance does not reach within them (their paths: test_lockstep.py's OTHER_PATHS, the parity tests)
+QUIET = {
+    ("club", "random_init_graph"),
+    ("club", "served_pairs_only"),
+    ("sclub", "reset_checks"),
+    ("cofiba", "item_nodes"),
+    ("cofiba", "new_user_graph"),
+    ("cofiba", "random_init_graph"),
+    ("cofiba", "reference_threshold"),
+    ("cofiba", "frozen_counts"),
+    ("cmlb", "bandpy_clock"),
+}
+
+
+@pytest.mark.parametrize("name, switch", [pair for pair in SWITCHES if pair not in QUIET])
+def test_each_authors_code_switch_changes_the_choices_of_a_400_round_unit(name, switch, async_data, sync_data):
+    """A switch to the authors' code that changed nothing would be a switch ignored: flipped alone from the
+    defaults to the authors' setting, it must change some choice of the same seed."""
+    dataset = sync_data if name == "cmlb" else async_data
+    value, _ = ALGORITHMS[name].authors_code()[switch]
+    chosen = [run(dataset, name, 400, params)["chosen"].tolist() for params in ({}, {switch: value})]
+    assert chosen[0] != chosen[1]
+
+
+@pytest.mark.parametrize("convention, squared", [("paper", True), ("bandpy", False)])
+def test_bass_test_radius_is_gamma_beta_squared_or_bandpys_gamma_beta(convention, squared):
+    """(γβ)² (Cherkaoui, Barlier & Colin, ICML 2025) or γβ (bandpy's LBC), β the OFUL radius of log det A."""
+    spec = ALGORITHMS["bass"]
+    policy = spec.build(
+        n_users=3,
+        n_arms=4,
+        dim=5,
+        seed=np.random.SeedSequence(0),
+        params={"gamma": 0.3, "radius_convention": convention, "sigma": 0.5},
+    )
+    beta = oful_radius(np.array([2.0]), 5, policy.ridge, policy.sigma, policy.S, policy.delta)
+    np.testing.assert_allclose(policy._radius2(np.array([2.0])), (0.3 * beta) ** 2 if squared else 0.3 * beta)
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
