@@ -471,6 +471,25 @@ def test_bass_test_radius_is_gamma_beta_squared_or_bandpys_gamma_beta(convention
     np.testing.assert_allclose(policy._radius2(np.array([2.0])), (0.3 * beta) ** 2 if squared else 0.3 * beta)
 
 
+def test_cmlb_under_bandpys_schedule_clusters_at_the_round_after_explore_rounds():
+    """bandpy's CMLB clusters once, at t = explore_rounds + 1 (0-based), and plays α-LinUCB before."""
+    from banditbench.envs.round import RoundView
+
+    policy = ALGORITHMS["cmlb"].build_members(
+        n_users=4,
+        n_arms=3,
+        dim=2,
+        seeds=[np.random.SeedSequence(0)],
+        params=[{"bandpy_schedule": True, "explore_rounds": 20}],
+    )
+    rng, clustered = np.random.default_rng(0), []
+    for t in range(30):
+        view = RoundView(t, t % 4, rng.normal(size=(3, 2)), step=t // 4)
+        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+        clustered.append(policy.label is not None)
+    assert clustered.index(True) == 21
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
