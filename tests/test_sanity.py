@@ -53,6 +53,30 @@ def test_mind_with_most_news_missing_is_an_error_naming_the_override(tmp_path):
     assert any("impressions → news" in w for w in manifest["warnings"])
 
 
+@pytest.mark.parametrize("keep, refused", [(20, True), (22, False)])
+def test_mind_is_refused_below_half_its_impressions_resolving_and_prepared_above(tmp_path, keep, refused):
+    raw = write_mind_fixture(tmp_path / "raw")
+    drop_most_news(raw, keep)  # 20 of the 40 news items: 49.2 % of the impressions' references resolve
+    settings = {"source": str(raw), "offline": True, "verify": False}
+    if refused:
+        with pytest.raises(UserError, match=r"only 49.2% of the impressions → news references"):
+            logged.prepare_mind(tmp_path / "ds", **settings)
+    else:
+        logged.prepare_mind(tmp_path / "ds", **settings)
+        assert 0.5 <= load_dataset(tmp_path / "ds", "mind").manifest["sanity"]["resolved_shown"] < 0.6
+
+
+def test_a_pool_members_liked_item_is_never_another_item_of_its_pool():
+    """Paper mode: the other items a pool's round can show are those its members rated and none of them liked."""
+    import pandas as pd
+
+    from banditbench.data.sanity import pool_arms
+
+    inter = pd.DataFrame({"user": [0, 1, 1, 2], "item": [1, 1, 2, 3], "label": [1, -1, -1, -1]})
+    liked, others = pool_arms(inter, np.array([0, 0, 1]), n_items=5, parameters={})
+    assert liked.tolist() == [1, 0] and others.tolist() == [1, 1]  # pool 0: item 2, not item 1 that user 0 liked
+
+
 def degenerate_yelp(tmp_path, users=993):
     """About one review per user, as in a careless Yelp sample."""
     rng = np.random.default_rng(0)
