@@ -18,6 +18,8 @@ def test_cluster_sizes_follow_the_power_law():
     sizes = synthetic.cluster_sizes(1000, 4, z=1.0)  # ∝ 1, 1/2, 1/3, 1/4 → 480, 240, 160, 120
     assert sizes.tolist() == [480, 240, 160, 120]
     assert synthetic.cluster_sizes(7, 3, z=2.0).sum() == 7
+    # 10 users ∝ 1, 1/2, 1/3: 5.45, 2.73, 1.82; the 2 left after flooring go to the largest remainders
+    assert synthetic.cluster_sizes(10, 3, z=1.0).tolist() == [5, 3, 2]
 
 
 def test_users_share_their_cluster_parameter_on_the_unit_sphere():
