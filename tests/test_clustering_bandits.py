@@ -490,6 +490,33 @@ def test_cmlb_under_bandpys_schedule_clusters_at_the_round_after_explore_rounds(
     assert clustered.index(True) == 21
 
 
+def test_the_random_initial_graph_has_edge_probability_3_ln_m_over_m():
+    """CLUB's and COFIBA's Erdős–Rényi start G(m, 3 ln m / m), symmetric and without self-loops."""
+    from banditbench.algos.graphs import initial_graph
+
+    graph = initial_graph(400, True, np.random.default_rng(0))
+    assert (graph == graph.T).all() and not graph.diagonal().any()
+    edges, pairs, p = graph.sum() // 2, 400 * 399 // 2, 3 * np.log(400) / 400
+    assert abs(edges - p * pairs) < 4 * np.sqrt(pairs * p * (1 - p))  # about 3 590 expected, a deviation of 58
+    assert initial_graph(3, False, np.random.default_rng(0)).tolist() == [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
+
+
+def test_deleting_edges_says_a_component_may_have_split_unless_every_cut_neighbour_keeps_a_2_path():
+    from banditbench.algos.graphs import delete_edges
+
+    square = np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 1], [0, 1, 1, 0]], dtype=bool)  # 0–1–3–2–0
+    graph = square.copy()
+    graph[0, 3] = graph[3, 0] = True  # and the diagonal 0–3: 1 and 2 each keep a 2-path to 0 through 3
+    assert not delete_edges(graph, 0, np.array([1, 2]))
+    graph = square.copy()
+    graph[1, 2] = graph[2, 1] = True  # 1–2 instead: cutting 0–1 and 0–2 leaves 0 alone
+    assert delete_edges(graph, 0, np.array([1, 2])) and not graph[0].any()
+    graph = square.copy()
+    graph[0, 3] = graph[3, 0] = True
+    graph[3, 2] = graph[2, 3] = False  # only 1 keeps its 2-path (through 3): 2 may be cut off
+    assert delete_edges(graph, 0, np.array([1, 2]))
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
