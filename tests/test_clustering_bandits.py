@@ -517,6 +517,29 @@ def test_deleting_edges_says_a_component_may_have_split_unless_every_cut_neighbo
     assert delete_edges(graph, 0, np.array([1, 2]))
 
 
+def test_cmlb_maximal_cluster_merges_only_components_smaller_than_p_star_n():
+    """Ghosh et al.'s Algorithm 3: components of the ≤ γ graph, those of fewer than p*·N users merged into one."""
+    from banditbench.algos.cmlb import maximal_cluster
+
+    theta = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [9.0], [20.0], [30.0]])  # components of 3, 2, 1, 1, 1
+    label = maximal_cluster(theta, threshold=0.15, p_star=0.25)  # p*·N = 2: the pair stays, the singletons merge
+    assert len(set(label[:3])) == len(set(label[3:5])) == len(set(label[5:])) == 1
+    assert len({label[0], label[3], label[5]}) == 3
+
+
+def test_bass_exploring_at_epsilon_1_plays_every_arm_uniformly():
+    from scipy import stats
+
+    from banditbench.envs.round import RoundView
+
+    policy = ALGORITHMS["bass"].build_members(
+        n_users=3, n_arms=4, dim=2, seeds=[np.random.SeedSequence(0)], params=[{"epsilon": 1.0}]
+    )
+    rng = np.random.default_rng(0)
+    chosen = [policy.select([RoundView(t, t % 3, rng.normal(size=(4, 2)))], [None])[0] for t in range(2000)]
+    assert stats.chisquare(np.bincount(chosen, minlength=4)).pvalue > 1e-3
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
