@@ -540,6 +540,27 @@ def test_bass_exploring_at_epsilon_1_plays_every_arm_uniformly():
     assert stats.chisquare(np.bincount(chosen, minlength=4)).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("averaged_noise, divisor", [(True, np.sqrt(9)), (False, 1.0)])
+def test_pmlb_common_oful_takes_the_noise_of_a_mean_of_n_rewards(averaged_noise, divisor, monkeypatch):
+    """On synchronous steps the common OFUL learns the mean of the N users' rewards: its radius takes σ/√N."""
+    from banditbench.algos import pmlb
+    from banditbench.envs.round import RoundView
+
+    seen = []
+    real = pmlb.oful_choices
+    monkeypatch.setattr(pmlb, "oful_choices", lambda *args: seen.append(args[6]) or real(*args))
+    policy = ALGORITHMS["pmlb"].build_members(
+        n_users=9,
+        n_arms=3,
+        dim=2,
+        seeds=[np.random.SeedSequence(0)],
+        params=[{"sigma": 0.6, "averaged_noise": averaged_noise}],
+    )
+    view = RoundView(0, 0, np.random.default_rng(0).normal(size=(3, 2)), step=0)
+    policy.select([view], [None])
+    assert seen == [pytest.approx(0.6 / divisor)]
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
