@@ -5,9 +5,11 @@ import pytest
 
 from banditbench.algos import ALGORITHMS
 from banditbench.algos.bass import BASS, separation_test
-from banditbench.algos.ridge import RidgeStats, oful_radius
+from banditbench.algos.graphs import delete_edges, initial_graph
+from banditbench.algos.ridge import RidgeStats, club_confidence, oful_radius
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import BudgetExceeded
+from banditbench.envs.round import RoundView
 from banditbench.runner import Unit, run_unit
 
 NOISE = 0.1  # the small fixtures' σ; BASS and the Ghosh algorithms are given the true σ, as in the papers
@@ -390,18 +392,25 @@ def test_synchronous_protocol_shows_every_user_the_same_arms_each_step(sync_data
     assert len({r.group for r in rounds}) > 1
 
 
+def one_member(name: str, n_users: int, n_arms: int, dim: int, **params):
+    """``name``'s policy as a group of one member, seed 0."""
+    seeds = [np.random.SeedSequence(0)]
+    return ALGORITHMS[name].build_members(n_users=n_users, n_arms=n_arms, dim=dim, seeds=seeds, params=[params])
+
+
+def play_random_rounds(policy, rounds: int, users: int, arms: int, dim: int, seed: int = 0) -> None:
+    """Rounds of a random user, N(0, 1) arms and N(0, 1) rewards."""
+    rng = np.random.default_rng(seed)
+    for t in range(rounds):
+        view = RoundView(t, int(rng.integers(users)), rng.normal(size=(arms, dim)))
+        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+
+
 def test_club_keeps_each_served_users_confidence_width_at_its_own_pull_count():
     """CB̃_i = α₂·sqrt((1 + ln(1 + T_i)) / (1 + T_i)) (Gentile et al. 2014), T_i user i's pulls so far."""
-    from banditbench.algos.ridge import club_confidence
-    from banditbench.envs.round import RoundView
 
-    policy = ALGORITHMS["club"].build_members(
-        n_users=5, n_arms=4, dim=3, seeds=[np.random.SeedSequence(0)], params=[{"alpha2": 0.7}]
-    )
-    rng = np.random.default_rng(0)
-    for t in range(40):
-        view = RoundView(t, int(rng.integers(5)), rng.normal(size=(4, 3)))
-        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+    policy = one_member("club", 5, 4, 3, alpha2=0.7)
+    play_random_rounds(policy, 40, users=5, arms=4, dim=3)
     count = policy.users.count[0]
     assert count.min() > 1 and len(set(count.tolist())) > 1
     np.testing.assert_allclose(policy.cb[0], 0.7 * club_confidence(count))
@@ -412,17 +421,11 @@ def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gam
     """A seed is finished once F(N_s) ≤ γ/4 (Ban & He, NeurIPS 2021), F(0) = 1: at γ = 4 every seed is finished from
     the start and no user ever joins or leaves one; at γ = 2 seeds stay open for their first pulls."""
     from banditbench.algos.locb import LOCB
-    from banditbench.envs.round import RoundView
 
     moved = []
     monkeypatch.setattr(LOCB, "_flip", lambda self, m, s, i: moved.append((m, s, i)))
-    policy = ALGORITHMS["locb"].build_members(
-        n_users=6, n_arms=4, dim=3, seeds=[np.random.SeedSequence(0)], params=[{"gamma": gamma}]
-    )
-    rng = np.random.default_rng(1)
-    for t in range(60):
-        view = RoundView(t, int(rng.integers(6)), rng.normal(size=(4, 3)))
-        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+    policy = one_member("locb", 6, 4, 3, gamma=gamma)
+    play_random_rounds(policy, 60, users=6, arms=4, dim=3, seed=1)
     assert bool(moved) == flips
 
 
@@ -473,15 +476,8 @@ def test_bass_test_radius_is_gamma_beta_squared_or_bandpys_gamma_beta(convention
 
 def test_cmlb_under_bandpys_schedule_clusters_at_the_round_after_explore_rounds():
     """bandpy's CMLB clusters once, at t = explore_rounds + 1 (0-based), and plays α-LinUCB before."""
-    from banditbench.envs.round import RoundView
 
-    policy = ALGORITHMS["cmlb"].build_members(
-        n_users=4,
-        n_arms=3,
-        dim=2,
-        seeds=[np.random.SeedSequence(0)],
-        params=[{"bandpy_schedule": True, "explore_rounds": 20}],
-    )
+    policy = one_member("cmlb", 4, 3, 2, bandpy_schedule=True, explore_rounds=20)
     rng, clustered = np.random.default_rng(0), []
     for t in range(30):
         view = RoundView(t, t % 4, rng.normal(size=(3, 2)), step=t // 4)
@@ -492,7 +488,6 @@ def test_cmlb_under_bandpys_schedule_clusters_at_the_round_after_explore_rounds(
 
 def test_the_random_initial_graph_has_edge_probability_3_ln_m_over_m():
     """CLUB's and COFIBA's Erdős–Rényi start G(m, 3 ln m / m), symmetric and without self-loops."""
-    from banditbench.algos.graphs import initial_graph
 
     graph = initial_graph(400, True, np.random.default_rng(0))
     assert (graph == graph.T).all() and not graph.diagonal().any()
@@ -502,7 +497,6 @@ def test_the_random_initial_graph_has_edge_probability_3_ln_m_over_m():
 
 
 def test_deleting_edges_says_a_component_may_have_split_unless_every_cut_neighbour_keeps_a_2_path():
-    from banditbench.algos.graphs import delete_edges
 
     square = np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 1], [0, 1, 1, 0]], dtype=bool)  # 0–1–3–2–0
     graph = square.copy()
@@ -530,11 +524,7 @@ def test_cmlb_maximal_cluster_merges_only_components_smaller_than_p_star_n():
 def test_bass_exploring_at_epsilon_1_plays_every_arm_uniformly():
     from scipy import stats
 
-    from banditbench.envs.round import RoundView
-
-    policy = ALGORITHMS["bass"].build_members(
-        n_users=3, n_arms=4, dim=2, seeds=[np.random.SeedSequence(0)], params=[{"epsilon": 1.0}]
-    )
+    policy = one_member("bass", 3, 4, 2, epsilon=1.0)
     rng = np.random.default_rng(0)
     chosen = [policy.select([RoundView(t, t % 3, rng.normal(size=(4, 2)))], [None])[0] for t in range(2000)]
     assert stats.chisquare(np.bincount(chosen, minlength=4)).pvalue > 1e-3
@@ -544,18 +534,11 @@ def test_bass_exploring_at_epsilon_1_plays_every_arm_uniformly():
 def test_pmlb_common_oful_takes_the_noise_of_a_mean_of_n_rewards(averaged_noise, divisor, monkeypatch):
     """On synchronous steps the common OFUL learns the mean of the N users' rewards: its radius takes σ/√N."""
     from banditbench.algos import pmlb
-    from banditbench.envs.round import RoundView
 
     seen = []
     real = pmlb.oful_choices
     monkeypatch.setattr(pmlb, "oful_choices", lambda *args: seen.append(args[6]) or real(*args))
-    policy = ALGORITHMS["pmlb"].build_members(
-        n_users=9,
-        n_arms=3,
-        dim=2,
-        seeds=[np.random.SeedSequence(0)],
-        params=[{"sigma": 0.6, "averaged_noise": averaged_noise}],
-    )
+    policy = one_member("pmlb", 9, 3, 2, sigma=0.6, averaged_noise=averaged_noise)
     view = RoundView(0, 0, np.random.default_rng(0).normal(size=(3, 2)), step=0)
     policy.select([view], [None])
     assert seen == [pytest.approx(0.6 / divisor)]

@@ -116,26 +116,26 @@ def test_a_non_finite_outcome_is_named_even_when_the_checksums_match(value, done
     assert ran == ["random-seed0"] and "holds" in warnings[0] and shards(out) == clean
 
 
-def test_a_shard_a_round_short_is_run_again_by_resume_even_when_the_checksums_match(done, data_dir):
-    out, clean = done
-    path = out / "shards" / "linucb-ind-seed0.parquet"
-    table = pq.read_table(path)
-    pq.write_table(table.slice(0, table.num_rows - 1), path)  # the schema's metadata kept
-    forge_record(path)
-    ran, warnings = resume(data_dir, out)
-    assert ran == ["linucb-ind-seed0"] and "it has 299 rows for 300 rounds" in warnings[0] and shards(out) == clean
-
-
-def test_a_shard_of_another_version_of_the_dataset_is_run_again_by_resume(done, data_dir):
-    out, clean = done
-    path = out / "shards" / "random-seed1.parquet"
-    table = pq.read_table(path)
+def with_metadata(table: pa.Table, **changes) -> pa.Table:
     meta = json.loads(table.schema.metadata[b"banditbench"])
-    meta["dataset_manifest_sha256"] = "0" * 64  # every checksum forged to match
-    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps(meta).encode()}), path)
+    return table.replace_schema_metadata({b"banditbench": json.dumps({**meta, **changes}).encode()})
+
+
+@pytest.mark.parametrize(
+    "unit, edit, says",
+    [
+        ("linucb-ind-seed0", lambda table: table.slice(0, table.num_rows - 1), "it has 299 rows for 300 rounds"),
+        ("random-seed1", lambda table: with_metadata(table, dataset_manifest_sha256="0" * 64), "another version"),
+    ],
+    ids=["a-round-short", "another-dataset-version"],
+)
+def test_a_shard_edited_with_its_checksums_forged_to_match_is_run_again_by_resume(unit, edit, says, done, data_dir):
+    out, clean = done
+    path = out / "shards" / f"{unit}.parquet"
+    pq.write_table(edit(pq.read_table(path)), path)  # a slice keeps the schema's metadata
     forge_record(path)
     ran, warnings = resume(data_dir, out)
-    assert ran == ["random-seed1"] and "another version of the dataset" in warnings[0] and shards(out) == clean
+    assert ran == [unit] and says in warnings[0] and shards(out) == clean
 
 
 def test_a_shard_whose_record_is_renamed_to_another_seed_is_the_same_unit_twice(done, capsys):
