@@ -416,6 +416,17 @@ def test_club_keeps_each_served_users_confidence_width_at_its_own_pull_count():
     np.testing.assert_allclose(policy.cb[0], 0.7 * club_confidence(count))
 
 
+@pytest.mark.parametrize("served_pairs_only", [True, False])
+def test_club_with_served_pairs_only_tests_an_edge_once_its_neighbour_has_one_pull(served_pairs_only):
+    """The authors' CLUB compares the served user with neighbours already served, from their first pull on; the
+    paper's with every neighbour."""
+    policy = one_member("club", 3, 2, 2, alpha2=0.01, served_pairs_only=served_pairs_only)
+    for t, (user, reward) in enumerate([(1, 1.0), (0, -1.0)]):
+        policy.update([RoundView(t, user, np.eye(2))], [0], [reward])
+    assert not policy.graph[0, 0, 1]  # user 1, served once, is far from user 0
+    assert policy.graph[0, 0, 2] == served_pairs_only  # user 2, never served, is tested by the paper's rule only
+
+
 @pytest.mark.parametrize("gamma, flips", [(2.0, True), (4.0, False)])
 def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gamma, flips, monkeypatch):
     """A seed is finished once F(N_s) ≤ γ/4 (Ban & He, NeurIPS 2021), F(0) = 1: at γ = 4 every seed is finished from
