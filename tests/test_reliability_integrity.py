@@ -152,11 +152,10 @@ def test_a_shard_of_a_unit_the_config_does_not_plan_is_refused(done, capsys):
     out, _ = done
     path = out / "shards" / "linucb-ind-seed0.parquet"
     table = pq.read_table(path)
-    meta = json.loads(table.schema.metadata[b"banditbench"])
-    meta["unit"]["params"]["alpha"] = 0.5  # the run's config sets alpha = 1; every checksum forged to match
-    meta["unit_sha256"] = config_sha256(meta["unit"])
-    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps(meta).encode()}), path)
-    forge_record(path, unit_sha256=meta["unit_sha256"])
+    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
+    unit["params"]["alpha"] = 0.5  # the run's config sets alpha = 1; every checksum forged to match
+    pq.write_table(with_metadata(table, unit=unit, unit_sha256=config_sha256(unit)), path)
+    forge_record(path, unit_sha256=config_sha256(unit))
     assert "linucb-ind-seed0.parquet: it holds a unit that the manifest's config does not plan" in refused(out, capsys)
 
 

@@ -2,7 +2,6 @@
 allocation, the bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare →
 simulator train → run → report) on tiny MIND and MovieLens-20M fixtures."""
 
-import json
 import shutil
 from types import SimpleNamespace
 
@@ -13,7 +12,7 @@ import torch
 from conftest import banditbench
 from fixtures_logged import prepare_both
 from scipy import stats
-from test_reliability_integrity import forge_record
+from test_reliability_integrity import forge_record, with_metadata
 
 import banditbench as bb
 from banditbench.algos.glm import InverseGram, SharedGLM
@@ -419,9 +418,7 @@ def test_shards_of_one_folder_that_disagree_on_the_ctr_optimum_need_allow_mixed(
     out = tmp_path / "mixed"
     shutil.copytree(two_policies_run(trained, "mind"), out)
     path = out / "shards" / "slate-random-seed1.parquet"
-    table = pq.read_table(path)
-    meta = json.loads(table.schema.metadata[b"banditbench"])
-    pq.write_table(table.replace_schema_metadata({b"banditbench": json.dumps({**meta, "ctr_optimum": 0.8})}), path)
+    pq.write_table(with_metadata(pq.read_table(path), ctr_optimum=0.8), path)
     forge_record(path)
     with pytest.raises(UserError, match=r"shards disagree on the CTR optimum \(\[0.8, 0.9\]\); pass --allow-mixed"):
         bb.load(out)
