@@ -165,6 +165,20 @@ def test_cofiba_clusters_items_by_whether_the_user_clusters_agree_on_them():
         assert policy.diagnostics(0) == {"n_item_clusters": 2.0}
 
 
+def test_cofiba_item_slots_keep_their_clusters_when_new_contexts_arrive():
+    """With ``item_nodes="slots"`` (Ban's copy of COFIBA) an item node is an arm position: a round's contexts replace
+    the slots' contexts and leave the item graph and its clusters as they were, even when each slot now holds a
+    context another slot held before (a node discovered later would join its nearest node's cluster instead)."""
+    policy = one_member("cofiba", 6, 4, 3, item_nodes="slots", alpha2=0.1)
+    play_random_rounds(policy, 100, users=6, arms=4, dim=3)
+    label, graph = policy.item_label[0].copy(), policy.item_graph[0].copy()
+    assert len(set(label.tolist())) > 1  # the item graph has split
+    moved = policy.items[0][[1, 2, 3, 0]]  # slot k gets slot k + 1's context
+    policy.select([RoundView(100, 0, moved)], [None])
+    assert np.array_equal(policy.items[0], moved)
+    assert np.array_equal(policy.item_label[0], label) and np.array_equal(policy.item_graph[0], graph)
+
+
 def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
     """Every (item cluster, user cluster) slot holds λI + Σ_members G_u and Σ b_u, also after splits and with
     slots shared between item clusters."""
@@ -438,6 +452,30 @@ def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gam
     policy = one_member("locb", 6, 4, 3, gamma=gamma)
     play_random_rounds(policy, 60, users=6, arms=4, dim=3, seed=1)
     assert bool(moved) == flips
+
+
+@pytest.mark.parametrize("reference_ucb", [False, True])
+def test_locb_scores_a_user_no_cluster_holds_by_its_own_statistics_under_either_index(reference_ucb):
+    """A user held by no seed cluster plays its own LinUCB (Ban & He, NeurIPS 2021), with the index the policy was
+    given: xᵀθ_i + α·sqrt(xᵀS_i⁻¹x·log(t+1)), or the authors' xᵀθ_i + α·β(N_i, t)·xᵀS_i⁻¹x."""
+    policy = one_member("locb", 4, 6, 3, alpha=1.5, reference_ucb=reference_ucb)
+    play_random_rounds(policy, 80, users=4, arms=6, dim=3)
+    policy.holds[0, 2] = False  # user 2 has left every seed cluster
+    gram, b, count = policy.users.gram[0, 2], policy.users.b[0, 2], policy.users.count[0, 2]
+    A_inv = np.linalg.inv(np.eye(3) + gram)
+    t, rng = 80, np.random.default_rng(5)
+    for _ in range(50):  # arm sets on which the two indices choose differently
+        arms = rng.normal(size=(6, 3))
+        mean, quad = arms @ A_inv @ b, np.einsum("kd,de,ke->k", arms, A_inv, arms)
+        root = mean + 1.5 * np.sqrt(quad * np.log(t + 1))
+        beta = np.sqrt(3 * np.log(1 + count / 3) + 4 * np.log(t) + np.log(2)) + 1
+        authors = mean + 1.5 * beta * quad
+        if root.argmax() != authors.argmax():
+            expected = authors if reference_ucb else root
+            assert policy.select([RoundView(t, 2, arms)], [None]) == [int(expected.argmax())]
+            break
+    else:
+        pytest.fail("no arm set separates the two indices")
 
 
 SWITCHES = [

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from banditbench.algos import ALGORITHMS
+from banditbench.algos.ridge import club_confidence
 from banditbench.envs import Budget
 from banditbench.envs.round import Round
 
@@ -47,6 +48,26 @@ def test_their_index_keeps_our_exploration_scale(alpha, explores):
     α near 1 (α = 1 is their code). The exploration scale is never silently dropped."""
     policy, view = served_on_e1({"reference_ucb": True, "alpha": alpha})
     assert policy.select([view], [Budget()]) == [1 if explores else 0]
+
+
+def test_cofibas_code_threshold_adds_the_two_users_own_counts():
+    """Their threshold α₂·4√d·(F(T_i) + F(T_ℓ)) reads each user's own count: user 1 served once on e2 (w₁ = 0), user
+    0 rewarded on e1 n times (w₀ = n/(1 + n)·e1); at α₂ = 0.1 their edge is cut at the first n where
+    n/(1 + n) > 0.1·4√2·(F(n) + F(1)), which 2·F(1) alone never allows (0.1·4√2·2F(1) > 1)."""
+    F = club_confidence(np.arange(20))
+    threshold = 0.1 * 4 * np.sqrt(2) * (F + F[1])
+    first = next(n for n in range(1, 20) if n / (1 + n) > threshold[n])
+    assert 0.1 * 4 * np.sqrt(2) * 2 * F[1] > 1 and first < 15
+    policy = ALGORITHMS["cofiba"].build(
+        n_users=2, n_arms=2, dim=2, seed=np.random.SeedSequence(0), params={"reference_threshold": True, "alpha2": 0.1}
+    )
+    arms = np.eye(2)
+    for t, (user, arm, reward) in enumerate([(1, 1, 0.0)] + [(0, 0, 1.0)] * 15):
+        view = Round(t, user, arms, np.zeros(2), np.zeros(2), None).view(Budget())
+        policy.select([view], [Budget()])
+        policy.update([view], [arm], [reward])
+        e1_cluster = policy.item_label[0, int(np.flatnonzero((policy.items[0, :2] == arms[0]).all(axis=1))[0])]
+        assert policy.user_graph[0][int(e1_cluster)][0, 1] == (t < first), t
 
 
 def test_cofibas_code_threshold_keeps_our_edge_scale():
