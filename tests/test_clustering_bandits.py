@@ -179,6 +179,41 @@ def test_cofiba_item_slots_keep_their_clusters_when_new_contexts_arrive():
     assert np.array_equal(policy.item_label[0], label) and np.array_equal(policy.item_graph[0], graph)
 
 
+@pytest.mark.parametrize("new_user_graph", ["copy", "fresh"])
+def test_cofiba_item_split_copies_or_restarts_the_user_graph(new_user_graph):
+    """When the item graph first splits, every part starts from a copy of the user graph it split from (ours), or
+    with ``new_user_graph="fresh"`` (the authors' code) every part, the played item's too, from the initial complete
+    user graph, all users in one cluster."""
+    from banditbench.envs import Budget, Round
+
+    truth, theta = np.arange(20) % 2, np.array([[0.6, 0.8, 0.0], [0.6, -0.8, 0.0]])
+    catalogue = np.array([[1, 0, 0], [0, 1, 0], [0, -1, 0]])
+    policy = one_member("cofiba", 20, 3, 3, alpha2=0.3, new_user_graph=new_user_graph)
+    rng = np.random.default_rng(0)
+    for t in range(500):
+        user, arms = int(rng.integers(20)), catalogue[rng.permutation(3)]
+        expected = arms @ theta[truth[user]]
+        view = Round(t, user, arms, expected, expected, int(truth[user])).view(Budget())
+        (chosen,) = policy.select([view], [Budget()])
+        policy.update([view], [chosen], [float(expected[chosen] + 0.1 * rng.standard_normal())])
+        if policy.in_use[0].sum() > 1:
+            break
+    graphs = [policy.user_graph[0][int(j)] for j in np.flatnonzero(policy.in_use[0])]
+    complete = [bool((graph == ~np.eye(20, dtype=bool)).all()) for graph in graphs]
+    assert len(graphs) == 2 and complete == [new_user_graph == "fresh"] * 2
+    assert np.array_equal(*graphs) and (len(set(policy.clusters(0).tolist())) == 1) == (new_user_graph == "fresh")
+
+
+@pytest.mark.parametrize("random_init_graph", [False, True])
+def test_cofiba_random_initial_graph_starts_item_and_user_graphs_sparse(random_init_graph):
+    """``random_init_graph`` (the authors' code) starts both the item graph and the user graph as G(m, 3 ln m / m)
+    (a density of 0.08 at m = 200), instead of complete graphs."""
+    policy = one_member("cofiba", 200, 4, 3, item_pool=200, random_init_graph=random_init_graph)
+    for graph in (policy.item_graph[0], policy.user_graph[0][0]):
+        density = graph.sum() / (200 * 199)
+        assert (0.05 < density < 0.11) if random_init_graph else density == 1.0
+
+
 def test_cofiba_pooled_statistics_are_the_sums_of_their_members(scarce_async):
     """Every (item cluster, user cluster) slot holds λI + Σ_members G_u and Σ b_u, also after splits and with
     slots shared between item clusters."""
@@ -454,6 +489,23 @@ def test_locb_seeds_move_users_only_while_unfinished_at_f_above_gamma_over_4(gam
     assert bool(moved) == flips
 
 
+def separating_arms(indices, n_arms: int, dim: int) -> np.ndarray:
+    """An arm set [n_arms, dim] of N(0, 1) contexts on which each index (a function of the arms → [n_arms] scores)
+    chooses a different arm, so that a policy's choice says which index it played."""
+    rng = np.random.default_rng(5)
+    for _ in range(2000):
+        arms = rng.normal(size=(n_arms, dim))
+        if len({int(index(arms).argmax()) for index in indices}) == len(indices):
+            return arms
+    pytest.fail("no arm set separates the indices")
+
+
+def ridge_terms(gram: np.ndarray, b: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """xᵀθ and xᵀA⁻¹x of every arm from a learner's raw sums, A = I + G, θ = A⁻¹b."""
+    A_inv = np.linalg.inv(np.eye(len(b)) + gram)
+    return arms @ A_inv @ b, np.einsum("kd,de,ke->k", arms, A_inv, arms)
+
+
 @pytest.mark.parametrize("reference_ucb", [False, True])
 def test_locb_scores_a_user_no_cluster_holds_by_its_own_statistics_under_either_index(reference_ucb):
     """A user held by no seed cluster plays its own LinUCB (Ban & He, NeurIPS 2021), with the index the policy was
@@ -461,21 +513,65 @@ def test_locb_scores_a_user_no_cluster_holds_by_its_own_statistics_under_either_
     policy = one_member("locb", 4, 6, 3, alpha=1.5, reference_ucb=reference_ucb)
     play_random_rounds(policy, 80, users=4, arms=6, dim=3)
     policy.holds[0, 2] = False  # user 2 has left every seed cluster
-    gram, b, count = policy.users.gram[0, 2], policy.users.b[0, 2], policy.users.count[0, 2]
-    A_inv = np.linalg.inv(np.eye(3) + gram)
-    t, rng = 80, np.random.default_rng(5)
-    for _ in range(50):  # arm sets on which the two indices choose differently
-        arms = rng.normal(size=(6, 3))
-        mean, quad = arms @ A_inv @ b, np.einsum("kd,de,ke->k", arms, A_inv, arms)
-        root = mean + 1.5 * np.sqrt(quad * np.log(t + 1))
-        beta = np.sqrt(3 * np.log(1 + count / 3) + 4 * np.log(t) + np.log(2)) + 1
-        authors = mean + 1.5 * beta * quad
-        if root.argmax() != authors.argmax():
-            expected = authors if reference_ucb else root
-            assert policy.select([RoundView(t, 2, arms)], [None]) == [int(expected.argmax())]
-            break
-    else:
-        pytest.fail("no arm set separates the two indices")
+    gram, b, count, t = policy.users.gram[0, 2], policy.users.b[0, 2], policy.users.count[0, 2], 80
+    beta = np.sqrt(3 * np.log(1 + count / 3) + 4 * np.log(t) + np.log(2)) + 1
+
+    def paper(arms):
+        mean, quad = ridge_terms(gram, b, arms)
+        return mean + 1.5 * np.sqrt(quad * np.log(t + 1))
+
+    def authors(arms):
+        mean, quad = ridge_terms(gram, b, arms)
+        return mean + 1.5 * beta * quad
+
+    arms = separating_arms([paper, authors], 6, 3)
+    expected = (authors if reference_ucb else paper)(arms).argmax()
+    assert policy.select([RoundView(t, 2, arms)], [None]) == [int(expected)]
+
+
+@pytest.mark.parametrize("reference_ucb", [False, True])
+def test_dynucb_scores_by_its_clusters_statistics_under_either_index(reference_ucb):
+    """The served user plays its cluster's α-LinUCB xᵀθ_c + α·sqrt(xᵀA_c⁻¹x·log(t+1)) (Nguyen & Lauw, CIKM 2014), or
+    the GNB baseline code's xᵀθ_c + α·xᵀA_c⁻¹x, A_c = I + Σ_{u∈c} G_u, θ_c = A_c⁻¹ Σ_{u∈c} b_u."""
+    policy = one_member("dynucb", 6, 8, 3, n_clusters=2, alpha=4.0, reference_ucb=reference_ucb)
+    play_random_rounds(policy, 80, users=6, arms=8, dim=3)
+    members, t = policy.clusters(0) == policy.clusters(0)[1], 80  # user 1's cluster
+    gram, b = policy.stats.gram[0, :6][members].sum(axis=0), policy.stats.b[0, :6][members].sum(axis=0)
+
+    def index(width, alpha=4.0):
+        def scores(arms):
+            mean, quad = ridge_terms(gram, b, arms)
+            return mean + alpha * width(quad)
+
+        return scores
+
+    paper, code = index(lambda quad: np.sqrt(quad * np.log(t + 1))), index(lambda quad: quad)
+    arms = separating_arms([paper, code, index(np.sqrt), index(lambda quad: quad, alpha=1.0)], 8, 3)
+    expected = (code if reference_ucb else paper)(arms).argmax()
+    assert policy.select([RoundView(t, 1, arms)], [None]) == [int(expected)]
+
+
+@pytest.mark.parametrize("centroid", ["ridge", "mean"])
+def test_dynucb_moves_the_served_user_to_the_nearest_centroid(centroid):
+    """After its update the served user joins argmin_c ‖θ_u − θ_c‖ (Nguyen & Lauw, CIKM 2014), θ_c the cluster's
+    pooled ridge estimate (I + Σ_{u∈c} G_u)⁻¹ Σ_{u∈c} b_u, or with ``centroid="mean"`` (the authors' Java code) the
+    mean of its members' θ_u; an empty cluster's θ_c is 0 either way."""
+    policy = one_member("dynucb", 8, 4, 3, n_clusters=3, centroid=centroid)
+    gram, b, theta = (getattr(policy.stats, name)[0, :8] for name in ("gram", "b", "theta"))  # the users' (views)
+    rng, moves = np.random.default_rng(2), 0
+    for t in range(80):
+        view = RoundView(t, int(rng.integers(8)), rng.normal(size=(4, 3)))
+        label = policy.clusters(0).copy()
+        policy.update([view], policy.select([view], [None]), [float(rng.normal())])
+        centres = np.zeros((3, 3))
+        for c in np.unique(label):
+            at = label == c
+            pooled = np.linalg.solve(np.eye(3) + gram[at].sum(axis=0), b[at].sum(axis=0))
+            centres[c] = pooled if centroid == "ridge" else theta[at].mean(axis=0)
+        nearest = np.linalg.norm(centres - theta[view.user], axis=1).argmin()
+        assert policy.clusters(0)[view.user] == nearest, t
+        moves += int(nearest != label[view.user])
+    assert moves > 3
 
 
 SWITCHES = [
