@@ -78,6 +78,18 @@ def test_identical_results_are_no_win_and_match_exactly():
     assert same.verdict == AGREES and same.reason == "identical on every seed"
 
 
+def test_identical_means_every_seed_of_enough_seeds():
+    """ "identical on every seed" needs every seed tied, and at least MIN_TEST_SEEDS of them: two tied seeds are no
+    test, and ties on half the seeds with a gap of 100 on the others are a difference to test, not a match."""
+    two = verdicts.close_to(seeds(a=[5.0, 7.0], b=[5.0, 7.0]), "a", "b", False, 0.05, one_sided=False, word="")
+    assert two.verdict == INCONCLUSIVE and two.reason == "n = 2: no test"
+    half = SEED_LEVEL + np.where(np.arange(10) < 5, 0.0, 100.0)  # a 100 worse on seeds 5–9, tied on 0–4
+    said = verdicts.close_to(seeds(a=half, b=SEED_LEVEL), "a", "b", False, 0.05, one_sided=False, word="")
+    assert said.verdict == DISAGREES and "a worse than b by more than the margin" in said.reason
+    test = stats.paired_test(half - SEED_LEVEL)
+    assert test.p == pytest.approx(scipy_stats.ttest_1samp(half - SEED_LEVEL, 0.0).pvalue) and test.note == ""
+
+
 def test_best_agrees_only_when_better_than_every_other_holm_over_its_own_pairs():
     others = {f"x{i}": SEED_LEVEL + 40 + np.roll(NOISE, i) for i in range(6)}
     wide = seeds(a=SEED_LEVEL + NOISE, **others, tied=SEED_LEVEL + np.roll(NOISE, 3) + 0.3)
