@@ -288,6 +288,20 @@ def test_table_6_judges_the_time_ratio_and_the_ctr_match():
     assert untimed.loc["2-s-n-gblm-ucb faster than s-n-gblm-ucb in select seconds", "verdict"] == "not comparable"
 
 
+def test_competitive_is_one_sided_and_matches_two_sided():
+    """ "a competitive with b" bounds a's shortfall only: far better agrees. "a matches b" bounds the difference both
+    ways: far better disagrees, as far worse would."""
+    ghosh = {"cmlb": list(100 + np.roll(NOISE, 3)), "club": list(300 + NOISE), "oful-ind": list(400 + NOISE)}
+    competitive = by_claim(judge(make_run("ghosh-synthetic", ghosh))).loc["cmlb competitive with club"]
+    assert competitive["verdict"] == "agrees" and "cmlb competitive with club" in competitive["reason"]
+    algos = ["s-n-galm-ucb", "s-n-gblm-ucb", "2-s-n-galm-ucb", "2-s-n-gblm-ucb"]
+    finals = {
+        a: list((2300 if a == "2-s-n-galm-ucb" else 1700) + 10 * np.roll(NOISE, i)[:5]) for i, a in enumerate(algos)
+    }
+    matches = by_claim(judge(make_run("twostage-table6-mind", finals))).loc["2-s-n-galm-ucb matches s-n-galm-ucb"]
+    assert matches["verdict"] == "disagrees" and "2-s-n-galm-ucb better by more than it" in matches["reason"]
+
+
 def test_bass_table_3_judges_the_clustering_scores_ordering_and_best_claim():
     algos = ["linucb-ind", "dynucb", "club", "sclub", "cmlb", "bass", "oracle"]
     finals = {a: list(200 + 5 * NOISE) for a in algos}
@@ -311,6 +325,22 @@ def test_bass_table_3_judges_the_clustering_scores_ordering_and_best_claim():
     f1["diag_n_clusters"] = {a: [1.0] * 10 if a == "bass" else [2.0] * 10 for a in algos}
     best = by_claim(judge(make_run("bass-synthetic", finals, columns=f1))).loc["bass best of all in pair F1"]
     assert best["verdict"] == "inconclusive" and "one cluster on every seed" in best["reason"]
+
+
+def test_a_score_in_0_1_is_judged_within_an_absolute_margin(monkeypatch):
+    """Pair F1 is printed with one decimal: its margin is 0.1 absolute, not 10 % of the printed value. Were Table 3's
+    ω known, BASS's 0.78 against the printed 0.7 would agree (a relative margin, 0.07, would call it a
+    disagreement)."""
+    import dataclasses
+
+    spec = presets.PRESETS["bass-synthetic"]
+    known = {**spec, "printed": dataclasses.replace(spec["printed"], stand_in="")}
+    monkeypatch.setitem(presets.PRESETS, "bass-synthetic", known)
+    algos = ["linucb-ind", "dynucb", "club", "sclub", "cmlb", "bass", "oracle"]
+    f1 = {"diag_pair_f1": {a: list((0.78 if a == "bass" else 0.3) + NOISE / 1000) for a in algos}}
+    rows = judge(make_run("bass-synthetic", {a: list(200 + 5 * NOISE) for a in algos}, columns=f1))
+    bass = rows[(rows["kind"] == "value") & (rows["claim"].str.startswith("bass")) & (rows["paper_value"] == 0.7)]
+    assert bass["verdict"].tolist() == ["agrees"]
 
 
 def test_a_run_without_a_record_of_a_data_parameter_the_paper_names_is_a_stand_in():

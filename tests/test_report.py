@@ -114,6 +114,26 @@ def test_holm_by_hand():
     assert stats.holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
 
 
+def test_pairwise_winners_need_holms_adjusted_p_below_the_level():
+    """a beats b at a raw p of 0.026 over 10 seeds; with c, far noisier, in the table the dataset has three pairs,
+    Holm multiplies that smallest p by 3 (0.078), and a tie it becomes."""
+    noise = np.array([3.0, -2.0, 1.0, -4.0, 2.0, 0.5, -1.5, 4.0, -3.0, 0.0])
+    base = np.arange(10) * 100.0
+    values = {
+        "a": base - noise - 2.2,
+        "b": base,
+        "c": base + 50 * np.array([1, -1, 2, -2, 0.5, -0.5, 1.5, -1.5, 3, -3]),
+    }
+    units = pd.DataFrame(
+        [{"dataset": "d", "seed": s, "algorithm": a, "regret": v[s]} for a, v in values.items() for s in range(10)]
+    )
+    two = stats.pairwise(units[units["algorithm"] != "c"], "regret", False, ["a", "b"])
+    assert two["t_p"].tolist() == pytest.approx([0.025987], abs=1e-6) and two["winner"].tolist() == ["a"]
+    three = stats.pairwise(units, "regret", False, ["a", "b", "c"]).set_index(["a", "b"])
+    assert three.loc[("a", "b"), "t_p_holm"] == pytest.approx(3 * 0.025987, abs=1e-5)
+    assert three["winner"].tolist() == ["", "", ""]
+
+
 def test_paired_pvalues_edge_cases_and_exact_wilcoxon():
     t_p, w_p, note = stats.paired_pvalues([1, 2, 3], [1, 2, 3])  # no difference at all: no test, not p = 1
     assert np.isnan(t_p) and np.isnan(w_p) and note == "identical on every seed"

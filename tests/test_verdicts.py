@@ -126,6 +126,13 @@ def test_ordering_agrees_only_when_every_pair_holds_and_names_the_undecided_ones
     close = seeds(m=SEED_LEVEL + NOISE, n=SEED_LEVEL + 0.2 + np.roll(NOISE, 2), o=SEED_LEVEL + 120)
     undecided = verdicts.ordering(close, [("m", "n"), ("m", "o"), ("n", "o")], higher=False)
     assert undecided.verdict == INCONCLUSIVE and undecided.reason.startswith("undecided (Holm, 10 seeds): m ahead of n")
+    # every pair undecided: the seeds named are those the hardest pair needs at the Bonferroni level α/3
+    tight = seeds(m=SEED_LEVEL + NOISE, n=SEED_LEVEL + 0.5 + np.roll(NOISE, 2), o=SEED_LEVEL + 2 + np.roll(NOISE, 5))
+    said = verdicts.ordering(tight, [("m", "n"), ("m", "o"), ("n", "o")], higher=False)
+    differences = [tight[b] - tight[a] for a, b in (("m", "n"), ("m", "o"), ("n", "o"))]
+    needed = [stats.seeds_for_power(d.mean(), d.std(ddof=1), stats.ALPHA / 3) for d in differences]
+    assert said.verdict == INCONCLUSIVE and len(set(needed)) == 3 and np.isfinite(needed).all()
+    assert f"≈ {max(needed):.0f} seeds would settle it" in said.reason
 
 
 def test_equivalence_inside_and_outside_the_margin():
