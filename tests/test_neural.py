@@ -164,6 +164,42 @@ def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_netw
     assert torch.equal(policy.theta[0, others], before[others])  # only the served user's network trains
 
 
+@pytest.mark.parametrize("user_start", ["own", "initial", "meta"])
+def test_metaban_user_learners_train_from_their_own_parameters_or_theta_0_or_the_meta_network(user_start):
+    """Alg. 3 (Ban et al. 2022) restarts a user's learner from Θ_0 "(or Θ_t)" before its J₁ steps; ours by default
+    continues from its own θ^u. With J₁ = 0 steps a trained learner holds its start: Θ_0 for "own" and "initial"
+    (every learner starts at Θ_0), the meta network Θ_t of that round for "meta"."""
+    from banditbench.envs import Round
+
+    params = {"user_start": user_start, "train_steps": 0, "schedule": "every-round"}
+    policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(1), params=params)
+    rng = np.random.default_rng(2)
+    for t in range(3):
+        view = Round(t, t % 3, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget())
+        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        trained = policy.users[0].theta[t % 3]
+        expected = policy.Theta[0] if user_start == "meta" else policy.Theta0[0]
+        assert torch.equal(trained, expected), t
+    assert not torch.equal(policy.Theta[0], policy.Theta0[0])  # the meta steps moved Θ
+
+
+@pytest.mark.parametrize("train_served_only", [False, True])
+def test_neuucb_ind_trains_every_user_whose_history_grew_or_the_served_one_only(train_served_only):
+    """NeuUCB-IND's paper is silent on who trains on a scheduled round: ours, every user whose history grew since its
+    last training; the authors' code (``train_served_only``), the served user alone."""
+    from banditbench.envs import Round
+
+    params = {"train_served_only": train_served_only, "schedule": "paper"}
+    policy = ALGORITHMS["neuucb-ind"].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
+    before = policy.theta[0].clone()
+    rng = np.random.default_rng(2)
+    for t, user in enumerate([0, 1, 2, 0, 1, 2, 0, 1, 2, 3]):  # round 9 (the 10th) trains, serving user 3
+        view = Round(t, user, rng.standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
+        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+    moved = [not torch.equal(policy.theta[0, u], before[u]) for u in range(4)]
+    assert moved == ([False, False, False, True] if train_served_only else [True] * 4)
+
+
 @pytest.mark.parametrize(
     "settings",
     [
