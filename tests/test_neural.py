@@ -54,6 +54,20 @@ def test_per_arm_gradients_equal_a_loop_of_autograd_calls(bias, depth, gradients
     torch.testing.assert_close(ArmGradients(mlp, thetas, x).rows(), torch.stack([loop(thetas[i], i) for i in range(7)]))
 
 
+@pytest.mark.parametrize("bias,depth", [(False, 2), (True, 2), (True, 3)])
+def test_gradient_distances_equal_the_norm_of_the_rows_difference(bias, depth):
+    """M-CNB's ‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖ computed layer by layer, bias gradients included, is the norm of
+    the difference of the two gradient rows."""
+    generator = torch.Generator().manual_seed(0)
+    mlp = MLP(6, width=16, depth=depth, bias=bias, init="torch" if bias else "paper")
+    theta = mlp.init(generator, torch.device("cpu"))
+    x = torch.randn(7, 6, generator=generator)
+    adapted = ArmGradients(mlp, theta + 0.3 * torch.randn(7, mlp.p, generator=generator), x)
+    initial = ArmGradients(mlp, theta, x)
+    expected = (adapted.rows() - initial.rows()).norm(dim=1)
+    torch.testing.assert_close(adapted.distances(initial), expected, rtol=1e-4, atol=1e-6)
+
+
 def network(bias, depth, gradients="closed", dim=6):
     generator = torch.Generator().manual_seed(1)
     mlp = MLP(dim, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)

@@ -114,8 +114,10 @@ def test_code_training_trains_the_pooled_meta_network_then_the_served_users_lear
     assert not torch.equal(users.theta[1], learners[1]) and int(users.trained_counts[1]) == 2
 
 
-def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step():
-    """M-CNB's and Meta-Ban's ``code_training`` loops use our Adam on flat θ; their code uses torch.optim.Adam."""
+@pytest.mark.parametrize("weight_decay", [0.0, 0.05])
+def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step(weight_decay):
+    """M-CNB's and Meta-Ban's ``code_training`` loops use our Adam on flat θ; their code uses torch.optim.Adam (EE-Net's
+    with L2 weight decay, λθ added to each gradient)."""
     from banditbench.algos.neural import MLP, train_passes_each
 
     mlp = MLP(3, 8, 2, bias=True, init="torch")
@@ -123,9 +125,11 @@ def test_the_single_sample_adam_loop_is_torch_optim_adam_step_for_step():
     theta = mlp.init(data, torch.device("cpu"))[None]
     x, r = torch.randn(5, 3, generator=data), torch.randn(5, generator=data)
     generators = [torch.Generator().manual_seed(8)]
-    trained = train_passes_each(mlp, theta, [(x, r)], generators, lr=1e-2, optimiser="adam", max_steps=37)
+    trained = train_passes_each(
+        mlp, theta, [(x, r)], generators, lr=1e-2, optimiser="adam", max_steps=37, weight_decay=weight_decay
+    )
     order = torch.randperm(5, generator=torch.Generator().manual_seed(8)).tolist()
-    adam = functools.partial(torch.optim.Adam, lr=1e-2)
+    adam = functools.partial(torch.optim.Adam, lr=1e-2, weight_decay=weight_decay)
     torch.testing.assert_close(trained, their_passes(mlp, theta, x, r, [order] * 8, 37, adam))
 
 
