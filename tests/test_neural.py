@@ -197,6 +197,19 @@ def test_metaban_user_learners_train_from_their_own_parameters_or_theta_0_or_the
     assert not torch.equal(policy.Theta[0], policy.Theta0[0])  # the meta steps moved Θ
 
 
+@pytest.mark.parametrize("share_data_with_group", [False, True])
+def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whole_group(share_data_with_group):
+    """Alg. 1 line 12: (x_t, r_t) joins T^{u_t}; the authors' code (``share_data_with_group``) appends it to every
+    user of the chosen arm's group N̂, which at the start (every learner at Θ_0, all agreeing) is every user."""
+    from banditbench.envs import Round
+
+    params = {"share_data_with_group": share_data_with_group}
+    policy = ALGORITHMS["metaban"].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
+    view = Round(0, 2, np.random.default_rng(2).standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
+    learn(policy, view, choose(policy, view), 1.0)
+    assert policy.users[0].mu.tolist() == ([1, 1, 1, 1] if share_data_with_group else [0, 0, 1, 0])
+
+
 @pytest.mark.parametrize("train_served_only", [False, True])
 def test_neuucb_ind_trains_every_user_whose_history_grew_or_the_served_one_only(train_served_only):
     """NeuUCB-IND's paper is silent on who trains on a scheduled round: ours, every user whose history grew since its
@@ -341,6 +354,22 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
         f1 = policy.f1.forward(policy.theta1[0], x)
         f2 = policy.f2.forward(policy.theta2[0], ArmGradients(policy.f1, policy.theta1[0], x).rows())
         assert chosen == int(torch.argmax(f1 + f2) if t < 5 else torch.argmin(f1)), t
+
+
+def test_eenet_code_decision_weighs_f2_by_a_tenth_up_to_round_1000_and_a_hundredth_after():
+    """The authors' code: argmax f1 + w·(f2 − 1), w = 0.1 while t ≤ 1000 (0-based), 0.01 after."""
+    from banditbench.envs import Round
+
+    policy = ALGORITHMS["eenet"].build(
+        n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0), params={"code_decision": True}
+    )
+    arms = np.random.default_rng(1).standard_normal((6, 4))
+    x = torch.tensor(arms, dtype=torch.float32)
+    f1 = policy.f1.forward(policy.theta1[0], x)
+    f2 = policy.f2.forward(policy.theta2[0], ArmGradients(policy.f1, policy.theta1[0], x).rows())
+    for t, weight in ((999, 0.1), (1000, 0.1), (1001, 0.01)):
+        view = Round(t, 0, arms, np.zeros(6), np.zeros(6)).view(Budget())
+        torch.testing.assert_close(policy.scores([view])[0], f1 + weight * (f2 - 1.0))
 
 
 def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():

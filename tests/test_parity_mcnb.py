@@ -79,6 +79,22 @@ def test_code_adaptation_takes_up_to_100_steps_over_reshuffled_passes_of_a_small
     torch.testing.assert_close(policy.Theta[0], expected)
 
 
+def test_code_adaptation_runs_on_the_rounds_whose_zero_based_t_is_a_multiple_of_10():
+    """Their runner adapts Θ when t % 10 == 0 (t counted from 0); on the other rounds every arm plays Θ as it is."""
+    policy = ALGORITHMS["mcnb"].build(
+        n_users=4, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params={"meta_every_10th_in_place": True}
+    )
+    data = torch.Generator().manual_seed(5)
+    for user in range(3):
+        policy.users[0].history.add(torch.tensor([user]), torch.randn(3, generator=data), 1.0)
+    group = torch.tensor([[[True, True, True, False], [True, True, True, False]]])  # member 0's groups of its 2 arms
+    for t in (9, 10, 11, 19, 20):
+        before = policy.Theta[0].clone()
+        thetas = policy._adapted(t, group)
+        assert thetas.shape == (1, 2, policy.mlp.p)
+        assert torch.equal(thetas[0, 0], before) == (t % 10 != 0), t
+
+
 def test_group_cap_draws_n_over_5_members_with_replacement_per_arm_in_arm_order_plus_the_served_user():
     """Their cap: an arm's group of more than n/5 users becomes n/5 draws with replacement from it, in the order of
     the arms, plus u_t; smaller groups stay as they are."""
