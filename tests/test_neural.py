@@ -372,6 +372,30 @@ def test_eenet_code_decision_weighs_f2_by_a_tenth_up_to_round_1000_and_a_hundred
         torch.testing.assert_close(policy.scores([view])[0], f1 + weight * (f2 - 1.0))
 
 
+def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_with_weight_decay(monkeypatch):
+    """The authors' loops (``code_training``): f1 by plain SGD at ``lr`` until a pass's error ≤ 1e-3, f2 by Adam at
+    ``explore_lr`` with L2 weight decay 1e-4 until ≤ 2e-3, each on its whole history."""
+    from banditbench.algos import eenet
+    from banditbench.envs import Round
+
+    calls = []
+
+    def recorded(network, theta, samples, generators, **settings):
+        calls.append((network, len(samples[0][1]), settings))
+        return theta
+
+    monkeypatch.setattr(eenet.neural, "train_passes_each", recorded)
+    params = {"code_training": True, "schedule": "every-round", "lr": 0.05, "explore_lr": 0.002}
+    policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
+    view = Round(0, 0, np.random.default_rng(1).standard_normal((3, 4)), np.zeros(3), np.zeros(3)).view(Budget())
+    learn(policy, view, choose(policy, view), 1.0)
+    assert [(network, n) for network, n, _ in calls] == [(policy.f1, 1), (policy.f2, 1)]
+    assert [settings for _, _, settings in calls] == [
+        {"lr": 0.05, "optimiser": "sgd"},
+        {"lr": 0.002, "optimiser": "adam", "tolerance": 2e-3, "weight_decay": 1e-4},
+    ]
+
+
 def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     policy = ALGORITHMS["eenet"].build(
         n_users=1,
