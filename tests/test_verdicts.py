@@ -67,7 +67,8 @@ def test_zero_variance_differences_fall_back_to_the_exact_sign_test_and_say_so()
     few = verdicts.beats(seeds(a=level[:4] - 18, b=level[:4]), "a", "b", higher=False)  # p = 0.125 with 4 seeds
     assert few.verdict == INCONCLUSIVE and "p = 0.125" in few.reason and "degenerate" in few.reason
     assert "seeds that would settle it: —" in few.reason  # no spread: no power calculation
-    assert stats.paired_test(np.full(6, 18.0), "wilcoxon").p == pytest.approx(2 * 0.5**6)  # exact, no fallback
+    wilcoxon = stats.paired_test(np.full(6, 18.0), "wilcoxon")  # exact, no fallback, and said so
+    assert wilcoxon.p == pytest.approx(2 * 0.5**6) and wilcoxon.note == "every seed differs by the same amount"
 
 
 def test_identical_results_are_no_win_and_match_exactly():
