@@ -197,6 +197,60 @@ def test_metaban_user_learners_train_from_their_own_parameters_or_theta_0_or_the
     assert not torch.equal(policy.Theta[0], policy.Theta0[0])  # the meta steps moved Θ
 
 
+@pytest.mark.parametrize("meta_update", ["pooled", "fomaml"])
+def test_metaban_meta_step_is_the_group_mean_gradient_at_theta_or_at_each_users_own_estimate(meta_update):
+    """Alg. 2 (Ban et al. 2022) with w_u = 1/|N̂_i|: Θ_{t,i} = Θ − η₂ mean_{u∈N̂_i} ∇ ½ mean(f − r)² on T̃^u, the gradient
+    at Θ ("pooled") or, Eq. 5–6, at each user's θ̂^u plus the L1 term (λ/√m)·sign(θ̂^u) ("fomaml")."""
+    params = {"meta_update": meta_update, "lam": 0.5, "eta2": 0.1, "batch_size": 4, "width": 16}
+    policy = ALGORITHMS["metaban"].build(n_users=4, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params=params)
+    users, data = policy.users[0], torch.Generator().manual_seed(5)
+    for user in (0, 1, 1, 2):
+        users.history.add(torch.tensor([user]), torch.randn(3, generator=data), float(torch.randn(1, generator=data)))
+    users.theta[:] = users.theta + 0.2 * torch.randn(users.theta.shape, generator=data)  # distinct θ̂^u
+    groups = torch.tensor([[True, True, False, True], [False, True, True, False]])  # user 3 has no data
+    state, Theta = policy.generators[0].get_state(), policy.Theta[0].clone()
+    adapted = policy._adapt(0, groups)
+    xs, rs = users.history.sample(torch.tensor([0, 1, 2]), 4, torch.Generator().set_state(state))
+
+    def step(u: int) -> torch.Tensor:
+        at = (Theta if meta_update == "pooled" else users.theta[u]).clone().requires_grad_()
+        (gradient,) = torch.autograd.grad(0.5 * (policy.mlp.forward(at, xs[u]) - rs[u]).square().mean(), at)
+        if meta_update == "fomaml":
+            gradient = gradient + 0.5 / np.sqrt(16) * torch.sign(users.theta[u])
+        return gradient
+
+    for arm, members in enumerate(([0, 1], [1, 2])):
+        expected = Theta - 0.1 * torch.stack([step(u) for u in members]).mean(0)
+        torch.testing.assert_close(adapted[arm], expected)
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "full"])
+def test_neuralucb_scores_f_plus_nu_times_the_gradient_width(covariance):
+    """Alg. 1 line 7 (Zhou, Li & Gu 2020): U = f(x; θ) + ν·sqrt(g(x; θ)ᵀ Z⁻¹ g(x; θ) / m), Z = λI + Σ g gᵀ/m over the
+    played arms' gradients at the parameters they were played with (here untrained: θ_0 throughout)."""
+    from banditbench.envs import Round
+
+    params = {"covariance": covariance, "nu": 2.0, "lam": 0.5, "width": 8, "schedule": "code"}
+    policy = ALGORITHMS["neuucb-one"].build(n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
+    theta, rng = policy.theta[0, 0].clone(), np.random.default_rng(1)
+
+    def gradients(arms):
+        at = theta.clone().requires_grad_()
+        f = policy.mlp.forward(at, torch.tensor(arms, dtype=torch.float32))
+        return f.detach(), torch.stack([torch.autograd.grad(f[i], at, retain_graph=True)[0] for i in range(len(f))])
+
+    Z = 0.5 * torch.eye(policy.mlp.p, dtype=torch.float64)
+    for t in range(1, 6):  # rounds 1–5: no training under the "code" schedule, which trains after round 0 only
+        view = Round(t, 0, rng.standard_normal((3, 4)), np.zeros(3), np.zeros(3)).view(Budget())
+        f, g = gradients(view.arms[:])
+        Z_used = torch.diag(torch.diagonal(Z)) if covariance == "diagonal" else Z
+        width = torch.einsum("kp,pq,kq->k", g.double(), torch.linalg.inv(Z_used), g.double()).div(8).sqrt()
+        torch.testing.assert_close(policy.scores([view])[0], f.double() + 2.0 * width, rtol=1e-4, atol=1e-6)
+        chosen = choose(policy, view)
+        learn(policy, view, chosen, 0.0)
+        Z = Z + torch.outer(g[chosen].double(), g[chosen].double()) / 8
+
+
 @pytest.mark.parametrize("share_data_with_group", [False, True])
 def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whole_group(share_data_with_group):
     """Alg. 1 line 12: (x_t, r_t) joins T^{u_t}; the authors' code (``share_data_with_group``) appends it to every
