@@ -251,6 +251,30 @@ def test_neuralucb_scores_f_plus_nu_times_the_gradient_width(covariance):
         Z = Z + torch.outer(g[chosen].double(), g[chosen].double()) / 8
 
 
+@pytest.mark.parametrize("ucb", ["paper", "grad_norm"])
+def test_metaban_ucb_is_f_plus_alpha_times_the_gradients_distance_from_theta_0(ucb):
+    """Eq. 7–8 (Ban et al. 2022): U_i = f(x_i; Θ_{t,i}) + α‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖; the authors' code
+    (``ucb="grad_norm"``): f(x_i; Θ_{t,i}) + sqrt(λν)·‖g(x_i; Θ_{t,i})‖."""
+    params = {"ucb": ucb, "alpha": 0.7, "code_lam_nu": 0.04, "width": 8}
+    policy = ALGORITHMS["metaban"].build(n_users=2, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(3, 4, generator=generator)
+    Theta0 = policy.Theta0[0]
+    thetas = Theta0 + 0.3 * torch.randn(3, policy.mlp.p, generator=generator)  # Θ_{t,i} of each arm
+
+    def f_and_g(theta, arm):
+        at = theta.clone().requires_grad_()
+        f = policy.mlp.forward(at, x[arm : arm + 1])[0]
+        return f.detach(), torch.autograd.grad(f, at)[0]
+
+    expected = []
+    for arm in range(3):
+        f, g = f_and_g(thetas[arm], arm)
+        bonus = 0.2 * g.norm() if ucb == "grad_norm" else 0.7 * (g - f_and_g(Theta0, arm)[1]).norm()
+        expected.append(f + bonus)
+    torch.testing.assert_close(policy._ucb(0, x, thetas).float(), torch.stack(expected), rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("share_data_with_group", [False, True])
 def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whole_group(share_data_with_group):
     """Alg. 1 line 12: (x_t, r_t) joins T^{u_t}; the authors' code (``share_data_with_group``) appends it to every
@@ -448,6 +472,34 @@ def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_w
         {"lr": 0.05, "optimiser": "sgd"},
         {"lr": 0.002, "optimiser": "adam", "tolerance": 2e-3, "weight_decay": 1e-4},
     ]
+
+
+@pytest.mark.parametrize("code_decision", [False, True])
+def test_eenet_labels_the_explorers_sample_with_the_exploiters_error(code_decision):
+    """f2 learns r − f1(x; θ1_{t−1}) on φ(x) of the played arm (Ban et al. 2022, Alg. 1); the authors' code shifts
+    the label by +1 and, while t < 1000, adds every other arm's φ with label 1.2 after a reward of 0."""
+    from banditbench.envs import Round
+
+    policy = ALGORITHMS["eenet"].build(
+        n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params={"code_decision": code_decision}
+    )
+    arms = np.random.default_rng(1).standard_normal((3, 4))
+    x = torch.tensor(arms, dtype=torch.float32)
+    f1 = policy.f1.forward(policy.theta1[0], x)
+    phi = ArmGradients(policy.f1, policy.theta1[0], x).rows()
+    for t, reward in ((0, 0.7), (1, 0.0)):
+        view = Round(t, 0, arms, np.zeros(3), np.zeros(3)).view(Budget())
+        chosen = choose(policy, view)
+        learn(policy, view, chosen, reward)
+    inputs, labels = policy.explore_data[0].of(0)  # round 0's sample, round 1's, then round 1's extras
+    played = float(reward - f1[chosen]) + (1.0 if code_decision else 0.0)
+    others = [i for i in range(3) if i != chosen]
+    torch.testing.assert_close(labels[1:2], torch.tensor([played]))
+    torch.testing.assert_close(inputs[1], phi[chosen])
+    if code_decision:  # round 1's reward 0: the two other arms' φ with label 1.2
+        torch.testing.assert_close(labels[2:], torch.tensor([1.2, 1.2]))
+        torch.testing.assert_close(inputs[2:], phi[others])
+    assert len(labels) == (4 if code_decision else 2)
 
 
 def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
