@@ -371,6 +371,50 @@ def test_mcnb_exploration_bonus_is_zero_at_initialisation(dataset):
     assert (policy.bonus > 0).all()
 
 
+def test_mcnb_ucb_adds_alpha_times_the_gradient_distance_over_m_to_the_quarter_and_the_user_side_term():
+    """(3) of M-CNB (Ban et al. 2024): U_i = f(x_i; Θ_{t,i}) + α‖g(x_i; Θ_{t,i}) − g(x_i; Θ_0)‖/m^{1/4} + the user
+    side sqrt((S + 1)/(2μ)) + sqrt(2 log(1/δ)/μ), μ the served user's samples (at least 1)."""
+    params = {"alpha": 0.7, "width": 16, "S": 1.0, "delta": 0.1}
+    policy = ALGORITHMS["mcnb"].build(n_users=2, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(1, 3, 4, generator=generator)
+    Theta0 = policy.Theta0[0]
+    thetas = Theta0 + 0.3 * torch.randn(1, 3, policy.mlp.p, generator=generator)
+
+    def f_and_g(theta, arm):
+        at = theta.clone().requires_grad_()
+        f = policy.mlp.forward(at, x[0, arm : arm + 1])[0]
+        return f.detach(), torch.autograd.grad(f, at)[0]
+
+    user_side = np.sqrt(2.0 / 2) + np.sqrt(2 * np.log(10.0))  # μ = 0 counts as 1
+    expected = []
+    for arm in range(3):
+        f, g = f_and_g(thetas[0, arm], arm)
+        expected.append(f + 0.7 * (g - f_and_g(Theta0, arm)[1]).norm() / 16**0.25 + user_side)
+    ucb = policy._ucb(np.array([1]), x, thetas)
+    torch.testing.assert_close(ucb[0].float(), torch.stack(expected), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("code_threshold", [False, True])
+def test_mcnb_groups_users_within_nu_minus_1_over_nu_gamma_or_the_codes_gamma(code_threshold):
+    """Eq. 3: N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν − 1)γ/ν}; the authors' code: < γ. With ν = 5 and γ
+    chosen so that some user's gap lies between 0.8γ and γ, the two readings group differently."""
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 3, 4, generator=generator)
+    probe = ALGORITHMS["mcnb"].build(n_users=6, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params={"width": 8})
+    learners = probe.users[0].theta + 0.5 * torch.randn(probe.users[0].theta.shape, generator=generator)
+    probe.users[0].theta[:] = learners
+    P = probe.users[0].predict(x[0])  # [n, K]
+    gap = (P - P[0]).abs().T  # user 0 served: [K, n]
+    gamma = float(gap[0, 1]) / 0.9  # user 1's gap on arm 0 is 0.9γ: inside γ, outside 0.8γ
+    params = {"width": 8, "nu": 5.0, "gamma": gamma, "code_threshold": code_threshold}
+    policy = ALGORITHMS["mcnb"].build(n_users=6, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
+    policy.users[0].theta[:] = learners
+    groups = policy._clusters(np.array([0]), x)[0]
+    assert torch.equal(groups, gap < gamma if code_threshold else gap <= 0.8 * gamma)
+    assert bool(groups[0, 1]) == code_threshold
+
+
 # (name, algorithm, settings beyond its defaults) of the cosine problem's runs: M-CNB's served-user-only reading (the
 # authors' code) is the one whose learners can tell the clusters apart
 COSINE_METHODS = [(name, name, {}) for name in ("random", "linucb-one", "neuucb-one", "neuucb-ind", "mcnb", "metaban")]
