@@ -116,6 +116,40 @@ def test_adam_training_on_closed_form_gradients_follows_autograd_training():
     assert (closed - thetas).abs().max() > 0.05  # it did train
 
 
+def test_adam_training_is_torch_optim_adam_on_the_mean_half_squared_loss_plus_the_penalty():
+    """Each network b takes one Adam step per minibatch on ½·mean_s (f(x_s; θ_b) − r_s)² + c_b‖θ_b − θ_{0,b}‖²
+    (NeuralUCB's Eq. 4.1 per sample), as torch.optim.Adam with autograd computes it."""
+    mlp, theta, generator = network(True, 2)
+    thetas = theta + 0.1 * torch.randn(3, mlp.p, generator=generator)
+    x, r = torch.randn(20, 3, 8, 6, generator=generator), torch.randn(20, 3, 8, generator=generator)
+    c = torch.tensor([0.5, 0.1, 0.0])
+    trained = train_adam(mlp, thetas, zip(x, r), lr=1e-2, anchor=(c, theta.expand(3, -1)))
+    for b in range(3):
+        at = thetas[b].clone().requires_grad_()
+        optimiser = torch.optim.Adam([at], lr=1e-2)
+        for step in range(20):
+            loss = 0.5 * (mlp.forward(at, x[step, b]) - r[step, b]).square().mean() + c[b] * (at - theta).square().sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        torch.testing.assert_close(trained[b], at.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_neuralucb_penalty_is_m_lambda_over_2_per_sample_of_the_trained_network():
+    """Eq. 4.1 (Zhou, Li & Gu 2020): L = Σ_i ½(f − r_i)² + mλ/2‖θ − θ_0‖² over n samples, trained on its per-sample
+    mean: the anchor's weight is mλ/(2n) for each network, n its own history's size."""
+    from banditbench.envs import Round
+
+    params = {"lam": 0.5, "width": 8, "schedule": "code"}  # trains after round 0 only, in these rounds
+    policy = ALGORITHMS["neuucb-ind"].build(n_users=3, n_arms=2, dim=4, seed=np.random.SeedSequence(0), params=params)
+    rng = np.random.default_rng(1)
+    for t, user in enumerate([0, 1, 1, 0, 1]):
+        view = Round(t, user, rng.standard_normal((2, 4)), np.zeros(2), np.zeros(2)).view(Budget())
+        learn(policy, view, choose(policy, view), 0.0)
+    job = policy._training_job(0, 1)  # users 0 and 1 have grown since round 0, to 2 and 3 samples
+    assert job.models.tolist() == [0, 1] and job.anchor[0].tolist() == pytest.approx([8 * 0.5 / 4, 8 * 0.5 / 6])
+
+
 def test_paper_initialisation_variances():
     mlp = MLP(50, width=400, depth=2)
     (W1, _), (W2, _) = mlp.layers(mlp.init(torch.Generator().manual_seed(1), torch.device("cpu")))
