@@ -86,6 +86,14 @@ def test_the_board_has_a_page_per_folder_whose_links_resolve_and_cells_carry_pro
         assert f"--dataset {dataset} --algos random,linucb-one --rounds 30 --seeds 2" in row[2]
 
 
+@pytest.mark.parametrize("test", ["t", "wilcoxon"])
+def test_every_page_of_a_board_reports_with_the_paired_test_asked_for(suite_results, test):
+    from banditbench.report.board import plan_pages
+
+    pages = plan_pages([suite_results / "results"], test=test)
+    assert pages and {page.report.test for page in pages} == {test}
+
+
 def test_the_board_refuses_a_folder_that_is_not_a_board_and_keeps_an_old_board_when_a_source_is_broken(
     suite_results, board, tmp_path, capsys
 ):

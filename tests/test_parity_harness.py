@@ -88,6 +88,15 @@ def test_identical_runs_are_exactly_equivalent_and_welch_counts_shared_noise_twi
     assert welch["interval_pct"][1] == pytest.approx(16.5, abs=0.05) and welch["p_equivalent"] > 0.05
 
 
+def test_the_paired_interval_is_the_90_percent_t_interval_of_the_mean_difference():
+    """Paired runs: mean difference ± t(0.95; n − 1)·sd/√n. Differences 2, 4, 6, 8 (mean 5, sd 2.582): ±2.353 · 1.291
+    = ±3.038 (Student's t tables, 3 degrees of freedom: 2.353)."""
+    theirs = np.array([160.0, 190, 200, 215])
+    paired = parity_verdict.compare(theirs + [2.0, 4, 6, 8], theirs, 0.05, paired=True)
+    assert paired["difference"] == 5.0
+    assert paired["interval"] == pytest.approx([5 - 2.353363 * 1.290994, 5 + 2.353363 * 1.290994], abs=1e-5)
+
+
 def test_pair_f1_scores_a_graph_or_labels_against_the_true_clusters():
     truth = np.array([0, 0, 1, 1])
     assert parity_verdict.pair_f1(np.array([5, 5, 7, 7]), truth) == 1.0
