@@ -18,6 +18,7 @@ from banditbench.algos.neural import (
     train_passes_each,
 )
 from banditbench.algos.neuralucb import DiagonalCovariance, FullCovariance
+from banditbench.algos.ridge import club_confidence
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import Budget
 from banditbench.errors import UserError
@@ -447,6 +448,37 @@ def test_mcnb_groups_users_within_nu_minus_1_over_nu_gamma_or_the_codes_gamma(co
     groups = policy._clusters(np.array([0]), x)[0]
     assert torch.equal(groups, gap < gamma if code_threshold else gap <= 0.8 * gamma)
     assert bool(groups[0, 1]) == code_threshold
+
+
+def test_neurallinear_scores_its_cluster_by_club_s_ucb_on_the_embedding():
+    """U = φᵀw_C + α sqrt(φᵀA_C⁻¹φ · ln(t + 1)), A_C = λI + gram, w_C = A_C⁻¹b_C, t the 1-based round (the 0-based
+    round passed, plus one)."""
+    from banditbench.algos.neurallinear import cluster_ucb
+
+    generator = torch.Generator().manual_seed(0)
+    phi = torch.randn(2, 3, 4, generator=generator, dtype=torch.float64)
+    root = torch.randn(2, 4, 4, generator=generator, dtype=torch.float64)
+    gram, b = root @ root.mT, torch.randn(2, 4, generator=generator, dtype=torch.float64)
+    A = 0.5 * torch.eye(4, dtype=torch.float64) + gram
+    w = torch.linalg.solve(A, b[..., None])[..., 0]
+    quad = torch.einsum("mkd,mde,mke->mk", phi, torch.linalg.inv(A), phi)
+    expected = (phi @ w[..., None])[..., 0] + torch.tensor([0.3, 1.2])[:, None] * (quad * np.log(7 + 2)).sqrt()
+    torch.testing.assert_close(cluster_ucb(phi, gram, b, 0.5, torch.tensor([0.3, 1.2]), 7), expected)
+
+
+def test_neurallinear_cuts_an_edge_beyond_alpha2_times_both_users_confidence_widths():
+    """CLUB's test on u_t's edges: ‖w_u − w_j‖ > α₂ (CB(T_u) + CB(T_j)), CB(T) = sqrt((1 + ln(1 + T))/(1 + T))."""
+    policy = ALGORITHMS["neurallinear"].build(
+        n_users=4, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params={"alpha2": 0.5, "width": 4}
+    )
+    count = torch.tensor([[30, 1, 30, 2]])
+    policy.count[:] = count
+    policy.w[:] = 0.0
+    gaps = np.array([0.0, 0.5, 0.5, 0.7])  # of each user's w to user 0's
+    policy.w[0, :, 0] = torch.from_numpy(gaps)
+    F = club_confidence(count[0].numpy())  # 0.378, 0.920, 0.378, 0.836
+    policy._cut_edges(0, 0)
+    assert policy.graph[0, 0].tolist() == (gaps <= 0.5 * (F[0] + F)).tolist() == [True, True, False, False]
 
 
 # (name, algorithm, settings beyond its defaults) of the cosine problem's runs: M-CNB's served-user-only reading (the
