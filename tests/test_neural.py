@@ -20,7 +20,7 @@ from banditbench.algos.neural import (
 from banditbench.algos.neuralucb import DiagonalCovariance, FullCovariance
 from banditbench.algos.ridge import club_confidence
 from banditbench.data import load_dataset, synthetic
-from banditbench.envs import Budget
+from banditbench.envs import Budget, Round
 from banditbench.errors import UserError
 from banditbench.runner import Unit, run_unit
 from banditbench.runner.experiment import plan
@@ -67,6 +67,13 @@ def test_gradient_distances_equal_the_norm_of_the_rows_difference(bias, depth):
     initial = ArmGradients(mlp, theta, x)
     expected = (adapted.rows() - initial.rows()).norm(dim=1)
     torch.testing.assert_close(adapted.distances(initial), expected, rtol=1e-4, atol=1e-6)
+
+
+def value_and_gradient(mlp: MLP, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """f(x; θ) and ∇_θ f(x; θ) of one input x [d], by autograd."""
+    at = theta.clone().requires_grad_()
+    f = mlp.forward(at, x[None])[0]
+    return f.detach(), torch.autograd.grad(f, at)[0]
 
 
 def network(bias, depth, gradients="closed", dim=6):
@@ -139,8 +146,6 @@ def test_adam_training_is_torch_optim_adam_on_the_mean_half_squared_loss_plus_th
 def test_neuralucb_penalty_is_m_lambda_over_2_per_sample_of_the_trained_network():
     """Eq. 4.1 (Zhou, Li & Gu 2020): L = Σ_i ½(f − r_i)² + mλ/2‖θ − θ_0‖² over n samples, trained on its per-sample
     mean: the anchor's weight is mλ/(2n) for each network, n its own history's size."""
-    from banditbench.envs import Round
-
     params = {"lam": 0.5, "width": 8, "schedule": "code"}  # trains after round 0 only, in these rounds
     policy = ALGORITHMS["neuucb-ind"].build(n_users=3, n_arms=2, dim=4, seed=np.random.SeedSequence(0), params=params)
     rng = np.random.default_rng(1)
@@ -184,8 +189,6 @@ def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
         for c in ("diagonal", "full")
     ]
     arms = np.random.default_rng(0).standard_normal((10, 5))
-    from banditbench.envs import Round
-
     view = Round(0, 0, arms, np.zeros(10), np.zeros(10)).view(Budget())
     assert choose(policies[0], view) == choose(policies[1], view)  # Z_0 = λI is diagonal
 
@@ -194,8 +197,6 @@ def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
 def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_network(algorithm):
     """Their loop (banyikun/MCNB): plain SGD on (f − r)², one sample at a time, until a pass's mean loss is ≤ 1e-3
     or 500 steps, without NeuralUCB's penalty; with one sample a pass is one step."""
-    from banditbench.envs import Round
-
     params = {"code_training": True, "schedule": "code", "lr": 0.05, "bias": True, "init": "torch"}
     policy = ALGORITHMS[algorithm].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
     before = policy.theta[0].clone()  # member 0's networks
@@ -218,8 +219,6 @@ def test_metaban_user_learners_train_from_their_own_parameters_or_theta_0_or_the
     """Alg. 3 (Ban et al. 2022) restarts a user's learner from Θ_0 "(or Θ_t)" before its J₁ steps; ours by default
     continues from its own θ^u. With J₁ = 0 steps a trained learner holds its start: Θ_0 for "own" and "initial"
     (every learner starts at Θ_0), the meta network Θ_t of that round for "meta"."""
-    from banditbench.envs import Round
-
     params = {"user_start": user_start, "train_steps": 0, "schedule": "every-round"}
     policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(1), params=params)
     rng = np.random.default_rng(2)
@@ -263,21 +262,14 @@ def test_metaban_meta_step_is_the_group_mean_gradient_at_theta_or_at_each_users_
 def test_neuralucb_scores_f_plus_nu_times_the_gradient_width(covariance):
     """Alg. 1 line 7 (Zhou, Li & Gu 2020): U = f(x; θ) + ν·sqrt(g(x; θ)ᵀ Z⁻¹ g(x; θ) / m), Z = λI + Σ g gᵀ/m over the
     played arms' gradients at the parameters they were played with (here untrained: θ_0 throughout)."""
-    from banditbench.envs import Round
-
     params = {"covariance": covariance, "nu": 2.0, "lam": 0.5, "width": 8, "schedule": "code"}
     policy = ALGORITHMS["neuucb-one"].build(n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
     theta, rng = policy.theta[0, 0].clone(), np.random.default_rng(1)
-
-    def gradients(arms):
-        at = theta.clone().requires_grad_()
-        f = policy.mlp.forward(at, torch.tensor(arms, dtype=torch.float32))
-        return f.detach(), torch.stack([torch.autograd.grad(f[i], at, retain_graph=True)[0] for i in range(len(f))])
-
     Z = 0.5 * torch.eye(policy.mlp.p, dtype=torch.float64)
     for t in range(1, 6):  # rounds 1–5: no training under the "code" schedule, which trains after round 0 only
         view = Round(t, 0, rng.standard_normal((3, 4)), np.zeros(3), np.zeros(3)).view(Budget())
-        f, g = gradients(view.arms[:])
+        arms = torch.tensor(view.arms[:], dtype=torch.float32)
+        f, g = map(torch.stack, zip(*(value_and_gradient(policy.mlp, theta, arm) for arm in arms)))
         Z_used = torch.diag(torch.diagonal(Z)) if covariance == "diagonal" else Z
         width = torch.einsum("kp,pq,kq->k", g.double(), torch.linalg.inv(Z_used), g.double()).div(8).sqrt()
         torch.testing.assert_close(policy.scores([view])[0], f.double() + 2.0 * width, rtol=1e-4, atol=1e-6)
@@ -296,17 +288,11 @@ def test_metaban_ucb_is_f_plus_alpha_times_the_gradients_distance_from_theta_0(u
     x = torch.randn(3, 4, generator=generator)
     Theta0 = policy.Theta0[0]
     thetas = Theta0 + 0.3 * torch.randn(3, policy.mlp.p, generator=generator)  # Θ_{t,i} of each arm
-
-    def f_and_g(theta, arm):
-        at = theta.clone().requires_grad_()
-        f = policy.mlp.forward(at, x[arm : arm + 1])[0]
-        return f.detach(), torch.autograd.grad(f, at)[0]
-
     expected = []
     for arm in range(3):
-        f, g = f_and_g(thetas[arm], arm)
-        bonus = 0.2 * g.norm() if ucb == "grad_norm" else 0.7 * (g - f_and_g(Theta0, arm)[1]).norm()
-        expected.append(f + bonus)
+        f, g = value_and_gradient(policy.mlp, thetas[arm], x[arm])
+        initial = value_and_gradient(policy.mlp, Theta0, x[arm])[1]
+        expected.append(f + (0.2 * g.norm() if ucb == "grad_norm" else 0.7 * (g - initial).norm()))
     torch.testing.assert_close(policy._ucb(0, x, thetas).float(), torch.stack(expected), rtol=1e-4, atol=1e-6)
 
 
@@ -314,8 +300,6 @@ def test_metaban_ucb_is_f_plus_alpha_times_the_gradients_distance_from_theta_0(u
 def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whole_group(share_data_with_group):
     """Alg. 1 line 12: (x_t, r_t) joins T^{u_t}; the authors' code (``share_data_with_group``) appends it to every
     user of the chosen arm's group N̂, which at the start (every learner at Θ_0, all agreeing) is every user."""
-    from banditbench.envs import Round
-
     params = {"share_data_with_group": share_data_with_group}
     policy = ALGORITHMS["metaban"].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
     view = Round(0, 2, np.random.default_rng(2).standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
@@ -327,8 +311,6 @@ def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whol
 def test_neuucb_ind_trains_every_user_whose_history_grew_or_the_served_one_only(train_served_only):
     """NeuUCB-IND's paper is silent on who trains on a scheduled round: ours, every user whose history grew since its
     last training; the authors' code (``train_served_only``), the served user alone."""
-    from banditbench.envs import Round
-
     params = {"train_served_only": train_served_only, "schedule": "paper"}
     policy = ALGORITHMS["neuucb-ind"].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
     before = policy.theta[0].clone()
@@ -415,17 +397,12 @@ def test_mcnb_ucb_adds_alpha_times_the_gradient_distance_over_m_to_the_quarter_a
     x = torch.randn(1, 3, 4, generator=generator)
     Theta0 = policy.Theta0[0]
     thetas = Theta0 + 0.3 * torch.randn(1, 3, policy.mlp.p, generator=generator)
-
-    def f_and_g(theta, arm):
-        at = theta.clone().requires_grad_()
-        f = policy.mlp.forward(at, x[0, arm : arm + 1])[0]
-        return f.detach(), torch.autograd.grad(f, at)[0]
-
     user_side = np.sqrt(2.0 / 2) + np.sqrt(2 * np.log(10.0))  # μ = 0 counts as 1
     expected = []
     for arm in range(3):
-        f, g = f_and_g(thetas[0, arm], arm)
-        expected.append(f + 0.7 * (g - f_and_g(Theta0, arm)[1]).norm() / 16**0.25 + user_side)
+        f, g = value_and_gradient(policy.mlp, thetas[0, arm], x[0, arm])
+        initial = value_and_gradient(policy.mlp, Theta0, x[0, arm])[1]
+        expected.append(f + 0.7 * (g - initial).norm() / 16**0.25 + user_side)
     ucb = policy._ucb(np.array([1]), x, thetas)
     torch.testing.assert_close(ucb[0].float(), torch.stack(expected), rtol=1e-4, atol=1e-5)
 
@@ -523,8 +500,6 @@ def test_neural_methods_beat_linucb_and_random_on_the_cosine_problem(cosine_runs
 
 
 def test_eenet_neural_decision_maker_decides_after_its_warm_up():
-    from banditbench.envs import Round
-
     policy = ALGORITHMS["eenet"].build(
         n_users=1,
         n_arms=6,
@@ -546,8 +521,6 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
 
 def test_eenet_code_decision_weighs_f2_by_a_tenth_up_to_round_1000_and_a_hundredth_after():
     """The authors' code: argmax f1 + w·(f2 − 1), w = 0.1 while t ≤ 1000 (0-based), 0.01 after."""
-    from banditbench.envs import Round
-
     policy = ALGORITHMS["eenet"].build(
         n_users=1, n_arms=6, dim=4, seed=np.random.SeedSequence(0), params={"code_decision": True}
     )
@@ -564,7 +537,6 @@ def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_w
     """The authors' loops (``code_training``): f1 by plain SGD at ``lr`` until a pass's error ≤ 1e-3, f2 by Adam at
     ``explore_lr`` with L2 weight decay 1e-4 until ≤ 2e-3, each on its whole history."""
     from banditbench.algos import eenet
-    from banditbench.envs import Round
 
     calls = []
 
@@ -588,8 +560,6 @@ def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_w
 def test_eenet_labels_the_explorers_sample_with_the_exploiters_error(code_decision):
     """f2 learns r − f1(x; θ1_{t−1}) on φ(x) of the played arm (Ban et al. 2022, Alg. 1); the authors' code shifts
     the label by +1 and, while t < 1000, adds every other arm's φ with label 1.2 after a reward of 0."""
-    from banditbench.envs import Round
-
     policy = ALGORITHMS["eenet"].build(
         n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params={"code_decision": code_decision}
     )
@@ -620,8 +590,6 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
         seed=np.random.SeedSequence(0),
         params={"decision": "neural", "schedule": "every-round", "train_steps": 5},
     )
-    from banditbench.envs import Round
-
     rng = np.random.default_rng(2)
     start = policy.theta3.clone()
     for t in range(3):
@@ -712,8 +680,6 @@ def test_device_option_sets_every_neural_algorithm(data_dir):
 
 
 def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
-    from banditbench.envs import Round
-
     policy = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
     rng = np.random.default_rng(0)
     for t in range(12):
