@@ -500,10 +500,10 @@ def separating_arms(indices, n_arms: int, dim: int) -> np.ndarray:
     pytest.fail("no arm set separates the indices")
 
 
-def ridge_terms(gram: np.ndarray, b: np.ndarray, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """xᵀθ and xᵀA⁻¹x of every arm from a learner's raw sums, A = I + G, θ = A⁻¹b."""
+def ucb_of(gram: np.ndarray, b: np.ndarray, alpha: float, width):
+    """The index xᵀθ + α·width(xᵀA⁻¹x) of a learner's raw sums (A = I + G, θ = A⁻¹b), as a function of the arms."""
     A_inv = np.linalg.inv(np.eye(len(b)) + gram)
-    return arms @ A_inv @ b, np.einsum("kd,de,ke->k", arms, A_inv, arms)
+    return lambda arms: arms @ A_inv @ b + alpha * width(np.einsum("kd,de,ke->k", arms, A_inv, arms))
 
 
 @pytest.mark.parametrize("reference_ucb", [False, True])
@@ -515,15 +515,8 @@ def test_locb_scores_a_user_no_cluster_holds_by_its_own_statistics_under_either_
     policy.holds[0, 2] = False  # user 2 has left every seed cluster
     gram, b, count, t = policy.users.gram[0, 2], policy.users.b[0, 2], policy.users.count[0, 2], 80
     beta = np.sqrt(3 * np.log(1 + count / 3) + 4 * np.log(t) + np.log(2)) + 1
-
-    def paper(arms):
-        mean, quad = ridge_terms(gram, b, arms)
-        return mean + 1.5 * np.sqrt(quad * np.log(t + 1))
-
-    def authors(arms):
-        mean, quad = ridge_terms(gram, b, arms)
-        return mean + 1.5 * beta * quad
-
+    paper = ucb_of(gram, b, 1.5, lambda quad: np.sqrt(quad * np.log(t + 1)))
+    authors = ucb_of(gram, b, 1.5, lambda quad: beta * quad)
     arms = separating_arms([paper, authors], 6, 3)
     expected = (authors if reference_ucb else paper)(arms).argmax()
     assert policy.select([RoundView(t, 2, arms)], [None]) == [int(expected)]
@@ -537,16 +530,10 @@ def test_dynucb_scores_by_its_clusters_statistics_under_either_index(reference_u
     play_random_rounds(policy, 80, users=6, arms=8, dim=3)
     members, t = policy.clusters(0) == policy.clusters(0)[1], 80  # user 1's cluster
     gram, b = policy.stats.gram[0, :6][members].sum(axis=0), policy.stats.b[0, :6][members].sum(axis=0)
-
-    def index(width, alpha=4.0):
-        def scores(arms):
-            mean, quad = ridge_terms(gram, b, arms)
-            return mean + alpha * width(quad)
-
-        return scores
-
-    paper, code = index(lambda quad: np.sqrt(quad * np.log(t + 1))), index(lambda quad: quad)
-    arms = separating_arms([paper, code, index(np.sqrt), index(lambda quad: quad, alpha=1.0)], 8, 3)
+    paper = ucb_of(gram, b, 4.0, lambda quad: np.sqrt(quad * np.log(t + 1)))
+    code = ucb_of(gram, b, 4.0, lambda quad: quad)
+    wrong = ucb_of(gram, b, 4.0, np.sqrt), ucb_of(gram, b, 1.0, lambda quad: quad)  # no log; α dropped
+    arms = separating_arms([paper, code, *wrong], 8, 3)
     expected = (code if reference_ucb else paper)(arms).argmax()
     assert policy.select([RoundView(t, 1, arms)], [None]) == [int(expected)]
 
