@@ -559,7 +559,8 @@ def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_w
 @pytest.mark.parametrize("code_decision", [False, True])
 def test_eenet_labels_the_explorers_sample_with_the_exploiters_error(code_decision):
     """f2 learns r − f1(x; θ1_{t−1}) on φ(x) of the played arm (Ban et al. 2022, Alg. 1); the authors' code shifts
-    the label by +1 and, while t < 1000, adds every other arm's φ with label 1.2 after a reward of 0."""
+    the label by +1 and, while t < 1000, adds every other arm's φ with label 1.2 after a reward of 0 (so after round
+    1's, not round 1000's)."""
     policy = ALGORITHMS["eenet"].build(
         n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params={"code_decision": code_decision}
     )
@@ -567,19 +568,20 @@ def test_eenet_labels_the_explorers_sample_with_the_exploiters_error(code_decisi
     x = torch.tensor(arms, dtype=torch.float32)
     f1 = policy.f1.forward(policy.theta1[0], x)
     phi = ArmGradients(policy.f1, policy.theta1[0], x).rows()
-    for t, reward in ((0, 0.7), (1, 0.0)):
+    played = []
+    for t, reward in ((0, 0.7), (1, 0.0), (1000, 0.0)):
         view = Round(t, 0, arms, np.zeros(3), np.zeros(3)).view(Budget())
-        chosen = choose(policy, view)
-        learn(policy, view, chosen, reward)
-    inputs, labels = policy.explore_data[0].of(0)  # round 0's sample, round 1's, then round 1's extras
-    played = float(reward - f1[chosen]) + (1.0 if code_decision else 0.0)
-    others = [i for i in range(3) if i != chosen]
-    torch.testing.assert_close(labels[1:2], torch.tensor([played]))
+        played.append(choose(policy, view))
+        learn(policy, view, played[-1], reward)
+    inputs, labels = policy.explore_data[0].of(0)  # round 0's sample, round 1's, round 1's extras, round 1000's
+    chosen = played[1]
+    label = float(0.0 - f1[chosen]) + (1.0 if code_decision else 0.0)
+    torch.testing.assert_close(labels[1:2], torch.tensor([label]))
     torch.testing.assert_close(inputs[1], phi[chosen])
     if code_decision:  # round 1's reward 0: the two other arms' φ with label 1.2
-        torch.testing.assert_close(labels[2:], torch.tensor([1.2, 1.2]))
-        torch.testing.assert_close(inputs[2:], phi[others])
-    assert len(labels) == (4 if code_decision else 2)
+        torch.testing.assert_close(labels[2:4], torch.tensor([1.2, 1.2]))
+        torch.testing.assert_close(inputs[2:4], phi[[i for i in range(3) if i != chosen]])
+    assert len(labels) == (5 if code_decision else 3)
 
 
 def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
@@ -749,3 +751,50 @@ def test_user_learners_retrain_only_the_users_whose_history_grew_since_their_las
     assert learners.training_job() is None
     learners.history.add(3, torch.randn(3), 0.0)
     assert learners.training_job().models.tolist() == [3]
+
+
+def test_neurallinear_keeps_each_components_sums_equal_to_its_users_statistics():
+    """A_C − λI = Σ_{j∈C}(A_j − λI) and b_C = Σ_{j∈C} b_j, kept current sample by sample between refreshes."""
+    params = {"width": 4, "schedule": "code", "alpha2": 5.0}  # trains after round 0 only; edges kept (wide α₂)
+    policy = ALGORITHMS["neurallinear"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params=params)
+    rng = np.random.default_rng(1)
+    for t in range(12):
+        view = Round(t, t % 3, rng.standard_normal((2, 3)), np.zeros(2), np.zeros(2)).view(Budget())
+        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        labels = policy.clusters(0)
+        members = torch.as_tensor(labels == labels[t % 3])
+        A_C, b_C = policy._component_sums(0, t % 3)
+        eye = policy.lam[0] * torch.eye(4, dtype=torch.float64)
+        torch.testing.assert_close(A_C, (policy.A[0, members] - eye).sum(0))
+        torch.testing.assert_close(b_C, policy.b[0, members].sum(0))
+
+
+@pytest.mark.parametrize("group_mode", ["per_arm", "last_arm", "union"])
+def test_metaban_groups_are_each_arms_own_or_the_last_arms_or_their_union(group_mode):
+    """Eq. 4: N̂_i = {u : |f(x_i; θ^u) − f(x_i; θ^{u_t})| ≤ (ν − 1)γ/ν} for each arm i; the authors' code takes one
+    group a round, the last arm's (Jan 2022) or the union over the arms (Feb 2022)."""
+    policy = ALGORITHMS["metaban"].build(
+        n_users=8, n_arms=4, dim=3, seed=np.random.SeedSequence(0), params={"group_mode": group_mode, "width": 8}
+    )
+    generator = torch.Generator().manual_seed(4)
+    users = policy.users[0]
+    users.theta[:] = users.theta + 0.5 * torch.randn(users.theta.shape, generator=generator)
+    x = torch.randn(4, 3, generator=generator)
+    P = users.predict(x)
+    gap = (P - P[2]).abs().T  # user 2 served: [K, n]
+    policy.threshold[:] = float(gap.median())
+    own = gap <= float(gap.median())
+    assert len({tuple(row.tolist()) for row in own}) > 1  # the arms' groups differ
+    expected = {"per_arm": own, "last_arm": own[-1].expand_as(own), "union": own.any(0).expand_as(own)}[group_mode]
+    assert torch.equal(policy._groups(0, 2, x), expected)
+
+
+def test_mcnb_weighs_each_group_member_with_data_by_one_over_their_number():
+    """w_iu = 1/|N̂_i| over the members of arm i's group that have samples (a member without data has no gradient to
+    give), 0 for every other user."""
+    policy = ALGORITHMS["mcnb"].build(n_users=4, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params={"width": 8})
+    for user in (0, 1, 1):
+        policy.users[0].history.add(user, torch.randn(3), 1.0)
+    groups = torch.tensor([[True, True, True, False], [False, False, True, True]])  # users 2 and 3 have no data
+    weights = policy._weights(0, groups)
+    assert weights.tolist() == [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
