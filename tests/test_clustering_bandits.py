@@ -594,14 +594,7 @@ def test_each_authors_code_switch_changes_the_choices_of_a_400_round_unit(name, 
 @pytest.mark.parametrize("convention, squared", [("paper", True), ("bandpy", False)])
 def test_bass_test_radius_is_gamma_beta_squared_or_bandpys_gamma_beta(convention, squared):
     """(γβ)² (Cherkaoui, Barlier & Colin, ICML 2025) or γβ (bandpy's LBC), β the OFUL radius of log det A."""
-    spec = ALGORITHMS["bass"]
-    policy = spec.build(
-        n_users=3,
-        n_arms=4,
-        dim=5,
-        seed=np.random.SeedSequence(0),
-        params={"gamma": 0.3, "radius_convention": convention, "sigma": 0.5},
-    )
+    policy = one_member("bass", 3, 4, 5, gamma=0.3, radius_convention=convention, sigma=0.5)
     beta = oful_radius(np.array([2.0]), 5, policy.ridge, policy.sigma, policy.S, policy.delta)
     np.testing.assert_allclose(policy._radius2(np.array([2.0])), (0.3 * beta) ** 2 if squared else 0.3 * beta)
 

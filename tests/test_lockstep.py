@@ -412,7 +412,9 @@ class CrashingCheckpoints(Checkpoints):
 class LoadedCheckpoints(Checkpoints):
     """Records the round of every checkpoint it loads."""
 
-    loaded: list = []
+    def __init__(self, folder, every: int):
+        super().__init__(folder, every)
+        self.loaded = []
 
     def load(self, unit):
         state = super().load(unit)
@@ -454,7 +456,6 @@ def test_a_group_whose_members_lack_a_common_checkpoint_round_starts_again_from_
         run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 30))
     (tmp_path / "checkpoints" / f"{group[0].id}.npz").unlink()  # the others hold round 60
     resumed = LoadedCheckpoints(tmp_path, 30)
-    resumed.loaded = []
     assert [table_bytes(r.outcome) for r in run_group(group, dataset, checkpoints=resumed)] == uninterrupted
     assert resumed.loaded == [None, 60, 60]
 
@@ -486,10 +487,8 @@ def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(
     with pytest.raises(KeyboardInterrupt):
         run_group(group, dataset, checkpoints=CrashingCheckpoints(together, 30))
     as_group = LoadedCheckpoints(alone, 30)
-    as_group.loaded = []
     assert [table_bytes(r.outcome) for r in run_group(group, dataset, checkpoints=as_group)] == expected
     as_units = LoadedCheckpoints(together, 30)
-    as_units.loaded = []
     assert [table_bytes(run_unit(unit, dataset, checkpoints=as_units).outcome) for unit in group] == expected
     assert as_group.loaded == as_units.loaded == [60] * 3
 
@@ -512,7 +511,6 @@ def test_a_policy_written_for_one_unit_runs_in_a_group_one_object_per_member(dat
     with pytest.raises(KeyboardInterrupt):
         run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 40, members=2))
     resumed = LoadedCheckpoints(tmp_path, 40)
-    resumed.loaded = []
     for unit, result in zip(group, run_group(group, dataset, checkpoints=resumed)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
     assert resumed.loaded == [80, 80]

@@ -152,16 +152,22 @@ def test_round_robin_with_a_guaranteed_positive_gives_each_user_one_listened_art
     assert sum((first[:, None] == second[None]).all(axis=2).any(axis=1)) >= 24
 
 
+def artists_shown_by_id(dataset, seed: int):
+    """The round-robin environment of ``dataset`` whose arms show their artist's id as their one context value."""
+    from banditbench.envs import PROTOCOLS
+
+    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(seed))
+    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]
+    return env
+
+
 def test_the_guaranteed_artist_is_any_of_the_users_listened_artists_alike(tmp_path):
     """With K = 2 (one shared random artist, one guaranteed), each of a user's 10–15 listened artists is the
     guaranteed one in about 1/count of its rounds: over 1 000 steps every one shows up, rewarded, at least 40 times
     (about 80 expected; the last one, were it never drawn, only about 20, as a shared artist)."""
-    from banditbench.envs import PROTOCOLS
-
     dataset = ghosh_lastfm(tmp_path, guaranteed_positive=True)
     dataset.manifest["parameters"]["arms"] = 2
-    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(2))
-    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]  # each arm shows its artist's id
+    env = artists_shown_by_id(dataset, 2)
     shown = {user: Counter() for user in range(env.n_users)}
     for r in env.rounds(1000 * env.n_users):
         shown[r.user].update(int(arm[0]) for arm, reward in zip(r.arms, r.rewards) if reward == 1)
@@ -170,16 +176,12 @@ def test_the_guaranteed_artist_is_any_of_the_users_listened_artists_alike(tmp_pa
 
 
 def test_the_guaranteed_artist_takes_any_slot_and_the_shared_artists_are_distinct(tmp_path):
-    from banditbench.envs import PROTOCOLS
-
     dataset = ghosh_lastfm(tmp_path, guaranteed_positive=True)
-    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(3))
-    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]  # each arm shows its artist's id
+    env = artists_shown_by_id(dataset, 3)
     for r in env.rounds(20 * env.n_users):  # 24 shared artists drawn without replacement, and the guaranteed one
         assert len(set(r.arms[:, 0])) >= 24
     dataset.manifest["parameters"]["arms"] = 2  # one shared artist and the guaranteed one, in either slot
-    env = PROTOCOLS["round-robin"].environment(dataset, np.random.SeedSequence(3))
-    env.arms_table = np.arange(env.n_items, dtype=float)[:, None]
+    env = artists_shown_by_id(dataset, 3)
     slots, N = [], env.n_users
     rounds = list(env.rounds(500 * N))
     for step in range(500):
