@@ -323,6 +323,21 @@ def test_neuucb_ind_trains_every_user_whose_history_grew_or_the_served_one_only(
     assert moved == ([False, False, False, True] if train_served_only else [True] * 4)
 
 
+def test_neuucb_ind_does_not_retrain_a_user_whose_history_has_not_grown_since_its_last_training():
+    """After round 9 trains all four users, rounds 10–19 serve user 0 alone: round 19 trains user 0 only."""
+    policy = ALGORITHMS["neuucb-ind"].build(
+        n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params={"schedule": "paper"}
+    )
+    rng = np.random.default_rng(2)
+    for t, user in enumerate([0, 1, 2, 0, 1, 2, 0, 1, 2, 3] + [0] * 10):
+        if t == 10:
+            trained = policy.theta[0].clone()
+        view = Round(t, user, rng.standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
+        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+    moved = [not torch.equal(policy.theta[0, u], trained[u]) for u in range(4)]
+    assert moved == [True, False, False, False]
+
+
 @pytest.mark.parametrize(
     "settings",
     [
@@ -359,6 +374,24 @@ def test_stacked_single_sample_loops_give_each_network_what_training_it_alone_gi
     # the stack mixes networks that stop at the end of a pass with networks that run to the step limit
     stopped = [torch.equal(a, b) for a, b in zip(trained, alone(90)[0])]
     assert any(stopped) and not all(stopped)
+
+
+def test_single_sample_loop_stops_at_the_first_pass_whose_mean_loss_is_within_the_tolerance():
+    """The Ban-family loop stops at the end of a pass whose mean squared loss is ≤ the tolerance (the authors' loops
+    divide the pass's loss by its length): here every sample's loss is 0.028² ≈ 7.8e-4 ≤ 1e-3 while the pass of four
+    sums to 3.1e-3, so training stops after four steps."""
+    mlp, theta, _ = network(bias=True, depth=2, dim=4)
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(2))
+    r = mlp.forward(theta, x) + 0.028  # off by 0.028 everywhere; lr 1e-4 barely moves it in a pass
+
+    def trained(max_steps: int, tolerance: float = 1e-3) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(5)
+        return train_passes_each(
+            mlp, theta[None], [(x, r)], [generator], lr=1e-4, optimiser="sgd", max_steps=max_steps, tolerance=tolerance
+        )[0]
+
+    assert torch.equal(trained(100), trained(4))
+    assert not torch.equal(trained(4), trained(8, tolerance=1e-4))  # a fifth step would have moved θ
 
 
 def test_full_covariance_is_refused_when_it_would_not_fit():
@@ -799,3 +832,18 @@ def test_mcnb_weighs_each_group_member_with_data_by_one_over_their_number():
     groups = torch.tensor([[True, True, True, False], [False, False, True, True]])  # users 2 and 3 have no data
     weights = policy._weights(0, groups)
     assert weights.tolist() == [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("code", [False, True])
+def test_mcnb_updates_the_chosen_arms_group_or_in_the_code_the_last_arms_group_of_its_adaptation(code, monkeypatch):
+    """Algorithm 1 updates Θ with the chosen arm's group N̂_î; the authors' code adapts Θ arm by arm in place (every
+    10th round) and keeps the group left from the last arm, which its update then uses whatever arm was chosen."""
+    params = {"width": 8, "meta_every_10th_in_place": code}
+    policy = ALGORITHMS["mcnb"].build(n_users=4, n_arms=3, dim=3, seed=np.random.SeedSequence(0), params=params)
+    groups = torch.tensor([[[True, False, False, False], [False, True, True, False], [False, False, True, True]]])
+    monkeypatch.setattr(policy, "_clusters", lambda served, x: groups)
+    monkeypatch.setattr(policy, "_ucb", lambda served, x, thetas: torch.tensor([[1.0, 0.0, 0.0]]))
+    arms = np.eye(3)
+    assert choose(policy, Round(0, 0, arms, np.zeros(3), np.zeros(3)).view(Budget())) == 0
+    group, _, arm = policy._picked[0]
+    assert arm == 0 and torch.equal(group, groups[0, 2] if code else groups[0, 0])
