@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from conftest import banditbench, banditbench_here
 
-from banditbench.errors import SettingError
+from banditbench.errors import SettingError, UserError
 from banditbench.report import check as gate
 from banditbench.report import stats
 from banditbench.report.formats import to_markdown, write_files
@@ -541,10 +541,30 @@ def test_a_baseline_records_each_datasets_own_rounds_and_each_algorithms_seeds(t
     }
 
 
-def test_a_tolerance_of_zero_is_the_strictest_gate_and_a_negative_one_is_refused():
+@pytest.mark.parametrize("text", ["-1%", "nan", "inf", "inf%"])
+def test_a_tolerance_of_zero_is_the_strictest_gate_and_a_negative_or_infinite_one_is_refused(text):
+    """An infinite tolerance would pass every regression, so it is refused as a negative one is."""
     assert gate.parse_tolerance("0") == gate.parse_tolerance("0%") == 0.0
     with pytest.raises(SettingError):
-        gate.parse_tolerance("-1%")
+        gate.parse_tolerance(text)
+
+
+def test_check_notes_improvements_and_new_algorithms_without_failing(tmp_path):
+    before = build_report(load_results([write_results(tmp_path / "before", {"a": [10.0, 12.0]})]))
+    after = build_report(load_results([write_results(tmp_path / "after", {"a": [8.0, 10.0], "b": [20.0, 22.0]})]))
+    outcome = gate.check(after, gate.baseline_entries(before), 0.05)
+    assert outcome.failures == []
+    assert outcome.notes == [
+        "a on toy: final regret 11 → 9 (-18.2 %, tolerance 5 %)",
+        "b on toy: new, not in the baseline",
+    ]
+
+
+def test_a_json_file_without_the_baseline_version_key_is_not_read_as_a_baseline(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"datasets": {"toy": {"a": {"metric": "final_regret", "value": 1.0, "rounds": 9}}}}))
+    with pytest.raises(UserError, match="not a banditbench baseline"):
+        gate.load_baseline(path)
 
 
 def test_check_on_ctr_fails_when_ctr_falls(tmp_path, report_cli):
