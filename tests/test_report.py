@@ -180,7 +180,20 @@ def test_a_tie_with_the_best_is_marked(tmp_path):
     rows = build_report(load_results([folder])).summary.set_index("algorithm")
     assert rows.loc["a", "best"] and rows.loc["b", "tied_with_best"] and not rows.loc["c", "tied_with_best"]
     assert rows.loc["b", "p_vs_best"] > 0.05
+    pair = build_report(load_results([folder])).comparisons.set_index(["a", "b"]).loc[("a", "c")]
+    assert (
+        rows.loc["c", "p_vs_best"] == pair["t_p_holm"] == pytest.approx(3 * pair["t_p"])
+    )  # Holm: the least of 3 p-values × 3
     assert "| b | 5 | 300.10 ± 156.93 †" in to_markdown(build_report(load_results([folder])))
+
+
+def test_a_grid_cell_takes_its_algorithms_role_and_one_seed_shows_no_spread(tmp_path):
+    folder = write_results(tmp_path / "r", {"linucb-ind[alpha=0.1]": [12.0], "mine": [10.0]})
+    report = build_report(load_results([folder]))
+    rows = report.summary.set_index("algorithm")
+    assert rows.loc["linucb-ind[alpha=0.1]", "role"] == "baseline" and rows.loc["mine", "role"] == "proposed"
+    assert rows.loc["mine", "improvement_pct"] == pytest.approx(100 * 2 / 12)
+    assert "| mine | 1 | **10.00** | – |" in to_markdown(report)  # no "± nan"
 
 
 def test_a_two_seed_table_and_a_zero_variance_pair_warn_instead_of_printing_p_values(tmp_path):
@@ -250,17 +263,21 @@ def test_ctr_runs_are_detected_and_ranked_by_highest_ctr(tmp_path):
 
     folder = write_results(
         tmp_path / "r",
-        {"random": [0.0] * 3, "mine": [0.0] * 3},
+        {"random": [0.0] * 3, "linucb-ind": [0.0] * 3, "mine": [0.0] * 3},
         rounds=rounds,
-        extra={"random": slates(1), "mine": slates(4)},
+        extra={"random": slates(1), "linucb-ind": slates(2), "mine": slates(4)},
     )
     report = build_report(load_results([folder]))
     assert report.results.kinds == {"toy": "ctr"}
     rows = report.summary.set_index("algorithm")
     assert rows.loc["mine", "ctr_mean"] == pytest.approx(40 * 4 / 5)  # Σ_t clicks/m = 32
     assert rows.loc["mine", "ctr_regret_mean"] == pytest.approx(0.9 * 40 - 32)
-    assert rows.loc["mine", "best"] and rows.loc["mine", "improvement_pct"] == pytest.approx(300.0)  # 32 vs 8
+    # the best baseline is the one of highest CTR: linucb-ind's 16, not random's 8
+    assert rows.loc["mine", "best"] and rows.loc["mine", "improvement_pct"] == pytest.approx(100.0)
     assert "regret vs 0.9/round" in to_markdown(report)
+    # every seed clicks alike, so each round's CTR interval is the point itself
+    last = curves(report.results).set_index(["algorithm", "t"]).loc[("mine", rounds - 1)]
+    assert last["cumulative_ctr_ci_low"] == last["cumulative_ctr_mean"] == last["cumulative_ctr_ci_high"] == 32
 
 
 def test_cost_columns_include_extra_timing_columns(tmp_path):
