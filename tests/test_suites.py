@@ -243,6 +243,18 @@ def summary_of(means: dict[str, dict[str, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_normalised_regret_leaves_out_the_oracle_and_divides_by_no_zero():
+    """The oracle's zero regret would make every ratio to the best infinite: it is a reference line, left out. A
+    best or random regret that is still zero (a dataset solved outright) gives no ratio, NaN, rather than inf."""
+    summary = summary_of({"a": {"random": 100.0, "x": 20.0, "oracle": 0.0}, "b": {"random": 0.0, "x": 3.0}})
+    summary["reference"] = summary["algorithm"] == "oracle"
+    table = normalised_regret(summary).set_index(["dataset", "algorithm"])
+    assert "oracle" not in table.index.get_level_values("algorithm")
+    assert table.loc[("a", "x"), "to_best"] == 1.0 and table.loc[("a", "random"), "to_best"] == 5.0
+    assert table.loc[("b", "x"), ["to_best", "to_random"]].isna().all()
+    assert table.loc[("mean", "x"), "to_random"] == 0.2  # the mean skips the dataset without a ratio
+
+
 def test_normalised_regret_divides_by_random_and_by_the_best_and_ties_share_the_best():
     summary = summary_of({"a": {"random": 100.0, "x": 20.0, "y": 20.0}, "b": {"random": 10.0, "x": 5.0, "y": 2.5}})
     table = normalised_regret(summary).set_index(["dataset", "algorithm"])
@@ -261,3 +273,9 @@ def test_the_performance_profile_is_the_share_of_datasets_within_tau_of_the_best
     at = {a: curve.set_index("tau")["share"] for a, curve in profile.groupby("algorithm")}
     assert at["y"].iloc[0] == 1.0 and at["x"].iloc[0] == 0.5  # τ = 1: y is best on both, x on one
     assert at["x"][at["x"].index >= 2.0].min() == 1.0 and at["random"][at["random"].index < 4.0].max() == 0.0
+
+
+def test_the_performance_profile_counts_a_dataset_without_an_algorithm_as_not_within_any_tau():
+    summary = summary_of({"a": {"random": 100.0, "x": 20.0}, "b": {"random": 10.0}})
+    at = performance_profile(normalised_regret(summary)).groupby("algorithm")["share"].max()
+    assert at["x"] == 0.5 and at["random"] == 1.0
