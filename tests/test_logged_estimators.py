@@ -56,6 +56,14 @@ def test_replay_intervals_are_wilson_score_intervals_within_the_reward_range():
     assert no_click.value == 0 and np.isnan(no_click.low) and np.isnan(no_click.high)  # not a certain [0, 0]
 
 
+def test_a_replay_of_graded_rewards_takes_the_normal_interval_of_their_mean():
+    """Wilson's interval is for 0/1 clicks; rewards such as ratings get the mean's normal interval."""
+    graded = ope.replay(np.array([0.5, 1.0, 0.0, 0.25]))
+    se = np.std([0.5, 1.0, 0.0, 0.25], ddof=1) / 2
+    assert graded.value == 0.4375 and graded.se == pytest.approx(se)
+    assert (graded.low, graded.high) == pytest.approx((0.4375 - 1.959964 * se, 0.4375 + 1.959964 * se))
+
+
 def test_the_lift_is_a_ratio_with_a_delta_method_interval():
     a, b = ope.Estimate(0.02, 0.01, 0.03, 100, 0.005), ope.Estimate(0.01, 0.005, 0.015, 100, 0.0025)
     value, low, high = ope.ratio(a, b)
