@@ -151,6 +151,25 @@ def test_a_units_replay_reads_its_kept_events_and_the_weights_its_matched_ones()
     assert (estimates["IPS"].value, estimates["SNIPS"].value) == pytest.approx((4 / 6, 4 / 24))
 
 
+def test_a_units_doubly_robust_corrects_the_model_of_its_choice_by_the_logged_arms_residual():
+    """DR term = q̂(π) + w (r − q̂(a_t)): the reward model's estimate of the policy's choice, plus the weighted residual
+    of its estimate of the logged arm; here q̂(π) = 0.3 and q̂(a_t) = 0.6, the one matched event (w = 2) has r = 1."""
+    frame = unit([True, False], [True, False], [1.0, 0.0], [0.5, 0.5]).assign(
+        estimate_logged=[0.6, 0.6], estimate_chosen=[0.3, 0.3]
+    )
+    estimates = unit_estimates(frame, (0.0, 1.0))
+    assert estimates["DM"].value == pytest.approx(0.3)
+    assert estimates["DR"].value == pytest.approx(0.3 + (2 * (1.0 - 0.6)) / 2)
+
+
+def test_the_logged_table_bounds_intervals_by_the_logs_reward_range():
+    """Ratings from 1 to 5: the interval of a mean near 5 reaches above 1 and is cut at 5, the range's top."""
+    ratings = [5.0, 4.0, 5.0, 5.0, 3.0, 5.0]
+    frame = unit([True] * 6, [True] * 6, ratings, [0.5] * 6).assign(dataset="log", algorithm="a", seed=0)
+    table = logged_table(frame, {"log": {"reward_range": [1.0, 5.0]}}, ["a"]).set_index("estimator")
+    assert table.loc["replay", "ci_low"] > 1.0 and table.loc["replay", "ci_high"] == 5.0
+
+
 def test_the_mean_over_seeds_leaves_out_a_seed_without_an_estimate():
     defined = ope.Estimate(0.4, 0.3, 0.5, 100, 0.05)
     assert mean_estimate([defined, ope.Estimate.undefined()]) == defined
