@@ -215,6 +215,7 @@ def test_the_propensity_summary_reads_real_candidates_and_each_rows_weights():
     for variant in ips.VARIANTS:
         summary = ips.propensity_summary(variant, p, np.array([0, 0]), np.array([[1, 2], [1, 3]]))
         assert (summary["ess"], summary["ess_per_row_mean"]) == pytest.approx((50 / 17, 25 / 17)), variant
+        assert summary["weights"] == 4 and summary["ess_share"] == pytest.approx(50 / 17 / 4), variant
     padded = ips.propensity_summary("empirical", p, np.array([0]), np.array([[2, 3, 0]]))
     assert padded["mean"] == padded["min"] == 0.25 and padded["quantiles"] == [0.25] * len(padded["quantiles"])
 
