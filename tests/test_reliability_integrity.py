@@ -20,7 +20,7 @@ from test_reliability import SETTINGS, main, run, shards, tree  # noqa: E402
 
 from banditbench import api  # noqa: E402
 from banditbench.errors import UserError  # noqa: E402
-from banditbench.results.shards import config_sha256  # noqa: E402
+from banditbench.results.shards import BrokenShard, config_sha256, non_finite  # noqa: E402
 from banditbench.runner.experiment import execute, plan, prepare_output  # noqa: E402
 from banditbench.runner.settings import RunSettings  # noqa: E402
 
@@ -136,6 +136,48 @@ def test_a_shard_edited_with_its_checksums_forged_to_match_is_run_again_by_resum
     forge_record(path)
     ran, warnings = resume(data_dir, out)
     assert ran == [unit] and says in warnings[0] and shards(out) == clean
+
+
+@pytest.mark.parametrize("edited", ["configuration", "its-checksum"])
+def test_a_shard_whose_configuration_and_its_checksum_disagree_is_refused(edited, done, capsys):
+    """The metadata's unit configuration, the metadata's checksum of it and the record's must all agree: an edit of
+    either one alone, with the files' checksums forged to match, is refused."""
+    out, _ = done
+    path = out / "shards" / "linucb-ind-seed0.parquet"
+    table = pq.read_table(path)
+    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
+    unit["params"]["alpha"] = 0.5
+    edit = {"unit": unit} if edited == "configuration" else {"unit_sha256": config_sha256(unit)}
+    pq.write_table(with_metadata(table, **edit), path)
+    forge_record(path)
+    assert "linucb-ind-seed0.parquet: its configuration does not match its checksum record" in refused(out, capsys)
+
+
+def test_resume_runs_again_a_shard_holding_another_configuration_of_its_unit(done, data_dir):
+    out, clean = done
+    path = out / "shards" / "linucb-ind-seed0.parquet"
+    table = pq.read_table(path)
+    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
+    unit["params"]["alpha"] = 0.5  # every checksum forged to match
+    pq.write_table(with_metadata(table, unit=unit, unit_sha256=config_sha256(unit)), path)
+    forge_record(path, unit_sha256=config_sha256(unit))
+    ran, warnings = resume(data_dir, out)
+    assert ran == ["linucb-ind-seed0"] and "another unit's configuration" in warnings[0] and shards(out) == clean
+
+
+def test_resume_runs_again_a_shard_whose_timing_sidecar_is_gone(done, data_dir):
+    out, clean = done
+    (out / "shards" / "random-seed1.timing.parquet").unlink()
+    ran, warnings = resume(data_dir, out)
+    assert ran == ["random-seed1"] and "timing sidecar random-seed1.timing.parquet is missing" in warnings[0]
+    assert shards(out) == clean
+
+
+def test_a_logs_shard_may_leave_the_reward_of_a_skipped_event_undefined_but_not_of_a_kept_one():
+    """A log's evaluator observes no reward where it skips an event (NaN in the shard); a kept event's is finite."""
+    non_finite(pa.table({"reward": [1.0, np.nan], "kept": [True, False]}), logged=True)
+    with pytest.raises(BrokenShard, match="'reward' holds nan at round 1"):
+        non_finite(pa.table({"reward": [1.0, np.nan], "kept": [True, True]}), logged=True)
 
 
 def test_a_shard_whose_record_is_renamed_to_another_seed_is_the_same_unit_twice(done, capsys):
