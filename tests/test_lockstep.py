@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,26 @@ def test_units_engine_runs_every_unit_alone_and_lockstep_groups_the_seeds_of_a_c
     # fewer configurations than workers: a configuration's seeds are split into near-equal groups
     assert [len(g) for g in group_units(units("neuucb-one", 5), "lockstep", workers=2)] == [2, 3]
     assert [len(g) for g in group_units(units("neuucb-one", 2), "lockstep", workers=8)] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("dataset", "other"),
+        ("protocol", "cosine"),
+        ("master_seed", 1),
+        ("rounds", 151),
+        ("budget", 5),
+        ("tuning", True),
+        ("env", {"users": 4}),
+    ],
+)
+def test_units_that_differ_in_more_than_seed_and_member_hyper_parameters_never_share_a_group(field, value):
+    # a group plays every member on its first unit's problem, rounds and budget: another configuration's unit among
+    # them would run wrongly
+    first, second = units("linucb-ind", 2)
+    other = replace(second, **{field: value})
+    assert group_units([first, other], "lockstep") == [[first], [other]]
 
 
 @pytest.mark.parametrize("algorithm,base,rounds", [(algorithm, {}, 150) for algorithm in LOCKSTEP] + OTHER_PATHS)
@@ -433,16 +454,19 @@ class LoadedCheckpoints(Checkpoints):
         # the environment's blocks of 1 024 rounds: checkpoints at 700 and 1 400 write part of a block, and the
         # resumed group starts within the second block
         ("dynucb", {}, 2600, 700),
+        ("linucb-ind", {}, 1100, 512),  # the resumed group starts on the boundary of the environment's second block
     ],
 )
 def test_a_lockstep_group_resumes_from_its_checkpoints_to_the_same_shards(
-    dataset, tmp_path, algorithm, params, rounds, every
+    dataset, tmp_path, capsys, algorithm, params, rounds, every
 ):
     group = units(algorithm, 3, rounds=rounds, params=params)
     uninterrupted = run_group(group, dataset)
     with pytest.raises(KeyboardInterrupt):
         run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, every))
+    capsys.readouterr()
     resumed = run_group(group, dataset, checkpoints=Checkpoints(tmp_path, every))
+    assert "restarts from round 0" not in capsys.readouterr().err  # it continued from its checkpoints
     for unit, before, after in zip(group, uninterrupted, resumed):
         assert table_bytes(before.outcome) == table_bytes(after.outcome)
         if algorithm not in NEURAL:  # the ridge family's stacked products are exact; a network's, tests/ties.py
