@@ -8,6 +8,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from banditbench.algos.sclub import SCLUB
 from banditbench.data import load_dataset, synthetic
 from banditbench.envs import PROTOCOLS
 from banditbench.envs.round import Budget, Round, RoundView, each_round
+from banditbench.runner import unit as runner_unit
 from banditbench.runner.checkpoint import Checkpoints
 from banditbench.runner.engines import group_units
 from banditbench.runner.settings import RunSettings
@@ -517,6 +519,51 @@ def test_checkpoints_saved_in_one_grouping_resume_in_another_to_the_same_shards(
     assert as_group.loaded == as_units.loaded == [60] * 3
 
 
+def test_a_groups_progress_adds_up_to_its_units_rounds(dataset):
+    # the progress bar's total is units × rounds; 2 300 rounds end within a block of PROGRESS_EVERY
+    reported = []
+    run_group(units("linucb-ind", 3, rounds=2300), dataset, progress=reported.append)
+    assert sum(reported) == 3 * 2300
+
+
+def test_a_resumed_groups_progress_adds_up_to_its_units_rounds(dataset, tmp_path):
+    # resumed at round 1 500, within a block of PROGRESS_EVERY: the rounds before it are reported once
+    group = units("linucb-ind", 3, rounds=2300)
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 750))
+    reported, resumed = [], LoadedCheckpoints(tmp_path, 750)
+    run_group(group, dataset, progress=reported.append, checkpoints=resumed)
+    assert resumed.loaded == [1500] * 3 and sum(reported) == 3 * 2300
+
+
+@pytest.fixture
+def ticking_clock(monkeypatch):
+    """The round loop's clock advances by one second each time it is read: the timings are exact counts."""
+    ticks = itertools.count()
+    monkeypatch.setattr(runner_unit, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+
+
+def test_each_unit_of_a_group_is_charged_an_equal_share_of_its_select_and_update_time(dataset, ticking_clock):
+    # the group's select and its update each read the clock twice, one tick apart, every round
+    for result in run_group(units("linucb-ind", 4, rounds=50), dataset):
+        assert result.timing["select_seconds"].to_pylist() == [0.25] * 50
+        assert result.timing["update_seconds"].to_pylist() == [0.25] * 50
+
+
+def test_a_resumed_groups_timings_and_wall_time_are_those_of_an_uninterrupted_run(dataset, tmp_path, ticking_clock):
+    # the rounds before the checkpoint keep the shares they were saved with, and the wall time before it is added
+    group = units("linucb-ind", 3, rounds=100)
+    uninterrupted = run_group(group, dataset, checkpoints=Checkpoints(tmp_path / "whole", 30))
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path / "resumed", 30))
+    loaded = LoadedCheckpoints(tmp_path / "resumed", 30)
+    resumed = run_group(group, dataset, checkpoints=loaded)
+    assert loaded.loaded == [60] * 3
+    for before, after in zip(uninterrupted, resumed):
+        assert table_bytes(after.timing) == table_bytes(before.timing)
+        assert after.wall_seconds == before.wall_seconds
+
+
 @pytest.fixture
 def plugin():
     """The example plug-in ε-greedy, registered for one test."""
@@ -538,6 +585,28 @@ def test_a_policy_written_for_one_unit_runs_in_a_group_one_object_per_member(dat
     for unit, result in zip(group, run_group(group, dataset, checkpoints=resumed)):
         assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
     assert resumed.loaded == [80, 80]
+
+
+def test_a_checkpoint_that_loads_but_breaks_its_policy_restarts_every_member_with_a_warning_each(
+    dataset, tmp_path, capsys, plugin
+):
+    # member 1's regression vector planted with the wrong length: it loads, then fails the group's next round
+    from test_reliability_integrity import forged
+
+    group = [Unit("synthetic", "linear", plugin, {"epsilon": 0.1}, 0, i, 90, None) for i in range(2)]
+    with pytest.raises(KeyboardInterrupt):
+        run_group(group, dataset, checkpoints=CrashingCheckpoints(tmp_path, 40, members=2))
+    checkpoints = Checkpoints(tmp_path, 40)
+    forged(checkpoints.path(group[1]), lambda state: state["policy"].update(b=np.zeros(2)))
+    capsys.readouterr()
+    restarted = run_group(group, dataset, checkpoints=checkpoints)
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 2
+    for unit, warning in zip(group, warnings):
+        assert warning.startswith(f"warning: checkpoint {checkpoints.path(unit)} is unusable")
+        assert "failed after resuming from it: ValueError" in warning and warning.endswith("restarts from round 0")
+    for unit, result in zip(group, restarted):
+        assert table_bytes(result.outcome) == table_bytes(run_unit(unit, dataset).outcome), unit.id
 
 
 # the protocols whose environments hand out blocks of rounds (``env.blocks``), and the dataset each is tested on
