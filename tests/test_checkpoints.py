@@ -50,6 +50,18 @@ class Resumed(Checkpoints):
         return self.loaded
 
 
+class Saved(Checkpoints):
+    """Records the round of every checkpoint it saves."""
+
+    def __init__(self, folder, every: int):
+        super().__init__(folder, every)
+        self.rounds = []
+
+    def save(self, unit, state):
+        super().save(unit, state)
+        self.rounds.append(state["t"])
+
+
 def resumes_identically(unit: Unit, dataset, folder: Path, every: int = EVERY) -> None:
     uninterrupted = run_unit(unit, dataset)
     with pytest.raises(Interrupted):
@@ -146,6 +158,13 @@ def test_every_slate_policy_resumes_identically_on_two_stage_rounds(algorithm, m
     }
     unit = unit_of(algorithm, "mind", "twostage", env=settings, budget=20, rounds=50, **often)
     resumes_identically(unit, mind, tmp_path, every=20)
+
+
+def test_a_unit_saves_a_checkpoint_every_so_many_rounds_but_not_after_its_last(dataset, tmp_path):
+    # a checkpoint of the whole unit could never be resumed (check_state refuses its round); the shard follows at once
+    saving = Saved(tmp_path, 25)
+    run_unit(unit_of("linucb-ind", "synthetic", "linear"), dataset, checkpoints=saving)
+    assert saving.rounds == [25, 50, 75]
 
 
 def test_every_registered_algorithm_is_covered():
