@@ -328,6 +328,18 @@ def edited_in_place(path: Path, text: bytes, by: bytes) -> None:
     np.savez(path, **entries)
 
 
+def array_edited(path: Path, change) -> None:
+    """Replace the checkpoint's array of rewards by ``change`` of it, leaving its checksum as it was."""
+    from banditbench.runner.checkpoint import read
+
+    rewards = read(path)["columns"]["rewards"].tobytes()
+    with np.load(path) as npz:
+        entries = {name: npz[name] for name in npz.files}
+    name = next(name for name, array in entries.items() if array.tobytes() == rewards)
+    entries[name] = change(entries[name])
+    np.savez(path, **entries)
+
+
 def wrong_policy_shape(state):
     state["policy"]["stats"]["A_inv"] = np.ones((3, 3))  # does not fit the member's slice it is copied into
 
@@ -342,6 +354,10 @@ def wrong_policy_shape(state):
         (lambda p: forged(p, lambda s: s.update(t="x")), "round 'x' is not a round"),
         (lambda p: forged(p, lambda s: s.update(t=199_999)), "round 199999 is not a round"),
         (lambda p: forged(p, lambda s: s.update(t=True)), "round True is not a round"),
+        (lambda p: forged(p, lambda s: s.update(t=100)), "round 100 is not a round between 1 and 99"),
+        (lambda p: array_edited(p, lambda a: a + 1.0), "checksum does not match"),
+        (lambda p: array_edited(p, lambda a: a.view(np.int64)), "checksum does not match"),  # the same bytes
+        (lambda p: array_edited(p, lambda a: a.reshape(50, 2)), "checksum does not match"),  # the same bytes
         (lambda p: forged(p, lambda s: s["columns"].update(rewards=np.zeros(50))), "'rewards' has shape (50,)"),
         (lambda p: forged(p, lambda s: s["columns"].update(chosen_arms=np.zeros(100))), "is float64[100], not int64"),
         (lambda p: forged(p, lambda s: s["columns"].pop("users")), "are not the unit's"),
@@ -349,7 +365,9 @@ def wrong_policy_shape(state):
             lambda p: forged(p, lambda s: s.update(unit=s["unit"].replace('"seed_index": 1', '"seed_index": 2'))),
             "belongs to another run",
         ),
+        (lambda p: forged(p, lambda s: s["diagnostics"].update(clusters=np.zeros(50))), "'clusters' has shape (50,)"),
         (lambda p: forged(p, lambda s: s.update(wall_seconds="x")), "wall time 'x'"),
+        (lambda p: forged(p, lambda s: s.update(torch_rng=np.zeros(4))), "torch RNG state is not a byte array"),
         (lambda p: forged(p, wrong_policy_shape), "does not fit linucb-ind"),
     ],
     ids=[
@@ -360,11 +378,17 @@ def wrong_policy_shape(state):
         "t-string",
         "t-too-large",
         "t-bool",
+        "t-last-round",
+        "array-edited",
+        "array-retyped",
+        "array-reshaped",
         "column-short",
         "column-dtype",
         "column-missing",
         "another-run",
+        "diagnostics-short",
         "wall-time",
+        "torch-rng",
         "policy-array-shape",
     ],
 )
