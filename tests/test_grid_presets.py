@@ -10,6 +10,7 @@ import pytest
 from conftest import banditbench
 
 from banditbench import presets
+from banditbench.envs import PROTOCOLS
 from banditbench.errors import UserError
 from banditbench.presets import resolve
 from banditbench.report.formats import tuned_note
@@ -18,8 +19,9 @@ from banditbench.results.shards import read_shard
 from banditbench.results.units import Unit, params_hash
 from banditbench.runner import grid
 from banditbench.runner.experiment import execute, plan, prepare_output
-from banditbench.runner.seeds import unit_streams
+from banditbench.runner.seeds import TUNING_KEY, unit_streams
 from banditbench.runner.settings import RunSettings
+from banditbench.runner.unit import run_unit
 
 
 def planned(data_dir, **settings):
@@ -74,6 +76,24 @@ def test_tuning_seeds_never_overlap_report_seeds(data_dir):
     report = stream_states(experiment.report_units("linucb-ind", {"alpha": 1.0, "ridge": 1.0}))
     assert len(tuning) == 4 and len(report) == 5 and not tuning & report
     assert all(u.id.endswith(f"tune{u.seed_index}") for u in experiment.tuning_units)
+
+
+@pytest.mark.parametrize("tuning", [False, True], ids=["report", "tuning"])
+def test_seed_index_i_splits_the_documented_child_of_the_master_seed_into_environment_and_policy(tuning):
+    # docs/architecture.md, "Seeds": report seed i is SeedSequence(master).spawn's i-th child, tuning seed i the child
+    # under (TUNING_KEY, i); pinned, so that a unit's streams stay the same across versions
+    child = np.random.SeedSequence(7, spawn_key=(TUNING_KEY, 3)) if tuning else np.random.SeedSequence(7).spawn(4)[3]
+    streams = unit_streams(7, 3, tuning)
+    assert [s.generate_state(4).tolist() for s in streams] == [s.generate_state(4).tolist() for s in child.spawn(2)]
+
+
+@pytest.mark.parametrize("tuning", [False, True], ids=["report", "tuning"])
+def test_a_unit_plays_the_rounds_of_its_own_seed_streams_environment(dataset, tuning):
+    # a tuning unit must not replay the users and noise of the report unit of the same seed index
+    unit = Unit("synthetic", "linear", "random", {}, 0, 1, 50, None, tuning=tuning)
+    environment = PROTOCOLS["linear"].environment(dataset, unit_streams(0, 1, tuning)[0])
+    played = run_unit(unit, dataset).outcome
+    assert played["user"].to_pylist() == [rnd.user for rnd in environment.rounds(50)]
 
 
 def test_tuning_on_the_first_rounds_runs_short_tuning_units_and_full_report_units(data_dir, tmp_path):
