@@ -15,7 +15,7 @@ from banditbench.errors import UserError
 from banditbench.presets import resolve
 from banditbench.report.formats import tuned_note
 from banditbench.report.tables import load_experiment
-from banditbench.results.shards import read_shard
+from banditbench.results.shards import read_shard, shard_path
 from banditbench.results.units import Unit, params_hash
 from banditbench.runner import grid
 from banditbench.runner.experiment import execute, plan, prepare_output
@@ -161,6 +161,47 @@ def test_cells_tied_on_the_tuning_seeds_go_to_the_first_of_the_grid(data_dir, tm
     assert json.loads((out / "manifest.json").read_text())["tuning"]["linucb-ind"]["chosen"]["alpha"] == 3.0
 
 
+def test_two_algorithms_tuned_on_the_same_grid_are_each_chosen_on_their_own_tuning_shards(
+    data_dir, tmp_path, monkeypatch
+):
+    from banditbench.runner import experiment as running
+
+    params = ["linucb-ind.alpha=0.1,1", "linucb-one.alpha=0.1,1"]  # the same cells: {alpha, ridge} alike
+    experiment = planned(data_dir, algos=["linucb-ind", "linucb-one"], tune_seeds=2, seeds=1, params=params)
+    regret = {("linucb-ind", 0.1): 1.0, ("linucb-ind", 1.0): 5.0, ("linucb-one", 0.1): 9.0, ("linucb-one", 1.0): 2.0}
+    of_shard = {shard_path(tmp_path, u): (u.algorithm, u.params["alpha"]) for u in experiment.tuning_units}
+    monkeypatch.setattr(running, "final_regret", lambda path: regret[of_shard[path]])
+    chosen = running.choose_cells(experiment, tmp_path)
+    assert {algo: record["chosen"]["alpha"] for algo, record in chosen.items()} == {
+        "linucb-ind": 0.1,
+        "linucb-one": 1.0,
+    }
+
+
+def test_the_unit_limit_counts_every_cell_of_a_grid_on_every_seed(data_dir, monkeypatch):
+    from banditbench.runner import experiment as running
+
+    monkeypatch.setattr(running, "MAX_UNITS", 11)
+    with pytest.raises(UserError, match="12 units are above the limit of 11"):
+        planned(data_dir)  # 2 × 2 cells on 3 seeds
+
+
+def test_tuning_rounds_may_name_the_whole_horizon(data_dir):
+    assert {u.rounds for u in planned(data_dir, tune_seeds=2, tune_rounds=200).tuning_units} == {200}
+
+
+def test_a_grid_that_lists_a_value_twice_is_refused(data_dir):
+    # 1 and 1.0 are one cell, which would otherwise run, and count, twice
+    with pytest.raises(UserError, match="linucb-ind.alpha lists a value twice"):
+        planned(data_dir, params=["linucb-ind.alpha=1,1.0"])
+
+
+def test_an_integer_for_a_float_hyper_parameter_without_a_domain_becomes_a_float():
+    # a plug-in without declared domains: alpha = 1 in a file is the cell (and the shard name) of alpha = 1.0
+    value = grid.cast("plug-in", "alpha", 1, 0.5)
+    assert value == 1.0 and type(value) is float
+
+
 def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_dir, tmp_path):
     experiment = planned(data_dir, seeds=2, params=["linucb-ind.alpha=0.1,1"])
     out = tmp_path / "sweep"
@@ -180,6 +221,12 @@ def test_experiment_file_then_flags_override_it(tmp_path):
     assert settings.rounds == 70 and settings.algos == ["linucb-ind", "oracle"]
     assert settings.tune_seeds == 2 and settings.budget is None and settings.seeds == 5
     assert settings.params == {"linucb-ind": {"alpha": ["0.3"], "ridge": [2]}}
+
+
+def test_protocol_settings_of_the_file_and_the_flags_merge_name_by_name(tmp_path):
+    config = tmp_path / "experiment.toml"
+    config.write_text("[env]\nusers = 100\nslate_size = 5\n")
+    assert resolve(RunSettings(env=["slate_size=3"]), config).env == {"users": 100, "slate_size": "3"}
 
 
 @pytest.mark.parametrize(
