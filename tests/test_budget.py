@@ -20,6 +20,12 @@ def test_overspending_raises():
         pool[:]
 
 
+def test_a_policy_may_score_exactly_its_budget():
+    budget = Budget(5)
+    ArmPool(np.zeros((8, 3)), budget)[:5]
+    assert budget.spent == 5 and budget.remaining == 0
+
+
 def test_length_and_dimension_are_free():
     budget = Budget(1)
     pool = ArmPool(np.zeros((8, 3)), budget)
