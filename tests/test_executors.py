@@ -56,6 +56,15 @@ def test_two_local_workers_write_the_same_shards_as_one(data_dir, tmp_path):
     ).read_text()
 
 
+def test_lockstep_groups_on_one_job_or_two_workers_write_the_units_engines_shards(data_dir, tmp_path):
+    # linucb-ind's stacked products are exact: each member's result must reach its own unit's shard
+    run(data_dir, tmp_path / "units", LocalExecutor(jobs=1), tune_seeds=0, seeds=3)
+    run(data_dir, tmp_path / "one", LocalExecutor(jobs=1), engine="lockstep", tune_seeds=0, seeds=3)
+    run(data_dir, tmp_path / "two", LocalExecutor(jobs=2), engine="lockstep", tune_seeds=0, seeds=3)
+    units = shards(tmp_path / "units")
+    assert len(units) == 2 * 3 + 3 and shards(tmp_path / "one") == units and shards(tmp_path / "two") == units
+
+
 def test_a_worker_killed_midway_fails_the_run_instead_of_hanging(data_dir, tmp_path):
     executor = LocalExecutor(jobs=2)
     killed = []
