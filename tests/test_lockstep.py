@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from banditbench.algos import ALGORITHMS, plugins
+from banditbench.algos import ALGORITHMS, Policy, plugins, register
 from banditbench.algos.neural import MLP, ArmGradients, History, TrainingJob, train_jobs
 from banditbench.algos.ridge import RidgeStats
 from banditbench.algos.sclub import SCLUB
@@ -562,6 +562,27 @@ def test_a_resumed_groups_timings_and_wall_time_are_those_of_an_uninterrupted_ru
     for before, after in zip(uninterrupted, resumed):
         assert table_bytes(after.timing) == table_bytes(before.timing)
         assert after.wall_seconds == before.wall_seconds
+
+
+class ThinkingAloud(Policy):
+    """Plays arm 0 and reports the round's user as the seconds it spent thinking: a time component of its own."""
+
+    timing_columns = ("thinking",)
+
+    def select(self, view, budget):
+        self.last_timings = {"thinking": float(view.user)}
+        return 0
+
+    def update(self, view, chosen, reward):
+        pass
+
+
+def test_each_unit_of_a_group_records_its_own_members_time_components(dataset, restored_registry):
+    # the members see different users, so each unit's component column is its own users
+    register("thinking-aloud", ThinkingAloud, paper="test", description="test")
+    group = [Unit("synthetic", "linear", "thinking-aloud", {}, 0, i, 50, None) for i in range(3)]
+    for result in run_group(group, dataset):
+        assert result.timing["thinking_seconds"].to_pylist() == list(map(float, result.outcome["user"].to_pylist()))
 
 
 @pytest.fixture
