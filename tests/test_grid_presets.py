@@ -148,6 +148,7 @@ def test_best_of_grid_is_chosen_on_tuning_seeds_and_recorded(data_dir, tmp_path)
     assert {u["params"]["alpha"] for u in reported if u["algorithm"] == "linucb-ind"} == {best}
     # listed in the order the algorithms were asked for, the tuned one's units (run after tuning) included
     assert [u["algorithm"] for u in reported] == ["linucb-ind", "linucb-ind", "random", "random"]
+    assert [manifest["labels"][uid] for uid in manifest["units"]] == ["linucb-ind", "linucb-ind", "random", "random"]
     assert not any(u["tuning"] for u in reported)
 
 
