@@ -230,6 +230,14 @@ def test_protocol_settings_of_the_file_and_the_flags_merge_name_by_name(tmp_path
     assert resolve(RunSettings(env=["slate_size=3"]), config).env == {"users": 100, "slate_size": "3"}
 
 
+def test_a_budget_of_none_in_any_case_is_unlimited(tmp_path):
+    # a file's budget = "None" (as Python prints it) must not be refused as a non-integer
+    config = tmp_path / "experiment.toml"
+    config.write_text('budget = "None"\n')
+    assert resolve(RunSettings(budget=None), config).budget is None
+    assert resolve(RunSettings(budget="NONE"), None).budget is None
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
