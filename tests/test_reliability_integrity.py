@@ -340,6 +340,13 @@ def array_edited(path: Path, change) -> None:
     np.savez(path, **entries)
 
 
+def planted_tree(path: Path, text: bytes) -> None:
+    """Replace the checkpoint by one whose JSON index is ``text`` and that holds no array, under a matching checksum."""
+    from banditbench.runner.checkpoint import checksum
+
+    np.savez(path, tree=np.frombuffer(text, np.uint8), sha256=np.frombuffer(checksum(text, {}).encode(), np.uint8))
+
+
 def wrong_policy_shape(state):
     state["policy"]["stats"]["A_inv"] = np.ones((3, 3))  # does not fit the member's slice it is copied into
 
@@ -367,6 +374,8 @@ def wrong_policy_shape(state):
         ),
         (lambda p: forged(p, lambda s: s["diagnostics"].update(clusters=np.zeros(50))), "'clusters' has shape (50,)"),
         (lambda p: forged(p, lambda s: s.update(wall_seconds="x")), "wall time 'x'"),
+        (lambda p: forged(p, lambda s: s.update(wall_seconds=-1.0)), "wall time -1.0"),
+        (lambda p: planted_tree(p, b'{"tuple": 5}'), "'int' object is not iterable"),  # a foreign file's index
         (lambda p: forged(p, lambda s: s.update(torch_rng=np.zeros(4))), "torch RNG state is not a byte array"),
         (lambda p: forged(p, wrong_policy_shape), "does not fit linucb-ind"),
     ],
@@ -388,6 +397,8 @@ def wrong_policy_shape(state):
         "another-run",
         "diagnostics-short",
         "wall-time",
+        "wall-negative",
+        "foreign-index",
         "torch-rng",
         "policy-array-shape",
     ],
@@ -408,6 +419,18 @@ def test_an_unusable_checkpoint_is_discarded_with_one_warning_and_the_unit_resta
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: checkpoint {path} is unusable"), warnings
     assert says in warnings[0] and warnings[0].endswith("restarts from round 0")
     assert table_bytes(resumed.outcome) == table_bytes(run_unit(unit, dataset).outcome)
+
+
+def test_an_unusable_checkpoint_is_deleted_as_it_is_discarded(dataset, tmp_path, capsys):
+    # so that a unit killed again before its next checkpoint does not meet it, and warn, once more
+    from test_checkpoints import EVERY
+
+    from banditbench.runner.checkpoint import Checkpoints
+
+    unit, path = checkpointed(dataset, tmp_path)
+    edited_in_place(path, b'"t", 60', b'"t", 10')
+    assert Checkpoints(tmp_path, EVERY).load(unit) is None
+    assert not path.exists()
 
 
 def test_run_resume_with_a_checkpoint_edited_to_another_round_gives_the_uninterrupted_shard(data_dir, tmp_path, capsys):
