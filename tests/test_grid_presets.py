@@ -203,6 +203,41 @@ def test_an_integer_for_a_float_hyper_parameter_without_a_domain_becomes_a_float
     assert value == 1.0 and type(value) is float
 
 
+def test_the_chosen_cell_not_the_first_is_run_on_the_report_seeds(data_dir, tmp_path, monkeypatch):
+    from banditbench.runner import experiment as running
+
+    experiment = planned(data_dir, tune_seeds=2, seeds=2, params=["linucb-ind.alpha=0.1,3", "linucb-ind.ridge=1"])
+    of_shard = {shard_path(tmp_path / "out", u): u.params["alpha"] for u in experiment.tuning_units}
+    monkeypatch.setattr(running, "final_regret", lambda path: {0.1: 9.0, 3.0: 1.0}[of_shard[path]])  # the 2nd wins
+    out = tmp_path / "out"
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out)
+    reported = [read_shard(out / "shards" / f"{u.id}.parquet")[1]["unit"] for u in experiment.units]
+    assert [u["params"]["alpha"] for u in reported] == [3.0, 3.0]
+
+
+def test_the_manifest_lists_the_algorithms_still_to_tune_until_their_cells_are_chosen(data_dir, tmp_path):
+    # a report of a run killed while tuning counts the report units still to come from this list
+    experiment = planned(data_dir, tune_seeds=2, seeds=1)
+    out = tmp_path / "out"
+    pending = []
+
+    def read_manifest(units):
+        pending.append(json.loads((out / "manifest.json").read_text())["pending_tuning"])
+
+    execute(experiment, prepare_output(out, experiment, overwrite=False, resume=False), out, on_plan=read_manifest)
+    assert pending == [["linucb-ind"], []]  # before tuning, and before the chosen cell's report units
+
+
+def test_each_cell_of_a_grid_over_two_names_is_labelled_with_both_coordinates(data_dir):
+    labels = sorted(set(planned(data_dir).labels.values()))
+    assert labels == [
+        "linucb-ind[alpha=0.1,ridge=0.5]",
+        "linucb-ind[alpha=0.1,ridge=2.0]",
+        "linucb-ind[alpha=1.0,ridge=0.5]",
+        "linucb-ind[alpha=1.0,ridge=2.0]",
+    ]
+
+
 def test_without_tuning_seeds_every_cell_is_reported_under_its_own_label(data_dir, tmp_path):
     experiment = planned(data_dir, seeds=2, params=["linucb-ind.alpha=0.1,1"])
     out = tmp_path / "sweep"
