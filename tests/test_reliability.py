@@ -209,6 +209,19 @@ def test_sizes_beyond_the_limits_are_refused_before_anything_is_written(data_dir
         assert len(err.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
 
 
+def test_units_whose_statistics_fit_but_not_beside_their_columns_are_refused(data_dir, monkeypatch):
+    from banditbench.runner import experiment
+
+    planned = plan(
+        RunSettings.with_defaults(**{**SETTINGS, "algos": ["linucb-ind"], "rounds": 1000}), data_dir=data_dir
+    )
+    columns = experiment.BYTES_PER_ROUND * 1000 * 2  # two units at once
+    planned.state_bytes["linucb-ind"] = columns  # each unit's statistics as large as both units' columns
+    monkeypatch.setattr(experiment, "physical_memory", lambda: 2 * columns + columns // 2)  # the statistics fit alone
+    with pytest.raises(UserError, match="jobs 2 runs 2 units at once, whose statistics need about"):
+        experiment.check_sizes(planned, jobs=2)
+
+
 def test_every_rejectable_run_and_report_input_leaves_the_filesystem_unchanged(data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run(data_dir, tmp_path / "done")
