@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from banditbench.report import offpolicy as ope
+from banditbench.report.load import replay_ctr
 from banditbench.report.logged import logged_table, mean_estimate, unit_estimates
 
 # four events: rewards, propensities of the logged arms, the target's probability of the logged arm, and a reward
@@ -193,3 +194,12 @@ def test_the_logged_table_counts_events_per_seed_and_lifts_over_random():
     spread = 1.959964 * np.sqrt(0.8 / (0.2 * 50) + 0.9 / (0.1 * 50))  # (se / p)² = (1 − p) / (p·n)
     low, high = replay.loc["linucb", ["lift_low", "lift_high"]]
     assert (low, high) == pytest.approx((2 * np.exp(-spread), 2 * np.exp(spread)), rel=1e-5)
+
+
+def test_a_logged_runs_ctr_after_each_round_is_the_mean_reward_of_the_events_kept_so_far():
+    """Events matched but not kept (rejection sampling) carry a reward the replay never saw: they do not count."""
+    rounds = pd.DataFrame(
+        {"algorithm": "a", "seed": 0, "kept": [False, True, False, True], "reward": [1.0, 1.0, 1.0, 0.0]}
+    )
+    ctr = replay_ctr(rounds).to_numpy()
+    assert np.isnan(ctr[0]) and ctr[1:].tolist() == [1.0, 1.0, 0.5]

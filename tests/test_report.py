@@ -48,12 +48,17 @@ def write_results(
     meta_rounds=None,
     master_seed=0,
     budget=None,
+    params=None,
 ):
-    """A results folder whose unit (algorithm, seed i) has final cumulative regret finals[algorithm][i]."""
+    """A results folder whose unit (algorithm, seed i) has final cumulative regret finals[algorithm][i] (and the
+    hyper-parameters ``params[algorithm]``, none by default)."""
+    params = params or {}
     units = []
     for algorithm, values in finals.items():
         for i, final in enumerate(values):
-            unit = Unit(dataset, "linear", algorithm, {}, master_seed, i, meta_rounds or rounds, budget)
+            unit = Unit(
+                dataset, "linear", algorithm, params.get(algorithm, {}), master_seed, i, meta_rounds or rounds, budget
+            )
             t = np.arange(rounds)
             columns = {"t": t, "reward": np.full(rounds, 0.5), "regret": np.full(rounds, final / rounds)}
             columns.update((extra or {}).get(algorithm, lambda i, t: {})(i, t))
@@ -66,7 +71,7 @@ def write_results(
         "dataset": dataset,
         "dataset_manifest_sha256": "sha",
         "protocol": "linear",
-        "algorithms": {a: {} for a in finals},
+        "algorithms": {a: params.get(a, {}) for a in finals},
         "seeds": max(map(len, finals.values())),
         "master_seed": master_seed,
         "rounds": rounds,
@@ -493,6 +498,20 @@ def test_folders_of_one_dataset_with_other_settings_are_refused(tmp_path, settin
     assert merged.datasets == ["toy"] and merged.warnings
     c = write_results(tmp_path / "c", {"y": [3.0, 4.0]})  # same settings: the two folders merge into one table
     assert build_report(load_results([a, c])).summary["algorithm"].tolist() == ["x", "y"]
+
+
+def test_folders_of_one_dataset_that_run_an_algorithm_with_other_hyper_parameters_are_refused(tmp_path):
+    a = write_results(tmp_path / "a", {"x": [1.0, 2.0]}, params={"x": {"alpha": 1.0}})
+    b = write_results(tmp_path / "b", {"x": [1.0, 2.0]}, params={"x": {"alpha": 2.0}})
+    with pytest.raises(UserError, match="differ in x hyper-parameters; pass --allow-mixed"):
+        load_results([a, b])
+
+
+def test_a_ctr_above_the_optimum_ends_with_the_last_rounds_negative_ctr_regret(tmp_path):
+    """Every slate of one item clicked: a CTR of 1 > 0.9 a round, so the CTR regret 0.9·t − t falls to −0.1·T."""
+    clicked = {"x": lambda i, t: {"slate_size": np.ones(ROUNDS), "clicks": np.ones(ROUNDS)}}
+    results = load_results([write_results(tmp_path / "r", {"x": [0.0]}, extra=clicked)])
+    assert results.units["ctr_regret"].iloc[0] == pytest.approx(-0.1 * ROUNDS)
 
 
 def test_a_corrupt_shard_is_named_nothing_is_written_and_exit_is_non_zero(tmp_path, report_cli):
