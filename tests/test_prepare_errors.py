@@ -180,6 +180,10 @@ def test_download_verifies_caches_and_then_works_offline(tmp_path):
         bad = fetch.Download(url, "other.bin", "sha256:" + "0" * 64)
         with pytest.raises(UserError, match="checksum mismatch"):
             fetch.download(bad, cache, offline=False)
+        # a published md5 that matches does not excuse a pinned sha256 that does not
+        pinned = fetch.Download(url, "pinned.bin", "md5:" + hashlib.md5(payload).hexdigest(), sha256="0" * 64)
+        with pytest.raises(UserError, match="checksum mismatch, expected sha256 0{64}, found sha256"):
+            fetch.download(pinned, cache, offline=False)
     finally:
         server.shutdown()
     assert fetch.download(good, cache, offline=True).read_bytes() == payload  # cached: no network needed
