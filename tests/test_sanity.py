@@ -9,13 +9,14 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import banditbench
 from fixtures_logged import write_mind_fixture
 from fixtures_raw import ratings_table, write_idx
 from test_raw_files import ml100k_folder
 
-from banditbench.data import amazon, classification, facebook, lastfm, load_dataset, logged, movielens, yelp
+from banditbench.data import amazon, classification, facebook, lastfm, load_dataset, logged, movielens, sanity, yelp
 from banditbench.data.ratings import RatingOptions
 from banditbench.errors import UserError
 
@@ -342,3 +343,40 @@ def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
         )
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert [p.name for p in (tmp_path / "ds").iterdir()] == ["facebook"]
+
+
+@pytest.mark.parametrize(
+    "labels, says",
+    [([0, 0, 0], "only 1 class: every arm but one is always wrong"), ([0, 2, 2], "1 classes have no sample")],
+)
+def test_a_classification_with_one_class_or_an_empty_class_is_flagged(labels, says):
+    samples = pd.DataFrame({"x_0": [0.1, 0.2, 0.3], "label": labels})
+    _, warnings = sanity.analyse("classification", {"samples": samples})
+    assert warnings == [says]
+
+
+def test_a_log_whose_references_mostly_resolve_is_prepared_with_the_share_that_does_not():
+    news = pd.DataFrame({"news_id": [f"N{i}" for i in range(9)]})
+    behaviors = pd.DataFrame(
+        {"user_id": ["U1"], "shown": [[f"N{i}" for i in range(10)]], "history": [["N0"]], "clicked": [[1] + [0] * 9]}
+    )
+    report, warnings = sanity.analyse("logged", {"news": news, "behaviors": behaviors})
+    assert report["resolved_shown"] == 0.9
+    assert warnings == ["10.0% of the impressions → news references name no news item in the news file"]
+
+
+def test_with_unrated_negatives_every_item_a_pool_has_not_liked_is_another_arm():
+    """Links or listens only (Facebook, LastFM): a group that liked 2 of 12 items offers the other 10."""
+    users = pd.DataFrame({"user": [0, 1], "group": [0, 0]})
+    inter = pd.DataFrame({"user": [0, 1, 1], "item": [3, 3, 7], "label": [1, 1, 1]})
+    tables = {"users": users, "items": pd.DataFrame({"item": range(12)}), "interactions": inter}
+    parameters = {"negatives": "unrated", "arms": 10}
+    report, _ = sanity.analyse("recommendation", tables, parameters=parameters, name="links")
+    assert report["positive_arms_per_group"]["max"] == 2 and report["other_arms_per_group"]["max"] == 10
+    assert report["servable_groups"] == 1
+
+
+def test_an_arm_feature_that_is_zero_for_every_arm_is_flagged():
+    arms = pd.DataFrame({"arm": [0, 1], "x_0": [0.5, 1.0], "x_1": [0.0, 0.0]})
+    _, warnings = sanity.analyse("matrix", {"rewards": pd.DataFrame({"r_0": [1.0]}), "arms": arms})
+    assert warnings == ["1 of the 2 arm features (x_1) are 0 for every arm: they carry no information"]
