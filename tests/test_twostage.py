@@ -17,6 +17,7 @@ from test_reliability_integrity import forge_record, with_metadata
 import banditbench as bb
 from banditbench.algos.glm import InverseGram, SharedGLM
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
+from banditbench.algos.slate_random import SlateRandom
 from banditbench.data import load_dataset
 from banditbench.envs import Budget, BudgetExceeded
 from banditbench.envs.round import CatalogPool, RoundView
@@ -29,6 +30,14 @@ SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items nu
 
 def topic_items(sizes=SIZES):
     return [np.arange(100 * v, 100 * v + n) for v, n in enumerate(sizes)]
+
+
+def topic_of_items(items):
+    """The topic of each of ids 0..699 (−1 outside every topic)."""
+    topic_of = np.full(700, -1)
+    for v, its in enumerate(items):
+        topic_of[its] = v
+    return topic_of
 
 
 # -- the budget ------------------------------------------------------------------------------------------------
@@ -57,6 +66,13 @@ def test_dyna_topic_rec_paper_reading_on_a_hand_made_topic_list():
     assert [len(g) for g in groups] == [8, 8]
 
 
+def test_dyna_topic_rec_hands_the_next_best_topic_to_the_short_groups_in_slot_order():
+    """Zhang et al. 2022, Algorithm 2 lines 5–11: the remaining topics go round-robin, slot 1 first."""
+    groups = dyna_topic_rec(np.array([1, 2, 0, 4, 3, 5, 6]), topic_items(), m=2, p=3)
+    # seeds {1} (1 item) and {2} (2) both hold ≤ 3: slot 1 takes the best remaining topic 0, slot 2 the next, 4
+    assert [sorted(set(g // 100)) for g in groups] == [[0, 1], [2, 4]]
+
+
 def test_dyna_topic_rec_code_variant_subsamples_to_exactly_p_and_differs_from_the_paper():
     order = np.array([3, 1, 0, 2, 6, 4, 5])
     groups = dyna_topic_rec(order, topic_items(), m=2, p=6, variant="code", rng=np.random.default_rng(0))
@@ -83,13 +99,20 @@ def test_dynamic_groups_reach_size_p_unless_topics_run_out():
 
 def test_no_dynamic_topic_fills_the_top_topics_with_distinct_outside_items():
     items = topic_items()
-    topic_of = np.full(700, -1)
-    for v, its in enumerate(items):
-        topic_of[its] = v
+    topic_of = topic_of_items(items)
     groups = top_topic_groups(np.array([1, 2, 0, 3, 4, 5, 6]), items, topic_of, m=2, p=4, rng=np.random.default_rng(0))
     assert [len(g) for g in groups] == [4, 4]
     filled = np.concatenate([groups[0][1:], groups[1][2:]])
     assert len(np.unique(filled)) == 5 and not np.isin(topic_of[filled], [1, 2]).any()
+
+
+def test_no_dynamic_topic_leaves_a_top_topic_larger_than_p_as_it_is():
+    items = topic_items()
+    topic_of = topic_of_items(items)
+    groups = top_topic_groups(np.array([3, 1, 0, 2, 4, 5, 6]), items, topic_of, m=2, p=4, rng=np.random.default_rng(0))
+    # topic 3 (8 items) needs nothing; topic 1 (1 item) gets 3 items from outside topics 3 and 1
+    np.testing.assert_array_equal(groups[0], items[3])
+    assert len(groups[1]) == 4 and not np.isin(topic_of[groups[1][1:]], [1, 3]).any()
 
 
 def test_item_budget_goes_to_groups_in_ascending_size_with_carry_over():
@@ -111,6 +134,9 @@ class Recorder(SlatePolicy):
     def topic_scores(self, user, topics):
         return -topics.astype(float)
 
+    def learn(self, t, user, slate, clicks, history):
+        self.learned_with = history
+
 
 def catalogue(sizes):
     """Items 1..Σ sizes, topic by topic."""
@@ -119,8 +145,15 @@ def catalogue(sizes):
     return Catalogue(np.zeros((len(topic), 3), np.int32), topic, items, 10)
 
 
+def problem(cat, history=()):
+    """A slate of 3 for user 0 alone, whose logged history is ``history`` (padded with 0 to 50)."""
+    histories = np.zeros((1, 50), np.int64)
+    histories[0, : len(history)] = history
+    return Problem(cat, 3, np.array([0]), histories, None)
+
+
 def run_select(policy, cat, limit, candidates=None):
-    policy.start(Problem(cat, 3, np.array([0]), np.zeros((1, 50), np.int64), None))
+    policy.start(problem(cat))
     policy.scored = []
     budget = Budget(limit)
     pool = CatalogPool(cat, candidates if candidates is not None else np.arange(1, 40), budget)
@@ -156,6 +189,75 @@ def test_without_a_budget_two_stage_scores_whole_groups_of_at_least_items_per_to
     slate, budget = run_select(policy, cat, None)  # p = 125 items / 5 topics = 25
     assert budget.spent == 5 + 115 and sorted(len(s) for s in policy.scored) == [30, 40, 45]  # topic 4 unused
     assert np.isin(slate, cat.topic_items[4]).sum() == 0
+
+
+def group_topics(cat, scored):
+    """The topics each scored group drew its items from, groups by ascending size (the order they are scored in)."""
+    return [sorted(set(cat.topic[s])) for s in scored]
+
+
+def test_topic_min_size_sets_p_of_dyna_topic_rec():
+    cat = catalogue([40, 30, 25, 20, 10])
+    policy = recorder(two_stage=True, topic_min_size=30)
+    run_select(policy, cat, None)
+    # p = 30, not #items / #topics = 25: the seed of 30 items now takes topic 3 too, the one of 25 takes topic 4
+    assert [len(s) for s in policy.scored] == [35, 40, 50]
+    assert group_topics(cat, policy.scored) == [[2, 4], [0], [1, 3]]
+
+
+def test_no_dynamic_topics_recommends_from_the_top_topics_filled_from_outside():
+    """Zhang et al. 2022, Fig. 3's "No Dynamic Topic": group j is the j-th best topic, filled up to p."""
+    cat = catalogue([40, 30, 25, 20, 10])
+    policy = recorder(two_stage=True, dynamic_topics=False, topic_min_size=35)
+    run_select(policy, cat, None)
+    assert [len(s) for s in policy.scored] == [35, 35, 40]
+    # ties in size are scored in slot order; the fill comes from topics 3 and 4, outside the three chosen
+    assert [sorted(set(cat.topic[s]) - {3, 4}) for s in policy.scored] == [[1], [2], [0]]
+
+
+def test_the_code_topic_groups_top_up_to_exactly_p():
+    cat = catalogue([40, 30, 25, 20, 10])
+    policy = recorder(two_stage=True, topic_groups="code", topic_min_size=35)
+    run_select(policy, cat, None)
+    # the group of 30 needs 5 more: topic 3 (20 items) is sub-sampled to 5; the group of 25 takes all of topic 4
+    assert [len(s) for s in policy.scored] == [35, 35, 40]
+    assert group_topics(cat, policy.scored) == [[1, 3], [2, 4], [0]]
+
+
+def test_random_recommends_distinct_candidates_and_2_random_one_item_of_each_of_m_distinct_topics():
+    """Zhang et al. 2022's Random (m of the sampled items, without replacement) and 2-Random (m topics without
+    replacement, an item of each); neither scores anything."""
+    cat = catalogue([4, 4, 4, 4])
+    one, two = (
+        SlateRandom(two_stage=s, n_users=1, n_arms=1, dim=0, seed=np.random.SeedSequence(0)) for s in (False, True)
+    )
+    for _ in range(20):
+        slate, budget = run_select(one, cat, 4, candidates=np.array([2, 5, 9, 13]))
+        assert len(set(slate)) == 3 and set(slate) <= {2, 5, 9, 13} and budget.spent == 0
+        slate, budget = run_select(two, cat, None)
+        assert len(set(cat.topic[slate])) == 3 and budget.spent == 0
+
+
+# -- the users' click histories -------------------------------------------------------------------------------
+
+
+def test_a_users_history_starts_as_the_logged_one_without_padding_and_grows_by_new_clicks_only():
+    policy = recorder()
+    policy.start(problem(catalogue([5, 5, 5]), history=[4, 7]))
+    assert policy.histories[0] == [4, 7]
+    budget = Budget(None)
+    view = RoundView(0, 0, CatalogPool(policy.catalogue, np.arange(1, 16), budget))
+    policy.update(view, np.array([7, 9, 11]), np.array([1, 1, 0]))
+    assert policy.histories[0] == [4, 7, 9]  # 7 was clicked before, 11 was not clicked
+    np.testing.assert_array_equal(policy.learned_with[:3], [4, 7, 0])  # learn sees the history the slate used
+
+
+def test_the_history_a_policy_reads_is_the_last_50_clicks_padded_at_the_end():
+    policy = recorder()
+    policy.start(problem(catalogue([5, 5, 5]), history=[4, 7]))
+    np.testing.assert_array_equal(policy.history_of([0])[0], [4, 7] + [0] * 48)
+    policy.histories[0] = list(range(1, 61))
+    np.testing.assert_array_equal(policy.history_of([0])[0], np.arange(11, 61))
 
 
 # -- S-N-GBLM's confidence matrix ---------------------------------------------------------------------------------
