@@ -15,7 +15,7 @@ from scipy import stats
 from test_reliability_integrity import forge_record, with_metadata
 
 import banditbench as bb
-from banditbench.algos.glm import InverseGram, SharedGLM
+from banditbench.algos.glm import DisjointGLM, InverseGram, SharedGLM, adam_fit, balanced_rows
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
 from banditbench.algos.slate_random import SlateRandom
 from banditbench.data import load_dataset
@@ -260,7 +260,22 @@ def test_the_history_a_policy_reads_is_the_last_50_clicks_padded_at_the_end():
     np.testing.assert_array_equal(policy.history_of([0])[0], np.arange(11, 61))
 
 
-# -- S-N-GBLM's confidence matrix ---------------------------------------------------------------------------------
+# -- the GLM-UCB models -------------------------------------------------------------------------------------------
+
+
+def rows(rng, n, d):
+    return torch.as_tensor(rng.normal(size=(n, d)))
+
+
+def width(X, *Vs):
+    """‖x‖_{A⁻¹} of every row of X, A = I + Σ vᵀv over the rows of Vs, by a direct inverse."""
+    A = np.eye(X.shape[1]) + sum(V.T @ V for V in map(np.asarray, Vs))
+    X = np.asarray(X, np.float64)
+    return np.sqrt(np.einsum("ij,jk,ik->i", X, np.linalg.inv(A), X))
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
 
 
 def test_woodbury_updates_equal_the_direct_inverse():
@@ -273,23 +288,109 @@ def test_woodbury_updates_equal_the_direct_inverse():
     np.testing.assert_allclose(gram.A_inv.numpy(), np.linalg.inv(A), rtol=1e-9, atol=1e-12)
 
 
+def test_glm_samples_are_a_rounds_clicks_and_one_and_a_half_times_as_many_non_clicks():
+    """The authors' code: int(min(1.5·#clicks, #non-clicks)) non-clicks per round with a click, none without."""
+    labels = [np.array(y) for y in ([1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0])]
+    chosen = balanced_rows(labels, np.random.default_rng(0))
+    assert [len(k) for k in chosen] == [1 + 1, 2 + 3, 3 + 1, 0]
+    for y, k in zip(labels, chosen):
+        assert len(set(k)) == len(k) and set(np.flatnonzero(y)) <= set(k)
+
+
+def test_adam_fit_takes_steps_of_size_lr_against_a_constant_gradient():
+    """A fresh Adam's bias-corrected step is lr · g / |g| while the gradient stays g: `steps` of them."""
+    linear = torch.nn.Linear(3, 1, bias=False).double()
+    with torch.no_grad():
+        linear.weight.zero_()
+    slope = torch.tensor([[2.0, -0.5, 1e-3]], dtype=torch.float64)
+    adam_fit(linear, lambda: (linear.weight * slope).sum(), steps=4, lr=0.01)
+    np.testing.assert_allclose(linear.weight.detach().numpy(), [[-0.04, 0.04, -0.04]], rtol=1e-4)
+
+
+def test_glm_ucb_scores_a_new_users_items_by_the_width_alone_then_by_its_fitted_mean():
+    """Zhang et al. 2022, Eq. (2): α = ρ(θ_uᵀx + b_u) + β‖x‖_{M_u⁻¹}, M_u = I + Σ x xᵀ of u's recommended items; θ_u
+    starts at 0, so before any fit ρ(0) = ½."""
+    rng = np.random.default_rng(2)
+    glm = DisjointGLM(4, beta=0.1, lr=0.01, steps=5)
+    shown, X = rows(rng, 3, 4), rows(rng, 6, 4)
+    glm.observe(0, shown, torch.tensor([1.0, 0.0, 0.0]))
+    np.testing.assert_allclose(glm.scores(0, X), 0.5 + 0.1 * width(X, shown), rtol=1e-9)
+    np.testing.assert_allclose(glm.scores(1, X), 0.5 + 0.1 * np.linalg.norm(X, axis=1), rtol=1e-9)  # M_1 = I
+    glm.fit(0, shown, torch.tensor([1.0, 0.0, 0.0]))
+    linear = glm.model[0]
+    mean = sigmoid(X.numpy() @ linear.weight.detach().numpy()[0] + linear.bias.item())
+    assert not np.allclose(mean, 0.5)
+    np.testing.assert_allclose(glm.scores(0, X), mean + 0.1 * width(X, shown), rtol=1e-9)
+
+
+def test_n_linucb_scores_by_the_ridge_estimate():
+    """The authors' LinUCB: α = xᵀθ_u + β‖x‖_{M_u⁻¹} with θ_u = M_u⁻¹ Σ x r."""
+    rng = np.random.default_rng(3)
+    glm = DisjointGLM(4, beta=0.1, lr=0.01, steps=5, link="identity")
+    shown, X, r = rows(rng, 5, 4), rows(rng, 6, 4), torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
+    glm.observe(0, shown[:3], r[:3])
+    glm.observe(0, shown[3:], r[3:])
+    glm.fit(0, shown, r)  # nothing to fit: the identity link's estimate is the ridge one
+    M = np.eye(4) + shown.numpy().T @ shown.numpy()
+    theta = np.linalg.solve(M, shown.numpy().T @ r.numpy())
+    np.testing.assert_allclose(glm.scores(0, X), X.numpy() @ theta + 0.1 * width(X, shown), rtol=1e-9)
+
+
+def additive_mean(glm, X, z, item_weight, user_weight):
+    item, user = glm.model.item, glm.model.user
+    logit_x = X.numpy() @ item.weight.detach().numpy()[0] + item.bias.item()
+    logit_z = z.numpy() @ user.weight.detach().numpy()[0] + user.bias.item()
+    return sigmoid(item_weight * logit_x + user_weight * logit_z)
+
+
+def test_s_n_galm_scores_by_eq_3_with_global_item_and_user_matrices():
+    """Zhang et al. 2022, Eq. (3): α = ρ(γ(w_xᵀx + b_x) + (1 − γ)(w_zᵀz + b_z)) + β(γ‖x‖_{A_x⁻¹} + (1 − γ)‖z‖_{A_z⁻¹}),
+    A_x and A_z over every recommended item and the user vector it was shown to."""
+    rng = np.random.default_rng(4)
+    glm = SharedGLM("additive", 4, 3, beta=0.1, lr=0.01, steps=1, gamma=0.3)
+    shown, z_shown = [rows(rng, 2, 4), rows(rng, 2, 4)], [rows(rng, 1, 3)[0], rows(rng, 1, 3)[0]]
+    for X, z in zip(shown, z_shown):
+        glm.observe(X, z)
+    X, z = rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float()  # the item model's dtype
+    users = [z.expand(2, -1) for z in z_shown]  # each user vector once per item it was shown with
+    expected = additive_mean(glm, X, z, 0.3, 0.7) + 0.1 * (0.3 * width(X, *shown) + 0.7 * width(z[None], *users))
+    np.testing.assert_allclose(glm.scores(X, z), expected, rtol=1e-6)
+
+
+def test_s_n_galm_with_item_only_ci_is_the_authors_code():
+    """The authors' code: σ(w_xᵀx + b_x + w_zᵀz + b_z) + β‖x‖_{A_x⁻¹}, no γ and no user width."""
+    rng = np.random.default_rng(5)
+    glm = SharedGLM("additive", 4, 3, beta=0.1, lr=0.01, steps=1, gamma=0.3, item_only_ci=True)
+    shown = rows(rng, 3, 4)
+    glm.observe(shown, rows(rng, 1, 3)[0])
+    X, z = rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float()  # the item model's dtype
+    expected = additive_mean(glm, X, z, 1.0, 1.0) + 0.1 * width(X, shown)
+    np.testing.assert_allclose(glm.scores(X, z), expected, rtol=1e-6)
+
+
+def test_s_n_gblm_folds_row_major_vec_x_z_into_w():
+    """Zhang et al. 2022, Eq. (4): W = I + Σ vec(x zᵀ) vec(x zᵀ)ᵀ, vec row-major as in the authors' code."""
+    rng = np.random.default_rng(6)
+    glm = SharedGLM("bilinear", 4, 3, beta=0.1, lr=1e-3, steps=1)
+    X, z = rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float()
+    glm.observe(X, z)
+    vec = np.stack([np.outer(x, z).ravel() for x in X.numpy()]).astype(np.float64)
+    np.testing.assert_allclose(glm.W.A_inv.numpy(), np.linalg.inv(np.eye(12) + vec.T @ vec), atol=1e-5)
+
+
 def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
+    """α = ρ(xᵀΘz + b) + β‖vec(x zᵀ)‖_{W⁻¹} after every observation (the width is computed without vec)."""
     rng = np.random.default_rng(1)
-    glm = SharedGLM("bilinear", 4, 3, beta=1.0, lr=1e-3, steps=1)
-    for _ in range(3):
-        glm.observe(
-            torch.as_tensor(rng.normal(size=(5, 4)), dtype=torch.float32),
-            torch.as_tensor(rng.normal(size=3), dtype=torch.float32),
-        )
-    X, z = (
-        torch.as_tensor(rng.normal(size=(6, 4)), dtype=torch.float32),
-        torch.as_tensor(rng.normal(size=3), dtype=torch.float32),
-    )
+    glm = SharedGLM("bilinear", 4, 3, beta=0.5, lr=1e-3, steps=1)
+    X, z = rows(rng, 6, 4).float(), rows(rng, 1, 3)[0].float()
     with torch.no_grad():
         mean = torch.sigmoid(glm.model(X, z.expand(6, -1))).numpy()
     vec = np.einsum("ia,b->iab", X.numpy(), z.numpy()).reshape(6, 12).astype(np.float64)
-    direct = np.sqrt(np.einsum("ij,jk,ik->i", vec, glm.W.A_inv.numpy(), vec))
-    np.testing.assert_allclose(glm.scores(X, z) - mean, direct, rtol=1e-5)
+    for _ in range(3):
+        glm.scores(X, z)  # a width computed before the observation must not be reused after it
+        glm.observe(rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float())
+        direct = np.sqrt(np.einsum("ij,jk,ik->i", vec, glm.W.A_inv.numpy(), vec))
+        np.testing.assert_allclose(glm.scores(X, z) - mean, 0.5 * direct, rtol=1e-5)
 
 
 # -- the protocol's draws -------------------------------------------------------------------------------------------
