@@ -183,6 +183,17 @@ def test_one_stage_scores_every_candidate_and_returns_the_top_m():
         run_select(recorder(), cat, 20)
 
 
+def test_with_no_budget_left_for_items_each_slot_recommends_a_random_item_of_its_group():
+    cat = catalogue([4, 4, 4, 4, 4])
+    policy = recorder(two_stage=True)
+    slates = []
+    for _ in range(10):
+        slate, budget = run_select(policy, cat, 5)  # B = q: every topic scored, no item
+        assert budget.spent == 5 and policy.scored == [] and list(cat.topic[slate]) == [0, 1, 2]
+        slates.append(slate)
+    assert len({tuple(s) for s in slates}) > 1
+
+
 def test_without_a_budget_two_stage_scores_whole_groups_of_at_least_items_per_topic():
     cat = catalogue([40, 30, 25, 20, 10])
     policy = recorder(two_stage=True)
@@ -213,6 +224,7 @@ def test_no_dynamic_topics_recommends_from_the_top_topics_filled_from_outside():
     assert [len(s) for s in policy.scored] == [35, 35, 40]
     # ties in size are scored in slot order; the fill comes from topics 3 and 4, outside the three chosen
     assert [sorted(set(cat.topic[s]) - {3, 4}) for s in policy.scored] == [[1], [2], [0]]
+    assert len(np.unique(np.concatenate(policy.scored))) == 110  # 15 distinct fill items
 
 
 def test_the_code_topic_groups_top_up_to_exactly_p():
@@ -290,9 +302,9 @@ def test_woodbury_updates_equal_the_direct_inverse():
 
 def test_glm_samples_are_a_rounds_clicks_and_one_and_a_half_times_as_many_non_clicks():
     """The authors' code: int(min(1.5·#clicks, #non-clicks)) non-clicks per round with a click, none without."""
-    labels = [np.array(y) for y in ([1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0])]
+    labels = [np.array(y) for y in ([1, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0], [1] * 4 + [0] * 6)]
     chosen = balanced_rows(labels, np.random.default_rng(0))
-    assert [len(k) for k in chosen] == [1 + 1, 2 + 3, 3 + 1, 0]
+    assert [len(k) for k in chosen] == [1 + 1, 2 + 3, 3 + 1, 0, 4 + 6]
     for y, k in zip(labels, chosen):
         assert len(set(k)) == len(k) and set(np.flatnonzero(y)) <= set(k)
 
