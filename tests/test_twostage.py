@@ -2,6 +2,7 @@
 allocation, the bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare →
 simulator train → run → report) on tiny MIND and MovieLens-20M fixtures."""
 
+import copy
 import shutil
 from types import SimpleNamespace
 
@@ -17,6 +18,8 @@ from test_reliability_integrity import forge_record, with_metadata
 import banditbench as bb
 from banditbench.algos.glm import DisjointGLM, InverseGram, SharedGLM, adam_fit, balanced_rows
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
+from banditbench.algos.slate_glm import GLMUCB, SNGALM, SNGBLM, NeuralGLMUCB, title_features
+from banditbench.algos.slate_neural import NeuralDropoutUCB
 from banditbench.algos.slate_random import SlateRandom
 from banditbench.data import load_dataset
 from banditbench.envs import Budget, BudgetExceeded
@@ -403,6 +406,192 @@ def test_bilinear_width_is_the_norm_of_vec_x_z_under_the_inverse():
         glm.observe(rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float())
         direct = np.sqrt(np.einsum("ij,jk,ik->i", vec, glm.W.A_inv.numpy(), vec))
         np.testing.assert_allclose(glm.scores(X, z) - mean, 0.5 * direct, rtol=1e-5)
+
+
+# -- the neural and GLM slate policies' learning ----------------------------------------------------------------
+
+
+def titled(sizes=(4, 4, 4, 4)):
+    """``catalogue(sizes)`` with three random words (of 9) per title, so that items have distinct vectors."""
+    cat = catalogue(list(sizes))
+    titles = np.random.default_rng(0).integers(1, 10, size=cat.titles.shape).astype(np.int32)
+    titles[0] = 0
+    return Catalogue(titles, cat.topic, cat.topic_items, 10)
+
+
+def started(cls, **kw):
+    """A policy of ``cls`` started on ``titled()`` for users 0 (history 1, 5) and 1 (history 9), slates of 3."""
+    histories = np.zeros((2, 50), np.int64)
+    histories[0, :2], histories[1, 0] = [1, 5], 9
+    policy = cls(n_users=2, n_arms=1, dim=0, seed=np.random.SeedSequence(0), **kw)
+    policy.start(Problem(titled(), 3, np.array([0, 1]), histories, None))
+    return policy
+
+
+def feed(policy, t, user, slate, clicks):
+    """Iteration t as the runner plays it once ``slate`` is chosen: prepare, then update with its clicks."""
+    policy.prepare(user)
+    view = RoundView(t, user, CatalogPool(policy.catalogue, np.arange(1, 17), Budget(None)))
+    policy.update(view, np.array(slate), np.array(clicks))
+
+
+def test_n_glm_folds_every_recommended_item_and_its_topic_and_fits_each_once_at_lr_0_01():
+    """Zhang et al. 2022: M_u gains every recommended x, clicked or not, and the item and topic GLMs take one Adam
+    step (the authors' N-GLM) at lr 0.01 on the round's clicks and 1.5× non-clicks: from θ = 0 that step is
+    −0.01 · sign(∇BCE) = 0.01 · sign(Σ (y − ½) x)."""
+    policy = started(NeuralGLMUCB, two_stage=True)
+    feed(policy, 0, 0, [1, 5, 9], [1, 1, 0])  # items of topics 0, 1, 2; two clicks keep the one non-click
+    X, V = policy.item_vectors[[1, 5, 9]].double().numpy(), policy.topic_vectors[[0, 1, 2]].double().numpy()
+    np.testing.assert_allclose(policy.item_glm.gram[0].A_inv.numpy(), np.linalg.inv(np.eye(64) + X.T @ X), atol=1e-9)
+    np.testing.assert_allclose(policy.topic_glm.gram[0].A_inv.numpy(), np.linalg.inv(np.eye(64) + V.T @ V), atol=1e-9)
+    for glm, F in ((policy.item_glm, X), (policy.topic_glm, V)):
+        linear = glm.model[0]
+        np.testing.assert_allclose(linear.weight.detach().numpy()[0], 0.01 * np.sign(F[0] + F[1] - F[2]), atol=1e-5)
+        np.testing.assert_allclose(linear.bias.item(), 0.01, rtol=1e-5)  # Σ (y − ½) = ½
+
+
+def test_n_glm_fits_each_user_on_that_users_rounds_alone():
+    """Eq. (2)'s θ_u is per user: user 1's first step sees only user 1's round, 0.01 · sign(Σ (y − ½) x)."""
+    policy = started(NeuralGLMUCB)
+    feed(policy, 0, 0, [1, 5, 9], [0, 1, 1])
+    feed(policy, 1, 1, [2, 6, 10], [1, 1, 0])
+    X = policy.item_vectors[[2, 6, 10]].double().numpy()
+    weight = policy.item_glm.model[1].weight.detach().numpy()[0]
+    np.testing.assert_allclose(weight, 0.01 * np.sign(X[0] + X[1] - X[2]), atol=1e-5)
+
+
+def test_glm_ucb_scores_a_new_users_unit_title_features_one_half_plus_beta():
+    """GLM (Eq. 2) on unit-norm title features: before any feedback ρ(0) + β‖x‖_I = ½ + 0.1."""
+    policy = started(GLMUCB)
+    np.testing.assert_allclose(policy.item_scores(0, np.arange(1, 17)), 0.6, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("cls", "lr"), [(SNGALM, 0.01), (SNGBLM, 0.001)])
+def test_a_shared_glm_fits_from_the_second_iteration_on_every_buffered_round_with_each_users_current_z(cls, lr):
+    """Zhang et al. 2022: the shared GLMs take 5 Adam steps at lr 0.01 (bilinear 0.001) per iteration from t = 1,
+    on the rounds since the item-model update, with z from each round's user's current history (the authors'
+    code)."""
+    policy = started(cls)
+    before = copy.deepcopy(policy.item_glm.model)
+    feed(policy, 0, 0, [2, 3, 4], [1, 1, 0])
+    assert all(torch.equal(a, b) for a, b in zip(before.parameters(), policy.item_glm.model.parameters()))
+    feed(policy, 1, 1, [6, 7, 8], [0, 1, 1])
+    X = policy.item_vectors[[2, 3, 4, 6, 7, 8]]
+    Z = policy.user_vectors(policy.history_of([0, 0, 0, 1, 1, 1]))  # histories 1, 5, 2, 3 and 9, 7, 8
+    y = torch.tensor([1.0, 1.0, 0.0, 0.0, 1.0, 1.0])
+    adam_fit(before, lambda: torch.nn.functional.binary_cross_entropy_with_logits(before(X, Z), y), 5, lr)
+    for expected, fitted in zip(before.parameters(), policy.item_glm.model.parameters()):
+        np.testing.assert_allclose(fitted.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_2_s_n_galm_folds_the_recommended_topics_with_the_topic_user_vector():
+    """The topic stage is S-N-GALM on (topic vector, topic-user vector), with its own A_x and A_z."""
+    policy = started(SNGALM, two_stage=True)
+    feed(policy, 0, 0, [1, 5, 6], [1, 0, 0])
+    V, z = policy.topic_vectors[[0, 1, 1]].double().numpy(), policy.z_topic.double().numpy()
+    glm = policy.topic_glm
+    np.testing.assert_allclose(glm.A_x.A_inv.numpy(), np.linalg.inv(np.eye(64) + V.T @ V), atol=1e-9)
+    np.testing.assert_allclose(glm.A_z.A_inv.numpy(), np.linalg.inv(np.eye(64) + 3 * np.outer(z, z)), atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [NeuralGLMUCB, SNGALM])
+def test_the_glm_samples_are_cleared_when_the_item_model_updates(cls):
+    """The authors' code clears the GLM buffer at every item-model update (t > 0, t % l_n = 0)."""
+    policy = started(cls, item_update_every=2)
+    rounds = lambda: len(policy.samples) if isinstance(policy.samples, list) else len(policy.samples[0])  # noqa: E731
+    for t, n in ((0, 1), (1, 2), (2, 1), (3, 2)):
+        feed(policy, t, 0, [1, 5, 9], [1, 0, 0])
+        assert rounds() == n, t
+
+
+def test_the_neural_models_update_every_l_t_and_l_n_iterations_after_the_first():
+    """Zhang et al. 2022: the topic model updates every l_t iterations, the item model every l_n (t > 0)."""
+    policy = started(NeuralDropoutUCB, two_stage=True, item_update_every=4, topic_update_every=2)
+    changed = []
+    for t in range(5):
+        items, topics = policy.item_vectors, policy.topic_vectors
+        feed(policy, t, 0, [1, 5, 9], [1, 0, 0])
+        changed.append((not torch.equal(items, policy.item_vectors), not torch.equal(topics, policy.topic_vectors)))
+    assert changed == [(False, False), (False, False), (False, True), (False, False), (True, True)]
+
+
+def test_the_item_model_trains_on_each_click_against_four_non_clicks_padded_with_item_0(monkeypatch):
+    """The authors' NRMS update: per click of a round with a non-click, the click, up to 4 of the round's non-clicks
+    and padding, with the history the slate was chosen with; the rounds are dropped after each update."""
+    from banditbench.algos import slate_neural
+
+    seen = []
+    monkeypatch.setattr(slate_neural, "train_items", lambda model, titles, topic_of, h, c, **kw: seen.append((h, c)))
+    policy = started(NeuralDropoutUCB, item_update_every=2)
+    feed(policy, 0, 0, [2, 3, 4], [1, 0, 0])
+    feed(policy, 1, 0, [6, 7, 8], [1, 1, 1])  # no non-click: no sample
+    feed(policy, 2, 1, [10, 11, 12], [0, 1, 0])
+    feed(policy, 3, 0, [13, 14, 15], [1, 1, 0])
+    feed(policy, 4, 0, [2, 6, 10], [0, 0, 1])
+    (histories, candidates), (later, _) = seen
+    assert [c[0] for c in candidates] == [2, 11]
+    assert [sorted(c[1:3]) for c in candidates] == [[3, 4], [10, 12]] and not candidates[:, 3:].any()
+    np.testing.assert_array_equal(histories[:, :2], [[1, 5], [9, 0]])  # before the rounds' clicks
+    assert len(later) == 2 + 1  # rounds 3 and 4 only: one sample per click
+
+
+def test_the_topic_model_trains_on_a_clicked_topic_against_a_non_clicked_one_of_the_same_round(monkeypatch):
+    """Zhang et al. 2022's topic model: BCE on (topic of a click, topic of a non-click of the same round); a round
+    all clicked or without a click gives no pair."""
+    from banditbench.algos import slate_neural
+
+    seen = {}
+    monkeypatch.setattr(
+        slate_neural, "train_topics", lambda model, titles, topic_of, h, pos, neg, **kw: seen.update(pos=pos, neg=neg)
+    )
+    policy = started(NeuralDropoutUCB, two_stage=True, topic_update_every=3)
+    for t, (slate, clicks) in enumerate(
+        [([1, 5, 9], [1, 0, 0]), ([2, 6, 10], [1, 1, 1]), ([3, 7, 11], [0, 0, 0]), ([13, 14, 4], [0, 1, 0])]
+    ):
+        feed(policy, t, 0, slate, clicks)
+    np.testing.assert_array_equal(seen["pos"], [0, 3])
+    assert seen["neg"][0] in (1, 2) and seen["neg"][1] in (3, 0)
+
+
+def test_n_dropout_ucb_scores_the_mean_plus_beta_population_std_of_its_dropout_passes():
+    """Zhang et al. 2022, N-Dropout: α = mean(Y) + β std(Y) over the 5 passes ŷ^k = x^kᵀz^k (population std)."""
+    policy = started(NeuralDropoutUCB, beta=0.3)
+    policy.prepare(0)
+    items = np.array([2, 7, 11])
+    passes = np.stack([policy.item_banks[k, items].numpy() @ policy.z_banks[k].numpy() for k in range(5)])
+    assert passes.std(0).min() > 0  # the passes differ
+    np.testing.assert_allclose(policy.item_scores(0, items), passes.mean(0) + 0.3 * passes.std(0), rtol=1e-5)
+
+
+def test_n_dropout_ucb_takes_each_passs_user_vector_from_that_passs_item_vectors():
+    """Zhang et al. 2022: "the dropout uncertainty includes both the user and item uncertainty": z^k from bank k."""
+    policy = started(NeuralDropoutUCB)
+    policy.prepare(0)
+    history = policy.history_of([0])
+    for k in range(5):
+        z = policy.item_model.user_vectors(policy.item_banks[k], history)[0]
+        np.testing.assert_allclose(policy.z_banks[k].numpy(), z.numpy(), rtol=1e-5, atol=1e-7)
+    assert not torch.allclose(policy.z_banks[0], policy.z_banks[1])
+
+
+def test_2_n_dropout_ucb_scores_topics_by_the_mean_plus_beta_std_of_the_topic_passes():
+    policy = started(NeuralDropoutUCB, two_stage=True, beta=0.3)
+    policy.prepare(0)
+    passes = policy.topic_banks.numpy() @ policy.z_topic.numpy()  # [5 passes, 4 topics]
+    expected = passes.mean(0) + 0.3 * passes.std(0)
+    np.testing.assert_allclose(policy.topic_scores(0, np.arange(4)), expected, rtol=1e-5)
+
+
+def test_title_features_are_unit_rows_of_the_words_alone_and_a_topics_the_normalised_mean():
+    """GLM's GloVe stand-in: unit-norm LSA rows of the titles' bags of words; padding (word 0) counts for nothing."""
+    titles = np.array([[0, 0, 0], [3, 4, 0], [0, 4, 3], [5, 6, 6], [3, 3, 7], [1, 2, 8], [2, 9, 1], [8, 8, 5]])
+    features = title_features(titles, 10, 2)  # rank 6 in 2 dimensions: the raw rows are shorter than 1
+    np.testing.assert_allclose(features[0], 0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(features[1:], axis=1), 1, rtol=1e-9)
+    np.testing.assert_allclose(features[1], features[2], atol=1e-9)  # the same words
+    policy = started(GLMUCB, two_stage=True)
+    mean = policy.features[policy.catalogue.topic_items[2]].numpy().mean(0)
+    np.testing.assert_allclose(policy.topic_features[2].numpy(), mean / np.linalg.norm(mean), rtol=1e-9)
 
 
 # -- the protocol's draws -------------------------------------------------------------------------------------------
