@@ -1,6 +1,7 @@
 """Zhang et al. 2022's two-stage protocol: its draws, the computational budget, DynaTopicRec, the budgeted two-stage
-allocation, the bilinear confidence matrix, the slate / CTR shard columns, and the whole pipeline (prepare →
-simulator train → run → report) on tiny MIND and MovieLens-20M fixtures."""
+allocation, the users' click histories, the GLM-UCB models (Eqs. 2–4), what the neural and GLM slate policies
+learn from, the slate / CTR shard columns, and the whole pipeline (prepare → simulator train → run → report) on
+tiny MIND and MovieLens-20M fixtures."""
 
 import copy
 import shutil
@@ -187,6 +188,7 @@ def test_one_stage_scores_every_candidate_and_returns_the_top_m():
 
 
 def test_with_no_budget_left_for_items_each_slot_recommends_a_random_item_of_its_group():
+    """B < q + m leaves some slot nothing to score with: it recommends an unscored item of its group, at random."""
     cat = catalogue([4, 4, 4, 4, 4])
     policy = recorder(two_stage=True)
     slates = []
@@ -367,7 +369,7 @@ def test_s_n_galm_scores_by_eq_3_with_global_item_and_user_matrices():
     for X, z in zip(shown, z_shown):
         glm.observe(X, z)
     X, z = rows(rng, 5, 4).float(), rows(rng, 1, 3)[0].float()  # the item model's dtype
-    users = [z.expand(2, -1) for z in z_shown]  # each user vector once per item it was shown with
+    users = [u.expand(2, -1) for u in z_shown]  # each user vector once per item it was shown with
     expected = additive_mean(glm, X, z, 0.3, 0.7) + 0.1 * (0.3 * width(X, *shown) + 0.7 * width(z[None], *users))
     np.testing.assert_allclose(glm.scores(X, z), expected, rtol=1e-6)
 
