@@ -20,10 +20,11 @@ import banditbench as bb
 from banditbench.algos.glm import DisjointGLM, InverseGram, SharedGLM, adam_fit, balanced_rows
 from banditbench.algos.slate import SlatePolicy, dyna_topic_rec, item_budgets, top_topic_groups
 from banditbench.algos.slate_glm import GLMUCB, SNGALM, SNGBLM, NeuralGLMUCB, title_features
-from banditbench.algos.slate_neural import NeuralDropoutUCB
+from banditbench.algos.slate_neural import NeuralDropoutUCB, NeuralGreedy
 from banditbench.algos.slate_random import SlateRandom
 from banditbench.data import load_dataset
 from banditbench.envs import Budget, BudgetExceeded
+from banditbench.envs.learners import TopicModel, new_item_model
 from banditbench.envs.round import CatalogPool, RoundView
 from banditbench.envs.twostage import Catalogue, Problem, TwoStageEnvironment
 from banditbench.errors import SettingError, UserError
@@ -422,11 +423,13 @@ def titled(sizes=(4, 4, 4, 4)):
 
 
 def started(cls, **kw):
-    """A policy of ``cls`` started on ``titled()`` for users 0 (history 1, 5) and 1 (history 9), slates of 3."""
+    """A policy of ``cls`` started on ``titled()`` for users 0 (history 1, 5) and 1 (history 9), slates of 3, from
+    "pre-trained" item and topic models of their own seeds (so that the two towers differ)."""
     histories = np.zeros((2, 50), np.int64)
     histories[0, :2], histories[1, 0] = [1, 5], 9
+    pretrained = {"item": new_item_model(10, 4, seed=1).state_dict(), "topic": TopicModel(10, 4, seed=2).state_dict()}
     policy = cls(n_users=2, n_arms=1, dim=0, seed=np.random.SeedSequence(0), **kw)
-    policy.start(Problem(titled(), 3, np.array([0, 1]), histories, None))
+    policy.start(Problem(titled(), 3, np.array([0, 1]), histories, pretrained))
     return policy
 
 
@@ -462,28 +465,53 @@ def test_n_glm_fits_each_user_on_that_users_rounds_alone():
     np.testing.assert_allclose(weight, 0.01 * np.sign(X[0] + X[1] - X[2]), atol=1e-5)
 
 
+def test_n_glm_refits_a_user_on_all_that_users_rounds_since_the_item_update():
+    """Each iteration the user's θ_u takes its step on all of the user's rounds buffered since the item update."""
+    policy = started(NeuralGLMUCB)
+    model = torch.nn.Linear(64, 1).double()
+    with torch.no_grad():  # θ_u starts at 0
+        model.weight.zero_()
+        model.bias.zero_()
+    feed(policy, 0, 0, [1, 5, 9], [0, 1, 1])
+    feed(policy, 1, 1, [3, 7, 11], [1, 0, 1])
+    feed(policy, 2, 0, [2, 6, 10], [1, 1, 0])
+    X = policy.item_vectors[[1, 5, 9, 2, 6, 10]].double()  # clicks and 1.5× non-clicks: every item of both rounds
+    y = torch.tensor([0.0, 1.0, 1.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+    adam_fit(model, lambda: torch.nn.functional.binary_cross_entropy_with_logits(model(X[:3])[:, 0], y[:3]), 1, 0.01)
+    assert_fitted(policy.item_glm.model[0], model, lambda: model(X)[:, 0], y, 1, 0.01)  # user 1's round left out
+
+
 def test_glm_ucb_scores_a_new_users_unit_title_features_one_half_plus_beta():
     """GLM (Eq. 2) on unit-norm title features: before any feedback ρ(0) + β‖x‖_I = ½ + 0.1."""
     policy = started(GLMUCB)
     np.testing.assert_allclose(policy.item_scores(0, np.arange(1, 17)), 0.6, rtol=1e-9)
 
 
+def assert_fitted(model, before, logits, y, steps, lr):
+    """``model`` is ``before`` after ``steps`` fresh-Adam steps of BCE of ``logits()`` (of ``before``) against y."""
+    adam_fit(before, lambda: torch.nn.functional.binary_cross_entropy_with_logits(logits(), y), steps, lr)
+    for expected, fitted in zip(before.parameters(), model.parameters()):
+        np.testing.assert_allclose(fitted.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize(("cls", "lr"), [(SNGALM, 0.01), (SNGBLM, 0.001)])
 def test_a_shared_glm_fits_from_the_second_iteration_on_every_buffered_round_with_each_users_current_z(cls, lr):
     """Zhang et al. 2022: the shared GLMs take 5 Adam steps at lr 0.01 (bilinear 0.001) per iteration from t = 1,
     on the rounds since the item-model update, with z from each round's user's current history (the authors'
-    code)."""
-    policy = started(cls)
-    before = copy.deepcopy(policy.item_glm.model)
+    code); the topic GLM fits the same samples mapped to their topics, with the topic-user vectors."""
+    policy = started(cls, two_stage=True)
+    items, topics = copy.deepcopy(policy.item_glm.model), copy.deepcopy(policy.topic_glm.model)
     feed(policy, 0, 0, [2, 3, 4], [1, 1, 0])
-    assert all(torch.equal(a, b) for a, b in zip(before.parameters(), policy.item_glm.model.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(items.parameters(), policy.item_glm.model.parameters()))
     feed(policy, 1, 1, [6, 7, 8], [0, 1, 1])
-    X = policy.item_vectors[[2, 3, 4, 6, 7, 8]]
-    Z = policy.user_vectors(policy.history_of([0, 0, 0, 1, 1, 1]))  # histories 1, 5, 2, 3 and 9, 7, 8
+    histories = policy.history_of([0, 0, 0, 1, 1, 1])  # 1, 5, 2, 3 and 9, 7, 8
     y = torch.tensor([1.0, 1.0, 0.0, 0.0, 1.0, 1.0])
-    adam_fit(before, lambda: torch.nn.functional.binary_cross_entropy_with_logits(before(X, Z), y), 5, lr)
-    for expected, fitted in zip(before.parameters(), policy.item_glm.model.parameters()):
-        np.testing.assert_allclose(fitted.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-7)
+    X, Z = policy.item_vectors[[2, 3, 4, 6, 7, 8]], policy.user_vectors(histories)
+    assert_fitted(policy.item_glm.model, items, lambda: items(X, Z), y, 5, lr)
+    with torch.no_grad():
+        Z = policy.topic_model.user_vectors(policy.topic_item_vectors, torch.as_tensor(histories))
+    V = policy.topic_vectors[[0, 0, 0, 1, 1, 1]]  # items 1–4 are topic 0, 5–8 topic 1
+    assert_fitted(policy.topic_glm.model, topics, lambda: topics(V, Z), y, 5, lr)
 
 
 def test_2_s_n_galm_folds_the_recommended_topics_with_the_topic_user_vector():
@@ -553,6 +581,20 @@ def test_the_topic_model_trains_on_a_clicked_topic_against_a_non_clicked_one_of_
         feed(policy, t, 0, slate, clicks)
     np.testing.assert_array_equal(seen["pos"], [0, 3])
     assert seen["neg"][0] in (1, 2) and seen["neg"][1] in (3, 0)
+
+
+def test_n_greedy_scores_items_and_topics_by_their_dot_product_with_the_users_vectors():
+    """Zhang et al. 2022, N-Greedy: α(u, i) = x_iᵀz_u, z_u from u's last clicks by the item model; 2-N-Greedy's topic
+    stage: α1(u, v) = vᵀz_u from the topic model's user tower."""
+    policy = started(NeuralGreedy, two_stage=True)
+    policy.prepare(0)
+    history = policy.history_of([0])
+    with torch.no_grad():
+        z = policy.item_model.user_vectors(policy.item_vectors, history)[0].numpy()
+        z_topic = policy.topic_model.user_vectors(policy.topic_item_vectors, torch.as_tensor(history))[0].numpy()
+    items = np.array([2, 7, 11])
+    np.testing.assert_allclose(policy.item_scores(0, items), policy.item_vectors[items].numpy() @ z, rtol=1e-5)
+    np.testing.assert_allclose(policy.topic_scores(0, np.arange(4)), policy.topic_vectors.numpy() @ z_topic, rtol=1e-5)
 
 
 def test_n_dropout_ucb_scores_the_mean_plus_beta_population_std_of_its_dropout_passes():
