@@ -646,6 +646,17 @@ def test_cmlb_maximal_cluster_merges_only_components_smaller_than_p_star_n():
     assert len({label[0], label[3], label[5]}) == 3
 
 
+@pytest.mark.parametrize("bandpy_schedule, clusters", [(False, 3), (True, 4)])
+def test_cmlb_merges_components_below_p_star_n_or_under_bandpys_schedule_below_its_floor(bandpy_schedule, clusters):
+    """N = 10, p* = 0.25: the paper merges the components of fewer than 2.5 users (both pairs), bandpy those of fewer
+    than ⌊2.5⌋ = 2 (none)."""
+    from banditbench.algos.cmlb import maximal_cluster
+
+    policy = one_member("cmlb", 10, 3, 1, p_star=0.25, bandpy_schedule=bandpy_schedule)
+    theta = np.array([[0.0], [0.1], [5.0], [5.1], [5.2], [9.0], [9.1], [9.2], [20.0], [20.1]])  # 2, 3, 3, 2 users
+    assert len(set(maximal_cluster(theta, threshold=0.15, p_star=policy.p_star))) == clusters
+
+
 def test_bass_exploring_at_epsilon_1_plays_every_arm_uniformly():
     from scipy import stats
 
