@@ -680,6 +680,29 @@ def test_pmlb_common_oful_takes_the_noise_of_a_mean_of_n_rewards(averaged_noise,
     assert seen == [pytest.approx(0.6 / divisor)]
 
 
+def test_bass_cutting_an_edge_takes_each_agents_samples_out_of_the_others_shared_statistics():
+    """BASS's Algorithm 1: deleting (i, j) removes j's samples from i's shared Gram matrix and vector and i's from
+    j's, leaving the agents both still share with; A⁻¹ = (λI + G)⁻¹ follows."""
+    policy = one_member("bass", 3, 4, 2, gamma=100.0)  # ellipsoids too large to separate: nothing is cut in play
+    play_random_rounds(policy, 30, 3, 4, 2)
+    assert policy.graph[0].all()
+    policy._cut(0, 0, np.array([1]))
+    gram, b = policy.local.gram[0], policy.local.b[0]
+    np.testing.assert_allclose(policy.shared_gram[0, [0, 1]], [gram[0] + gram[2], gram[1] + gram[2]], atol=1e-12)
+    np.testing.assert_allclose(policy.shared_b[0, [0, 1]], [b[0] + b[2], b[1] + b[2]], atol=1e-12)
+    np.testing.assert_allclose(policy.shared_gram[0, 2], gram.sum(0), atol=1e-12)  # agent 2 keeps both edges
+    expected = np.linalg.inv(np.eye(2) + policy.shared_gram[0, [0, 1]])  # λ = 1
+    np.testing.assert_allclose(policy.shared_A_inv[0, [0, 1]], expected, rtol=1e-9)
+
+
+def test_pmlb_learns_the_common_model_for_floor_sqrt_t_steps_then_each_agents_own():
+    """Ghosh et al.'s Algorithm 4 with T = 16: steps 0–3 feed the common OFUL (each learnt once the next step begins),
+    step 4 on the served agent's personal one."""
+    policy = one_member("pmlb", 2, 3, 2, horizon=16)
+    play_random_rounds(policy, 5, 2, 3, 2)
+    assert policy.common.count[0, 0] == 4 and policy.personal.count[0].sum() == 1
+
+
 def test_bass_centres():
     theta = synthetic.bass_centres(4, 5, np.pi / 3)
     np.testing.assert_allclose(theta[0], [1, 0, 0, 0, 0])
