@@ -138,15 +138,28 @@ def test_a_shard_edited_with_its_checksums_forged_to_match_is_run_again_by_resum
     assert ran == [unit] and says in warnings[0] and shards(out) == clean
 
 
+def another_alpha(path: Path) -> tuple[pa.Table, dict]:
+    """linucb-ind's shard at ``path`` as a table and its unit configuration with alpha = 0.5 (the run's sets 1)."""
+    table = pq.read_table(path)
+    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
+    unit["params"]["alpha"] = 0.5
+    return table, unit
+
+
+def forged_to_another_alpha(path: Path) -> None:
+    """The shard rewritten as a unit of alpha = 0.5, every checksum forged to match."""
+    table, unit = another_alpha(path)
+    pq.write_table(with_metadata(table, unit=unit, unit_sha256=config_sha256(unit)), path)
+    forge_record(path, unit_sha256=config_sha256(unit))
+
+
 @pytest.mark.parametrize("edited", ["configuration", "its-checksum"])
 def test_a_shard_whose_configuration_and_its_checksum_disagree_is_refused(edited, done, capsys):
     """The metadata's unit configuration, the metadata's checksum of it and the record's must all agree: an edit of
     either one alone, with the files' checksums forged to match, is refused."""
     out, _ = done
     path = out / "shards" / "linucb-ind-seed0.parquet"
-    table = pq.read_table(path)
-    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
-    unit["params"]["alpha"] = 0.5
+    table, unit = another_alpha(path)
     edit = {"unit": unit} if edited == "configuration" else {"unit_sha256": config_sha256(unit)}
     pq.write_table(with_metadata(table, **edit), path)
     forge_record(path)
@@ -155,12 +168,7 @@ def test_a_shard_whose_configuration_and_its_checksum_disagree_is_refused(edited
 
 def test_resume_runs_again_a_shard_holding_another_configuration_of_its_unit(done, data_dir):
     out, clean = done
-    path = out / "shards" / "linucb-ind-seed0.parquet"
-    table = pq.read_table(path)
-    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
-    unit["params"]["alpha"] = 0.5  # every checksum forged to match
-    pq.write_table(with_metadata(table, unit=unit, unit_sha256=config_sha256(unit)), path)
-    forge_record(path, unit_sha256=config_sha256(unit))
+    forged_to_another_alpha(out / "shards" / "linucb-ind-seed0.parquet")
     ran, warnings = resume(data_dir, out)
     assert ran == ["linucb-ind-seed0"] and "another unit's configuration" in warnings[0] and shards(out) == clean
 
@@ -192,12 +200,7 @@ def test_a_shard_whose_record_is_renamed_to_another_seed_is_the_same_unit_twice(
 
 def test_a_shard_of_a_unit_the_config_does_not_plan_is_refused(done, capsys):
     out, _ = done
-    path = out / "shards" / "linucb-ind-seed0.parquet"
-    table = pq.read_table(path)
-    unit = json.loads(table.schema.metadata[b"banditbench"])["unit"]
-    unit["params"]["alpha"] = 0.5  # the run's config sets alpha = 1; every checksum forged to match
-    pq.write_table(with_metadata(table, unit=unit, unit_sha256=config_sha256(unit)), path)
-    forge_record(path, unit_sha256=config_sha256(unit))
+    forged_to_another_alpha(out / "shards" / "linucb-ind-seed0.parquet")
     assert "linucb-ind-seed0.parquet: it holds a unit that the manifest's config does not plan" in refused(out, capsys)
 
 
