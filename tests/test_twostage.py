@@ -28,6 +28,7 @@ from banditbench.envs.learners import TopicModel, new_item_model
 from banditbench.envs.round import CatalogPool, RoundView
 from banditbench.envs.twostage import Catalogue, Problem, TwoStageEnvironment
 from banditbench.errors import SettingError, UserError
+from banditbench.runner.slate import SlateRounds
 from banditbench.simulator.logged import known_split
 
 SIZES = [5, 1, 2, 8, 3, 4, 6]  # items of topics 0..6; topic v owns the items numbered from 100·v
@@ -702,6 +703,21 @@ def test_a_budget_as_large_as_the_slate_is_accepted(tmp_path):
         TwoStageEnvironment.check(dataset, {**TwoStageEnvironment.SETTINGS, "slate_size": 5}, budget=5)
     with pytest.raises(SettingError, match="smaller than the slate"):
         TwoStageEnvironment.check(dataset, {**TwoStageEnvironment.SETTINGS, "slate_size": 5}, budget=4)
+
+
+def test_a_slate_rounds_outcome_is_its_clicks_ctr_and_regret_against_one_minus_the_flip():
+    """Zhang et al. 2022: CTR y_t / m; regret against the optimum 1 − flip = 0.9 of the slate's expected CTR."""
+    rounds = SlateRounds.__new__(SlateRounds)  # no simulator: the outcome reads only m, the flip and what was recorded
+    rounds.m, rounds.env = 3, SimpleNamespace(flip=0.1)
+    rounds.use(rounds.new_columns(2), policy=None)
+    for t, (clicks, expected) in enumerate([([1, 0, 1], [0.5, 0.2, 0.8]), ([0, 0, 0], [0.1, 0.1, 0.4])]):
+        rounds.expected_clicks = np.array(expected)
+        rounds.record(t, SimpleNamespace(user=t), np.array([4, 5, 6]), np.array(clicks))
+    columns, _, metadata = rounds.outcome(2)
+    assert columns["clicks"].tolist() == [2, 0] and columns["ctr"].tolist() == [2 / 3, 0.0]
+    np.testing.assert_allclose(columns["expected_reward"], [0.5, 0.2])
+    np.testing.assert_allclose(columns["regret"], [0.4, 0.7])
+    assert columns["best_expected_reward"].tolist() == [0.9, 0.9] and metadata == {"ctr_optimum": 0.9}
 
 
 # -- end to end ---------------------------------------------------------------------------------------------------
