@@ -76,6 +76,17 @@ def value_and_gradient(mlp: MLP, theta: torch.Tensor, x: torch.Tensor) -> tuple[
     return f.detach(), torch.autograd.grad(f, at)[0]
 
 
+def round_view(t: int, user: int, arms: np.ndarray):
+    """Round t of ``user`` on ``arms``; its rewards are unused (a test gives ``learn`` the reward it wants)."""
+    return Round(t, user, arms, np.zeros(len(arms)), np.zeros(len(arms))).view(Budget())
+
+
+def play(policy, t: int, user: int, arms: np.ndarray, reward: float) -> None:
+    """Round t of ``user`` on ``arms``: the policy chooses and learns ``reward``."""
+    view = round_view(t, user, arms)
+    learn(policy, view, choose(policy, view), reward)
+
+
 def network(bias, depth, gradients="closed", dim=6):
     generator = torch.Generator().manual_seed(1)
     mlp = MLP(dim, width=16, depth=depth, bias=bias, init="torch" if bias else "paper", gradients=gradients)
@@ -150,8 +161,7 @@ def test_neuralucb_penalty_is_m_lambda_over_2_per_sample_of_the_trained_network(
     policy = ALGORITHMS["neuucb-ind"].build(n_users=3, n_arms=2, dim=4, seed=np.random.SeedSequence(0), params=params)
     rng = np.random.default_rng(1)
     for t, user in enumerate([0, 1, 1, 0, 1]):
-        view = Round(t, user, rng.standard_normal((2, 4)), np.zeros(2), np.zeros(2)).view(Budget())
-        learn(policy, view, choose(policy, view), 0.0)
+        play(policy, t, user, rng.standard_normal((2, 4)), 0.0)
     job = policy._training_job(0, 1)  # users 0 and 1 have grown since round 0, to 2 and 3 samples
     assert job.models.tolist() == [0, 1] and job.anchor[0].tolist() == pytest.approx([8 * 0.5 / 4, 8 * 0.5 / 6])
 
@@ -189,7 +199,7 @@ def test_full_and_diagonal_neuralucb_score_the_first_round_alike(dataset):
         for c in ("diagonal", "full")
     ]
     arms = np.random.default_rng(0).standard_normal((10, 5))
-    view = Round(0, 0, arms, np.zeros(10), np.zeros(10)).view(Budget())
+    view = round_view(0, 0, arms)
     assert choose(policies[0], view) == choose(policies[1], view)  # Z_0 = λI is diagonal
 
 
@@ -201,7 +211,7 @@ def test_code_training_is_the_authors_single_sample_sgd_on_the_served_users_netw
     policy = ALGORITHMS[algorithm].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
     before = policy.theta[0].clone()  # member 0's networks
     arms = np.random.default_rng(2).standard_normal((3, 5))
-    view = Round(0, 2, arms, np.zeros(3), np.zeros(3)).view(Budget())  # round 0 trains under schedule "code"
+    view = round_view(0, 2, arms)  # round 0 trains under schedule "code"
     chosen = choose(policy, view)
     learn(policy, view, chosen, 1.0)
 
@@ -223,8 +233,7 @@ def test_metaban_user_learners_train_from_their_own_parameters_or_theta_0_or_the
     policy = ALGORITHMS["metaban"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(1), params=params)
     rng = np.random.default_rng(2)
     for t in range(3):
-        view = Round(t, t % 3, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget())
-        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        play(policy, t, t % 3, rng.standard_normal((4, 5)), float(rng.standard_normal()))
         trained = policy.users[0].theta[t % 3]
         expected = policy.Theta[0] if user_start == "meta" else policy.Theta0[0]
         assert torch.equal(trained, expected), t
@@ -268,7 +277,7 @@ def test_neuralucb_scores_f_plus_nu_times_the_gradient_width(covariance):
     theta, rng = policy.theta[0, 0].clone(), np.random.default_rng(1)
     Z = 0.5 * torch.eye(policy.mlp.p, dtype=torch.float64)
     for t in range(1, 6):  # rounds 1–5: no training under the "code" schedule, which trains after round 0 only
-        view = Round(t, 0, rng.standard_normal((3, 4)), np.zeros(3), np.zeros(3)).view(Budget())
+        view = round_view(t, 0, rng.standard_normal((3, 4)))
         arms = torch.tensor(view.arms[:], dtype=torch.float32)
         f, g = map(torch.stack, zip(*(value_and_gradient(policy.mlp, theta, arm) for arm in arms)))
         Z_used = torch.diag(torch.diagonal(Z)) if covariance == "diagonal" else Z
@@ -303,7 +312,7 @@ def test_metaban_appends_the_round_to_the_served_user_or_to_the_chosen_arms_whol
     user of the chosen arm's group N̂, which at the start (every learner at Θ_0, all agreeing) is every user."""
     params = {"share_data_with_group": share_data_with_group}
     policy = ALGORITHMS["metaban"].build(n_users=4, n_arms=3, dim=5, seed=np.random.SeedSequence(1), params=params)
-    view = Round(0, 2, np.random.default_rng(2).standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
+    view = round_view(0, 2, np.random.default_rng(2).standard_normal((3, 5)))
     learn(policy, view, choose(policy, view), 1.0)
     assert policy.users[0].mu.tolist() == ([1, 1, 1, 1] if share_data_with_group else [0, 0, 1, 0])
 
@@ -317,8 +326,7 @@ def test_neuucb_ind_trains_every_user_whose_history_grew_or_the_served_one_only(
     before = policy.theta[0].clone()
     rng = np.random.default_rng(2)
     for t, user in enumerate([0, 1, 2, 0, 1, 2, 0, 1, 2, 3]):  # round 9 (the 10th) trains, serving user 3
-        view = Round(t, user, rng.standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
-        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        play(policy, t, user, rng.standard_normal((3, 5)), float(rng.standard_normal()))
     moved = [not torch.equal(policy.theta[0, u], before[u]) for u in range(4)]
     assert moved == ([False, False, False, True] if train_served_only else [True] * 4)
 
@@ -332,8 +340,7 @@ def test_neuucb_ind_does_not_retrain_a_user_whose_history_has_not_grown_since_it
     for t, user in enumerate([0, 1, 2, 0, 1, 2, 0, 1, 2, 3] + [0] * 10):
         if t == 10:
             trained = policy.theta[0].clone()
-        view = Round(t, user, rng.standard_normal((3, 5)), np.zeros(3), np.zeros(3)).view(Budget())
-        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        play(policy, t, user, rng.standard_normal((3, 5)), float(rng.standard_normal()))
     moved = [not torch.equal(policy.theta[0, u], trained[u]) for u in range(4)]
     assert moved == [True, False, False, False]
 
@@ -545,7 +552,7 @@ def test_eenet_neural_decision_maker_decides_after_its_warm_up():
     policy.theta3 = torch.tensor([[-1.0, 0.0, 1.0]])
     rng = np.random.default_rng(1)
     for t in (0, 4, 5, 9):
-        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
+        view = round_view(t, 0, rng.standard_normal((6, 4)))
         chosen = choose(policy, view)
         x = torch.tensor(view.arms[:], dtype=torch.float32)
         f1 = policy.f1.forward(policy.theta1[0], x)
@@ -563,7 +570,7 @@ def test_eenet_code_decision_weighs_f2_by_a_tenth_up_to_round_1000_and_a_hundred
     f1 = policy.f1.forward(policy.theta1[0], x)
     f2 = policy.f2.forward(policy.theta2[0], ArmGradients(policy.f1, policy.theta1[0], x).rows())
     for t, weight in ((999, 0.1), (1000, 0.1), (1001, 0.01)):
-        view = Round(t, 0, arms, np.zeros(6), np.zeros(6)).view(Budget())
+        view = round_view(t, 0, arms)
         torch.testing.assert_close(policy.scores([view])[0], f1 + weight * (f2 - 1.0))
 
 
@@ -581,7 +588,7 @@ def test_eenet_code_training_runs_f1_by_sgd_at_lr_and_f2_by_adam_at_explore_lr_w
     monkeypatch.setattr(eenet.neural, "train_passes_each", recorded)
     params = {"code_training": True, "schedule": "every-round", "lr": 0.05, "explore_lr": 0.002}
     policy = ALGORITHMS["eenet"].build(n_users=1, n_arms=3, dim=4, seed=np.random.SeedSequence(0), params=params)
-    view = Round(0, 0, np.random.default_rng(1).standard_normal((3, 4)), np.zeros(3), np.zeros(3)).view(Budget())
+    view = round_view(0, 0, np.random.default_rng(1).standard_normal((3, 4)))
     learn(policy, view, choose(policy, view), 1.0)
     assert [(network, n) for network, n, _ in calls] == [(policy.f1, 1), (policy.f2, 1)]
     assert [settings for _, _, settings in calls] == [
@@ -604,7 +611,7 @@ def test_eenet_labels_the_explorers_sample_with_the_exploiters_error(code_decisi
     phi = ArmGradients(policy.f1, policy.theta1[0], x).rows()
     played = []
     for t, reward in ((0, 0.7), (1, 0.0), (1000, 0.0)):
-        view = Round(t, 0, arms, np.zeros(3), np.zeros(3)).view(Budget())
+        view = round_view(t, 0, arms)
         played.append(choose(policy, view))
         learn(policy, view, played[-1], reward)
     inputs, labels = policy.explore_data[0].of(0)  # round 0's sample, round 1's, round 1's extras, round 1000's
@@ -629,8 +636,7 @@ def test_eenet_neural_decision_maker_learns_from_the_pairs_it_scored():
     rng = np.random.default_rng(2)
     start = policy.theta3.clone()
     for t in range(3):
-        view = Round(t, 0, rng.standard_normal((6, 4)), np.zeros(6), np.zeros(6)).view(Budget())
-        learn(policy, view, choose(policy, view), float(t % 2))
+        play(policy, t, 0, rng.standard_normal((6, 4)), float(t % 2))
     x, r = policy.decision_data[0].all_rows()
     assert x.shape == (3, 2) and r.tolist() == [0.0, 1.0, 0.0]  # H_t: one ([f1, f2], r) per round
     assert not torch.equal(policy.theta3, start)  # θ3 trained on the schedule
@@ -724,7 +730,7 @@ def test_neu_au_reads_user_features_and_refuses_protocols_without_them():
     assert policy.mlp.dim == 8  # [x_arm ; x_user]
     blind = ALGORITHMS["neu-au"].build(n_users=3, n_arms=4, dim=5, seed=np.random.SeedSequence(0), params={})
     with pytest.raises(UserError, match="needs user features"):
-        choose(blind, Round(0, 0, rng.standard_normal((4, 5)), np.zeros(4), np.zeros(4)).view(Budget()))
+        choose(blind, round_view(0, 0, rng.standard_normal((4, 5))))
 
 
 def test_neu_au_is_refused_before_anything_is_written_on_a_protocol_without_user_features(data_dir):
@@ -793,8 +799,7 @@ def test_neurallinear_keeps_each_components_sums_equal_to_its_users_statistics()
     policy = ALGORITHMS["neurallinear"].build(n_users=3, n_arms=2, dim=3, seed=np.random.SeedSequence(0), params=params)
     rng = np.random.default_rng(1)
     for t in range(12):
-        view = Round(t, t % 3, rng.standard_normal((2, 3)), np.zeros(2), np.zeros(2)).view(Budget())
-        learn(policy, view, choose(policy, view), float(rng.standard_normal()))
+        play(policy, t, t % 3, rng.standard_normal((2, 3)), float(rng.standard_normal()))
         labels = policy.clusters(0)
         members = torch.as_tensor(labels == labels[t % 3])
         A_C, b_C = policy._component_sums(0, t % 3)
@@ -844,6 +849,6 @@ def test_mcnb_updates_the_chosen_arms_group_or_in_the_code_the_last_arms_group_o
     monkeypatch.setattr(policy, "_clusters", lambda served, x: groups)
     monkeypatch.setattr(policy, "_ucb", lambda served, x, thetas: torch.tensor([[1.0, 0.0, 0.0]]))
     arms = np.eye(3)
-    assert choose(policy, Round(0, 0, arms, np.zeros(3), np.zeros(3)).view(Budget())) == 0
+    assert choose(policy, round_view(0, 0, arms)) == 0
     group, _, arm = policy._picked[0]
     assert arm == 0 and torch.equal(group, groups[0, 2] if code else groups[0, 0])
